@@ -1,0 +1,147 @@
+// Static-inline shims over libcurl's variadic entry points, which Swift cannot call,
+// plus the few process-wide helpers the engine needs before curl_global_init.
+#ifndef CLIBCURL_SHIMS_H
+#define CLIBCURL_SHIMS_H
+
+#include <curl/curl.h>
+#include <zlib.h>
+#include <dlfcn.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/prctl.h>
+
+// MARK: easy handle options
+
+static inline CURLcode curlew_easy_setopt_long(CURL *handle, CURLoption option, long value) {
+    return curl_easy_setopt(handle, option, value);
+}
+static inline CURLcode curlew_easy_setopt_off_t(CURL *handle, CURLoption option, curl_off_t value) {
+    return curl_easy_setopt(handle, option, value);
+}
+static inline CURLcode curlew_easy_setopt_pointer(CURL *handle, CURLoption option, const void *value) {
+    return curl_easy_setopt(handle, option, value);
+}
+static inline CURLcode curlew_easy_setopt_string(CURL *handle, CURLoption option, const char *value) {
+    return curl_easy_setopt(handle, option, value);
+}
+static inline CURLcode curlew_easy_setopt_slist(CURL *handle, CURLoption option, struct curl_slist *value) {
+    return curl_easy_setopt(handle, option, value);
+}
+static inline CURLcode curlew_easy_setopt_write_callback(CURL *handle, CURLoption option, curl_write_callback cb) {
+    return curl_easy_setopt(handle, option, cb);
+}
+static inline CURLcode curlew_easy_setopt_read_callback(CURL *handle, curl_read_callback cb) {
+    return curl_easy_setopt(handle, CURLOPT_READFUNCTION, cb);
+}
+static inline CURLcode curlew_easy_setopt_seek_callback(CURL *handle, curl_seek_callback cb) {
+    return curl_easy_setopt(handle, CURLOPT_SEEKFUNCTION, cb);
+}
+static inline CURLcode curlew_easy_setopt_xferinfo_callback(CURL *handle, curl_xferinfo_callback cb) {
+    return curl_easy_setopt(handle, CURLOPT_XFERINFOFUNCTION, cb);
+}
+static inline CURLcode curlew_easy_setopt_opensocket_callback(CURL *handle, curl_opensocket_callback cb) {
+    return curl_easy_setopt(handle, CURLOPT_OPENSOCKETFUNCTION, cb);
+}
+static inline CURLcode curlew_easy_setopt_closesocket_callback(CURL *handle, curl_closesocket_callback cb) {
+    return curl_easy_setopt(handle, CURLOPT_CLOSESOCKETFUNCTION, cb);
+}
+
+// MARK: easy handle information
+
+static inline CURLcode curlew_easy_getinfo_long(CURL *handle, CURLINFO info, long *value) {
+    return curl_easy_getinfo(handle, info, value);
+}
+static inline CURLcode curlew_easy_getinfo_off_t(CURL *handle, CURLINFO info, curl_off_t *value) {
+    return curl_easy_getinfo(handle, info, value);
+}
+static inline CURLcode curlew_easy_getinfo_string(CURL *handle, CURLINFO info, char **value) {
+    return curl_easy_getinfo(handle, info, value);
+}
+static inline CURLcode curlew_easy_getinfo_pointer(CURL *handle, CURLINFO info, void **value) {
+    return curl_easy_getinfo(handle, info, value);
+}
+
+// MARK: multi handle options
+
+static inline CURLMcode curlew_multi_setopt_long(CURLM *multi, CURLMoption option, long value) {
+    return curl_multi_setopt(multi, option, value);
+}
+static inline CURLMcode curlew_multi_setopt_pointer(CURLM *multi, CURLMoption option, void *value) {
+    return curl_multi_setopt(multi, option, value);
+}
+static inline CURLMcode curlew_multi_setopt_socket_callback(CURLM *multi, curl_socket_callback cb) {
+    return curl_multi_setopt(multi, CURLMOPT_SOCKETFUNCTION, cb);
+}
+static inline CURLMcode curlew_multi_setopt_timer_callback(CURLM *multi, curl_multi_timer_callback cb) {
+    return curl_multi_setopt(multi, CURLMOPT_TIMERFUNCTION, cb);
+}
+
+// The `data.result` member of CURLMsg sits in an anonymous union Swift imports awkwardly.
+static inline CURLcode curlew_msg_result(const CURLMsg *message) {
+    return message->data.result;
+}
+
+// MARK: share handle with process-wide locks
+
+// One mutex per curl_lock_data kind; the share handle lives for the whole process. A function-local
+// static, because a file-scope static in a header is not emitted through Swift's clang importer.
+static inline pthread_mutex_t *curlew_share_mutex(curl_lock_data data) {
+    static pthread_mutex_t locks[CURL_LOCK_DATA_LAST];
+    return &locks[data];
+}
+
+static inline void curlew_share_lock(CURL *handle, curl_lock_data data, curl_lock_access access, void *userptr) {
+    (void)handle; (void)access; (void)userptr;
+    pthread_mutex_lock(curlew_share_mutex(data));
+}
+static inline void curlew_share_unlock(CURL *handle, curl_lock_data data, void *userptr) {
+    (void)handle; (void)userptr;
+    pthread_mutex_unlock(curlew_share_mutex(data));
+}
+
+/// Creates a share handle that shares DNS and TLS sessions between multi handles on different threads.
+static inline CURLSH *curlew_share_create(void) {
+    for (int index = 0; index < CURL_LOCK_DATA_LAST; index++) {
+        pthread_mutex_init(curlew_share_mutex((curl_lock_data)index), NULL);
+    }
+    CURLSH *share = curl_share_init();
+    if (share == NULL) { return NULL; }
+    curl_share_setopt(share, CURLSHOPT_LOCKFUNC, curlew_share_lock);
+    curl_share_setopt(share, CURLSHOPT_UNLOCKFUNC, curlew_share_unlock);
+    curl_share_setopt(share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
+    curl_share_setopt(share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
+    return share;
+}
+
+// MARK: process-wide initialisation
+
+static inline curl_version_info_data *curlew_version_info(void) {
+    return curl_version_info(CURLVERSION_NOW);
+}
+
+/// Names the calling thread (at most 15 characters show in tools such as top and perf).
+static inline void curlew_set_thread_name(const char *name) {
+    prctl(PR_SET_NAME, name, 0, 0, 0);
+}
+
+/// Keeps OpenSSL from registering its exit-time cleanup, which races libcurl handles still
+/// in use on other threads at process exit (the crash URLSession on Linux had). Looked up
+/// dynamically so the engine does not link OpenSSL itself.
+static inline void curlew_disable_openssl_atexit(void) {
+    typedef int (*openssl_init_crypto_fn)(uint64_t, const void *);
+    openssl_init_crypto_fn init = (openssl_init_crypto_fn)dlsym(RTLD_DEFAULT, "OPENSSL_init_crypto");
+    if (init != NULL) {
+        const uint64_t OPENSSL_INIT_NO_ATEXIT_FLAG = 0x00080000L;
+        init(OPENSSL_INIT_NO_ATEXIT_FLAG, NULL);
+    }
+}
+
+/// With CURLOPT_NOSIGNAL libcurl no longer blocks SIGPIPE, so a peer that closes a socket
+/// mid-write would kill the process.
+static inline void curlew_ignore_sigpipe(void) {
+    signal(SIGPIPE, SIG_IGN);
+}
+
+#endif

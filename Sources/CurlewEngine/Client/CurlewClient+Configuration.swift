@@ -1,0 +1,169 @@
+import Foundation
+
+extension CurlewClient {
+    /// Everything a client is set up with. Per-request overrides live on ``CurlewRequest``.
+    public struct Configuration: Sendable {
+        /// Which event loop drives libcurl.
+        public enum EventLoopKind: String, Sendable, CaseIterable {
+            /// A dedicated thread per loop running `curl_multi_poll`, which is also a Swift `TaskExecutor`.
+            /// The fast default; see `docs/design/0001-event-loop.md`.
+            case thread
+            /// libcurl's socket-action API on a serial `DispatchQueue` with per-socket `DispatchSource`s,
+            /// for applications built around Dispatch. About 0.4 × the thread loop's requests per second.
+            case dispatch
+        }
+
+        /// Which event loop drives libcurl.
+        public var eventLoop: EventLoopKind = .thread
+        /// How many event loops (each with its own thread or queue and its own connection pool) share the load.
+        /// Default: one per core.
+        public var loopCount: Int = ProcessInfoCores.activeProcessorCount
+        /// Connections kept open to one host, across all loops (each loop gets an equal share, rounded up).
+        /// Requests beyond it wait for a free connection; that wait counts towards the total timeout.
+        /// `nil` means no limit.
+        public var maxConnectionsPerHost: Int? = 256
+        /// Connections open in total, across all loops (shared the same way). `nil` means no limit.
+        public var maxConnectionsTotal: Int? = nil
+        /// Idle connections each loop keeps cached for reuse.
+        public var maxCachedConnectionsPerLoop: Int = 256
+        /// The HTTP version requests ask for, unless a request says otherwise.
+        public var httpVersion: HTTPVersion = .http2
+        /// Timeouts, unless a request says otherwise.
+        public var timeouts: Timeouts = Timeouts()
+        /// Redirect handling, unless a request says otherwise.
+        public var redirects: Redirects = Redirects()
+        /// Response decompression, unless a request says otherwise.
+        public var decompression: Decompression = .enabled
+        /// The largest response body ``CurlewClient/execute(_:)`` collects, after decompression, unless a
+        /// request says otherwise. Larger bodies fail with ``CurlewError/Code/bodyTooLarge``.
+        public var maxResponseBodySize: Int = 64 * 1024 * 1024
+        /// TLS settings; verification is on by default.
+        public var tls: TLSConfiguration = TLSConfiguration()
+        /// Proxy settings.
+        public var proxy: Proxy = .environment
+        /// Whether request bodies are announced with `Expect: 100-continue`, unless a request says otherwise.
+        public var expectContinue: ExpectContinue = .disabled
+        /// The `User-Agent` sent when a request sets none; `nil` sends none.
+        public var userAgent: String? = "curlew/0.1"
+
+        public init() {}
+    }
+
+    /// The HTTP version a request asks for.
+    public enum HTTPVersion: String, Sendable, Hashable, CaseIterable {
+        /// HTTP/1.1 only.
+        case http1_1
+        /// HTTP/2 negotiated with ALPN over TLS, HTTP/1.1 for cleartext and for servers without HTTP/2.
+        case http2
+        /// Cleartext HTTP/2 with prior knowledge (h2c). On libcurl older than 8.0, whose h2c connections break
+        /// when reused, every h2c request gets a connection of its own (see `docs/design/0003-h2c.md`).
+        case http2PriorKnowledge
+    }
+
+    /// Connect, total and idle timeouts, kept in nanoseconds end to end and rounded up (never down) to
+    /// libcurl's milliseconds.
+    public struct Timeouts: Sendable, Hashable {
+        /// Time to establish a connection: DNS, TCP and TLS. `nil` means libcurl's default (300 s).
+        public var connect: Duration?
+        /// Time for the whole request, counted from submission, including any wait for a free connection
+        /// and every redirect. `nil` means none.
+        public var total: Duration?
+        /// Longest time with no byte moving in either direction once the transfer started. `nil` means none.
+        public var idle: Duration?
+
+        public init(connect: Duration? = .seconds(10), total: Duration? = nil, idle: Duration? = .seconds(60)) {
+            self.connect = connect
+            self.total = total
+            self.idle = idle
+        }
+    }
+
+    /// Whether and how redirects are followed. Methods change the way curl changes them: a POST becomes a GET
+    /// after 301, 302 and 303 unless ``keepPost`` says otherwise; other methods are kept.
+    public struct Redirects: Sendable, Hashable {
+        /// Statuses after which a POST stays a POST.
+        public struct KeepPost: OptionSet, Sendable, Hashable {
+            public let rawValue: Int
+            public init(rawValue: Int) { self.rawValue = rawValue }
+            public static let after301 = KeepPost(rawValue: 1)
+            public static let after302 = KeepPost(rawValue: 2)
+            public static let after303 = KeepPost(rawValue: 4)
+        }
+
+        /// Whether redirects are followed at all.
+        public var follow: Bool
+        /// The most redirects followed before ``CurlewError/Code/tooManyRedirects``.
+        public var maximum: Int
+        /// Statuses after which a POST stays a POST.
+        public var keepPost: KeepPost
+
+        public init(follow: Bool = true, maximum: Int = 10, keepPost: KeepPost = []) {
+            self.follow = follow
+            self.maximum = maximum
+            self.keepPost = keepPost
+        }
+
+        /// Redirects are returned to the caller as they are.
+        public static let disabled = Redirects(follow: false)
+    }
+
+    /// Transparent response decompression by libcurl.
+    public enum Decompression: Sendable, Hashable {
+        /// No `Accept-Encoding`; bodies arrive as sent.
+        case disabled
+        /// Asks for every encoding libcurl supports (gzip, deflate, and br and zstd when built in) and decodes
+        /// them; decoded bodies are bounded by the response body limit.
+        case enabled
+        /// As ``enabled``, with a separate, smaller bound on the decoded size of content-encoded bodies,
+        /// the guard against compression bombs.
+        case enabledWithLimit(Int)
+    }
+
+    /// TLS settings. Verification of the peer's certificate and host name is on by default.
+    public struct TLSConfiguration: Sendable, Hashable {
+        /// A PEM file of CA certificates to trust instead of the system's.
+        public var caFile: String?
+        /// A directory of hashed CA certificates to trust instead of the system's.
+        public var caDirectory: String?
+        /// A PEM client certificate for mutual TLS.
+        public var clientCertificateFile: String?
+        /// The PEM private key of the client certificate.
+        public var clientKeyFile: String?
+        /// The password of ``clientKeyFile``, if it is encrypted.
+        public var clientKeyPassword: String?
+        /// Whether the peer's certificate chain is verified. Turn off only for tests.
+        public var verifyPeer: Bool = true
+        /// Whether the certificate must name the host. Turn off only for tests.
+        public var verifyHost: Bool = true
+
+        public init(caFile: String? = nil, caDirectory: String? = nil) {
+            self.caFile = caFile
+            self.caDirectory = caDirectory
+        }
+    }
+
+    /// Which proxy requests go through.
+    public enum Proxy: Sendable, Hashable {
+        /// libcurl's default: `http_proxy`, `https_proxy`, `all_proxy` and `no_proxy` from the environment.
+        case environment
+        /// No proxy, whatever the environment says.
+        case none
+        /// This proxy URL (for example `http://127.0.0.1:3128`), except for hosts in `noProxy`
+        /// (a comma-separated list, as in `no_proxy`).
+        case url(String, noProxy: String? = nil)
+    }
+
+    /// `Expect: 100-continue` for request bodies. libcurl adds it by itself to large uploads and then waits up to a
+    /// second for servers that never answer 100; Curlew sends it only when asked.
+    public enum ExpectContinue: Sendable, Hashable {
+        /// Never send `Expect: 100-continue`.
+        case disabled
+        /// Send it with every request body and wait at most `timeout` for the interim response.
+        case enabled(timeout: Duration)
+    }
+}
+
+/// The number of cores this process may run on (honours `taskset`).
+enum ProcessInfoCores {
+    static var activeProcessorCount: Int { max(1, ProcessInfo.processInfo.activeProcessorCount) }
+}

@@ -1,0 +1,142 @@
+import Synchronization
+
+/// A long-lived HTTP client on libcurl: its event loops, their connection pools and the defaults for
+/// every request. Create one per process (or use ``shared``) and call ``shutdown()`` when done.
+///
+/// ```swift
+/// let client = CurlewClient()
+/// let request = try CurlewRequest(url: "http://127.0.0.1:8080/small")
+/// let response = try await client.execute(request)
+/// print(response.status, response.body.count, response.metrics.total)
+/// try await client.shutdown()
+/// ```
+///
+/// ## Running request loops at full speed
+/// With the default thread loops, tasks that prefer a loop's executor run on the loop's own thread: a
+/// finished transfer resumes its task there and the task's next request enters libcurl with no thread
+/// hop. That is how a load loop gets close to raw libcurl:
+/// ```swift
+/// try await withThrowingTaskGroup(of: Void.self) { group in
+///     for worker in 0..<64 {
+///         group.addTask(executorPreference: client.executors[worker % client.executors.count]) {
+///             for _ in 0..<1000 { _ = try await client.execute(request) }
+///         }
+///     }
+///     try await group.waitForAll()
+/// }
+/// ```
+/// The trade-off is the one of any event-loop executor: code between awaits then runs on the I/O thread, so
+/// heavy work there delays every transfer of that loop. Move such work off it (for example into a task without
+/// the preference).
+public final class CurlewClient: Sendable {
+    /// A process-wide client with the default configuration. ``shutdown()`` does nothing on it.
+    public static let shared = CurlewClient(isShared: true)
+
+    /// The configuration the client was created with.
+    public let configuration: Configuration
+    private let settings: ClientSettings
+    private let loops: [any CurlEventLoop]
+    private let isShared: Bool
+    /// Read on every request, so an atomic rather than a lock.
+    private let isRunning = Atomic<Bool>(true)
+
+    /// Creates a client and starts its event loops.
+    public convenience init(configuration: Configuration = Configuration()) {
+        self.init(configuration: configuration, isShared: false)
+    }
+
+    private convenience init(isShared: Bool) {
+        self.init(configuration: Configuration(), isShared: isShared)
+    }
+
+    private init(configuration: Configuration, isShared: Bool) {
+        let settings = ClientSettings(configuration: configuration)
+        let loopCount = max(configuration.loopCount, 1)
+        var loops: [any CurlEventLoop] = []
+        for index in 0..<loopCount {
+            let loop: (any CurlEventLoop)? =
+                switch configuration.eventLoop {
+                case .thread: ThreadEventLoop(settings: settings, index: index, loopCount: loopCount)
+                case .dispatch: DispatchEventLoop(settings: settings, index: index, loopCount: loopCount)
+                }
+            // Only resource exhaustion stops a loop from starting; the client then runs on fewer.
+            if let loop { loops.append(loop) }
+        }
+        self.configuration = configuration
+        self.settings = settings
+        self.loops = loops
+        self.isShared = isShared
+    }
+
+    deinit {
+        // Released without shutdown(): stop the loops without waiting; each cleans up on its own thread or queue.
+        for loop in loops {
+            (loop as? ThreadEventLoop)?.requestShutdown()
+            (loop as? DispatchEventLoop)?.requestShutdown()
+        }
+    }
+
+    /// The task executors of the thread loops, one per loop (empty with ``Configuration/EventLoopKind/dispatch``).
+    ///
+    /// Prefer them for tasks that mostly issue requests; see the type's documentation for the trade-off.
+    public var executors: [any TaskExecutor] {
+        loops.compactMap(\.taskExecutor)
+    }
+
+    /// The version of the libcurl the engine runs on, for example `"7.88.1"`.
+    public static var libcurlVersion: String {
+        CurlGlobal.capabilities.version
+    }
+
+    /// Sends a request and collects the whole response.
+    ///
+    /// The body is collected up to ``CurlewRequest/maxResponseBodySize`` (or the client's
+    /// ``Configuration/maxResponseBodySize``); beyond it the transfer stops with
+    /// ``CurlewError/Code/bodyTooLarge``. Cancelling the calling task removes the transfer at once and throws
+    /// `CancellationError`.
+    ///
+    /// - Throws: ``CurlewError`` for every transport failure; `CancellationError` when the task was cancelled.
+    public func execute(_ request: CurlewRequest) async throws -> CurlewResponse {
+        let submittedAt = monotonicNanoseconds()
+        guard let loop = pickLoop() else {
+            throw CurlewError(code: .clientShutdown, detail: "the client was shut down")
+        }
+        let transfer = Transfer(request: request, settings: settings, submittedAt: submittedAt)
+        return try await withTaskCancellationHandler {
+            try await withUnsafeThrowingContinuation { continuation in
+                transfer.continuation = continuation
+                loop.load.submitted()
+                loop.submit(transfer)
+            }
+        } onCancel: {
+            loop.cancel(transfer)
+        }
+    }
+
+    /// The calling thread's own loop when a task runs on one; otherwise the least busy loop, the first on ties,
+    /// so sequential requests share one connection while concurrent ones spread over every loop.
+    private func pickLoop() -> (any CurlEventLoop)? {
+        guard isRunning.load(ordering: .relaxed) else { return nil }
+        if loops.count == 1 { return loops[0] }
+        var best: (any CurlEventLoop)?
+        var bestLoad = Int.max
+        for loop in loops {
+            if loop.isCurrent { return loop }
+            let load = loop.load.current
+            if load < bestLoad {
+                best = loop
+                bestLoad = load
+            }
+        }
+        return best
+    }
+
+    /// Fails in-flight requests with ``CurlewError/Code/cancelled``, closes every connection and stops the
+    /// loops. Later requests fail with ``CurlewError/Code/clientShutdown``. Does nothing on ``shared``.
+    public func shutdown() async {
+        guard !isShared else { return }
+        isRunning.store(false, ordering: .relaxed)
+        // Idempotent per loop: a second caller waits for the same stop.
+        for loop in loops { await loop.shutdown() }
+    }
+}

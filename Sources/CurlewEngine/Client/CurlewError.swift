@@ -1,0 +1,136 @@
+import CLibCurl
+import Glibc
+
+/// The one error the engine throws, except for task cancellation, which throws `CancellationError`.
+///
+/// Switch on ``code`` to decide what to do; ``curlCode`` and ``curlMessage`` keep libcurl's own
+/// words for logs and bug reports.
+public struct CurlewError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// Which timeout fired.
+    public enum TimeoutKind: String, Sendable, Hashable {
+        /// Establishing the connection (DNS, TCP, TLS) took longer than ``Timeouts/connect``.
+        case connect
+        /// The whole request, counted from submission, took longer than ``Timeouts/total``.
+        case total
+        /// No byte moved in either direction for longer than ``Timeouts/idle``.
+        case idle
+    }
+
+    /// The failures a caller handles differently.
+    public enum Code: Sendable, Hashable {
+        /// The request could not be sent as given: malformed URL, a host that parsers disagree on,
+        /// CR/LF/NUL in a header, a bad option value.
+        case invalidRequest
+        /// The URL (or a redirect) uses a scheme other than http or https.
+        case protocolNotAllowed
+        /// The host name (or the proxy's) could not be resolved.
+        case dnsFailure
+        /// The server actively refused the connection.
+        case connectionRefused
+        /// The connection could not be established for another reason (unreachable, reset during connect).
+        case connectFailed
+        /// A timeout fired; which one is attached.
+        case timeout(TimeoutKind)
+        /// TLS failed: handshake, certificate verification, hostname mismatch, bad CA or client certificate.
+        case tls
+        /// More redirects than allowed.
+        case tooManyRedirects
+        /// The response body (after decompression) exceeded the configured limit.
+        case bodyTooLarge
+        /// The connection closed or was reset before the response was complete,
+        /// or the server sent fewer bytes than it announced.
+        case connectionClosed
+        /// The server sent something that is not valid HTTP.
+        case invalidResponse
+        /// An HTTP/2 framing or stream error.
+        case http2
+        /// The transfer was cancelled by the client shutting down.
+        case cancelled
+        /// The client was already shut down when the request was submitted.
+        case clientShutdown
+        /// Any other libcurl failure; see ``CurlewError/curlCode``.
+        case transport
+    }
+
+    /// What went wrong, for matching.
+    public let code: Code
+    /// libcurl's `CURLcode`, when libcurl reported the failure.
+    public let curlCode: Int?
+    /// libcurl's detailed message (its error buffer, or `curl_easy_strerror`).
+    public let curlMessage: String?
+    /// The operating system's `errno` libcurl saw last (`CURLINFO_OS_ERRNO`), when non-zero.
+    public let osErrno: Int32?
+    /// A human-readable explanation from Curlew.
+    public let detail: String
+
+    public init(
+        code: Code, detail: String, curlCode: Int? = nil, curlMessage: String? = nil, osErrno: Int32? = nil
+    ) {
+        self.code = code
+        self.detail = detail
+        self.curlCode = curlCode
+        self.curlMessage = curlMessage
+        self.osErrno = osErrno
+    }
+
+    public var description: String {
+        var text = "CurlewError.\(code): \(detail)"
+        if let curlCode { text += " (curl \(curlCode)" + (curlMessage.map { ": \($0)" } ?? "") + ")" }
+        if let osErrno { text += " [errno \(osErrno)]" }
+        return text
+    }
+
+    static func invalidRequest(_ detail: String) -> CurlewError {
+        CurlewError(code: .invalidRequest, detail: detail)
+    }
+}
+
+extension CurlewError {
+    /// Maps a libcurl result to the case a caller acts on.
+    static func fromCurl(
+        _ result: CURLcode, message: String?, osErrno: Int32, timeoutKind: TimeoutKind
+    ) -> CurlewError {
+        let code: Code
+        let detail: String
+        switch result {
+        case CURLE_UNSUPPORTED_PROTOCOL:
+            (code, detail) = (.protocolNotAllowed, "only http and https are allowed, also on redirects")
+        case CURLE_URL_MALFORMAT, CURLE_BAD_FUNCTION_ARGUMENT:
+            (code, detail) = (.invalidRequest, "libcurl rejected the request")
+        case CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY:
+            (code, detail) = (.dnsFailure, "could not resolve host")
+        case CURLE_COULDNT_CONNECT:
+            if osErrno == ECONNREFUSED {
+                (code, detail) = (.connectionRefused, "connection refused")
+            } else {
+                (code, detail) = (.connectFailed, "could not connect")
+            }
+        case CURLE_OPERATION_TIMEDOUT:
+            (code, detail) = (.timeout(timeoutKind), "\(timeoutKind.rawValue) timeout")
+        case CURLE_SSL_CONNECT_ERROR, CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CERTPROBLEM, CURLE_SSL_CIPHER,
+            CURLE_SSL_CACERT_BADFILE, CURLE_SSL_SHUTDOWN_FAILED, CURLE_SSL_ISSUER_ERROR,
+            CURLE_SSL_PINNEDPUBKEYNOTMATCH, CURLE_SSL_INVALIDCERTSTATUS, CURLE_SSL_ENGINE_NOTFOUND,
+            CURLE_SSL_ENGINE_SETFAILED, CURLE_SSL_ENGINE_INITFAILED, CURLE_USE_SSL_FAILED, CURLE_SSL_CRL_BADFILE,
+            CURLE_SSL_CLIENTCERT:
+            (code, detail) = (.tls, "TLS failed")
+        case CURLE_TOO_MANY_REDIRECTS:
+            (code, detail) = (.tooManyRedirects, "too many redirects")
+        case CURLE_FILESIZE_EXCEEDED:
+            (code, detail) = (.bodyTooLarge, "the announced response body exceeds the limit")
+        case CURLE_PARTIAL_FILE:
+            (code, detail) = (.connectionClosed, "the server closed the connection before sending the whole body")
+        case CURLE_RECV_ERROR, CURLE_SEND_ERROR, CURLE_GOT_NOTHING:
+            (code, detail) = (.connectionClosed, "the connection was closed or reset")
+        case CURLE_WEIRD_SERVER_REPLY, CURLE_BAD_CONTENT_ENCODING:
+            (code, detail) = (.invalidResponse, "the server's reply is not valid HTTP")
+        case CURLE_HTTP2, CURLE_HTTP2_STREAM:
+            (code, detail) = (.http2, "HTTP/2 error")
+        default:
+            (code, detail) = (.transport, "transfer failed")
+        }
+        let curlText = message.flatMap { $0.isEmpty ? nil : $0 } ?? String(cString: curl_easy_strerror(result))
+        return CurlewError(
+            code: code, detail: detail, curlCode: Int(result.rawValue), curlMessage: curlText,
+            osErrno: osErrno == 0 ? nil : osErrno)
+    }
+}

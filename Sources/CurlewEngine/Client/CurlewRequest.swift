@@ -1,0 +1,101 @@
+public import HTTPTypes
+
+/// An HTTP request for the engine: a method, a validated URL, header fields and an optional body,
+/// plus optional per-request overrides of the client's configuration.
+///
+/// Validation happens when the request is built, so a request value can be executed many times at no
+/// further cost:
+/// ```swift
+/// var request = try CurlewRequest(method: .post, url: "http://127.0.0.1:8080/echo")
+/// try request.addHeader("X-Trace", "abc")
+/// request.body = .bytes(Array("hello".utf8))
+/// let response = try await CurlewClient.shared.execute(request)
+/// ```
+public struct CurlewRequest: Sendable {
+    /// The request body.
+    public enum Body: Sendable {
+        /// Bytes in memory, handed to libcurl without a copy.
+        case bytes([UInt8])
+    }
+
+    /// The request method.
+    public var method: HTTPRequest.Method
+    /// The absolute http or https URL, as validated.
+    public let url: String
+    /// The header fields to send. Use ``addHeader(_:_:)`` for strings from untrusted sources:
+    /// it rejects CR, LF and NUL where `HTTPFields` would silently turn them into spaces.
+    public var headerFields: HTTPFields
+    /// The body, if any.
+    public var body: Body?
+
+    /// Overrides ``CurlewClient/Configuration/timeouts`` for this request.
+    public var timeouts: CurlewClient.Timeouts?
+    /// Overrides ``CurlewClient/Configuration/redirects`` for this request.
+    public var redirects: CurlewClient.Redirects?
+    /// Overrides ``CurlewClient/Configuration/httpVersion`` for this request.
+    public var httpVersion: CurlewClient.HTTPVersion?
+    /// Overrides ``CurlewClient/Configuration/maxResponseBodySize`` for this request.
+    public var maxResponseBodySize: Int?
+    /// Overrides ``CurlewClient/Configuration/decompression`` for this request.
+    public var decompression: CurlewClient.Decompression?
+    /// Overrides ``CurlewClient/Configuration/expectContinue`` for this request.
+    public var expectContinue: CurlewClient.ExpectContinue?
+
+    /// Creates a request, validating the URL.
+    ///
+    /// - Throws: ``CurlewError`` with code ``CurlewError/Code/protocolNotAllowed`` for schemes other than
+    ///   http and https, and ``CurlewError/Code/invalidRequest`` for malformed URLs, URLs with control
+    ///   characters, and URLs whose host Swift's and libcurl's parsers read differently.
+    public init(
+        method: HTTPRequest.Method = .get, url: String, headerFields: HTTPFields = [:], body: Body? = nil
+    ) throws {
+        try URLValidation.validate(url)
+        self.method = method
+        self.url = url
+        self.headerFields = headerFields
+        self.body = body
+    }
+
+    /// Creates a request with header fields given as strings, each validated like ``addHeader(_:_:)``.
+    public init(
+        method: HTTPRequest.Method = .get, url: String, headers: [(String, String)], body: Body? = nil
+    ) throws {
+        try self.init(method: method, url: url, body: body)
+        for (name, value) in headers {
+            try addHeader(name, value)
+        }
+    }
+
+    /// Appends a header field after checking it.
+    ///
+    /// - Throws: ``CurlewError/Code/invalidRequest`` if the name is not a valid HTTP token, or the value holds
+    ///   CR, LF or NUL (header injection), instead of sending something else than what was asked.
+    public mutating func addHeader(_ name: String, _ value: String) throws {
+        headerFields.append(try Self.validatedField(name, value))
+    }
+
+    /// Sets a header field (replacing existing ones of that name) after the checks of ``addHeader(_:_:)``.
+    public mutating func setHeader(_ name: String, _ value: String) throws {
+        let field = try Self.validatedField(name, value)
+        headerFields[field.name] = field.value
+    }
+
+    static func validatedField(_ name: String, _ value: String) throws -> HTTPField {
+        guard let fieldName = HTTPField.Name(name) else {
+            throw CurlewError.invalidRequest("invalid header name \(name.debugDescription)")
+        }
+        if value.utf8.contains(where: { $0 == 0x0D || $0 == 0x0A || $0 == 0x00 }) {
+            throw CurlewError.invalidRequest("header \(name) contains CR, LF or NUL")
+        }
+        return HTTPField(name: fieldName, value: value)
+    }
+}
+
+extension CurlewRequest.Body {
+    /// The number of bytes the body holds.
+    public var count: Int {
+        switch self {
+        case .bytes(let bytes): bytes.count
+        }
+    }
+}

@@ -1,0 +1,108 @@
+public import HTTPTypes
+
+/// A complete response: status, header fields, the collected body and the transfer's metrics.
+public struct CurlewResponse: Sendable {
+    /// The status of the final response (after redirects).
+    public let status: HTTPResponse.Status
+    /// The collected body, decompressed if the server compressed it and decompression is enabled.
+    public let body: [UInt8]
+    /// Timings, sizes and connection facts of the transfer.
+    public let metrics: TransferMetrics
+    /// The URL of the final response: the request's URL, or where redirects led.
+    public let url: String
+
+    /// The final response's header block as received, parsed on access.
+    private let rawHeaders: [UInt8]
+
+    init(status: HTTPResponse.Status, rawHeaders: [UInt8], body: [UInt8], metrics: TransferMetrics, url: String) {
+        self.status = status
+        self.rawHeaders = rawHeaders
+        self.body = body
+        self.metrics = metrics
+        self.url = url
+    }
+
+    /// The final response's header fields. Names compare case-insensitively.
+    ///
+    /// Parsed from the raw header block on each access, so a hot loop that never looks at headers pays
+    /// nothing for them; keep the value if you read it often.
+    public var headerFields: HTTPFields {
+        ResponseHeaderParser.fields(from: rawHeaders)
+    }
+}
+
+/// Per-transfer facts from libcurl, gathered when the transfer completes.
+public struct TransferMetrics: Sendable, Hashable {
+    /// The protocol version of the final response.
+    public enum HTTPVersion: String, Sendable, Hashable {
+        case http1_0, http1_1, http2, http3, unknown
+    }
+
+    /// From submission to the transfer being handed to libcurl (the engine's own queueing).
+    public var queued: Duration
+    /// Name resolution, from the start of the transfer.
+    public var dnsLookup: Duration
+    /// TCP connected, from the start.
+    public var connected: Duration
+    /// TLS handshake done, from the start (zero without TLS).
+    public var tlsHandshakeDone: Duration
+    /// First response byte, from the start.
+    public var firstByte: Duration
+    /// The whole transfer, from the start, including redirects.
+    public var total: Duration
+    /// Whether an existing connection was reused (no new connection was opened).
+    public var reusedConnection: Bool
+    /// The HTTP version of the final response.
+    public var httpVersion: HTTPVersion
+    /// Request bytes sent (body).
+    public var bytesSent: Int64
+    /// Response body bytes received (after decompression).
+    public var bytesReceived: Int64
+    /// Response header bytes received.
+    public var headerBytesReceived: Int
+    /// Redirects followed.
+    public var redirectCount: Int
+    /// The local port of the connection, which identifies it on loopback.
+    public var localPort: Int
+}
+
+/// Parses an HTTP/1-style header block ("Name: value\r\n" lines after a status line).
+enum ResponseHeaderParser {
+    static func fields(from raw: [UInt8]) -> HTTPFields {
+        var fields = HTTPFields()
+        var lineStart = 0
+        var isFirstLine = true
+        var index = 0
+        while index < raw.count {
+            if raw[index] == UInt8(ascii: "\n") {
+                var lineEnd = index
+                if lineEnd > lineStart, raw[lineEnd - 1] == UInt8(ascii: "\r") { lineEnd -= 1 }
+                if isFirstLine {
+                    isFirstLine = false
+                } else if lineEnd > lineStart {
+                    append(raw[lineStart..<lineEnd], to: &fields)
+                }
+                lineStart = index + 1
+            }
+            index += 1
+        }
+        return fields
+    }
+
+    private static func append(_ line: ArraySlice<UInt8>, to fields: inout HTTPFields) {
+        guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else { return }
+        guard let name = HTTPField.Name(String(decoding: line[line.startIndex..<colon], as: UTF8.self)) else {
+            return
+        }
+        var valueStart = colon + 1
+        var valueEnd = line.endIndex
+        while valueStart < valueEnd, line[valueStart] == UInt8(ascii: " ") || line[valueStart] == UInt8(ascii: "\t") {
+            valueStart += 1
+        }
+        while valueEnd > valueStart, line[valueEnd - 1] == UInt8(ascii: " ") || line[valueEnd - 1] == UInt8(ascii: "\t")
+        {
+            valueEnd -= 1
+        }
+        fields.append(HTTPField(name: name, value: line[valueStart..<valueEnd]))
+    }
+}

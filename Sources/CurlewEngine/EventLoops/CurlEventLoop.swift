@@ -1,0 +1,15 @@
+/// What the client needs from an event loop, whichever design drives libcurl.
+protocol CurlEventLoop: AnyObject, Sendable {
+    /// Unresolved transfers on this loop, for balancing.
+    var load: LoopLoad { get }
+    /// The executor request tasks can prefer to run on this loop's thread, if the design has one.
+    var taskExecutor: (any TaskExecutor)? { get }
+    /// Whether the calling thread is this loop's own.
+    var isCurrent: Bool { get }
+    /// Hands a transfer to the loop; the transfer's continuation is resumed exactly once.
+    func submit(_ transfer: Transfer)
+    /// Asks the loop to cancel a transfer; harmless if it already finished.
+    func cancel(_ transfer: Transfer)
+    /// Fails running transfers, releases libcurl's resources and stops the loop.
+    func shutdown() async
+}

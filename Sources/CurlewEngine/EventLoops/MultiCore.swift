@@ -1,0 +1,233 @@
+import CLibCurl
+import Synchronization
+
+/// What both event loops share: one `CURLM`, its pool of easy handles, starting and finishing transfers,
+/// and the idle-timeout watch. Every method runs on the owning loop, never inside a libcurl callback.
+final class MultiCore {
+    let multi: UnsafeMutableRawPointer
+    let settings: ClientSettings
+    /// Transfers submitted to this loop and not yet resolved; read by the client to balance loops.
+    let load: LoopLoad
+    private var pool: [EasyHandle] = []
+    private(set) var isShuttingDown = false
+    /// Set by loops that own socket closing (the Dispatch loop): the callback and its userdata.
+    var socketCloser: (callback: curl_closesocket_callback, context: UnsafeMutableRawPointer)?
+
+    /// Every transfer in the multi handle, in an intrusive list so adding and removing cost O(1)
+    /// (libcurl 7.88 has no `curl_multi_get_handles`).
+    private var runningHead: Transfer?
+    /// No idle deadline falls before this; the list is scanned only once it passes.
+    private(set) var nextIdleCheck: UInt64 = .max
+
+    init?(settings: ClientSettings, load: LoopLoad, loopCount: Int) {
+        guard let multi = curl_multi_init() else { return nil }
+        self.multi = multi
+        self.settings = settings
+        self.load = load
+        let configuration = settings.configuration
+        let loops = max(loopCount, 1)
+        func share(_ limit: Int?) -> Int { limit.map { ($0 + loops - 1) / loops } ?? 0 }
+        _ = curlew_multi_setopt_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
+        _ = curlew_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, share(configuration.maxConnectionsPerHost))
+        _ = curlew_multi_setopt_long(multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, share(configuration.maxConnectionsTotal))
+        _ = curlew_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, max(configuration.maxCachedConnectionsPerLoop, 1))
+    }
+
+    // MARK: starting
+
+    /// Starts a transfer: configures a pooled easy handle and adds it to the multi handle.
+    func start(_ transfer: Transfer, now: UInt64) {
+        switch transfer.stateMachine.submitted(loopIsShuttingDown: isShuttingDown) {
+        case .fail(let failure):
+            resume(transfer, throwing: error(for: failure))
+        case .start:
+            guard let easy = pool.popLast() ?? EasyHandle.make() else {
+                failStart(transfer, CurlewError(code: .transport, detail: "libcurl could not create an easy handle"))
+                return
+            }
+            transfer.easy = easy
+            let userdata = Unmanaged.passRetained(transfer).toOpaque()
+            if let configurationError = transfer.configure(easy, userdata: userdata, now: now) {
+                Unmanaged<Transfer>.fromOpaque(userdata).release()
+                failStart(transfer, configurationError)
+                return
+            }
+            if let socketCloser {
+                _ = curlew_easy_setopt_closesocket_callback(easy.raw, socketCloser.callback)
+                _ = easy.set(CURLOPT_CLOSESOCKETDATA, pointer: socketCloser.context)
+            }
+            let code = curl_multi_add_handle(multi, easy.raw)
+            guard code == CURLM_OK else {
+                Unmanaged<Transfer>.fromOpaque(userdata).release()
+                failStart(transfer, CurlewError(
+                    code: .transport, detail: "libcurl refused the transfer: \(String(cString: curl_multi_strerror(code)))"))
+                return
+            }
+            link(transfer)
+        }
+    }
+
+    private func failStart(_ transfer: Transfer, _ error: CurlewError) {
+        guard transfer.stateMachine.startFailed() == .finish else { return }
+        recycle(transfer)
+        resume(transfer, throwing: error)
+    }
+
+    // MARK: finishing
+
+    /// Reads libcurl's completion messages and resumes the callers. Call after every perform or socket action.
+    func drainCompletions() {
+        var remaining: Int32 = 0
+        while let message = curl_multi_info_read(multi, &remaining) {
+            guard message.pointee.msg == CURLMSG_DONE, let handle = message.pointee.easy_handle else { continue }
+            var userdata: UnsafeMutableRawPointer?
+            guard curlew_easy_getinfo_pointer(handle, CURLINFO_PRIVATE, &userdata) == CURLE_OK, let userdata else {
+                // Not ours; never trap on a surprise, just detach it.
+                curl_multi_remove_handle(multi, handle)
+                continue
+            }
+            let result = curlew_msg_result(message)
+            let transfer = Unmanaged<Transfer>.fromOpaque(userdata).takeRetainedValue()
+            guard transfer.stateMachine.curlCompleted() == .finish, let easy = transfer.easy else { continue }
+            curl_multi_remove_handle(multi, handle)
+            let outcome: Result<CurlewResponse, any Error> =
+                result == CURLE_OK
+                ? .success(transfer.makeResponse(easy))
+                : .failure(transfer.makeError(result, easy: easy, now: monotonicNanoseconds()))
+            recycle(transfer)
+            resume(transfer, with: outcome)
+        }
+    }
+
+    /// The caller's task was cancelled.
+    func cancel(_ transfer: Transfer) {
+        apply(transfer.stateMachine.cancelRequested(), to: transfer)
+    }
+
+    private func apply(_ action: TransferStateMachine.StopAction, to transfer: Transfer) {
+        guard case .removeAndFail(let failure) = action, let easy = transfer.easy else { return }
+        curl_multi_remove_handle(multi, easy.raw)
+        Unmanaged.passUnretained(transfer).release()
+        recycle(transfer)
+        resume(transfer, throwing: error(for: failure))
+    }
+
+    private func error(for failure: TransferStateMachine.Failure) -> any Error {
+        switch failure {
+        case .cancelled:
+            CancellationError()
+        case .clientShutdown:
+            CurlewError(code: isShuttingDown ? .cancelled : .clientShutdown, detail: "the client was shut down")
+        case .idleTimeout:
+            CurlewError(code: .timeout(.idle), detail: "idle timeout: no data moved")
+        case .startFailed:
+            CurlewError(code: .invalidRequest, detail: "the transfer was submitted twice")
+        }
+    }
+
+    /// Returns the easy handle to the pool, cleared of every pointer to this transfer.
+    private func recycle(_ transfer: Transfer) {
+        unlink(transfer)
+        if let easy = transfer.easy {
+            easy.reset()
+            pool.append(easy)
+            transfer.easy = nil
+        }
+        transfer.freeHeaderList()
+    }
+
+    private func resume(_ transfer: Transfer, throwing error: any Error) {
+        resume(transfer, with: .failure(error))
+    }
+
+    private func resume(_ transfer: Transfer, with outcome: Result<CurlewResponse, any Error>) {
+        load.finished()
+        guard let continuation = transfer.continuation else { return }
+        transfer.continuation = nil
+        continuation.resume(with: outcome)
+    }
+
+    // MARK: running transfers and idle timeouts
+
+    private func link(_ transfer: Transfer) {
+        transfer.next = runningHead
+        runningHead?.previous = transfer
+        runningHead = transfer
+        transfer.isLinked = true
+        if transfer.idleTimeout != 0 {
+            nextIdleCheck = min(nextIdleCheck, transfer.lastActivity &+ transfer.idleTimeout)
+        }
+    }
+
+    private func unlink(_ transfer: Transfer) {
+        guard transfer.isLinked else { return }
+        if let previous = transfer.previous {
+            previous.next = transfer.next
+        } else {
+            runningHead = transfer.next
+        }
+        transfer.next?.previous = transfer.previous
+        transfer.previous = nil
+        transfer.next = nil
+        transfer.isLinked = false
+        if runningHead == nil { nextIdleCheck = .max }
+    }
+
+    /// Fails transfers that have been idle too long; returns when the next check is due.
+    func checkIdle(now: UInt64) {
+        guard now >= nextIdleCheck else { return }
+        var expired: [Transfer] = []
+        var next = UInt64.max
+        var cursor = runningHead
+        while let transfer = cursor {
+            cursor = transfer.next
+            guard transfer.idleTimeout != 0 else { continue }
+            let deadline = transfer.lastActivity &+ transfer.idleTimeout
+            if deadline <= now { expired.append(transfer) } else { next = min(next, deadline) }
+        }
+        nextIdleCheck = next
+        for transfer in expired {
+            apply(transfer.stateMachine.idleTimedOut(), to: transfer)
+        }
+    }
+
+    /// Milliseconds until the next idle check, for the loop's wait.
+    func millisecondsUntilIdleCheck(now: UInt64) -> Int? {
+        guard nextIdleCheck != .max else { return nil }
+        guard nextIdleCheck > now else { return 0 }
+        return curlMilliseconds(fromNanoseconds: nextIdleCheck - now)
+    }
+
+    // MARK: shutdown
+
+    /// Fails every running transfer and refuses new ones.
+    func beginShutdown() {
+        isShuttingDown = true
+        while let transfer = runningHead {
+            let action = transfer.stateMachine.shutdown()
+            unlink(transfer)
+            apply(action, to: transfer)
+        }
+    }
+
+    /// Whether any transfer is still in libcurl.
+    var hasRunningTransfers: Bool { runningHead != nil }
+
+    /// Releases libcurl's resources; call on the loop, after ``beginShutdown()``.
+    func cleanup() {
+        curl_multi_cleanup(multi)
+        for easy in pool { easy.destroy() }
+        pool.removeAll()
+    }
+}
+
+/// The number of unresolved transfers of one loop, shared with submitting threads.
+final class LoopLoad: Sendable {
+    private let count = Atomic<Int>(0)
+
+    var current: Int { count.load(ordering: .relaxed) }
+
+    func submitted() { count.wrappingAdd(1, ordering: .relaxed) }
+
+    func finished() { count.wrappingSubtract(1, ordering: .relaxed) }
+}

@@ -1,0 +1,230 @@
+import CLibCurl
+import Glibc
+import Synchronization
+
+/// The default loop: a dedicated thread drives one `CURLM` with `curl_multi_perform` and `curl_multi_poll`,
+/// and is also a Swift `TaskExecutor`.
+///
+/// Tasks that prefer this executor resume on the loop thread right after their transfer completes, and their
+/// next request goes into libcurl on the same thread with no lock, wakeup or context switch. Other threads
+/// hand work over through a mutex-protected inbox and wake the thread with `curl_multi_wakeup` only when it is
+/// asleep in `curl_multi_poll`. See `docs/design/0001-event-loop.md` for the measurements behind this.
+final class ThreadEventLoop: CurlEventLoop, TaskExecutor, @unchecked Sendable {
+    private enum Message {
+        case submit(Transfer)
+        case cancel(Transfer)
+        case job(UnownedJob)
+    }
+
+    private struct Inbox {
+        var messages: [Message] = []
+        var isSleeping = false
+        var isStopping = false
+        var hasStopped = false
+        var shutdownWaiters: [CheckedContinuation<Void, Never>] = []
+    }
+
+    private enum PostOutcome {
+        case queued, wake, rejected
+    }
+
+    let load = LoopLoad()
+    private let core: MultiCore
+    private let inbox = Mutex(Inbox())
+    /// Set when the thread has exited, so a later thread that reuses its id is not taken for the loop.
+    private let hasExited = Atomic<Bool>(false)
+    private let name: String
+    /// Written before any message can be posted from the loop thread; other threads only compare it.
+    private nonisolated(unsafe) var thread = pthread_t()
+
+    // Loop-thread only.
+    private var localMessages: [Message] = []
+    private var drainedMessages: [Message] = []
+    private var startedTransfers = false
+
+    init?(settings: ClientSettings, index: Int, loopCount: Int) {
+        guard let core = MultiCore(settings: settings, load: load, loopCount: loopCount) else { return nil }
+        self.core = core
+        self.name = "curlew-loop-\(index)"
+        let started = Unmanaged.passRetained(self).toOpaque()
+        var threadID = pthread_t()
+        let result = pthread_create(&threadID, nil, { argument in
+            let loop = Unmanaged<ThreadEventLoop>.fromOpaque(argument!).takeRetainedValue()
+            loop.run()
+            return nil
+        }, started)
+        guard result == 0 else {
+            Unmanaged<ThreadEventLoop>.fromOpaque(started).release()
+            core.cleanup()
+            return nil
+        }
+        pthread_detach(threadID)
+    }
+
+    var taskExecutor: (any TaskExecutor)? { self }
+
+    var isCurrent: Bool {
+        pthread_equal(pthread_self(), thread) != 0 && !hasExited.load(ordering: .relaxed)
+    }
+
+    // MARK: hand-over from any thread
+
+    func submit(_ transfer: Transfer) { post(.submit(transfer)) }
+
+    func cancel(_ transfer: Transfer) { post(.cancel(transfer)) }
+
+    func enqueue(_ job: consuming ExecutorJob) { post(.job(UnownedJob(job))) }
+
+    private func post(_ message: Message) {
+        if isCurrent {
+            localMessages.append(message)
+            return
+        }
+        let outcome = inbox.withLock { inbox -> PostOutcome in
+            if inbox.hasStopped { return .rejected }
+            inbox.messages.append(message)
+            guard inbox.isSleeping else { return .queued }
+            inbox.isSleeping = false
+            return .wake
+        }
+        switch outcome {
+        case .queued: break
+        case .wake: curl_multi_wakeup(core.multi)
+        case .rejected: reject(message)
+        }
+    }
+
+    /// What a stopped loop does with late messages: tasks keep running on the global pool, transfers fail.
+    private func reject(_ message: Message) {
+        switch message {
+        case .job(let job):
+            globalConcurrentExecutor.enqueue(job)
+        case .submit(let transfer):
+            load.finished()
+            transfer.continuation?.resume(
+                throwing: CurlewError(code: .clientShutdown, detail: "the client was shut down"))
+            transfer.continuation = nil
+        case .cancel:
+            break
+        }
+    }
+
+    func shutdown() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let shouldWake = inbox.withLock { inbox -> Bool in
+                if inbox.hasStopped {
+                    continuation.resume()
+                    return false
+                }
+                inbox.shutdownWaiters.append(continuation)
+                return Self.markStopping(&inbox)
+            }
+            if shouldWake { curl_multi_wakeup(core.multi) }
+        }
+    }
+
+    /// Asks the loop to stop without waiting, for a client released without `shutdown()`.
+    func requestShutdown() {
+        if inbox.withLock({ Self.markStopping(&$0) }) { curl_multi_wakeup(core.multi) }
+    }
+
+    private static func markStopping(_ inbox: inout Inbox) -> Bool {
+        inbox.isStopping = true
+        let wake = inbox.isSleeping
+        inbox.isSleeping = false
+        return wake
+    }
+
+    // MARK: the loop thread
+
+    private func run() {
+        thread = pthread_self()
+        curlew_set_thread_name(name)
+        var running: Int32 = 0
+        while true {
+            let stopping = takeMessages()
+            processMessages()
+            if stopping { break }
+
+            startedTransfers = false
+            curl_multi_perform(core.multi, &running)
+            core.drainCompletions()
+            let now = monotonicNanoseconds()
+            core.checkIdle(now: now)
+            // Resumed tasks run here, on this thread, and may submit their next requests inline;
+            // those go straight to perform, without a poll.
+            processMessages()
+            if startedTransfers { continue }
+            waitForWork(now: now)
+        }
+        stop()
+    }
+
+    /// Moves the inbox's messages to the local batch; returns whether a shutdown was asked for.
+    private func takeMessages() -> Bool {
+        inbox.withLock { inbox in
+            swap(&drainedMessages, &inbox.messages)
+            return inbox.isStopping
+        }
+    }
+
+    /// Handles the inbox batch and then everything posted from this thread, until both are empty.
+    private func processMessages() {
+        var now: UInt64 = 0
+        while true {
+            if drainedMessages.isEmpty {
+                if localMessages.isEmpty { return }
+                swap(&drainedMessages, &localMessages)
+            }
+            for message in drainedMessages {
+                switch message {
+                case .submit(let transfer):
+                    if now == 0 { now = monotonicNanoseconds() }
+                    core.start(transfer, now: now)
+                    startedTransfers = true
+                case .cancel(let transfer):
+                    core.cancel(transfer)
+                case .job(let job):
+                    job.runSynchronously(on: asUnownedTaskExecutor())
+                }
+            }
+            drainedMessages.removeAll(keepingCapacity: true)
+        }
+    }
+
+    /// Sleeps in `curl_multi_poll` unless work arrived; submitters wake it with `curl_multi_wakeup`.
+    private func waitForWork(now: UInt64) {
+        let mayWait = inbox.withLock { inbox -> Bool in
+            guard inbox.messages.isEmpty, !inbox.isStopping else { return false }
+            inbox.isSleeping = true
+            return true
+        }
+        guard mayWait else { return }
+        let timeout = Int32(clamping: core.millisecondsUntilIdleCheck(now: now) ?? 1000)
+        var ready: Int32 = 0
+        curl_multi_poll(core.multi, nil, 0, timeout, &ready)
+        inbox.withLock { $0.isSleeping = false }
+    }
+
+    private func stop() {
+        core.beginShutdown()
+        // Work posted before the stop was seen still runs; its new submissions fail, as the client is stopping.
+        while true {
+            _ = takeMessages()
+            if drainedMessages.isEmpty && localMessages.isEmpty { break }
+            processMessages()
+        }
+        core.cleanup()
+        let (waiters, late) = inbox.withLock { inbox -> ([CheckedContinuation<Void, Never>], [Message]) in
+            inbox.hasStopped = true
+            defer {
+                inbox.shutdownWaiters.removeAll()
+                inbox.messages.removeAll()
+            }
+            return (inbox.shutdownWaiters, inbox.messages)
+        }
+        hasExited.store(true, ordering: .relaxed)
+        for message in late { reject(message) }
+        for waiter in waiters { waiter.resume() }
+    }
+}

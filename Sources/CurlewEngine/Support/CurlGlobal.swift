@@ -1,0 +1,78 @@
+import CLibCurl
+import Glibc
+
+/// Process-wide libcurl state: initialised exactly once, before any other libcurl call.
+enum CurlGlobal {
+    /// What the linked libcurl can do, read once after `curl_global_init`.
+    struct Capabilities: Sendable {
+        let versionNumber: UInt32
+        let version: String
+        let supportsHTTP2: Bool
+        let supportsBrotli: Bool
+        let supportsZstd: Bool
+
+        /// Debian 12's libcurl 7.88.1 fails every request after the first on a reused
+        /// h2c prior-knowledge connection ("Error in the HTTP2 framing layer"); 8.x reuses fine.
+        var reusesPriorKnowledgeHTTP2Connections: Bool { versionNumber >= 0x08_00_00 }
+    }
+
+    /// Swift's lazy global initialisation runs this once, thread-safely.
+    static let capabilities: Capabilities = {
+        curlew_disable_openssl_atexit()
+        curlew_ignore_sigpipe()
+        let code = curl_global_init(Int(CURL_GLOBAL_ALL))
+        precondition(code == CURLE_OK, "curl_global_init failed with code \(code.rawValue)")
+        guard let info = curlew_version_info() else {
+            return Capabilities(
+                versionNumber: 0, version: "unknown", supportsHTTP2: false, supportsBrotli: false, supportsZstd: false)
+        }
+        let features = info.pointee.features
+        return Capabilities(
+            versionNumber: UInt32(info.pointee.version_num),
+            version: info.pointee.version.map { String(cString: $0) } ?? "unknown",
+            supportsHTTP2: features & CURL_VERSION_HTTP2 != 0,
+            supportsBrotli: features & CURL_VERSION_BROTLI != 0,
+            supportsZstd: features & CURL_VERSION_ZSTD != 0
+        )
+    }()
+
+    /// One share handle for the process: DNS cache and TLS sessions are shared by every loop.
+    nonisolated(unsafe) static let share: UnsafeMutableRawPointer? = {
+        _ = capabilities
+        return curlew_share_create()
+    }()
+
+    static func ensureInitialized() {
+        _ = capabilities
+        _ = share
+    }
+}
+
+/// Monotonic nanoseconds, the engine's single time base.
+@inline(__always)
+func monotonicNanoseconds() -> UInt64 {
+    var spec = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &spec)
+    return UInt64(spec.tv_sec) &* 1_000_000_000 &+ UInt64(spec.tv_nsec)
+}
+
+extension Duration {
+    /// Whole nanoseconds, saturating; negative durations become zero.
+    var saturatingNanoseconds: UInt64 {
+        let (seconds, attoseconds) = components
+        if seconds < 0 || (seconds == 0 && attoseconds <= 0) { return 0 }
+        let (wholeNanos, overflow) = UInt64(seconds).multipliedReportingOverflow(by: 1_000_000_000)
+        if overflow { return .max }
+        // Round sub-nanosecond remainders up so a tiny positive duration never becomes zero.
+        let fraction = UInt64((attoseconds + 999_999_999) / 1_000_000_000)
+        let (total, overflow2) = wholeNanos.addingReportingOverflow(fraction)
+        return overflow2 ? .max : total
+    }
+}
+
+/// libcurl takes milliseconds and treats 0 as "no timeout": round up, never down to zero.
+@inline(__always)
+func curlMilliseconds(fromNanoseconds nanoseconds: UInt64) -> Int {
+    let milliseconds = (nanoseconds / 1_000_000) + (nanoseconds % 1_000_000 == 0 ? 0 : 1)
+    return Int(clamping: max(milliseconds, 1))
+}

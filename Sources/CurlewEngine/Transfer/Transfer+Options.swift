@@ -1,0 +1,246 @@
+import CLibCurl
+import HTTPTypes
+
+/// The client's configuration with what every transfer derives from it computed once.
+final class ClientSettings: Sendable {
+    let configuration: CurlewClient.Configuration
+    let capabilities: CurlGlobal.Capabilities
+    /// The process-wide share handle (DNS cache, TLS sessions); libcurl locks it through the shim's mutexes.
+    nonisolated(unsafe) let share: UnsafeMutableRawPointer?
+
+    init(configuration: CurlewClient.Configuration) {
+        CurlGlobal.ensureInitialized()
+        self.configuration = configuration
+        self.capabilities = CurlGlobal.capabilities
+        self.share = CurlGlobal.share
+    }
+}
+
+extension Transfer {
+    /// Sets every option of this transfer on a freshly reset easy handle.
+    ///
+    /// - Parameters:
+    ///   - userdata: the retained pointer to `self` that libcurl hands back to the callbacks.
+    ///   - now: the loop's current monotonic time.
+    /// - Returns: the error to fail with, if the request cannot start.
+    func configure(_ easy: EasyHandle, userdata: UnsafeMutableRawPointer, now: UInt64) -> CurlewError? {
+        let configuration = settings.configuration
+        var status = CURLE_OK
+        @inline(__always) func apply(_ code: CURLcode) {
+            if code != CURLE_OK, status == CURLE_OK { status = code }
+        }
+
+        apply(easy.set(CURLOPT_PRIVATE, pointer: userdata))
+        apply(easy.set(CURLOPT_ERRORBUFFER, pointer: easy.errorBuffer))
+        apply(curlew_easy_setopt_write_callback(easy.raw, CURLOPT_WRITEFUNCTION, transferWriteCallback))
+        apply(easy.set(CURLOPT_WRITEDATA, pointer: userdata))
+        apply(curlew_easy_setopt_write_callback(easy.raw, CURLOPT_HEADERFUNCTION, transferHeaderCallback))
+        apply(easy.set(CURLOPT_HEADERDATA, pointer: userdata))
+        apply(easy.set(CURLOPT_NOSIGNAL, true))
+        apply(easy.set(CURLOPT_PROTOCOLS_STR, "http,https"))
+        apply(easy.set(CURLOPT_REDIR_PROTOCOLS_STR, "http,https"))
+        apply(easy.set(CURLOPT_URL, request.url))
+        if let share = settings.share { apply(easy.set(CURLOPT_SHARE, pointer: share)) }
+
+        // Method and body.
+        let hasBody = request.body != nil
+        switch request.method {
+        case .get where !hasBody:
+            break
+        case .head:
+            apply(easy.set(CURLOPT_NOBODY, true))
+        case .post:
+            apply(easy.set(CURLOPT_POST, true))
+        default:
+            if hasBody { apply(easy.set(CURLOPT_POST, true)) }
+            apply(easy.set(CURLOPT_CUSTOMREQUEST, request.method.rawValue))
+        }
+        if let body = request.body {
+            apply(easy.set(CURLOPT_POSTFIELDSIZE_LARGE, offset: Int64(body.count)))
+            apply(curlew_easy_setopt_read_callback(easy.raw, transferReadCallback))
+            apply(easy.set(CURLOPT_READDATA, pointer: userdata))
+            apply(curlew_easy_setopt_seek_callback(easy.raw, transferSeekCallback))
+            apply(easy.set(CURLOPT_SEEKDATA, pointer: userdata))
+        }
+
+        // Header fields.
+        let expectContinue = request.expectContinue ?? configuration.expectContinue
+        if let list = buildHeaderList(hasBody: hasBody, expectContinue: expectContinue) {
+            headerList = list
+            apply(curlew_easy_setopt_slist(easy.raw, CURLOPT_HTTPHEADER, list))
+        }
+        if case .enabled(let timeout) = expectContinue, hasBody {
+            apply(easy.set(CURLOPT_EXPECT_100_TIMEOUT_MS, curlMilliseconds(fromNanoseconds: timeout.saturatingNanoseconds)))
+        }
+        if let userAgent = configuration.userAgent, request.headerFields[.userAgent] == nil {
+            apply(easy.set(CURLOPT_USERAGENT, userAgent))
+        }
+
+        // Protocol version and connection reuse.
+        switch request.httpVersion ?? configuration.httpVersion {
+        case .http1_1:
+            apply(easy.set(CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_1_1)))
+        case .http2:
+            apply(easy.set(CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS)))
+            apply(easy.set(CURLOPT_PIPEWAIT, true))
+        case .http2PriorKnowledge:
+            apply(easy.set(CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE)))
+            if settings.capabilities.reusesPriorKnowledgeHTTP2Connections {
+                apply(easy.set(CURLOPT_PIPEWAIT, true))
+            } else {
+                // See docs/design/0003-h2c.md: a connection of its own, never shared, never reused.
+                apply(easy.set(CURLOPT_FRESH_CONNECT, true))
+                apply(easy.set(CURLOPT_FORBID_REUSE, true))
+            }
+        }
+
+        // Timeouts: the total clock started at submission.
+        let timeouts = request.timeouts ?? configuration.timeouts
+        if let connect = timeouts.connect {
+            apply(easy.set(CURLOPT_CONNECTTIMEOUT_MS, curlMilliseconds(fromNanoseconds: connect.saturatingNanoseconds)))
+        }
+        if let total = timeouts.total {
+            let deadline = submittedAt &+ total.saturatingNanoseconds
+            guard deadline > now else {
+                return CurlewError(code: .timeout(.total), detail: "total timeout elapsed before the transfer started")
+            }
+            totalDeadline = deadline
+            apply(easy.set(CURLOPT_TIMEOUT_MS, curlMilliseconds(fromNanoseconds: deadline - now)))
+        }
+        idleTimeout = timeouts.idle.map { max($0.saturatingNanoseconds, 1) } ?? 0
+        startedAt = now
+        lastActivity = now
+
+        // Redirects.
+        let redirects = request.redirects ?? configuration.redirects
+        if redirects.follow {
+            apply(easy.set(CURLOPT_FOLLOWLOCATION, true))
+            apply(easy.set(CURLOPT_MAXREDIRS, max(redirects.maximum, 0)))
+            var postRedirect = 0
+            if redirects.keepPost.contains(.after301) { postRedirect |= Int(CURL_REDIR_POST_301) }
+            if redirects.keepPost.contains(.after302) { postRedirect |= Int(CURL_REDIR_POST_302) }
+            if redirects.keepPost.contains(.after303) { postRedirect |= Int(CURL_REDIR_POST_303) }
+            if postRedirect != 0 { apply(easy.set(CURLOPT_POSTREDIR, postRedirect)) }
+        }
+
+        // Body limits and decompression.
+        bodyLimit = request.maxResponseBodySize ?? configuration.maxResponseBodySize
+        apply(easy.set(CURLOPT_MAXFILESIZE_LARGE, offset: Int64(bodyLimit)))
+        switch request.decompression ?? configuration.decompression {
+        case .disabled:
+            break
+        case .enabled:
+            apply(easy.set(CURLOPT_ACCEPT_ENCODING, ""))
+        case .enabledWithLimit(let limit):
+            apply(easy.set(CURLOPT_ACCEPT_ENCODING, ""))
+            if limit < bodyLimit { decodedLimit = limit }
+        }
+
+        // TLS.
+        let tls = configuration.tls
+        if let caFile = tls.caFile { apply(easy.set(CURLOPT_CAINFO, caFile)) }
+        if let caDirectory = tls.caDirectory { apply(easy.set(CURLOPT_CAPATH, caDirectory)) }
+        if let certificate = tls.clientCertificateFile { apply(easy.set(CURLOPT_SSLCERT, certificate)) }
+        if let key = tls.clientKeyFile { apply(easy.set(CURLOPT_SSLKEY, key)) }
+        if let password = tls.clientKeyPassword { apply(easy.set(CURLOPT_KEYPASSWD, password)) }
+        if !tls.verifyPeer { apply(easy.set(CURLOPT_SSL_VERIFYPEER, false)) }
+        if !tls.verifyHost { apply(easy.set(CURLOPT_SSL_VERIFYHOST, 0)) }
+
+        // Proxy.
+        switch configuration.proxy {
+        case .environment:
+            break
+        case .none:
+            apply(easy.set(CURLOPT_PROXY, ""))
+        case .url(let proxy, let noProxy):
+            apply(easy.set(CURLOPT_PROXY, proxy))
+            if let noProxy { apply(easy.set(CURLOPT_NOPROXY, noProxy)) }
+        }
+
+        guard status == CURLE_OK else {
+            return CurlewError(
+                code: .invalidRequest, detail: "libcurl rejected an option of this request",
+                curlCode: Int(status.rawValue), curlMessage: String(cString: curl_easy_strerror(status)))
+        }
+        return nil
+    }
+
+    /// Builds the header list libcurl sends; libcurl keeps the pointer, so it lives until the transfer ends.
+    private func buildHeaderList(
+        hasBody: Bool, expectContinue: CurlewClient.ExpectContinue
+    ) -> UnsafeMutablePointer<curl_slist>? {
+        var list: UnsafeMutablePointer<curl_slist>?
+        func append(_ line: String) {
+            line.withCString { pointer in
+                if let extended = curl_slist_append(list, pointer) { list = extended }
+            }
+        }
+        for field in request.headerFields {
+            // "Name:" would make libcurl drop the header; "Name;" is its syntax for an empty value.
+            append(field.value.isEmpty ? "\(field.name.rawName);" : "\(field.name.rawName): \(field.value)")
+        }
+        if hasBody {
+            switch expectContinue {
+            case .disabled: append("Expect:")
+            case .enabled: append("Expect: 100-continue")
+            }
+            // libcurl labels POST bodies as forms; a body without a declared type goes out without one.
+            if request.headerFields[.contentType] == nil { append("Content-Type:") }
+        }
+        return list
+    }
+
+    func freeHeaderList() {
+        if let headerList {
+            curl_slist_free_all(headerList)
+            self.headerList = nil
+        }
+    }
+
+    /// Gathers the response and metrics once libcurl reports the transfer done.
+    func makeResponse(_ easy: EasyHandle) -> CurlewResponse {
+        let versionCode = easy.info(CURLINFO_HTTP_VERSION)
+        let httpVersion: TransferMetrics.HTTPVersion =
+            switch versionCode {
+            case Int(CURL_HTTP_VERSION_1_0): .http1_0
+            case Int(CURL_HTTP_VERSION_1_1): .http1_1
+            case Int(CURL_HTTP_VERSION_2_0): .http2
+            case Int(CURL_HTTP_VERSION_3): .http3
+            default: .unknown
+            }
+        let redirectCount = easy.info(CURLINFO_REDIRECT_COUNT)
+        let metrics = TransferMetrics(
+            queued: .nanoseconds(Int64(startedAt &- submittedAt)),
+            dnsLookup: easy.info(microseconds: CURLINFO_NAMELOOKUP_TIME_T),
+            connected: easy.info(microseconds: CURLINFO_CONNECT_TIME_T),
+            tlsHandshakeDone: easy.info(microseconds: CURLINFO_APPCONNECT_TIME_T),
+            firstByte: easy.info(microseconds: CURLINFO_STARTTRANSFER_TIME_T),
+            total: easy.info(microseconds: CURLINFO_TOTAL_TIME_T),
+            reusedConnection: easy.info(CURLINFO_NUM_CONNECTS) == 0,
+            httpVersion: httpVersion,
+            bytesSent: easy.info(offset: CURLINFO_SIZE_UPLOAD_T),
+            bytesReceived: easy.info(offset: CURLINFO_SIZE_DOWNLOAD_T),
+            headerBytesReceived: easy.info(CURLINFO_HEADER_SIZE),
+            redirectCount: redirectCount,
+            localPort: easy.info(CURLINFO_LOCAL_PORT)
+        )
+        let url = redirectCount > 0 ? (easy.info(string: CURLINFO_EFFECTIVE_URL) ?? request.url) : request.url
+        return CurlewResponse(
+            status: HTTPResponse.Status(code: easy.info(CURLINFO_RESPONSE_CODE)),
+            rawHeaders: rawHeaders, body: responseBody, metrics: metrics, url: url)
+    }
+
+    /// Turns a failed libcurl result into the error the caller sees.
+    func makeError(_ result: CURLcode, easy: EasyHandle, now: UInt64) -> CurlewError {
+        if limitExceeded, result == CURLE_WRITE_ERROR {
+            return CurlewError(
+                code: .bodyTooLarge, detail: "the response body exceeds the limit of \(bodyLimit) bytes",
+                curlCode: Int(result.rawValue))
+        }
+        let timeoutKind: CurlewError.TimeoutKind =
+            if let totalDeadline, now &+ 1_000_000 >= totalDeadline { .total } else { .connect }
+        return CurlewError.fromCurl(
+            result, message: easy.errorMessage, osErrno: Int32(easy.info(CURLINFO_OS_ERRNO)),
+            timeoutKind: timeoutKind)
+    }
+}

@@ -1,0 +1,134 @@
+import CLibCurl
+import HTTPTypes
+import Synchronization
+
+/// One request's life on a loop: its options, libcurl callbacks, collected bytes and the caller's continuation.
+///
+/// Thread confinement: everything but the immutable request is touched only on the loop that owns the
+/// transfer (inside libcurl callbacks or the loop's own code), hence `@unchecked Sendable`. The object is
+/// retained for libcurl (`Unmanaged.passRetained`) while its easy handle is in the multi handle, and libcurl's
+/// callbacks receive it as unretained userdata.
+final class Transfer: @unchecked Sendable {
+    let request: CurlewRequest
+    let settings: ClientSettings
+    /// When the caller submitted it: the total timeout counts from here.
+    let submittedAt: UInt64
+
+    var stateMachine = TransferStateMachine()
+    var continuation: UnsafeContinuation<CurlewResponse, any Error>?
+    var easy: EasyHandle?
+    var headerList: UnsafeMutablePointer<curl_slist>?
+
+    var responseBody: [UInt8] = []
+    var rawHeaders: [UInt8] = []
+    var bodyLimit = 0
+    /// The bound on decoded bytes of a content-encoded body, when smaller than `bodyLimit`.
+    var decodedLimit: Int?
+    var limitExceeded = false
+    var requestBodyOffset = 0
+
+    var startedAt: UInt64 = 0
+    var totalDeadline: UInt64?
+    var idleTimeout: UInt64 = 0
+    var lastActivity: UInt64 = 0
+    /// Links of the loop's list of running transfers.
+    var previous: Transfer?
+    var next: Transfer?
+    var isLinked = false
+
+    init(request: CurlewRequest, settings: ClientSettings, submittedAt: UInt64) {
+        self.request = request
+        self.settings = settings
+        self.submittedAt = submittedAt
+    }
+
+    // MARK: libcurl callbacks (called on the loop, inside libcurl)
+
+    @inline(__always)
+    func receiveBody(_ data: UnsafeMutablePointer<CChar>?, count: Int) -> Int {
+        if idleTimeout != 0 { lastActivity = monotonicNanoseconds() }
+        guard count > 0, let data else { return count }
+        if responseBody.count + count > bodyLimit {
+            limitExceeded = true
+            return 0  // CURLE_WRITE_ERROR: libcurl stops the transfer
+        }
+        if responseBody.isEmpty { reserveBodyCapacity() }
+        responseBody.append(contentsOf: UnsafeRawBufferPointer(start: data, count: count))
+        return count
+    }
+
+    private func reserveBodyCapacity() {
+        guard let easy else { return }
+        let announced = easy.info(offset: CURLINFO_CONTENT_LENGTH_DOWNLOAD_T)
+        if announced > 0 { responseBody.reserveCapacity(Int(min(announced, Int64(bodyLimit)))) }
+    }
+
+    @inline(__always)
+    func receiveHeaderLine(_ data: UnsafeMutablePointer<CChar>?, count: Int) -> Int {
+        guard count > 0, let data else { return count }
+        let line = UnsafeRawBufferPointer(start: data, count: count)
+        if count >= 5, line[0] == UInt8(ascii: "H"), line[1] == UInt8(ascii: "T"), line[2] == UInt8(ascii: "T"),
+            line[3] == UInt8(ascii: "P"), line[4] == UInt8(ascii: "/")
+        {
+            // A new status line starts a new header block (100 Continue, redirects): keep only the last.
+            rawHeaders.removeAll(keepingCapacity: true)
+            if rawHeaders.capacity == 0 { rawHeaders.reserveCapacity(512) }
+            if idleTimeout != 0 { lastActivity = monotonicNanoseconds() }
+        } else if count <= 2 {
+            if idleTimeout != 0 { lastActivity = monotonicNanoseconds() }
+            if decodedLimit != nil { applyDecodedLimitIfEncoded() }
+        }
+        rawHeaders.append(contentsOf: line)
+        return count
+    }
+
+    /// At the end of a header block: a content-encoded body gets the smaller decoded-size bound.
+    private func applyDecodedLimitIfEncoded() {
+        guard let decodedLimit else { return }
+        let fields = ResponseHeaderParser.fields(from: rawHeaders)
+        if let encoding = fields[.contentEncoding], encoding.lowercased() != "identity" {
+            bodyLimit = min(bodyLimit, decodedLimit)
+        }
+    }
+
+    @inline(__always)
+    func sendBody(into buffer: UnsafeMutablePointer<CChar>?, capacity: Int) -> Int {
+        if idleTimeout != 0 { lastActivity = monotonicNanoseconds() }
+        guard let buffer, case .bytes(let bytes)? = request.body else { return 0 }
+        let count = min(capacity, bytes.count - requestBodyOffset)
+        guard count > 0 else { return 0 }
+        bytes.withUnsafeBytes { source in
+            UnsafeMutableRawPointer(buffer).copyMemory(
+                from: source.baseAddress! + requestBodyOffset, byteCount: count)
+        }
+        requestBodyOffset += count
+        return count
+    }
+
+    /// Rewinds the request body for a 307/308 redirect or an authentication retry.
+    func seekBody(to offset: Int64, origin: Int32) -> Int32 {
+        guard origin == SEEK_SET, offset >= 0, offset <= Int64(request.body?.count ?? 0) else {
+            return Int32(CURL_SEEKFUNC_CANTSEEK)
+        }
+        requestBodyOffset = Int(offset)
+        return Int32(CURL_SEEKFUNC_OK)
+    }
+}
+
+// The C entry points: no captures, the transfer arrives as userdata.
+
+let transferWriteCallback: curl_write_callback = { data, size, count, userdata in
+    Unmanaged<Transfer>.fromOpaque(userdata!).takeUnretainedValue().receiveBody(data, count: size * count)
+}
+
+let transferHeaderCallback: curl_write_callback = { data, size, count, userdata in
+    Unmanaged<Transfer>.fromOpaque(userdata!).takeUnretainedValue().receiveHeaderLine(data, count: size * count)
+}
+
+let transferReadCallback: curl_read_callback = { buffer, size, count, userdata in
+    Unmanaged<Transfer>.fromOpaque(userdata!).takeUnretainedValue().sendBody(into: buffer, capacity: size * count)
+}
+
+let transferSeekCallback: curl_seek_callback = { userdata, offset, origin in
+    Unmanaged<Transfer>.fromOpaque(userdata!).takeUnretainedValue().seekBody(to: Int64(offset), origin: origin)
+}
