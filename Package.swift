@@ -61,6 +61,7 @@ let package = Package(
             name: "CurlewEngineTests",
             dependencies: [
                 "CurlewEngine",
+                "CLibCurl",
                 "CurlewTestSupport",
                 "CurlewLoopbackServer",
                 .product(name: "HTTPTypes", package: "swift-http-types"),

@@ -88,6 +88,13 @@ public final class CurlewClient: Sendable {
         CurlGlobal.capabilities.version
     }
 
+    /// Whether the linked libcurl reuses cleartext HTTP/2 (prior knowledge) connections. libcurl before 8.0
+    /// (Debian 12 ships 7.88.1) breaks every request after the first on a reused h2c connection, so Curlew then
+    /// gives each h2c request a connection of its own.
+    public static var reusesPriorKnowledgeHTTP2Connections: Bool {
+        CurlGlobal.capabilities.reusesPriorKnowledgeHTTP2Connections
+    }
+
     /// Sends a request and collects the whole response.
     ///
     /// The body is collected up to ``CurlewRequest/maxResponseBodySize`` (or the client's

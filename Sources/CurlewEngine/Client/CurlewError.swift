@@ -87,12 +87,18 @@ public struct CurlewError: Error, Sendable, Hashable, CustomStringConvertible {
 
 extension CurlewError {
     /// Maps a libcurl result to the case a caller acts on.
+    ///
+    /// - Parameter lastStatus: the status of the last response received (0 if none), which tells a refused
+    ///   redirect (a 3xx) from a reply libcurl could not read as HTTP at all; libcurl reports both as
+    ///   `CURLE_UNSUPPORTED_PROTOCOL`.
     static func fromCurl(
-        _ result: CURLcode, message: String?, osErrno: Int32, timeoutKind: TimeoutKind
+        _ result: CURLcode, message: String?, osErrno: Int32, timeoutKind: TimeoutKind, lastStatus: Int = 0
     ) -> CurlewError {
         let code: Code
         let detail: String
         switch result {
+        case CURLE_UNSUPPORTED_PROTOCOL where lastStatus == 0:
+            (code, detail) = (.invalidResponse, "the server's reply is not HTTP/1.x or HTTP/2")
         case CURLE_UNSUPPORTED_PROTOCOL:
             (code, detail) = (.protocolNotAllowed, "only http and https are allowed, also on redirects")
         case CURLE_URL_MALFORMAT, CURLE_BAD_FUNCTION_ARGUMENT:

@@ -155,15 +155,15 @@ final class DispatchEventLoop: CurlEventLoop, @unchecked Sendable {
 
     private func afterAction() {
         core.drainCompletions()
-        core.checkIdle(now: monotonicNanoseconds())
+        core.checkDeadlines(now: monotonicNanoseconds())
         rearmTimer()
     }
 
-    /// One timer serves libcurl's timeout and the idle-timeout check; it is only rescheduled when the
+    /// One timer serves libcurl's timeout and the engine's deadline check; it is only rescheduled when the
     /// earliest deadline moves.
     private func rearmTimer() {
         guard !isStopped else { return }
-        let deadline = min(curlDeadline ?? .max, core.nextIdleCheck)
+        let deadline = min(curlDeadline ?? .max, core.nextDeadlineCheck)
         guard deadline != scheduledDeadline else { return }
         scheduledDeadline = deadline
         if deadline == .max {

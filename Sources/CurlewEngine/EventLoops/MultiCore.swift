@@ -2,7 +2,7 @@ import CLibCurl
 import Synchronization
 
 /// What both event loops share: one `CURLM`, its pool of easy handles, starting and finishing transfers,
-/// and the idle-timeout watch. Every method runs on the owning loop, never inside a libcurl callback.
+/// and the engine's own deadline checks. Every method runs on the owning loop, never inside a libcurl callback.
 final class MultiCore {
     let multi: UnsafeMutableRawPointer
     let settings: ClientSettings
@@ -16,8 +16,8 @@ final class MultiCore {
     /// Every transfer in the multi handle, in an intrusive list so adding and removing cost O(1)
     /// (libcurl 7.88 has no `curl_multi_get_handles`).
     private var runningHead: Transfer?
-    /// No idle deadline falls before this; the list is scanned only once it passes.
-    private(set) var nextIdleCheck: UInt64 = .max
+    /// No idle or total deadline falls before this; the list is scanned only once it passes.
+    private(set) var nextDeadlineCheck: UInt64 = .max
 
     init?(settings: ClientSettings, load: LoopLoad, loopCount: Int) {
         guard let multi = curl_multi_init() else { return nil }
@@ -118,8 +118,10 @@ final class MultiCore {
             CancellationError()
         case .clientShutdown:
             CurlewError(code: isShuttingDown ? .cancelled : .clientShutdown, detail: "the client was shut down")
-        case .idleTimeout:
+        case .timeout(.idle):
             CurlewError(code: .timeout(.idle), detail: "idle timeout: no data moved")
+        case .timeout(let kind):
+            CurlewError(code: .timeout(kind), detail: "\(kind.rawValue) timeout")
         case .startFailed:
             CurlewError(code: .invalidRequest, detail: "the transfer was submitted twice")
         }
@@ -147,16 +149,14 @@ final class MultiCore {
         continuation.resume(with: outcome)
     }
 
-    // MARK: running transfers and idle timeouts
+    // MARK: running transfers and deadlines
 
     private func link(_ transfer: Transfer) {
         transfer.next = runningHead
         runningHead?.previous = transfer
         runningHead = transfer
         transfer.isLinked = true
-        if transfer.idleTimeout != 0 {
-            nextIdleCheck = min(nextIdleCheck, transfer.lastActivity &+ transfer.idleTimeout)
-        }
+        nextDeadlineCheck = min(nextDeadlineCheck, transfer.nextDeadline)
     }
 
     private func unlink(_ transfer: Transfer) {
@@ -170,32 +170,40 @@ final class MultiCore {
         transfer.previous = nil
         transfer.next = nil
         transfer.isLinked = false
-        if runningHead == nil { nextIdleCheck = .max }
+        if runningHead == nil { nextDeadlineCheck = .max }
     }
 
-    /// Fails transfers that have been idle too long; returns when the next check is due.
-    func checkIdle(now: UInt64) {
-        guard now >= nextIdleCheck else { return }
-        var expired: [Transfer] = []
+    /// Fails transfers past their idle or total deadline.
+    ///
+    /// libcurl enforces the total timeout only once a transfer has a connection; one waiting for a free
+    /// connection (``CurlewClient/Configuration/maxConnectionsPerHost``) would wait past it, so the engine
+    /// checks total deadlines too. The list is walked only when the earliest possible deadline has passed.
+    func checkDeadlines(now: UInt64) {
+        guard now >= nextDeadlineCheck else { return }
+        var expired: [(Transfer, CurlewError.TimeoutKind)] = []
         var next = UInt64.max
         var cursor = runningHead
         while let transfer = cursor {
             cursor = transfer.next
-            guard transfer.idleTimeout != 0 else { continue }
-            let deadline = transfer.lastActivity &+ transfer.idleTimeout
-            if deadline <= now { expired.append(transfer) } else { next = min(next, deadline) }
+            if let total = transfer.totalDeadline, total <= now {
+                expired.append((transfer, .total))
+            } else if transfer.idleTimeout != 0, transfer.lastActivity &+ transfer.idleTimeout <= now {
+                expired.append((transfer, .idle))
+            } else {
+                next = min(next, transfer.nextDeadline)
+            }
         }
-        nextIdleCheck = next
-        for transfer in expired {
-            apply(transfer.stateMachine.idleTimedOut(), to: transfer)
+        nextDeadlineCheck = next
+        for (transfer, kind) in expired {
+            apply(transfer.stateMachine.deadlinePassed(kind), to: transfer)
         }
     }
 
-    /// Milliseconds until the next idle check, for the loop's wait.
-    func millisecondsUntilIdleCheck(now: UInt64) -> Int? {
-        guard nextIdleCheck != .max else { return nil }
-        guard nextIdleCheck > now else { return 0 }
-        return curlMilliseconds(fromNanoseconds: nextIdleCheck - now)
+    /// Milliseconds until the next deadline check, for the loop's wait.
+    func millisecondsUntilDeadlineCheck(now: UInt64) -> Int? {
+        guard nextDeadlineCheck != .max else { return nil }
+        guard nextDeadlineCheck > now else { return 0 }
+        return curlMilliseconds(fromNanoseconds: nextDeadlineCheck - now)
     }
 
     // MARK: shutdown

@@ -150,7 +150,7 @@ final class ThreadEventLoop: CurlEventLoop, TaskExecutor, @unchecked Sendable {
             curl_multi_perform(core.multi, &running)
             core.drainCompletions()
             let now = monotonicNanoseconds()
-            core.checkIdle(now: now)
+            core.checkDeadlines(now: now)
             // Resumed tasks run here, on this thread, and may submit their next requests inline;
             // those go straight to perform, without a poll.
             processMessages()
@@ -200,7 +200,7 @@ final class ThreadEventLoop: CurlEventLoop, TaskExecutor, @unchecked Sendable {
             return true
         }
         guard mayWait else { return }
-        let timeout = Int32(clamping: core.millisecondsUntilIdleCheck(now: now) ?? 1000)
+        let timeout = Int32(clamping: core.millisecondsUntilDeadlineCheck(now: now) ?? 1000)
         var ready: Int32 = 0
         curl_multi_poll(core.multi, nil, 0, timeout, &ready)
         inbox.withLock { $0.isSleeping = false }

@@ -241,6 +241,6 @@ extension Transfer {
             if let totalDeadline, now &+ 1_000_000 >= totalDeadline { .total } else { .connect }
         return CurlewError.fromCurl(
             result, message: easy.errorMessage, osErrno: Int32(easy.info(CURLINFO_OS_ERRNO)),
-            timeoutKind: timeoutKind)
+            timeoutKind: timeoutKind, lastStatus: easy.info(CURLINFO_RESPONSE_CODE))
     }
 }

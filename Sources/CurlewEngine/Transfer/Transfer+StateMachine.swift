@@ -37,7 +37,7 @@ struct TransferStateMachine: Sendable, Equatable {
     enum Failure: Sendable, Equatable {
         case cancelled
         case clientShutdown
-        case idleTimeout
+        case timeout(CurlewError.TimeoutKind)
         case startFailed
     }
 
@@ -75,9 +75,9 @@ struct TransferStateMachine: Sendable, Equatable {
         stop(with: .cancelled, markIfCreated: true)
     }
 
-    /// The idle timer of a running transfer fired.
-    mutating func idleTimedOut() -> StopAction {
-        stop(with: .idleTimeout, markIfCreated: false)
+    /// The engine's deadline check found a running transfer past its idle or total deadline.
+    mutating func deadlinePassed(_ kind: CurlewError.TimeoutKind) -> StopAction {
+        stop(with: .timeout(kind), markIfCreated: false)
     }
 
     /// The client is shutting down.

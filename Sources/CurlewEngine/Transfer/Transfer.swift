@@ -31,6 +31,11 @@ final class Transfer: @unchecked Sendable {
     var totalDeadline: UInt64?
     var idleTimeout: UInt64 = 0
     var lastActivity: UInt64 = 0
+    /// The earliest of the idle and total deadlines, as of the last activity.
+    var nextDeadline: UInt64 {
+        min(totalDeadline ?? .max, idleTimeout == 0 ? .max : lastActivity &+ idleTimeout)
+    }
+
     /// Links of the loop's list of running transfers.
     var previous: Transfer?
     var next: Transfer?

@@ -1,0 +1,78 @@
+// swift-tools-version: 6.1
+// Side-by-side benchmark clients for Curlew. A package of its own so that AsyncHTTPClient
+// never enters the library's dependency graph. See run.sh.
+//
+// CURLEW_BENCH_NO_ENGINE=1 leaves out the root package and bench-curlew, so the other
+// clients can be built while the engine does not compile (run.sh falls back to it).
+import PackageDescription
+
+let withEngine = Context.environment["CURLEW_BENCH_NO_ENGINE"] == nil
+
+let swiftSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+]
+
+var dependencies: [Package.Dependency] = [
+    .package(url: "https://github.com/swift-server/async-http-client.git", exact: "1.37.0"),
+    .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+    .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+    .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
+]
+
+var products: [Product] = [
+    .executable(name: "bench-ahc", targets: ["BenchAHC"]),
+    .executable(name: "bench-urlsession", targets: ["BenchURLSession"]),
+]
+
+var targets: [Target] = [
+    .target(
+        name: "BenchSupport",
+        dependencies: [.product(name: "ArgumentParser", package: "swift-argument-parser")],
+        swiftSettings: swiftSettings
+    ),
+    .executableTarget(
+        name: "BenchAHC",
+        dependencies: [
+            "BenchSupport",
+            .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOSSL", package: "swift-nio-ssl"),
+        ],
+        path: "Sources/bench-ahc",
+        swiftSettings: swiftSettings
+    ),
+    .executableTarget(
+        name: "BenchURLSession",
+        dependencies: ["BenchSupport"],
+        path: "Sources/bench-urlsession",
+        swiftSettings: swiftSettings
+    ),
+]
+
+if withEngine {
+    dependencies += [
+        .package(name: "Curlew", path: ".."),
+        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
+    ]
+    products.append(.executable(name: "bench-curlew", targets: ["BenchCurlew"]))
+    targets.append(
+        .executableTarget(
+            name: "BenchCurlew",
+            dependencies: [
+                "BenchSupport",
+                .product(name: "CurlewEngine", package: "Curlew"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ],
+            path: "Sources/bench-curlew",
+            swiftSettings: swiftSettings
+        )
+    )
+}
+
+let package = Package(
+    name: "CurlewBenchmarks",
+    platforms: [.macOS(.v15)],
+    products: products,
+    dependencies: dependencies,
+    targets: targets
+)

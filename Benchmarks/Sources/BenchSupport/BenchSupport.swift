@@ -1,0 +1,116 @@
+// Shared pieces of the benchmark clients: the common command line, the shared request
+// budget the workers draw from, and the one-line JSON report the harness parses.
+import ArgumentParser
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The command line every client accepts.
+public struct BenchOptions: ParsableArguments {
+    @Option(help: "URL to GET")
+    public var url: String
+
+    @Option(help: "Number of concurrent workers (and connections for HTTP/1.1)")
+    public var concurrency: Int = 1
+
+    @Option(help: "Exact number of requests to issue in total")
+    public var requests: Int
+
+    @Option(help: "PEM file with the CA that signed the server's certificate")
+    public var cafile: String?
+
+    @Flag(help: "Use HTTP/2 (ALPN over TLS)")
+    public var http2: Bool = false
+
+    public init() {}
+
+    public mutating func validate() throws {
+        guard concurrency >= 1 else { throw ValidationError("--concurrency must be at least 1") }
+        guard requests >= 1 else { throw ValidationError("--requests must be at least 1") }
+    }
+}
+
+/// Hands out exactly `total` request slots across all workers.
+public final class RequestBudget: Sendable {
+    public let total: Int
+    private let issued = Atomic<Int>(0)
+
+    public init(total: Int) {
+        self.total = total
+    }
+
+    /// True if the caller may issue one more request.
+    @inline(__always)
+    public func claim() -> Bool {
+        issued.add(1, ordering: .relaxed).oldValue < total
+    }
+}
+
+/// What one worker did.
+public struct WorkerTally: Sendable {
+    public var succeeded = 0
+    public var failed = 0
+    public init() {}
+
+    public static func + (lhs: WorkerTally, rhs: WorkerTally) -> WorkerTally {
+        var sum = lhs
+        sum.succeeded += rhs.succeeded
+        sum.failed += rhs.failed
+        return sum
+    }
+}
+
+/// Prints only the first few failures to stderr, so a broken client explains itself
+/// without flooding the log.
+public final class FailureLog: Sendable {
+    private let printed = Atomic<Int>(0)
+    private let limit: Int
+
+    public init(limit: Int = 3) {
+        self.limit = limit
+    }
+
+    public func record(_ message: @autoclosure () -> String) {
+        if printed.add(1, ordering: .relaxed).oldValue < limit {
+            printError(message())
+        }
+    }
+}
+
+public func printError(_ message: String) {
+    var line = message + "\n"
+    line.withUTF8 { buffer in
+        _ = write(2, buffer.baseAddress, buffer.count)
+    }
+}
+
+/// Seconds elapsed since `start` on the continuous clock.
+public func seconds(since start: ContinuousClock.Instant) -> Double {
+    let elapsed = ContinuousClock.now - start
+    let parts = elapsed.components
+    return Double(parts.seconds) + Double(parts.attoseconds) / 1e18
+}
+
+/// The single JSON line the harness reads from stdout.
+public func printReport(client: String, tally: WorkerTally, seconds: Double) {
+    let line = "{\"client\": \"\(client)\", \"requests\": \(tally.succeeded + tally.failed), "
+        + "\"failures\": \(tally.failed), \"seconds\": \(seconds)}"
+    print(line)
+    fflush(nil)
+}
+
+/// Prints the report and exits: 0 if every request succeeded, 1 otherwise.
+public func finish(client: String, tally: WorkerTally, seconds: Double) -> Never {
+    printReport(client: client, tally: tally, seconds: seconds)
+    exit(tally.failed == 0 ? 0 : 1)
+}
+
+/// Ends the process with `code` (for argument and set-up errors).
+public func exitProcess(_ code: Int32) -> Never {
+    fflush(nil)
+    exit(code)
+}

@@ -1,0 +1,98 @@
+// The Curlew engine, driven directly: C workers in a task group, each looping execute().
+//
+//   --mode executor  thread loop(s); worker i prefers client.executors[i % count], so request
+//                    tasks run on a loop thread (resume -> next submit inline)
+//   --mode plain     thread loop(s); ordinary tasks on the global cooperative pool
+//   --mode dispatch  the Dispatch event loop; ordinary tasks
+import ArgumentParser
+import BenchSupport
+import CurlewEngine
+import HTTPTypes
+
+enum Mode: String, ExpressibleByArgument, CaseIterable {
+    case executor
+    case plain
+    case dispatch
+}
+
+struct CurlewOptions: ParsableArguments {
+    @OptionGroup var common: BenchOptions
+
+    @Option(help: "executor | plain | dispatch")
+    var mode: Mode = .executor
+
+    @Option(help: "Number of event loops")
+    var loops: Int = 1
+}
+
+let options = CurlewOptions.parseOrExit()
+let mode = options.mode
+let concurrency = options.common.concurrency
+let budget = RequestBudget(total: options.common.requests)
+let failures = FailureLog()
+
+var configuration = CurlewClient.Configuration()
+configuration.loopCount = max(1, options.loops)
+configuration.eventLoop = mode == .dispatch ? .dispatch : .thread
+configuration.httpVersion = options.common.http2 ? .http2 : .http1_1
+configuration.tls.caFile = options.common.cafile
+
+let client = CurlewClient(configuration: configuration)
+let request: CurlewRequest
+do {
+    request = try CurlewRequest(method: .get, url: options.common.url)
+} catch {
+    printError("bench-curlew: bad request: \(error)")
+    exitProcess(2)
+}
+let executors = client.executors
+if mode == .executor && executors.isEmpty {
+    printError("bench-curlew: --mode executor needs the thread event loop, but client.executors is empty")
+    exitProcess(2)
+}
+
+@Sendable func work() async -> WorkerTally {
+    var tally = WorkerTally()
+    while budget.claim() {
+        do {
+            let response = try await client.execute(request)
+            if response.status.code == 200 {
+                tally.succeeded += 1
+            } else {
+                tally.failed += 1
+                failures.record("status \(response.status.code), \(response.body.count) bytes")
+            }
+        } catch {
+            tally.failed += 1
+            failures.record("error: \(error)")
+        }
+    }
+    return tally
+}
+
+let start = ContinuousClock.now
+let tally = await withTaskGroup(of: WorkerTally.self) { group in
+    for index in 0..<concurrency {
+        switch mode {
+        case .executor:
+            group.addTask(executorPreference: executors[index % executors.count]) { await work() }
+        case .plain, .dispatch:
+            group.addTask { await work() }
+        }
+    }
+    var total = WorkerTally()
+    for await tally in group {
+        total = total + tally
+    }
+    return total
+}
+let elapsed = seconds(since: start)
+
+await client.shutdown()
+let name: String
+switch mode {
+case .executor: name = "curlew-engine"
+case .plain: name = "curlew-engine-plain"
+case .dispatch: name = "curlew-dispatch"
+}
+finish(client: name, tally: tally, seconds: elapsed)

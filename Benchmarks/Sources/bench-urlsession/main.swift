@@ -1,0 +1,65 @@
+// FoundationNetworking URLSession: ephemeral session, data(for:), C workers in a task group.
+//
+// On Linux URLSession cannot be told to trust a private CA: swift-corelibs-foundation reads
+// URLSessionCertificateAuthorityInfoFile only on Android, has no server-trust challenge,
+// and Debian's libcurl has a compiled-in CA bundle (so SSL_CERT_FILE is ignored).
+// --cafile is therefore refused rather than silently turning verification off.
+import BenchSupport
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+let options = BenchOptions.parseOrExit()
+
+if options.cafile != nil {
+    printError("bench-urlsession: a private CA (--cafile) cannot be configured for URLSession on Linux")
+    exitProcess(2)
+}
+guard let url = URL(string: options.url) else {
+    printError("bench-urlsession: bad URL \(options.url)")
+    exitProcess(2)
+}
+
+let configuration = URLSessionConfiguration.ephemeral
+configuration.httpMaximumConnectionsPerHost = options.concurrency
+configuration.timeoutIntervalForRequest = 30
+let session = URLSession(configuration: configuration)
+let concurrency = options.concurrency
+let budget = RequestBudget(total: options.requests)
+let failures = FailureLog()
+
+let start = ContinuousClock.now
+let tally = await withTaskGroup(of: WorkerTally.self) { group in
+    for _ in 0..<concurrency {
+        group.addTask {
+            var tally = WorkerTally()
+            let request = URLRequest(url: url)
+            while budget.claim() {
+                do {
+                    let (data, response) = try await session.data(for: request)
+                    let status = (response as? HTTPURLResponse)?.statusCode ?? 0
+                    if status == 200 {
+                        tally.succeeded += 1
+                    } else {
+                        tally.failed += 1
+                        failures.record("status \(status), \(data.count) bytes")
+                    }
+                } catch {
+                    tally.failed += 1
+                    failures.record("error: \(error)")
+                }
+            }
+            return tally
+        }
+    }
+    var total = WorkerTally()
+    for await tally in group {
+        total = total + tally
+    }
+    return total
+}
+let elapsed = seconds(since: start)
+
+session.invalidateAndCancel()
+finish(client: "urlsession", tally: tally, seconds: elapsed)

@@ -1,0 +1,302 @@
+#!/usr/bin/env python3
+"""Turns one run.sh results folder (results/raw/<stamp>) into the Markdown report.
+
+    python3 Benchmarks/report.py Benchmarks/results/raw/<stamp> > Benchmarks/results/latest.md
+
+Reads manifest.tsv (one line per client run), meta.txt, and per run: <prefix>.out (the client's
+JSON line, or wrk / h2load output), <prefix>.err and <prefix>.time (`/usr/bin/time -v`).
+A run counts only if it exited 0, did exactly the requested number of requests and had no
+failures; a client with any failed run is reported as failed, never dropped.
+"""
+import csv
+import json
+import re
+import shlex
+import statistics
+import sys
+from pathlib import Path
+
+SCENARIOS = {
+    "s1-c1": ("S1", "GET /small, HTTP/1.1 keep-alive, c = 1, client pinned", "n_c1"),
+    "s1-c16": ("S1", "GET /small, HTTP/1.1 keep-alive, c = 16, client pinned", "n_c16"),
+    "s1-c64": ("S1", "GET /small, HTTP/1.1 keep-alive, c = 64, client pinned", "n_c64"),
+    "s1-c64-unpinned": ("S1", "GET /small, HTTP/1.1 keep-alive, c = 64, client unpinned (both cores; Curlew with --loops 2)", "n_c64"),
+    "s2-h2-c64": ("S2", "GET /small, HTTP/2 over TLS multiplexed on one connection, c = 64 streams, client pinned", "n_h2"),
+}
+CLIENT_ORDER = [
+    "raw-libcurl", "curlew-engine", "curlew-engine-plain", "curlew-dispatch",
+    "async-http-client", "urlsession", "wrk", "h2load",
+]
+CLIENT_LABEL = {
+    "raw-libcurl": "raw-libcurl (C multi loop)",
+    "curlew-engine": "curlew-engine (executor)",
+    "curlew-engine-plain": "curlew-engine (plain tasks)",
+    "curlew-dispatch": "curlew-dispatch",
+    "async-http-client": "async-http-client",
+    "urlsession": "urlsession",
+    "wrk": "wrk -t1 (ceiling, duration-based)",
+    "h2load": "h2load -c1 -m64 -t1 (ceiling)",
+}
+
+
+def read_meta(folder):
+    meta = {}
+    path = folder / "meta.txt"
+    if path.exists():
+        for line in path.read_text().splitlines():
+            key, _, value = line.partition("=")
+            meta[key] = value
+    return meta
+
+
+def parse_time(path):
+    """Fields of `/usr/bin/time -v`."""
+    fields = {}
+    if not path.exists():
+        return fields
+    for line in path.read_text(errors="replace").splitlines():
+        line = line.strip()
+        key, sep, value = line.rpartition(": ")
+        if not sep:
+            continue
+        if key == "User time (seconds)":
+            fields["user"] = float(value)
+        elif key == "System time (seconds)":
+            fields["sys"] = float(value)
+        elif key == "Voluntary context switches":
+            fields["vcs"] = int(value)
+        elif key == "Involuntary context switches":
+            fields["ics"] = int(value)
+        elif key == "Maximum resident set size (kbytes)":
+            fields["rss_kb"] = int(value)
+        elif key == "Exit status":
+            fields["exit"] = int(value)
+    return fields
+
+
+def first_line(path, limit=160):
+    if not path.exists():
+        return ""
+    for line in path.read_text(errors="replace").splitlines():
+        line = line.strip()
+        if line and not line.startswith("Command exited with"):
+            return line[:limit]
+    return ""
+
+
+def requested_count(command):
+    args = shlex.split(command)
+    for index, arg in enumerate(args):
+        if arg == "--requests" and index + 1 < len(args):
+            return int(args[index + 1])
+        if arg.startswith("-n") and len(arg) > 2 and arg[2:].isdigit():
+            return int(arg[2:])
+    return None
+
+
+def parse_run(row):
+    """One run -> dict with ok, reason, requests, seconds, rps, cpu, ctx, rss_kb."""
+    prefix = Path(row["prefix"])
+    client = row["client"]
+    run = {"ok": False, "reason": ""}
+    rc = int(row["exit"]) if row["exit"] else -1
+    timing = parse_time(Path(str(prefix) + ".time"))
+    out_path = Path(str(prefix) + ".out")
+    err_path = Path(str(prefix) + ".err")
+    out = out_path.read_text(errors="replace") if out_path.exists() else ""
+    expected = requested_count(row["command"])
+
+    if row["status"] == "timeout":
+        run["reason"] = "timed out"
+        return run
+
+    if client == "wrk":
+        match = re.search(r"(\d+) requests in ([\d.]+)(us|ms|s|m)", out)
+        rps = re.search(r"Requests/sec:\s+([\d.]+)", out)
+        if not match or not rps:
+            run["reason"] = f"exit {rc}: {first_line(err_path) or 'no wrk output'}"
+            return run
+        scale = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0}[match.group(3)]
+        run["requests"] = int(match.group(1))
+        run["seconds"] = float(match.group(2)) * scale
+        run["rps"] = float(rps.group(1))
+        bad = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+        sock = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", out)
+        failures = (int(bad.group(1)) if bad else 0) + (sum(int(g) for g in sock.groups()) if sock else 0)
+        run["failures"] = failures
+    elif client == "h2load":
+        fin = re.search(r"finished in ([\d.]+)(us|ms|s), ([\d.]+) req/s", out)
+        req = re.search(r"requests: (\d+) total, (\d+) started, (\d+) done, (\d+) succeeded, (\d+) failed, (\d+) errored", out)
+        codes = re.search(r"status codes: (\d+) 2xx", out)
+        if not fin or not req:
+            run["reason"] = f"exit {rc}: {first_line(err_path) or first_line(out_path) or 'no h2load output'}"
+            return run
+        scale = {"us": 1e-6, "ms": 1e-3, "s": 1.0}[fin.group(2)]
+        run["seconds"] = float(fin.group(1)) * scale
+        run["rps"] = float(fin.group(3))
+        run["requests"] = int(req.group(3))
+        ok_2xx = int(codes.group(1)) if codes else 0
+        run["failures"] = int(req.group(5)) + int(req.group(6)) + (run["requests"] - ok_2xx)
+    else:
+        report = None
+        for line in out.splitlines():
+            line = line.strip()
+            if line.startswith("{"):
+                try:
+                    report = json.loads(line)
+                except json.JSONDecodeError:
+                    pass
+        if report is None:
+            run["reason"] = f"exit {rc}: {first_line(err_path) or 'no JSON line'}"
+            return run
+        run["requests"] = int(report["requests"])
+        run["failures"] = int(report["failures"])
+        run["seconds"] = float(report["seconds"])
+        run["rps"] = run["requests"] / run["seconds"] if run["seconds"] > 0 else 0.0
+
+    if rc != 0:
+        run["reason"] = f"exit {rc}: {first_line(err_path)}"
+        return run
+    if run.get("failures", 0) > 0:
+        run["reason"] = f"{run['failures']} failed requests: {first_line(err_path)}"
+        return run
+    if expected is not None and run["requests"] != expected:
+        run["reason"] = f"{run['requests']} requests done, {expected} asked"
+        return run
+    if not timing or "user" not in timing:
+        run["reason"] = "no /usr/bin/time output"
+        return run
+
+    requests = max(run["requests"], 1)
+    cpu = timing["user"] + timing["sys"]
+    run["cpu_us_per_req"] = cpu / requests * 1e6
+    run["ctx_per_req"] = (timing.get("vcs", 0) + timing.get("ics", 0)) / requests
+    run["rss_mib"] = timing.get("rss_kb", 0) / 1024.0
+    run["ok"] = True
+    return run
+
+
+def fmt_int(value):
+    return f"{value:,.0f}"
+
+
+def fmt_ratio(value):
+    return "–" if value is None else f"{value:.2f}"
+
+
+def summarize(runs):
+    ok = [run for run in runs if run["ok"]]
+    rps = [run["rps"] for run in ok]
+    return {
+        "rps": statistics.median(rps),
+        "min": min(rps),
+        "max": max(rps),
+        "cpu": statistics.median(run["cpu_us_per_req"] for run in ok),
+        "ctx": statistics.median(run["ctx_per_req"] for run in ok),
+        "rss": statistics.median(run["rss_mib"] for run in ok),
+        "count": len(ok),
+    }
+
+
+def main():
+    folder = Path(sys.argv[1])
+    meta = read_meta(folder)
+    rows = list(csv.DictReader(open(folder / "manifest.tsv"), delimiter="\t"))
+
+    # scenario -> client -> list of (status, run)
+    results = {}
+    for row in rows:
+        entry = results.setdefault(row["scenario"], {}).setdefault(row["client"], [])
+        if row["status"] == "skipped":
+            entry.append(("skipped", {"ok": False, "reason": row["note"]}))
+        else:
+            entry.append(("ran", parse_run(row)))
+
+    out = []
+    out.append("# Curlew benchmarks: side by side")
+    out.append("")
+    out.append(f"- date: {meta.get('date', '?')}")
+    out.append(f"- machine: {meta.get('nproc', '?')} CPUs ({meta.get('cpu', '?')}), {meta.get('uname', '?')}")
+    out.append(f"- load average (1/5/15 min): {meta.get('loadavg', '?')}")
+    out.append(f"- libcurl: {meta.get('libcurl', '?')}")
+    out.append(f"- server: nginx {meta.get('nginx', '?')}, 1 worker on CPU {meta.get('nginx_cpu', '0')}, "
+               f"access_log off, keepalive_requests 10000000 (Benchmarks/nginx/nginx.sh)")
+    out.append(f"- toolchain: {meta.get('swift', '?')}; {meta.get('wrk', '?')}; {meta.get('h2load', '?')}")
+    out.append(f"- command: `{meta.get('command', '?')}`")
+    out.append(f"- method: {meta.get('reps', '?')} repetitions, clients alternating within each repetition; "
+               f"medians; every client does the same N requests over the same connections to the same server; "
+               f"pinned = client under `taskset -c {meta.get('client_cpu', '1')}`; "
+               f"CPU = user + sys and context switches (voluntary + involuntary) from `/usr/bin/time -v` "
+               f"for the whole process, divided by N")
+    out.append(f"- raw per-run output: `Benchmarks/{meta.get('raw_dir', '?')}/` (git-ignored)")
+    if meta.get("curlew_build") not in (None, "ok"):
+        out.append("- **bench-curlew did not build** (CurlewEngine); its rows are marked skipped")
+    out.append("")
+
+    order = [scenario for scenario in SCENARIOS if scenario in results]
+    order += [scenario for scenario in results if scenario not in SCENARIOS]
+    for scenario in order:
+        sid, title, n_key = SCENARIOS.get(scenario, (scenario, scenario, ""))
+        n = meta.get(n_key, "?")
+        clients = results[scenario]
+        out.append(f"## {sid}: {title}")
+        out.append("")
+        extra = f"N = {int(n):,} requests per run" if n.isdigit() else ""
+        if "wrk" in clients:
+            extra += f"; wrk runs {meta.get('wrk_seconds', '?')} s instead"
+        out.append(extra)
+        out.append("")
+        summaries = {}
+        for client, runs in clients.items():
+            if all(status == "ran" and run["ok"] for status, run in runs) and runs:
+                summaries[client] = summarize([run for _, run in runs])
+        raw = summaries.get("raw-libcurl")
+        curlew = summaries.get("curlew-engine")
+        out.append("| client | req/s (median) | min–max | µs CPU/req | ctx sw/req | peak RSS MiB "
+                   "| req/s ÷ raw | CPU/req ÷ raw | req/s ÷ curlew | CPU/req ÷ curlew | runs |")
+        out.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+        names = [c for c in CLIENT_ORDER if c in clients] + [c for c in clients if c not in CLIENT_ORDER]
+        for client in names:
+            runs = clients[client]
+            label = CLIENT_LABEL.get(client, client)
+            if client in summaries:
+                s = summaries[client]
+                cells = [
+                    label, fmt_int(s["rps"]), f"{fmt_int(s['min'])}–{fmt_int(s['max'])}",
+                    f"{s['cpu']:.1f}", f"{s['ctx']:.2f}", f"{s['rss']:.1f}",
+                    fmt_ratio(s["rps"] / raw["rps"] if raw else None),
+                    fmt_ratio(s["cpu"] / raw["cpu"] if raw else None),
+                    fmt_ratio(s["rps"] / curlew["rps"] if curlew else None),
+                    fmt_ratio(s["cpu"] / curlew["cpu"] if curlew else None),
+                    f"{s['count']}/{len(runs)}",
+                ]
+            elif any(status == "skipped" for status, _ in runs):
+                note = next(run["reason"] for status, run in runs if status == "skipped")
+                cells = [label, f"skipped: {note}"] + [""] * 9
+            else:
+                failed = [run for status, run in runs if not run["ok"]]
+                reason = failed[0]["reason"].replace("|", "\\|") if failed else "?"
+                cells = [label, f"**FAILED** in {len(failed)}/{len(runs)} runs: {reason}"] + [""] * 8
+                cells.append(f"{len(runs) - len(failed)}/{len(runs)}")
+            out.append("| " + " | ".join(cells) + " |")
+        out.append("")
+
+    out.append("## Notes")
+    out.append("")
+    out.append("- curlew-engine: `bench-curlew --mode executor` (request tasks prefer the loop thread's TaskExecutor); "
+               "curlew-engine (plain tasks): `--mode plain` (same thread loop, ordinary tasks); "
+               "curlew-dispatch: `--mode dispatch` (the Dispatch event loop).")
+    out.append("- raw-libcurl: `Benchmarks/raw-libcurl/bench_curl.c`, curl_multi_perform + info_read + curl_multi_poll, "
+               "C easy handles re-added at once; the limit for anything on libcurl.")
+    out.append("- wrk runs for a fixed duration (its req/s is its own count ÷ its own time; CPU/req and ctx sw/req "
+               "divide by the requests it completed). h2load uses the same N on one connection with 64 streams.")
+    out.append("- urlsession is skipped for HTTPS: swift-corelibs-foundation on Linux has no way to trust a private CA "
+               "(`URLSessionCertificateAuthorityInfoFile` is read on Android only, there is no server-trust challenge, "
+               "and Debian's libcurl uses its compiled-in CA bundle, so `SSL_CERT_FILE` does not apply).")
+    out.append("- CPU, context switches and RSS are for the whole client process (start-up included), as `/usr/bin/time -v` reports them.")
+    out.append("")
+    print("\n".join(out))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,252 @@
+#!/usr/bin/env bash
+# Side-by-side benchmark of Curlew against raw libcurl, AsyncHTTPClient, URLSession, wrk and h2load.
+# Invoked by `make bench` from the root; see /work/shared/BENCHMARKS.md for the method.
+#
+#   Benchmarks/run.sh            full run (3 alternating repetitions, ~2-4 s per run for fast clients)
+#   BENCH_QUICK=1 Benchmarks/run.sh    smoke run: 1 repetition, small request counts
+#
+# Environment (all optional):
+#   BENCH_REPS             repetitions (default 3, quick 1)
+#   BENCH_N_C1             requests for S1 at c=1        (default 30000, quick 2000)
+#   BENCH_N_C16            requests for S1 at c=16       (default 150000, quick 10000)
+#   BENCH_N_C64            requests for S1 at c=64       (default 150000, quick 10000)
+#   BENCH_N_H2             requests for S2 (HTTP/2, c=64) (default 120000, quick 10000)
+#   BENCH_WRK_SECONDS      duration of each wrk run      (default 3, quick 1)
+#   BENCH_TIMEOUT          seconds before one client run is killed and reported failed (default 120)
+#   BENCH_SCENARIOS        space-separated subset of: s1-c1 s1-c16 s1-c64 s1-c64-unpinned s2-h2-c64
+#   BENCH_CLIENTS          space-separated subset of the client ids below
+#   BENCH_SKIP_BUILD=1     use the binaries already built
+#   BENCH_CLIENT_CPU       CPU the pinned client runs on (default 1); nginx's worker uses NGINX_CPU (default 0)
+#
+# Clients: raw-libcurl curlew-engine curlew-engine-plain curlew-dispatch async-http-client urlsession
+# plus the ceilings wrk (S1) and h2load (S2).
+#
+# Output: Benchmarks/results/latest.md; every run's stdout, stderr and `/usr/bin/time -v`
+# output under Benchmarks/results/raw/<timestamp>/ (git-ignored).
+set -euo pipefail
+
+# Loopback only: no client may go through a proxy taken from the environment.
+unset http_proxy https_proxy HTTP_PROXY HTTPS_PROXY all_proxy ALL_PROXY no_proxy NO_PROXY
+
+BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT_DIR=$(dirname "$BENCH_DIR")
+COMMAND_LINE="$0${*:+ $*}"
+ENV_LINE=$(env | grep -E '^(BENCH_|NGINX_)' | sort | tr '\n' ' ' || true)
+
+QUICK=${BENCH_QUICK:-0}
+if [ "$QUICK" = "1" ]; then
+    REPS=${BENCH_REPS:-1}
+    N_C1=${BENCH_N_C1:-2000}
+    N_C16=${BENCH_N_C16:-10000}
+    N_C64=${BENCH_N_C64:-10000}
+    N_H2=${BENCH_N_H2:-10000}
+    WRK_SECONDS=${BENCH_WRK_SECONDS:-1}
+else
+    REPS=${BENCH_REPS:-3}
+    N_C1=${BENCH_N_C1:-30000}
+    N_C16=${BENCH_N_C16:-150000}
+    N_C64=${BENCH_N_C64:-150000}
+    N_H2=${BENCH_N_H2:-120000}
+    WRK_SECONDS=${BENCH_WRK_SECONDS:-3}
+fi
+RUN_TIMEOUT=${BENCH_TIMEOUT:-120}
+CLIENT_CPU=${BENCH_CLIENT_CPU:-1}
+export NGINX_CPU=${NGINX_CPU:-0}
+SCENARIOS=${BENCH_SCENARIOS:-"s1-c1 s1-c16 s1-c64 s1-c64-unpinned s2-h2-c64"}
+CLIENTS=${BENCH_CLIENTS:-"raw-libcurl curlew-engine curlew-engine-plain curlew-dispatch async-http-client urlsession wrk h2load"}
+
+STAMP=$(date -u +%Y%m%dT%H%M%SZ)
+RESULTS_DIR=$BENCH_DIR/results
+RAW_DIR=$RESULTS_DIR/raw/$STAMP
+mkdir -p "$RAW_DIR"
+MANIFEST=$RAW_DIR/manifest.tsv
+BUILD_LOG=$RAW_DIR/build.log
+NGINX_DIR=$RAW_DIR/nginx
+C_BIN_DIR=$BENCH_DIR/.build/raw-libcurl
+
+log() {
+    printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2
+}
+
+for tool in /usr/bin/time taskset nginx curl-config cc; do
+    command -v "$tool" >/dev/null || { echo "run.sh: $tool is missing (apt-get install time util-linux nginx-light libcurl4-openssl-dev)" >&2; exit 1; }
+done
+
+# ---------------------------------------------------------------------------------------------
+# Build
+
+CURLEW_BUILD=ok
+SWIFT_BUILD=ok
+build() {
+    log "building raw-libcurl"
+    mkdir -p "$C_BIN_DIR"
+    cc -O2 -Wall -o "$C_BIN_DIR/bench_curl" "$BENCH_DIR/raw-libcurl/bench_curl.c" $(curl-config --cflags) -lcurl
+
+    log "building the Swift clients (release; a first build takes minutes)"
+    if swift build -c release --package-path "$BENCH_DIR" >"$BUILD_LOG" 2>&1; then
+        :
+    else
+        CURLEW_BUILD=failed
+        log "the full build failed (see $BUILD_LOG); building without CurlewEngine"
+        rm -f "$(swift build -c release --package-path "$BENCH_DIR" --show-bin-path 2>/dev/null)/bench-curlew"
+        if ! CURLEW_BENCH_NO_ENGINE=1 swift build -c release --package-path "$BENCH_DIR" >>"$BUILD_LOG" 2>&1; then
+            SWIFT_BUILD=failed
+            log "the Swift clients do not build either (see $BUILD_LOG)"
+        fi
+    fi
+    # Warnings in our own sources (dependencies' warnings are theirs).
+    if grep -E "(Benchmarks/Sources|Sources/CurlewEngine)/.*warning:" "$BUILD_LOG" >/dev/null 2>&1; then
+        log "build warnings in Curlew/benchmark sources (see $BUILD_LOG):"
+        grep -E "(Benchmarks/Sources|Sources/CurlewEngine)/.*warning:" "$BUILD_LOG" | sort -u >&2 || true
+    fi
+}
+if [ "${BENCH_SKIP_BUILD:-0}" = "1" ]; then
+    log "skipping the build (BENCH_SKIP_BUILD=1)"
+else
+    build
+fi
+SWIFT_BIN=$(swift build -c release --package-path "$BENCH_DIR" --show-bin-path 2>/dev/null || echo "$BENCH_DIR/.build/release")
+if [ ! -x "$SWIFT_BIN/bench-curlew" ]; then CURLEW_BUILD=failed; fi
+
+# ---------------------------------------------------------------------------------------------
+# Server
+
+mkdir -p "$NGINX_DIR"
+"$BENCH_DIR/nginx/nginx.sh" start "$NGINX_DIR" >&2
+cleanup() {
+    "$BENCH_DIR/nginx/nginx.sh" stop "$NGINX_DIR" || true
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+# shellcheck disable=SC1091
+. "$NGINX_DIR/env"
+
+# ---------------------------------------------------------------------------------------------
+# Runs
+
+printf 'scenario\tclient\trep\tstatus\tnote\tprefix\texit\tcommand\n' >"$MANIFEST"
+
+# run_one SCENARIO CLIENT REP PIN NOTE -- command...
+# Runs the command under `timeout` and `/usr/bin/time -v`, optionally pinned, and records it.
+run_one() {
+    local scenario=$1 client=$2 rep=$3 pin=$4
+    shift 5
+    local prefix="$RAW_DIR/$scenario.$client.$rep"
+    local -a pin_cmd=()
+    if [ "$pin" = "pinned" ]; then pin_cmd=(taskset -c "$CLIENT_CPU"); fi
+    local rc=0
+    timeout --kill-after=5 "$RUN_TIMEOUT" "${pin_cmd[@]}" /usr/bin/time -v -o "$prefix.time" "$@" \
+        >"$prefix.out" 2>"$prefix.err" </dev/null || rc=$?
+    local status=ran
+    if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then status=timeout; fi
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$scenario" "$client" "$rep" "$status" "" "$prefix" "$rc" \
+        "${pin_cmd[*]}${pin_cmd:+ }$*" >>"$MANIFEST"
+    log "  $scenario $client rep $rep: exit $rc $(head -c 200 "$prefix.out" | tr '\n' ' ')"
+}
+
+skip_one() {
+    local scenario=$1 client=$2 rep=$3 note=$4
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$scenario" "$client" "$rep" "skipped" "$note" "" "" "" >>"$MANIFEST"
+}
+
+wants_client() {
+    case " $CLIENTS " in *" $1 "*) return 0 ;; *) return 1 ;; esac
+}
+
+# run_scenario ID REP
+run_scenario() {
+    local id=$1 rep=$2
+    local url concurrency requests pin loops http2="" cafile=""
+    case "$id" in
+        s1-c1) url=$BASE_URL/small; concurrency=1; requests=$N_C1; pin=pinned; loops=1 ;;
+        s1-c16) url=$BASE_URL/small; concurrency=16; requests=$N_C16; pin=pinned; loops=1 ;;
+        s1-c64) url=$BASE_URL/small; concurrency=64; requests=$N_C64; pin=pinned; loops=1 ;;
+        s1-c64-unpinned) url=$BASE_URL/small; concurrency=64; requests=$N_C64; pin=unpinned; loops=2 ;;
+        s2-h2-c64) url=$TLS_BASE_URL/small; concurrency=64; requests=$N_H2; pin=pinned; loops=1
+            http2=--http2; cafile=$CA_FILE ;;
+        *) echo "run.sh: unknown scenario $id" >&2; exit 2 ;;
+    esac
+    local -a common=(--url "$url" --concurrency "$concurrency" --requests "$requests")
+    if [ -n "$http2" ]; then common+=(--cafile "$cafile" --http2); fi
+
+    local client
+    for client in $CLIENTS; do
+        case "$client" in
+            raw-libcurl)
+                run_one "$id" "$client" "$rep" "$pin" "" "$C_BIN_DIR/bench_curl" "${common[@]}" ;;
+            curlew-engine | curlew-engine-plain | curlew-dispatch)
+                local mode=executor
+                [ "$client" = curlew-engine-plain ] && mode=plain
+                [ "$client" = curlew-dispatch ] && mode=dispatch
+                if [ "$CURLEW_BUILD" != ok ]; then
+                    skip_one "$id" "$client" "$rep" "bench-curlew did not build (CurlewEngine); see raw/$STAMP/build.log"
+                else
+                    run_one "$id" "$client" "$rep" "$pin" "" "$SWIFT_BIN/bench-curlew" --mode "$mode" --loops "$loops" "${common[@]}"
+                fi ;;
+            async-http-client)
+                if [ "$SWIFT_BUILD" != ok ]; then
+                    skip_one "$id" "$client" "$rep" "did not build; see raw/$STAMP/build.log"
+                else
+                    run_one "$id" "$client" "$rep" "$pin" "" "$SWIFT_BIN/bench-ahc" "${common[@]}"
+                fi ;;
+            urlsession)
+                if [ "$SWIFT_BUILD" != ok ]; then
+                    skip_one "$id" "$client" "$rep" "did not build; see raw/$STAMP/build.log"
+                elif [ -n "$http2" ]; then
+                    skip_one "$id" "$client" "$rep" "URLSession on Linux cannot trust a private CA (no CA option; libcurl's compiled-in bundle)"
+                else
+                    run_one "$id" "$client" "$rep" "$pin" "" "$SWIFT_BIN/bench-urlsession" "${common[@]}"
+                fi ;;
+            wrk)
+                if [ -z "$http2" ]; then
+                    run_one "$id" "$client" "$rep" "$pin" "" wrk -t1 -c"$concurrency" -d"${WRK_SECONDS}s" "$url"
+                fi ;;
+            h2load)
+                if [ -n "$http2" ]; then
+                    run_one "$id" "$client" "$rep" "$pin" "" h2load -n"$requests" -c1 -m"$concurrency" -t1 "$url"
+                fi ;;
+            *) echo "run.sh: unknown client $client" >&2; exit 2 ;;
+        esac
+    done
+}
+
+LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
+log "results: $RAW_DIR"
+log "N: c1=$N_C1 c16=$N_C16 c64=$N_C64 h2=$N_H2, wrk ${WRK_SECONDS}s, reps=$REPS"
+for rep in $(seq 1 "$REPS"); do
+    log "repetition $rep of $REPS"
+    for scenario in $SCENARIOS; do
+        run_scenario "$scenario" "$rep"
+    done
+done
+
+# ---------------------------------------------------------------------------------------------
+# Report
+
+{
+    echo "date=$(date -u '+%Y-%m-%d %H:%M:%S UTC')"
+    echo "nproc=$(nproc)"
+    echo "loadavg=before $LOAD_BEFORE, after $(cut -d' ' -f1-3 /proc/loadavg)"
+    echo "uname=$(uname -srm)"
+    echo "cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
+    echo "libcurl=$(curl-config --version) ($(curl --version | head -1 | cut -d' ' -f3-))"
+    echo "nginx=$(nginx -v 2>&1 | sed 's/^nginx version: //')"
+    echo "swift=$(swift --version 2>/dev/null | head -1)"
+    echo "wrk=$(wrk -v 2>&1 | head -1 | cut -d' ' -f1-2)"
+    echo "h2load=$(h2load --version 2>&1 | head -1)"
+    echo "command=${ENV_LINE}${COMMAND_LINE}"
+    echo "reps=$REPS"
+    echo "n_c1=$N_C1"
+    echo "n_c16=$N_C16"
+    echo "n_c64=$N_C64"
+    echo "n_h2=$N_H2"
+    echo "wrk_seconds=$WRK_SECONDS"
+    echo "client_cpu=$CLIENT_CPU"
+    echo "nginx_cpu=$NGINX_CPU"
+    echo "curlew_build=$CURLEW_BUILD"
+    echo "raw_dir=results/raw/$STAMP"
+} >"$RAW_DIR/meta.txt"
+
+python3 "$BENCH_DIR/report.py" "$RAW_DIR" >"$RESULTS_DIR/latest.md"
+log "wrote $RESULTS_DIR/latest.md"
+cat "$RESULTS_DIR/latest.md"

@@ -1,0 +1,110 @@
+import CurlewEngine
+import CurlewLoopbackServer
+import CurlewTestSupport
+import Testing
+
+@Suite("Timeouts")
+struct CurlewClientTimeoutsTests {
+    @Test(arguments: allLoops)
+    func totalTimeoutFiresOnASlowResponse(loop: CurlewClient.Configuration.EventLoopKind) async throws {
+        let httpbin = try await HTTPBinServer.shared()
+        try await withClient(loop, configure: { $0.timeouts.total = .milliseconds(400) }) { client in
+            let clock = ContinuousClock()
+            let start = clock.now
+            let code = await curlewErrorCode {
+                _ = try await client.execute(try CurlewRequest(url: "\(httpbin.baseURL)/delay/3"))
+            }
+            let elapsed = clock.now - start
+            #expect(code == .timeout(.total))
+            #expect(elapsed >= .milliseconds(390))
+            #expect(elapsed < .milliseconds(2500))
+        }
+    }
+
+    @Test(arguments: allLoops)
+    func subSecondTimeoutsAreNotTruncated(loop: CurlewClient.Configuration.EventLoopKind) async throws {
+        let server = try await LoopbackServer.start()
+        defer { Task { try? await server.shutdown() } }
+        try await withClient(loop) { client in
+            // 1.9 s must stay 1.9 s: a 1.2 s response fits, where truncation to whole seconds would fail it.
+            var request = try CurlewRequest(url: "\(server.baseURL)/delay/1200")
+            request.timeouts = .init(total: .milliseconds(1900))
+            #expect(try await client.execute(request).status == .ok)
+        }
+    }
+
+    @Test(arguments: allLoops)
+    func idleTimeoutFiresWhenTheServerNeverAnswers(loop: CurlewClient.Configuration.EventLoopKind) async throws {
+        let server = try await LoopbackServer.start()
+        defer { Task { try? await server.shutdown() } }
+        try await withClient(loop, configure: { $0.timeouts.idle = .milliseconds(300) }) { client in
+            let clock = ContinuousClock()
+            let start = clock.now
+            let code = await curlewErrorCode {
+                _ = try await client.execute(try CurlewRequest(url: "\(server.baseURL)/fault/never-answer"))
+            }
+            let elapsed = clock.now - start
+            #expect(code == .timeout(.idle))
+            #expect(elapsed >= .milliseconds(290))
+            #expect(elapsed < .milliseconds(2000))
+        }
+    }
+
+    @Test(arguments: allLoops)
+    func idleTimeoutDoesNotFireWhileBytesKeepMoving(loop: CurlewClient.Configuration.EventLoopKind) async throws {
+        let server = try await LoopbackServer.start()
+        defer { Task { try? await server.shutdown() } }
+        try await withClient(loop, configure: { $0.timeouts.idle = .milliseconds(400) }) { client in
+            // 8 chunks 150 ms apart: 1.2 s in all, never 400 ms without a byte.
+            let request = try CurlewRequest(url: "\(server.baseURL)/fault/slow-body?chunks=8&interval_ms=150")
+            let response = try await client.execute(request)
+            #expect(response.body.count == 80)
+        }
+    }
+
+    @Test(arguments: allLoops)
+    func connectTimeoutFiresWhenTheHandshakeStalls(loop: CurlewClient.Configuration.EventLoopKind) async throws {
+        let listener = try StalledListener()
+        try await withClient(loop, configure: { $0.timeouts.connect = .milliseconds(300) }) { client in
+            let clock = ContinuousClock()
+            let start = clock.now
+            let code = await curlewErrorCode {
+                _ = try await client.execute(try CurlewRequest(url: "http://127.0.0.1:\(listener.port)/"))
+            }
+            #expect(code == .timeout(.connect))
+            #expect(clock.now - start < .milliseconds(2000))
+        }
+        _ = listener
+    }
+
+    @Test(arguments: allLoops)
+    func totalClockIncludesWaitingForAFreeConnection(loop: CurlewClient.Configuration.EventLoopKind) async throws {
+        let server = try await LoopbackServer.start()
+        defer { Task { try? await server.shutdown() } }
+        try await withClient(loop, configure: { $0.loopCount = 1; $0.maxConnectionsPerHost = 1 }) { client in
+            let slow = try CurlewRequest(url: "\(server.baseURL)/delay/1500")
+            async let occupying = client.execute(slow)
+            // Let the slow request take the only connection (a bounded wait on the server's own count).
+            try await waitUntil(timeout: .seconds(5)) { server.requestsServed >= 1 }
+            var queued = try CurlewRequest(url: "\(server.baseURL)/small")
+            queued.timeouts = .init(total: .milliseconds(300))
+            let clock = ContinuousClock()
+            let start = clock.now
+            let code = await curlewErrorCode { _ = try await client.execute(queued) }
+            #expect(code == .timeout(.total))
+            #expect(clock.now - start < .milliseconds(1200))
+            #expect(try await occupying.status == .ok)
+        }
+    }
+
+    @Test(arguments: allLoops)
+    func refusedConnectionIsReportedAsSuch(loop: CurlewClient.Configuration.EventLoopKind) async throws {
+        let port = try FreePort.allocate()
+        try await withClient(loop) { client in
+            let code = await curlewErrorCode {
+                _ = try await client.execute(try CurlewRequest(url: "http://127.0.0.1:\(port)/"))
+            }
+            #expect(code == .connectionRefused)
+        }
+    }
+}

@@ -1,0 +1,58 @@
+import CLibCurl
+import Glibc
+import Testing
+
+@testable import CurlewEngine
+
+/// The mapping from libcurl's codes to the cases callers act on. Live tests cover the cases loopback can
+/// produce; this covers the rest (a DNS failure would need a resolver off this machine).
+@Suite("Error mapping")
+struct CurlewErrorTests {
+    @Test(arguments: [
+        (CURLE_COULDNT_RESOLVE_HOST, CurlewError.Code.dnsFailure),
+        (CURLE_COULDNT_RESOLVE_PROXY, .dnsFailure),
+        (CURLE_PEER_FAILED_VERIFICATION, .tls),
+        (CURLE_SSL_CONNECT_ERROR, .tls),
+        (CURLE_TOO_MANY_REDIRECTS, .tooManyRedirects),
+        (CURLE_FILESIZE_EXCEEDED, .bodyTooLarge),
+        (CURLE_PARTIAL_FILE, .connectionClosed),
+        (CURLE_RECV_ERROR, .connectionClosed),
+        (CURLE_GOT_NOTHING, .connectionClosed),
+        (CURLE_WEIRD_SERVER_REPLY, .invalidResponse),
+        (CURLE_HTTP2_STREAM, .http2),
+        (CURLE_OUT_OF_MEMORY, .transport),
+    ])
+    func curlCodesMapToTheCaseACallerActsOn(result: CURLcode, expected: CurlewError.Code) {
+        let error = CurlewError.fromCurl(result, message: "detail from curl", osErrno: 0, timeoutKind: .total)
+        #expect(error.code == expected)
+        #expect(error.curlCode == Int(result.rawValue))
+        #expect(error.curlMessage == "detail from curl")
+        #expect(error.osErrno == nil)
+    }
+
+    @Test func connectFailuresTellRefusalFromOtherCauses() {
+        let refused = CurlewError.fromCurl(CURLE_COULDNT_CONNECT, message: nil, osErrno: ECONNREFUSED, timeoutKind: .total)
+        #expect(refused.code == .connectionRefused)
+        #expect(refused.osErrno == ECONNREFUSED)
+        #expect(refused.curlMessage?.isEmpty == false)
+        let unreachable = CurlewError.fromCurl(CURLE_COULDNT_CONNECT, message: nil, osErrno: EHOSTUNREACH, timeoutKind: .total)
+        #expect(unreachable.code == .connectFailed)
+    }
+
+    @Test func unsupportedProtocolAfterARedirectIsARefusedProtocolAndWithoutOneAnUnreadableReply() {
+        let redirect = CurlewError.fromCurl(
+            CURLE_UNSUPPORTED_PROTOCOL, message: nil, osErrno: 0, timeoutKind: .total, lastStatus: 302)
+        #expect(redirect.code == .protocolNotAllowed)
+        let garbage = CurlewError.fromCurl(
+            CURLE_UNSUPPORTED_PROTOCOL, message: nil, osErrno: 0, timeoutKind: .total, lastStatus: 0)
+        #expect(garbage.code == .invalidResponse)
+    }
+
+    @Test func timeoutsCarryWhichTimeoutFired() {
+        for kind in [CurlewError.TimeoutKind.connect, .total, .idle] {
+            let error = CurlewError.fromCurl(CURLE_OPERATION_TIMEDOUT, message: nil, osErrno: 0, timeoutKind: kind)
+            #expect(error.code == .timeout(kind))
+            #expect(error.description.contains(kind.rawValue))
+        }
+    }
+}

@@ -1,0 +1,80 @@
+import HTTPTypes
+import Testing
+
+@testable import CurlewEngine
+
+@Suite("Request validation")
+struct CurlewRequestTests {
+    @Test(arguments: [
+        "file:///etc/passwd", "gopher://127.0.0.1/", "ftp://127.0.0.1/", "dict://127.0.0.1/", "ldap://127.0.0.1/",
+        "smb://127.0.0.1/share",
+    ])
+    func schemesOtherThanHTTPAreRejected(url: String) {
+        #expect(throws: CurlewError.self) { try CurlewRequest(url: url) }
+        do {
+            _ = try CurlewRequest(url: url)
+        } catch let error as CurlewError {
+            #expect(error.code == .protocolNotAllowed)
+        } catch {
+            Issue.record("unexpected error \(error)")
+        }
+    }
+
+    @Test(arguments: [
+        "", "not a url", "http://", "http://exa mple.com/", "http://example.com/\r\nX-Injected: 1",
+        "http://example.com/\u{0}", "http:///path-only",
+    ])
+    func malformedURLsAreInvalidRequests(url: String) {
+        #expect(errorCode { try CurlewRequest(url: url) } == .invalidRequest)
+    }
+
+    @Test(arguments: [
+        // libcurl reads these IPv4 shorthands as 127.0.0.1 while Swift keeps the literal: a caller's allowlist
+        // check on Swift's host would pass while libcurl connects elsewhere (SSRF).
+        "http://0x7f.1/", "http://127.1/", "http://2130706433/",
+        // Hosts one parser rejects and the other accepts.
+        "http://a@b@c.example/", "http://127.0.0.1;evil.example/",
+    ])
+    func hostsTheParsersDisagreeOnAreRejected(url: String) {
+        #expect(errorCode { try CurlewRequest(url: url) } == .invalidRequest)
+    }
+
+    @Test(arguments: [
+        "http://127.0.0.1:8080/path?q=1#frag", "https://example.com", "HTTP://EXAMPLE.COM/", "http://[::1]:8080/",
+        "http://user:pass@127.0.0.1/",
+    ])
+    func wellFormedURLsAreAccepted(url: String) throws {
+        let request = try CurlewRequest(url: url)
+        #expect(request.url == url)
+        #expect(request.method == .get)
+    }
+
+    @Test(arguments: [("X-Test", "a\r\nInjected: yes"), ("X-Test", "a\nb"), ("X-Test", "nul\u{0}"), ("Bad Name", "v"),
+        ("X-Test\r\n", "v"), ("", "v")])
+    func headersWithControlCharactersAreRejected(name: String, value: String) throws {
+        var request = try CurlewRequest(url: "http://127.0.0.1/")
+        #expect(errorCode { try request.addHeader(name, value) } == .invalidRequest)
+        #expect(errorCode { try request.setHeader(name, value) } == .invalidRequest)
+        #expect(request.headerFields.isEmpty)
+        #expect(errorCode { try CurlewRequest(url: "http://127.0.0.1/", headers: [(name, value)]) } == .invalidRequest)
+    }
+
+    @Test func validHeadersAreKeptInOrderAndSetReplaces() throws {
+        var request = try CurlewRequest(url: "http://127.0.0.1/", headers: [("X-A", "1"), ("X-B", "2")])
+        try request.addHeader("X-A", "3")
+        #expect(request.headerFields.map(\.value) == ["1", "2", "3"])
+        try request.setHeader("x-a", "4")
+        #expect(request.headerFields[values: HTTPField.Name("X-A")!] == ["4"])
+    }
+
+    private func errorCode(_ body: () throws -> Any) -> CurlewError.Code? {
+        do {
+            _ = try body()
+            return nil
+        } catch let error as CurlewError {
+            return error.code
+        } catch {
+            return nil
+        }
+    }
+}

@@ -1,0 +1,67 @@
+import CurlewEngine
+import Foundation
+import Testing
+
+/// Both event loops run every live test.
+let allLoops = CurlewClient.Configuration.EventLoopKind.allCases
+
+/// Runs `body` with a fresh client on the given loop and always shuts it down.
+func withClient<T>(
+    _ loop: CurlewClient.Configuration.EventLoopKind,
+    configure: (inout CurlewClient.Configuration) -> Void = { _ in },
+    _ body: (CurlewClient) async throws -> T
+) async throws -> T {
+    var configuration = CurlewClient.Configuration()
+    configuration.eventLoop = loop
+    configure(&configuration)
+    let client = CurlewClient(configuration: configuration)
+    do {
+        let result = try await body(client)
+        await client.shutdown()
+        return result
+    } catch {
+        await client.shutdown()
+        throw error
+    }
+}
+
+/// The error's code, or nil when `body` succeeded or threw something else.
+func curlewErrorCode(_ body: () async throws -> Void) async -> CurlewError.Code? {
+    do {
+        try await body()
+        return nil
+    } catch let error as CurlewError {
+        return error.code
+    } catch {
+        return nil
+    }
+}
+
+/// The thrown error itself, for tests that look at more than the code.
+func caughtError(_ body: () async throws -> Void) async -> (any Error)? {
+    do {
+        try await body()
+        return nil
+    } catch {
+        return error
+    }
+}
+
+extension CurlewResponse {
+    /// The body as a JSON object (httpbin's echo format).
+    func json() throws -> [String: Any] {
+        let object = try JSONSerialization.jsonObject(with: Data(body))
+        guard let dictionary = object as? [String: Any] else {
+            throw CurlewError(code: .invalidResponse, detail: "not a JSON object")
+        }
+        return dictionary
+    }
+
+    var text: String { String(decoding: body, as: UTF8.self) }
+}
+
+extension Duration {
+    var seconds: Double {
+        Double(components.seconds) + Double(components.attoseconds) / 1e18
+    }
+}

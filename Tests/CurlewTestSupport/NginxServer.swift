@@ -1,0 +1,315 @@
+import CurlewLoopbackServer
+import Foundation
+import NIOPosix
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// A real nginx on 127.0.0.1 with HTTP/1.1, TLS + HTTP/2, cleartext HTTP/2 and a
+/// hostname-mismatch TLS port, shared by every test in the process.
+///
+/// Everything (config, test CA, certificates, temp paths, WebDAV folder) lives in a fresh
+/// temporary directory that is removed when the test process exits. Every port serves:
+/// - `/small`: 200 with ``CurlewLoopbackServer/LoopbackServer/smallBody`` (100 bytes, `text/plain`).
+/// - `/json`: ``CurlewLoopbackServer/LoopbackServer/jsonBody`` as `application/json`, gzip-compressed
+///   (then chunked, no `content-length`) when the request accepts gzip.
+/// - `/dav/...`: WebDAV `PUT`/`DELETE`/`MKCOL` (and `GET`) on ``scratchDirectory``.
+/// - `/upload`: `POST`/`PUT` of any size; answers `{"bytes": N}` only after reading every byte.
+///
+/// Needs Debian's nginx (`apt-get install nginx-light`, built with http_v2 and dav) and the
+/// openssl CLI. `CURLEW_NGINX` and `CURLEW_OPENSSL` override the executables.
+public final class NginxServer: Sendable {
+    /// Plain HTTP/1.1.
+    public let httpPort: Int
+    /// TLS with ALPN h2 and http/1.1; the certificate is valid for 127.0.0.1, ::1 and localhost.
+    public let httpsPort: Int
+    /// Cleartext HTTP/2 with prior knowledge only (nginx does not support `Upgrade: h2c`).
+    public let h2cPort: Int
+    /// TLS with a certificate from the same CA but only for `wrong.invalid`.
+    public let mismatchPort: Int
+    /// PEM file of the CA that signed both certificates, generated for this test process.
+    public let caFile: String
+    /// The folder behind `/dav/`: a `PUT /dav/a/b` lands in `scratchDirectory + "/a/b"`.
+    public let scratchDirectory: String
+    private let process: SupervisedProcess
+
+    /// `http://127.0.0.1:httpPort`
+    public var httpBaseURL: String { "http://127.0.0.1:\(self.httpPort)" }
+    /// `https://127.0.0.1:httpsPort`
+    public var httpsBaseURL: String { "https://127.0.0.1:\(self.httpsPort)" }
+    /// `http://127.0.0.1:h2cPort`
+    public var h2cBaseURL: String { "http://127.0.0.1:\(self.h2cPort)" }
+    /// `https://127.0.0.1:mismatchPort`
+    public var mismatchBaseURL: String { "https://127.0.0.1:\(self.mismatchPort)" }
+
+    private init(ports: NginxPorts, caFile: String, scratchDirectory: String, process: SupervisedProcess) {
+        self.httpPort = ports.http
+        self.httpsPort = ports.https
+        self.h2cPort = ports.h2c
+        self.mismatchPort = ports.mismatch
+        self.caFile = caFile
+        self.scratchDirectory = scratchDirectory
+        self.process = process
+    }
+
+    private static let startup = Mutex<Task<NginxServer, any Error>?>(nil)
+
+    /// The process-wide instance, started on the first call; concurrent callers share one start.
+    ///
+    /// A failed start is remembered and rethrown to every later caller.
+    public static func shared() async throws -> NginxServer {
+        let task = self.startup.withLock { task in
+            if let task { return task }
+            let started = Task.detached { try await NginxServer.start() }
+            task = started
+            return started
+        }
+        return try await task.value
+    }
+
+    private static func start() async throws -> NginxServer {
+        let nginx = ProcessInfo.processInfo.environment["CURLEW_NGINX"].flatMap { $0.isEmpty ? nil : $0 } ?? "/usr/sbin/nginx"
+        guard FileManager.default.isExecutableFile(atPath: nginx) else {
+            throw TestSupportError("nginx not found at \(nginx): `apt-get install nginx-light` (or set CURLEW_NGINX)")
+        }
+        let directory = try TemporaryDirectory.make(prefix: "curlew-nginx")
+        do {
+            return try await self.start(nginx: nginx, directory: directory)
+        } catch {
+            try? FileManager.default.removeItem(atPath: directory)
+            throw error
+        }
+    }
+
+    private static func start(nginx: String, directory: String) async throws -> NginxServer {
+        let files = FileManager.default
+        for subdirectory in ["dav", "html", "certs", "tmp/client_body", "tmp/proxy", "tmp/fastcgi", "tmp/uwsgi", "tmp/scgi"] {
+            try files.createDirectory(atPath: directory + "/" + subdirectory, withIntermediateDirectories: true)
+        }
+        try LoopbackServer.jsonBody.write(toFile: directory + "/html/data.json", atomically: true, encoding: .utf8)
+        let certificates = directory + "/certs"
+        try await NIOThreadPool.singleton.runIfActive { try TestCertificates.generate(in: certificates) }
+        try NginxConfig.locations(prefix: directory).write(toFile: directory + "/locations.conf", atomically: true, encoding: .utf8)
+
+        // nginx cannot inherit listening sockets, so ports are picked up front; another process
+        // can grab one in between, hence the retry on "Address already in use".
+        let attempts = 5
+        for attempt in 1...attempts {
+            let ports = try NginxPorts.allocate()
+            try NginxConfig.main(prefix: directory, ports: ports, runAsRoot: geteuid() == 0)
+                .write(toFile: directory + "/nginx.conf", atomically: true, encoding: .utf8)
+            let process = try await SupervisedProcess.launch(
+                name: "nginx",
+                program: [nginx, "-p", directory + "/", "-c", directory + "/nginx.conf", "-e", "stderr"],
+                listen: 0,
+                stderrPath: directory + "/stderr-\(attempt).log",
+                cleanupDirectory: directory
+            )
+            do {
+                try await process.waitUntilReady {
+                    Probe.httpStatus(port: ports.http, path: "/small") == 200
+                        && Probe.acceptsConnections(port: ports.https)
+                        && Probe.acceptsConnections(port: ports.h2c)
+                        && Probe.acceptsConnections(port: ports.mismatch)
+                }
+                return NginxServer(ports: ports, caFile: certificates + "/ca.pem", scratchDirectory: directory + "/dav", process: process)
+            } catch let exited as ServerExited where exited.tail.contains("Address already in use") && attempt < attempts {
+                continue
+            }
+        }
+        throw TestSupportError("nginx: could not bind free ports after \(attempts) attempts")
+    }
+}
+
+struct NginxPorts {
+    let http: Int
+    let https: Int
+    let h2c: Int
+    let mismatch: Int
+
+    static func allocate() throws -> NginxPorts {
+        var ports: [Int] = []
+        while ports.count < 4 {
+            let port = try FreePort.allocate()
+            if !ports.contains(port) {
+                ports.append(port)
+            }
+        }
+        return NginxPorts(http: ports[0], https: ports[1], h2c: ports[2], mismatch: ports[3])
+    }
+}
+
+enum NginxConfig {
+    static func main(prefix: String, ports: NginxPorts, runAsRoot: Bool) -> String {
+        """
+        # Generated by CurlewTestSupport for one test process; deleted when that process exits.
+        daemon off;
+        master_process on;
+        worker_processes 1;
+        \(runAsRoot ? "# Workers would otherwise drop to 'nobody' and could not write the 0700 temp dir.\nuser root root;" : "")
+        pid \(prefix)/nginx.pid;
+        error_log stderr;
+        worker_rlimit_nofile 16384;
+
+        events {
+            worker_connections 8192;
+        }
+
+        http {
+            access_log off;
+            types {
+                application/json json;
+                text/plain txt;
+            }
+            default_type application/octet-stream;
+            server_tokens off;
+            keepalive_requests 1000000;
+            keepalive_timeout 300s;
+            http2_max_concurrent_streams 256;
+            client_max_body_size 0;
+            client_body_temp_path \(prefix)/tmp/client_body;
+            proxy_temp_path \(prefix)/tmp/proxy;
+            fastcgi_temp_path \(prefix)/tmp/fastcgi;
+            uwsgi_temp_path \(prefix)/tmp/uwsgi;
+            scgi_temp_path \(prefix)/tmp/scgi;
+
+            server {
+                listen 127.0.0.1:\(ports.http);
+                include \(prefix)/locations.conf;
+            }
+            server {
+                listen 127.0.0.1:\(ports.https) ssl http2;
+                ssl_certificate \(prefix)/certs/server.pem;
+                ssl_certificate_key \(prefix)/certs/server.key;
+                include \(prefix)/locations.conf;
+            }
+            server {
+                # No ssl: nginx speaks HTTP/2 with prior knowledge here, and only that.
+                listen 127.0.0.1:\(ports.h2c) http2;
+                include \(prefix)/locations.conf;
+            }
+            server {
+                listen 127.0.0.1:\(ports.mismatch) ssl http2;
+                ssl_certificate \(prefix)/certs/mismatch.pem;
+                ssl_certificate_key \(prefix)/certs/mismatch.key;
+                include \(prefix)/locations.conf;
+            }
+
+            # Sink behind /upload, on a unix socket so it needs no TCP port (and cannot race for one).
+            map $content_length $curlew_upload_bytes {
+                "" 0;
+                default $content_length;
+            }
+            server {
+                listen unix:\(prefix)/upload.sock;
+                location / {
+                    default_type application/json;
+                    return 200 '{"bytes": $curlew_upload_bytes}\\n';
+                }
+            }
+        }
+
+        """
+    }
+
+    static func locations(prefix: String) -> String {
+        """
+        location = /small {
+            default_type text/plain;
+            return 200 "\(LoopbackServer.smallBody)";
+        }
+
+        location = /json {
+            alias \(prefix)/html/data.json;
+            types { }
+            default_type application/json;
+            gzip on;
+            gzip_types application/json;
+            gzip_min_length 0;
+        }
+
+        location /dav/ {
+            alias \(prefix)/dav/;
+            dav_methods PUT DELETE MKCOL;
+            create_full_put_path on;
+            dav_access user:rw group:rw all:r;
+            client_max_body_size 0;
+        }
+
+        location = /upload {
+            # nginx's own handlers (return, static) answer without reading the body, so the
+            # body is proxied to a sink instead. proxy_request_buffering stays on (the default)
+            # on purpose: nginx then reads the whole request body (to memory, then to
+            # tmp/client_body) before it contacts the sink, so the client can never see the
+            # response before its last byte was consumed, whether it sent a content-length or
+            # chunked (HTTP/1.1) or DATA frames (HTTP/2). The sink answers with the byte count.
+            client_max_body_size 0;
+            client_body_buffer_size 1m;
+            proxy_request_buffering on;
+            proxy_pass http://unix:\(prefix)/upload.sock:;
+        }
+
+        """
+    }
+}
+
+/// A throwaway CA plus two server certificates, made with the openssl CLI at test time so no
+/// key material is committed and nothing expires in the repository.
+enum TestCertificates {
+    static func generate(in directory: String) throws {
+        let openssl = ProcessInfo.processInfo.environment["CURLEW_OPENSSL"].flatMap { $0.isEmpty ? nil : $0 } ?? "openssl"
+        let log = directory + "/openssl.log"
+        func run(_ arguments: String...) throws {
+            do {
+                try Spawn.run([openssl] + arguments, stderrPath: log)
+            } catch {
+                throw TestSupportError("\(error)\nhint: `apt-get install openssl` (or set CURLEW_OPENSSL)")
+            }
+        }
+        func path(_ name: String) -> String { directory + "/" + name }
+
+        try """
+        [req]
+        distinguished_name = dn
+        prompt = no
+        x509_extensions = ca_extensions
+        [dn]
+        CN = Curlew Test CA
+        [ca_extensions]
+        basicConstraints = critical, CA:TRUE
+        keyUsage = critical, keyCertSign, cRLSign
+        subjectKeyIdentifier = hash
+
+        """.write(toFile: path("ca.cnf"), atomically: true, encoding: .utf8)
+
+        try run("genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", path("ca.key"))
+        try run("req", "-x509", "-new", "-config", path("ca.cnf"), "-key", path("ca.key"), "-sha256", "-days", "30", "-out", path("ca.pem"))
+
+        let leaves = [
+            ("server", "127.0.0.1", "IP:127.0.0.1, IP:::1, DNS:localhost"),
+            ("mismatch", "wrong.invalid", "DNS:wrong.invalid"),
+        ]
+        for (name, commonName, subjectAlternativeNames) in leaves {
+            try """
+            basicConstraints = critical, CA:FALSE
+            keyUsage = critical, digitalSignature
+            extendedKeyUsage = serverAuth
+            subjectAltName = \(subjectAlternativeNames)
+            subjectKeyIdentifier = hash
+            authorityKeyIdentifier = keyid
+
+            """.write(toFile: path("\(name).ext"), atomically: true, encoding: .utf8)
+            try run("genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", path("\(name).key"))
+            try run("req", "-new", "-config", path("ca.cnf"), "-key", path("\(name).key"), "-subj", "/CN=\(commonName)", "-out", path("\(name).csr"))
+            let serial = "0x" + String(UInt64.random(in: 1...UInt64(Int64.max)), radix: 16)
+            try run(
+                "x509", "-req", "-in", path("\(name).csr"), "-CA", path("ca.pem"), "-CAkey", path("ca.key"),
+                "-set_serial", serial, "-sha256", "-days", "30", "-extfile", path("\(name).ext"), "-out", path("\(name).pem")
+            )
+        }
+    }
+}

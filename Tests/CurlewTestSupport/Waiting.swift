@@ -1,0 +1,115 @@
+import Synchronization
+
+/// Polls `condition` until it returns true, failing after `timeout`.
+///
+/// For state that offers no notification (server counters, files appearing on disk): the
+/// deadline bounds the test, the short interval keeps it fast. Throws ``TestSupportError`` on
+/// timeout and `CancellationError` if the calling task is cancelled.
+public func waitUntil(
+    timeout: Duration,
+    pollInterval: Duration = .milliseconds(10),
+    _ description: @autoclosure () -> String = "condition",
+    _ condition: () async throws -> Bool
+) async throws {
+    let clock = ContinuousClock()
+    let deadline = clock.now.advanced(by: timeout)
+    while true {
+        if try await condition() {
+            return
+        }
+        if clock.now >= deadline {
+            throw TestSupportError("timed out after \(timeout) waiting for \(description())")
+        }
+        try await Task.sleep(for: pollInterval)
+    }
+}
+
+/// Runs `operation`, but returns control after `timeout` even if it never finishes.
+///
+/// Unlike a task group, this does not wait for an operation that ignores cancellation, so a
+/// hung request (e.g. against `/fault/never-answer`) fails the test instead of hanging it.
+/// On timeout the operation is cancelled and ``TestSupportError`` is thrown.
+public func withTimeout<T: Sendable>(
+    _ timeout: Duration,
+    _ description: String = "operation",
+    operation: @escaping @Sendable () async throws -> T
+) async throws -> T {
+    let race = TimeoutRace<T>()
+    return try await withTaskCancellationHandler {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
+            race.install(continuation)
+            let worker = Task {
+                let result: Result<T, any Error>
+                do {
+                    result = .success(try await operation())
+                } catch {
+                    result = .failure(error)
+                }
+                race.finish(with: result)
+            }
+            let timer = Task {
+                try? await Task.sleep(for: timeout)
+                race.finish(with: .failure(TestSupportError("\(description) did not finish within \(timeout)")))
+            }
+            race.attach(worker: worker, timer: timer)
+        }
+    } onCancel: {
+        race.finish(with: .failure(CancellationError()))
+    }
+}
+
+/// Whoever finishes first resumes the continuation; the other side is cancelled.
+private final class TimeoutRace<T: Sendable>: Sendable {
+    private struct State {
+        var continuation: CheckedContinuation<T, any Error>?
+        var pending: Result<T, any Error>?
+        var worker: Task<Void, Never>?
+        var timer: Task<Void, Never>?
+        var finished = false
+    }
+
+    private let state = Mutex(State())
+
+    func install(_ continuation: CheckedContinuation<T, any Error>) {
+        let pending = self.state.withLock { state -> Result<T, any Error>? in
+            if let pending = state.pending {
+                state.pending = nil
+                return pending
+            }
+            state.continuation = continuation
+            return nil
+        }
+        if let pending {
+            continuation.resume(with: pending)
+        }
+    }
+
+    func attach(worker: Task<Void, Never>, timer: Task<Void, Never>) {
+        let alreadyFinished = self.state.withLock { state in
+            state.worker = worker
+            state.timer = timer
+            return state.finished
+        }
+        if alreadyFinished {
+            worker.cancel()
+            timer.cancel()
+        }
+    }
+
+    func finish(with result: Result<T, any Error>) {
+        let (continuation, worker, timer) = self.state.withLock { state -> (CheckedContinuation<T, any Error>?, Task<Void, Never>?, Task<Void, Never>?) in
+            guard !state.finished else { return (nil, nil, nil) }
+            state.finished = true
+            let continuation = state.continuation
+            state.continuation = nil
+            if continuation == nil {
+                // Cancelled before the continuation was installed; hand the result over then.
+                state.pending = result
+            }
+            return (continuation, state.worker, state.timer)
+        }
+        worker?.cancel()
+        timer?.cancel()
+        continuation?.resume(with: result)
+    }
+}
