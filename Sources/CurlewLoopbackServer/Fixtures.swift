@@ -49,6 +49,7 @@ public struct FNV1a64: Sendable, Hashable {
     /// The checksum of all bytes fed so far.
     public private(set) var value: UInt64 = 0xcbf2_9ce4_8422_2325
 
+    /// A checksum of zero bytes (the FNV offset basis).
     public init() {}
 
     /// Feeds raw memory, the fast path for large bodies.

@@ -37,6 +37,8 @@ struct FileDescriptorTests {
                 _ = try? await task.value
             }
         }
+        // The in-process server closes its ends of the connections asynchronously after the client hangs up.
+        try? await waitUntil(timeout: .seconds(5)) { TestProcess.openFileDescriptorCount() <= before }
         #expect(TestProcess.openFileDescriptorCount() == before)
     }
 }

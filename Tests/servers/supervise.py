@@ -98,6 +98,16 @@ def main():
             argument = argument.replace(key, value)
         return argument
 
+    # Installed before the child exists so that no signal can kill us and orphan it.
+    stopping = False
+
+    def on_signal(signum, frame):
+        nonlocal stopping
+        stopping = True
+
+    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(signum, on_signal)
+
     sys.stdout.write("PORTS" + "".join(f" {s.getsockname()[1]}" for s in sockets) + "\n")
     sys.stdout.flush()
 
@@ -111,15 +121,6 @@ def main():
     for sock in sockets:
         sock.close()  # The child holds its own copies.
 
-    stopping = False
-
-    def on_signal(signum, frame):
-        nonlocal stopping
-        stopping = True
-
-    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(signum, on_signal)
-
     while not stopping:
         status = child.poll()
         if status is not None:
@@ -131,9 +132,12 @@ def main():
             sys.exit(status if status >= 0 else 128 - status)
         if os.getppid() != parent:
             break
-        readable, _, _ = select.select([sys.stdin.fileno()], [], [], POLL_SECONDS)
-        if readable and not os.read(sys.stdin.fileno(), 4096):
-            break
+        try:
+            readable, _, _ = select.select([sys.stdin.fileno()], [], [], POLL_SECONDS)
+            if readable and not os.read(sys.stdin.fileno(), 4096):
+                break
+        except OSError:
+            break  # stdin reset or invalid: the parent is gone just the same.
 
     stop_group(child)
     if cleanup_dir:

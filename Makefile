@@ -1,0 +1,76 @@
+# Curlew: `make demo` runs the main job, `make test` runs every test. Both install what they need.
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := demo
+
+APT_PACKAGES := libcurl4-openssl-dev zlib1g-dev nginx-light openssl curl
+BENCH_APT_PACKAGES := wrk nghttp2-client time util-linux
+PIP_PACKAGES := httpbin gunicorn brotlicffi
+SWIFT ?= swift
+# The toolchain's usual home on these machines, for shells that do not have it on PATH.
+export PATH := $(PATH):/opt/swift/usr/bin
+BUILD_LOG := .build/curlew-build.log
+
+.PHONY: demo test build deps deps-system deps-python bench clean check-warnings
+
+## demo: build the `curlew` command and run it against its embedded loopback server
+demo: deps-system
+	$(SWIFT) build -c release --product curlew
+	./.build/release/curlew
+
+## test: install test servers, build with zero warnings, run every test
+test: deps check-warnings
+	# File-descriptor accounting is process-wide, so that suite runs in a process of its own.
+	$(SWIFT) test --skip-build --skip FileDescriptorTests
+	$(SWIFT) test --skip-build --filter FileDescriptorTests
+
+## build: debug build of everything, tests included
+build: deps-system
+	$(SWIFT) build --build-tests
+
+## check-warnings: a build of the package and its tests must not print a single warning
+check-warnings: deps-system
+	mkdir -p .build
+	$(SWIFT) build --build-tests 2>&1 | tee $(BUILD_LOG)
+	@if grep -E '(^warning:|/(Sources|Tests|CLibCurl|Benchmarks)/.*warning:)' $(BUILD_LOG); then \
+		echo "error: the build printed warnings (Curlew builds with zero warnings)"; exit 1; fi
+
+## bench: side-by-side benchmarks (BENCHMARKS.md), writes Benchmarks/results/latest.md
+bench: deps
+	$(call apt_install,$(BENCH_APT_PACKAGES))
+	bash Benchmarks/run.sh
+
+deps: deps-system deps-python
+
+deps-system:
+	$(call apt_install,$(APT_PACKAGES))
+
+deps-python:
+	@if ! python3 -c 'import httpbin, gunicorn, brotlicffi' 2>/dev/null; then \
+		echo "installing Python test servers: $(PIP_PACKAGES)"; \
+		python3 -m pip install --quiet $(PIP_PACKAGES) 2>/dev/null \
+		|| python3 -m pip install --quiet --break-system-packages $(PIP_PACKAGES); \
+	fi
+
+clean:
+	rm -rf .build Benchmarks/.build
+
+# Installs the Debian packages that are missing; `apt-get update` runs once, only when something is missing.
+# A temporary policy-rc.d keeps the nginx package from starting a system-wide server on port 80: the tests
+# and benchmarks start their own, on loopback ports of their own.
+define apt_install
+	@missing=""; for package in $(1); do \
+		dpkg-query -W -f='$${Status}' $$package 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$package"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+		echo "installing Debian packages:$$missing"; \
+		sudo_cmd=""; [ "$$(id -u)" -eq 0 ] || sudo_cmd="sudo"; \
+		$$sudo_cmd apt-get update -qq; \
+		policy=/usr/sbin/policy-rc.d; added_policy=""; \
+		if [ ! -e $$policy ]; then printf '#!/bin/sh\nexit 101\n' | $$sudo_cmd tee $$policy >/dev/null; \
+			$$sudo_cmd chmod +x $$policy; added_policy=1; fi; \
+		DEBIAN_FRONTEND=noninteractive $$sudo_cmd apt-get install -y -qq --no-install-recommends $$missing \
+			|| { [ -z "$$added_policy" ] || $$sudo_cmd rm -f $$policy; exit 1; }; \
+		[ -z "$$added_policy" ] || $$sudo_cmd rm -f $$policy; \
+	fi
+endef
