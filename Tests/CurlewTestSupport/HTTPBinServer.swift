@@ -84,15 +84,30 @@ public final class HTTPBinServer: Sendable {
 }
 
 enum TemporaryDirectory {
-    /// A fresh private directory under $TMPDIR (default /tmp).
+    /// A fresh private directory `$TMPDIR/PREFIX-PID-XXXXXX` (default /tmp).
+    ///
+    /// Once a server runs, its supervisor deletes the directory; a test process that dies
+    /// before that point leaves it behind, so directories of dead PIDs are swept here first.
     static func make(prefix: String) throws -> String {
         var base = ProcessInfo.processInfo.environment["TMPDIR"] ?? "/tmp"
         if base.hasSuffix("/") { base.removeLast() }
-        var template = Array("\(base)/\(prefix)-XXXXXX".utf8CString)
+        self.sweepAbandoned(in: base, prefix: prefix)
+        var template = Array("\(base)/\(prefix)-\(getpid())-XXXXXX".utf8CString)
         let created = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
         guard created != nil else {
             throw TestSupportError("mkdtemp in \(base) failed: \(String(cString: strerror(errno)))")
         }
         return template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+    }
+
+    private static func sweepAbandoned(in base: String, prefix: String) {
+        guard let entries = try? FileManager.default.contentsOfDirectory(atPath: base) else { return }
+        for entry in entries where entry.hasPrefix(prefix + "-") {
+            let parts = entry.dropFirst(prefix.count + 1).split(separator: "-", maxSplits: 1)
+            guard parts.count == 2, let pid = pid_t(parts[0]), pid != getpid() else { continue }
+            if kill(pid, 0) != 0 && errno == ESRCH {
+                try? FileManager.default.removeItem(atPath: base + "/" + entry)
+            }
+        }
     }
 }

@@ -27,4 +27,23 @@ public enum TestProcess {
         }
         return count
     }
+
+    /// What each open descriptor refers to (`socket:[inode]`, `anon_inode:[eventfd]`, a path), keyed by number,
+    /// so a leak check can say what leaked.
+    public static func openFileDescriptors() -> [Int32: String] {
+        guard let directory = opendir("/proc/self/fd") else { return [:] }
+        defer { closedir(directory) }
+        let ownDescriptor = dirfd(directory)
+        var descriptors: [Int32: String] = [:]
+        while let entry = readdir(directory) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
+            }
+            guard let number = Int32(name), number != ownDescriptor else { continue }
+            var buffer = [CChar](repeating: 0, count: 512)
+            let length = readlink("/proc/self/fd/\(name)", &buffer, buffer.count - 1)
+            descriptors[number] = length > 0 ? String(decoding: buffer[..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self) : "?"
+        }
+        return descriptors
+    }
 }

@@ -4,8 +4,12 @@ import Glibc
 
 /// libcurl's socket-action API on a serial `DispatchQueue`: one `CURLM` per queue, one read and one write
 /// `DispatchSource` per socket (created once, toggled with suspend/resume to match libcurl's whole interest
-/// set, cancelled once), one non-repeating timer, and sockets closed by the engine only after their sources
-/// have finished cancelling, so a reused descriptor number can never meet a stale source.
+/// set, cancelled once), one non-repeating timer, and connection sockets opened and closed by the engine, closed
+/// only after their sources have finished cancelling, so a reused descriptor number can never meet a stale source.
+///
+/// libcurl also registers descriptors it did not open through the engine (the threaded resolver's socketpair)
+/// and closes those itself right after `CURL_POLL_REMOVE`: their sources are cancelled at once and never
+/// closed by the engine, and a new registration of that number waits until the old sources are cancelled.
 ///
 /// Every readiness event crosses libdispatch's epoll thread and a queue worker, so on Linux this loop reaches
 /// about 0.4 × the thread loop's requests per second (`docs/design/0001-event-loop.md`); it exists for
@@ -18,9 +22,12 @@ final class DispatchEventLoop: CurlEventLoop, @unchecked Sendable {
 
     // Queue only.
     private var sockets: [Int32: SocketWatch] = [:]
+    /// Connection sockets the engine opened (`CURLOPT_OPENSOCKETFUNCTION`) and will close.
+    private var ownedSockets: Set<Int32> = []
+    /// Descriptors whose sources are still cancelling: what to do once they are gone.
+    private var cancelling: [Int32: AfterCancel] = [:]
     private var curlDeadline: UInt64?
     private var scheduledDeadline: UInt64 = .max
-    private var pendingCloses = 0
     private var isStopped = false
     private var shutdownWaiters: [CheckedContinuation<Void, Never>] = []
 
@@ -36,7 +43,8 @@ final class DispatchEventLoop: CurlEventLoop, @unchecked Sendable {
         _ = curlew_multi_setopt_pointer(core.multi, CURLMOPT_SOCKETDATA, context)
         _ = curlew_multi_setopt_timer_callback(core.multi, dispatchTimerCallback)
         _ = curlew_multi_setopt_pointer(core.multi, CURLMOPT_TIMERDATA, context)
-        core.socketCloser = (dispatchCloseSocketCallback, context)
+        core.socketOwner = SocketOwner(
+            open: dispatchOpenSocketCallback, close: dispatchCloseSocketCallback, context: context)
         timer.setEventHandler { [unowned self] in self.timerFired() }
         timer.schedule(deadline: .distantFuture)
         timer.activate()
@@ -81,17 +89,17 @@ final class DispatchEventLoop: CurlEventLoop, @unchecked Sendable {
             core.beginShutdown()
             core.cleanup()
             timer.cancel()
-            // Sources of sockets libcurl never closed (it closes all in cleanup, but never trust that).
-            for (descriptor, watch) in sockets {
-                sockets[descriptor] = nil
-                close(watch)
+            // Sources of sockets libcurl never closed (it closes all in cleanup, but never trust that);
+            // descriptors the engine did not open are only unwatched, never closed.
+            for descriptor in Array(sockets.keys) {
+                retire(descriptor, close: ownedSockets.contains(descriptor))
             }
         }
         finishShutdownIfClosed()
     }
 
     private func finishShutdownIfClosed() {
-        guard isStopped, pendingCloses == 0 else { return }
+        guard isStopped, cancelling.isEmpty else { return }
         let waiters = shutdownWaiters
         shutdownWaiters.removeAll()
         for waiter in waiters { waiter.resume() }
@@ -101,30 +109,63 @@ final class DispatchEventLoop: CurlEventLoop, @unchecked Sendable {
     fileprivate func socketInterest(_ descriptor: Int32, _ what: Int32) {
         let wantsRead = what == CURL_POLL_IN || what == CURL_POLL_INOUT
         let wantsWrite = what == CURL_POLL_OUT || what == CURL_POLL_INOUT
-        if let watch = sockets[descriptor] {
+        if what == CURL_POLL_REMOVE, !ownedSockets.contains(descriptor) {
+            // Not ours: libcurl closes it itself, possibly right after this callback.
+            retire(descriptor, close: false)
+            return
+        }
+        if var pending = cancelling[descriptor] {
+            // The old sources of this number are still cancelling; start watching once they are gone.
+            pending.interest = (wantsRead, wantsWrite)
+            cancelling[descriptor] = pending
+        } else if let watch = sockets[descriptor] {
             watch.set(read: wantsRead, write: wantsWrite)
         } else if wantsRead || wantsWrite {
-            let watch = SocketWatch(descriptor: descriptor, queue: queue) { [unowned self] mask in
-                self.socketReady(descriptor, mask)
-            }
-            sockets[descriptor] = watch
-            watch.set(read: wantsRead, write: wantsWrite)
+            watch(descriptor, read: wantsRead, write: wantsWrite)
         }
     }
 
-    /// libcurl wants a socket closed: its sources are cancelled first, the descriptor closed after.
+    private func watch(_ descriptor: Int32, read: Bool, write: Bool) {
+        let watch = SocketWatch(descriptor: descriptor, queue: queue) { [unowned self] mask in
+            self.socketReady(descriptor, mask)
+        }
+        sockets[descriptor] = watch
+        watch.set(read: read, write: write)
+    }
+
+    /// libcurl opens a connection socket: the engine creates it, so it knows the engine must close it.
+    fileprivate func openSocket(_ address: curl_sockaddr) -> Int32 {
+        let descriptor = socket(address.family, address.socktype | Int32(SOCK_CLOEXEC.rawValue), address.protocol)
+        if descriptor >= 0 { ownedSockets.insert(descriptor) }
+        return descriptor
+    }
+
+    /// libcurl wants a connection socket closed: its sources are cancelled first, the descriptor closed after.
     fileprivate func closeSocket(_ descriptor: Int32) {
-        if let watch = sockets.removeValue(forKey: descriptor) {
-            close(watch)
+        ownedSockets.remove(descriptor)
+        if sockets[descriptor] != nil {
+            retire(descriptor, close: true)
+        } else if var pending = cancelling[descriptor] {
+            pending.close = true
+            pending.interest = nil
+            cancelling[descriptor] = pending
         } else {
             _ = Glibc.close(descriptor)
         }
     }
 
-    private func close(_ watch: SocketWatch) {
-        pendingCloses += 1
-        watch.cancelAndClose { [unowned self] in
-            self.pendingCloses -= 1
+    /// Cancels a descriptor's sources; once both have cancelled, closes it (if asked) or watches it again (if
+    /// libcurl registered the number anew meanwhile).
+    private func retire(_ descriptor: Int32, close: Bool) {
+        guard let watch = sockets.removeValue(forKey: descriptor) else { return }
+        cancelling[descriptor] = AfterCancel(close: close, interest: nil)
+        watch.cancel { [unowned self] in
+            guard let pending = self.cancelling.removeValue(forKey: descriptor) else { return }
+            if pending.close {
+                _ = Glibc.close(descriptor)
+            } else if let interest = pending.interest, !self.isStopped {
+                self.watch(descriptor, read: interest.read, write: interest.write)
+            }
             self.finishShutdownIfClosed()
         }
     }
@@ -221,17 +262,15 @@ private final class SocketWatch {
         }
     }
 
-    /// Cancels both sources and closes the descriptor once both cancellations have completed.
-    func cancelAndClose(then closed: @escaping () -> Void) {
+    /// Cancels both sources; `cancelled` runs once both cancellations have completed.
+    func cancel(then cancelled: @escaping () -> Void) {
         var sources: [(source: any DispatchSourceProtocol, isSuspended: Bool)] = []
         if let readSource { sources.append((readSource, isReadSuspended)) }
         if let writeSource { sources.append((writeSource, isWriteSuspended)) }
         readSource = nil
         writeSource = nil
-        let descriptor = descriptor
         guard !sources.isEmpty else {
-            _ = Glibc.close(descriptor)
-            closed()
+            cancelled()
             return
         }
         var outstanding = sources.count
@@ -239,16 +278,19 @@ private final class SocketWatch {
             source.setEventHandler(handler: nil)
             source.setCancelHandler {
                 outstanding -= 1
-                if outstanding == 0 {
-                    _ = Glibc.close(descriptor)
-                    closed()
-                }
+                if outstanding == 0 { cancelled() }
             }
             source.cancel()
             // A suspended source must be resumed to deliver its cancellation (and before it may be released).
             if isSuspended { source.resume() }
         }
     }
+}
+
+/// What to do with a descriptor once its old sources have cancelled.
+private struct AfterCancel {
+    var close: Bool
+    var interest: (read: Bool, write: Bool)?
 }
 
 // The C entry points: no captures, the loop arrives as userdata.
@@ -262,6 +304,11 @@ private let dispatchTimerCallback: curl_multi_timer_callback = { _, milliseconds
     // Never call libcurl from here: only reschedule the timer (a zero timeout fires asynchronously).
     Unmanaged<DispatchEventLoop>.fromOpaque(userdata!).takeUnretainedValue().curlTimerChanged(milliseconds)
     return 0
+}
+
+private let dispatchOpenSocketCallback: curl_opensocket_callback = { userdata, _, address in
+    guard let address else { return -1 }
+    return Unmanaged<DispatchEventLoop>.fromOpaque(userdata!).takeUnretainedValue().openSocket(address.pointee)
 }
 
 private let dispatchCloseSocketCallback: curl_closesocket_callback = { userdata, descriptor in

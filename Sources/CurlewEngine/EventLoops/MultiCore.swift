@@ -10,8 +10,8 @@ final class MultiCore {
     let load: LoopLoad
     private var pool: [EasyHandle] = []
     private(set) var isShuttingDown = false
-    /// Set by loops that own socket closing (the Dispatch loop): the callback and its userdata.
-    var socketCloser: (callback: curl_closesocket_callback, context: UnsafeMutableRawPointer)?
+    /// Set by loops that open and close connection sockets themselves (the Dispatch loop).
+    var socketOwner: SocketOwner?
 
     /// Every transfer in the multi handle, in an intrusive list so adding and removing cost O(1)
     /// (libcurl 7.88 has no `curl_multi_get_handles`).
@@ -52,9 +52,11 @@ final class MultiCore {
                 failStart(transfer, configurationError)
                 return
             }
-            if let socketCloser {
-                _ = curlew_easy_setopt_closesocket_callback(easy.raw, socketCloser.callback)
-                _ = easy.set(CURLOPT_CLOSESOCKETDATA, pointer: socketCloser.context)
+            if let socketOwner {
+                _ = curlew_easy_setopt_opensocket_callback(easy.raw, socketOwner.open)
+                _ = easy.set(CURLOPT_OPENSOCKETDATA, pointer: socketOwner.context)
+                _ = curlew_easy_setopt_closesocket_callback(easy.raw, socketOwner.close)
+                _ = easy.set(CURLOPT_CLOSESOCKETDATA, pointer: socketOwner.context)
             }
             let code = curl_multi_add_handle(multi, easy.raw)
             guard code == CURLM_OK else {
@@ -227,6 +229,13 @@ final class MultiCore {
         for easy in pool { easy.destroy() }
         pool.removeAll()
     }
+}
+
+/// The callbacks through which a loop opens and closes libcurl's connection sockets itself.
+struct SocketOwner {
+    let open: curl_opensocket_callback
+    let close: curl_closesocket_callback
+    let context: UnsafeMutableRawPointer
 }
 
 /// The number of unresolved transfers of one loop, shared with submitting threads.

@@ -31,11 +31,10 @@ final class ThreadEventLoop: CurlEventLoop, TaskExecutor, @unchecked Sendable {
     let load = LoopLoad()
     private let core: MultiCore
     private let inbox = Mutex(Inbox())
-    /// Set when the thread has exited, so a later thread that reuses its id is not taken for the loop.
-    private let hasExited = Atomic<Bool>(false)
     private let name: String
-    /// Written before any message can be posted from the loop thread; other threads only compare it.
-    private nonisolated(unsafe) var thread = pthread_t()
+    /// The loop thread's id while it runs, 0 before and after (so a later thread that reuses the id is not
+    /// taken for the loop). Other threads only compare it with their own.
+    private let threadID = Atomic<UInt>(0)
 
     // Loop-thread only.
     private var localMessages: [Message] = []
@@ -64,7 +63,7 @@ final class ThreadEventLoop: CurlEventLoop, TaskExecutor, @unchecked Sendable {
     var taskExecutor: (any TaskExecutor)? { self }
 
     var isCurrent: Bool {
-        pthread_equal(pthread_self(), thread) != 0 && !hasExited.load(ordering: .relaxed)
+        threadID.load(ordering: .relaxed) == UInt(pthread_self())
     }
 
     // MARK: hand-over from any thread
@@ -138,7 +137,7 @@ final class ThreadEventLoop: CurlEventLoop, TaskExecutor, @unchecked Sendable {
     // MARK: the loop thread
 
     private func run() {
-        thread = pthread_self()
+        threadID.store(UInt(pthread_self()), ordering: .relaxed)
         curlew_set_thread_name(name)
         var running: Int32 = 0
         while true {
@@ -223,7 +222,7 @@ final class ThreadEventLoop: CurlEventLoop, TaskExecutor, @unchecked Sendable {
             }
             return (inbox.shutdownWaiters, inbox.messages)
         }
-        hasExited.store(true, ordering: .relaxed)
+        threadID.store(0, ordering: .relaxed)
         for message in late { reject(message) }
         for waiter in waiters { waiter.resume() }
     }
