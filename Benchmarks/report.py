@@ -23,6 +23,7 @@ SCENARIOS = {
     "s1-c64-unpinned": ("S1", "GET /small, HTTP/1.1 keep-alive, c = 64, client unpinned (both cores; Curlew with --loops 2)", "n_c64"),
     "s2-h2-c64": ("S2", "GET /small, HTTP/2 over TLS multiplexed on one connection, c = 64 streams, client pinned", "n_h2"),
 }
+BUSY_PERCENT = 20
 CLIENT_ORDER = [
     "raw-libcurl", "curlew-engine", "curlew-engine-plain", "curlew-dispatch",
     "async-http-client", "urlsession", "wrk", "h2load",
@@ -71,6 +72,11 @@ def parse_time(path):
             fields["rss_kb"] = int(value)
         elif key == "Exit status":
             fields["exit"] = int(value)
+        elif key.startswith("Elapsed (wall clock) time"):
+            seconds = 0.0
+            for part in value.split(":"):
+                seconds = seconds * 60 + float(part)
+            fields["wall"] = seconds
     return fields
 
 
@@ -94,7 +100,7 @@ def requested_count(command):
     return None
 
 
-def parse_run(row):
+def parse_run(row, clk_tck):
     """One run -> dict with ok, reason, requests, seconds, rps, cpu, ctx, rss_kb."""
     prefix = Path(row["prefix"])
     client = row["client"]
@@ -172,6 +178,13 @@ def parse_run(row):
     run["cpu_us_per_req"] = cpu / requests * 1e6
     run["ctx_per_req"] = (timing.get("vcs", 0) + timing.get("ics", 0)) / requests
     run["rss_mib"] = timing.get("rss_kb", 0) / 1024.0
+    # CPU that neither the client nor nginx used while the run lasted: other processes competing.
+    if row.get("busy_ticks") and row.get("nginx_ticks") and timing.get("wall"):
+        foreign = int(row["busy_ticks"]) / clk_tck - cpu - int(row["nginx_ticks"]) / clk_tck
+        run["other_pct"] = max(foreign, 0.0) / timing["wall"] * 100
+    if row.get("connections"):
+        run["connections"] = int(row["connections"])
+        run["served"] = int(row["served"])
     run["ok"] = True
     return run
 
@@ -194,7 +207,9 @@ def summarize(runs):
         "cpu": statistics.median(run["cpu_us_per_req"] for run in ok),
         "ctx": statistics.median(run["ctx_per_req"] for run in ok),
         "rss": statistics.median(run["rss_mib"] for run in ok),
+        "other": statistics.median(run["other_pct"] for run in ok) if all("other_pct" in run for run in ok) else None,
         "count": len(ok),
+        "connections": statistics.median(run["connections"] for run in ok) if all("connections" in run for run in ok) else None,
     }
 
 
@@ -202,22 +217,35 @@ def main():
     folder = Path(sys.argv[1])
     meta = read_meta(folder)
     rows = list(csv.DictReader(open(folder / "manifest.tsv"), delimiter="\t"))
+    clk_tck = int(meta.get("clk_tck", "100"))
 
     # scenario -> client -> list of (status, run)
+    parsed = []
     results = {}
     for row in rows:
         entry = results.setdefault(row["scenario"], {}).setdefault(row["client"], [])
         if row["status"] == "skipped":
             entry.append(("skipped", {"ok": False, "reason": row["note"]}))
         else:
-            entry.append(("ran", parse_run(row)))
+            run = parse_run(row, clk_tck)
+            parsed.append(run)
+            entry.append(("ran", run))
+
+    loads = [float(row["load"]) for row in rows if row.get("load")]
+    load_range = f"{min(loads):.2f}–{max(loads):.2f}" if loads else "?"
 
     out = []
     out.append("# Curlew benchmarks: side by side")
     out.append("")
     out.append(f"- date: {meta.get('date', '?')}")
     out.append(f"- machine: {meta.get('nproc', '?')} CPUs ({meta.get('cpu', '?')}), {meta.get('uname', '?')}")
-    out.append(f"- load average (1/5/15 min): {meta.get('loadavg', '?')}")
+    out.append(f"- load average (1/5/15 min): {meta.get('loadavg', '?')}; 1-min load at the start of each run: {load_range}")
+    others = [run["other_pct"] for run in parsed if "other_pct" in run]
+    noisy = [value for value in others if value > BUSY_PERCENT]
+    if noisy:
+        out.append(f"- **warning: the machine was busy**: in {len(noisy)} of {len(others)} runs other processes used more "
+                   f"than {BUSY_PERCENT}% of a CPU (up to {max(noisy):.0f}%; column 'other CPU %'), so req/s there is "
+                   "unreliable; CPU µs/request is the more robust figure. Rerun on a quiet machine.")
     out.append(f"- libcurl: {meta.get('libcurl', '?')}")
     out.append(f"- server: nginx {meta.get('nginx', '?')}, 1 worker on CPU {meta.get('nginx_cpu', '0')}, "
                f"access_log off, keepalive_requests 10000000 (Benchmarks/nginx/nginx.sh)")
@@ -253,8 +281,8 @@ def main():
         raw = summaries.get("raw-libcurl")
         curlew = summaries.get("curlew-engine")
         out.append("| client | req/s (median) | min–max | µs CPU/req | ctx sw/req | peak RSS MiB "
-                   "| req/s ÷ raw | CPU/req ÷ raw | req/s ÷ curlew | CPU/req ÷ curlew | runs |")
-        out.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+                   "| req/s ÷ raw | CPU/req ÷ raw | req/s ÷ curlew | CPU/req ÷ curlew | conns | runs | other CPU % |")
+        out.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         names = [c for c in CLIENT_ORDER if c in clients] + [c for c in clients if c not in CLIENT_ORDER]
         for client in names:
             runs = clients[client]
@@ -268,18 +296,30 @@ def main():
                     fmt_ratio(s["cpu"] / raw["cpu"] if raw else None),
                     fmt_ratio(s["rps"] / curlew["rps"] if curlew else None),
                     fmt_ratio(s["cpu"] / curlew["cpu"] if curlew else None),
+                    "?" if s["connections"] is None else f"{s['connections']:.0f}",
                     f"{s['count']}/{len(runs)}",
+                    "?" if s["other"] is None else f"{s['other']:.0f}",
                 ]
             elif any(status == "skipped" for status, _ in runs):
                 note = next(run["reason"] for status, run in runs if status == "skipped")
-                cells = [label, f"skipped: {note}"] + [""] * 9
+                cells = [label, f"skipped: {note}"] + [""] * 11
             else:
                 failed = [run for status, run in runs if not run["ok"]]
                 reason = failed[0]["reason"].replace("|", "\\|") if failed else "?"
-                cells = [label, f"**FAILED** in {len(failed)}/{len(runs)} runs: {reason}"] + [""] * 8
+                cells = [label, f"**FAILED** in {len(failed)}/{len(runs)} runs: {reason}"] + [""] * 9
                 cells.append(f"{len(runs) - len(failed)}/{len(runs)}")
+                cells.append("")
             out.append("| " + " | ".join(cells) + " |")
         out.append("")
+        for client in names:
+            if client == "wrk":
+                continue  # wrk stops on a deadline: requests in flight at the end are served but not counted
+            mismatched = [run for status, run in clients[client]
+                          if run.get("ok") and "served" in run and run["served"] != run["requests"]]
+            for run in mismatched:
+                out.append(f"- note: {client}: nginx served {run['served']:,} requests, the client counted {run['requests']:,}")
+        if any(line.startswith("- note:") for line in out[-len(names):]):
+            out.append("")
 
     out.append("## Notes")
     out.append("")
@@ -294,6 +334,11 @@ def main():
                "(`URLSessionCertificateAuthorityInfoFile` is read on Android only, there is no server-trust challenge, "
                "and Debian's libcurl uses its compiled-in CA bundle, so `SSL_CERT_FILE` does not apply).")
     out.append("- CPU, context switches and RSS are for the whole client process (start-up included), as `/usr/bin/time -v` reports them.")
+    out.append("- conns: TCP connections nginx accepted during the run (stub_status), median; "
+               "a mismatch with the concurrency means a client did not keep its connections alive or multiplexed.")
+    out.append("- other CPU %: machine-wide busy CPU (/proc/stat) during the run minus the client's and nginx's own CPU, "
+               "as % of one CPU (median of the runs). Near 0 on a quiet machine; when it is high, other processes "
+               "competed with the run and its req/s is not to be trusted.")
     out.append("")
     print("\n".join(out))
 

@@ -7,10 +7,10 @@
 #
 # Environment (all optional):
 #   BENCH_REPS             repetitions (default 3, quick 1)
-#   BENCH_N_C1             requests for S1 at c=1        (default 30000, quick 2000)
-#   BENCH_N_C16            requests for S1 at c=16       (default 150000, quick 10000)
-#   BENCH_N_C64            requests for S1 at c=64       (default 150000, quick 10000)
-#   BENCH_N_H2             requests for S2 (HTTP/2, c=64) (default 120000, quick 10000)
+#   BENCH_N_C1             requests for S1 at c=1        (default 25000, quick 2000)
+#   BENCH_N_C16            requests for S1 at c=16       (default 120000, quick 10000)
+#   BENCH_N_C64            requests for S1 at c=64       (default 120000, quick 10000)
+#   BENCH_N_H2             requests for S2 (HTTP/2, c=64) (default 100000, quick 10000)
 #   BENCH_WRK_SECONDS      duration of each wrk run      (default 3, quick 1)
 #   BENCH_TIMEOUT          seconds before one client run is killed and reported failed (default 120)
 #   BENCH_SCENARIOS        space-separated subset of: s1-c1 s1-c16 s1-c64 s1-c64-unpinned s2-h2-c64
@@ -43,10 +43,10 @@ if [ "$QUICK" = "1" ]; then
     WRK_SECONDS=${BENCH_WRK_SECONDS:-1}
 else
     REPS=${BENCH_REPS:-3}
-    N_C1=${BENCH_N_C1:-30000}
-    N_C16=${BENCH_N_C16:-150000}
-    N_C64=${BENCH_N_C64:-150000}
-    N_H2=${BENCH_N_H2:-120000}
+    N_C1=${BENCH_N_C1:-25000}
+    N_C16=${BENCH_N_C16:-120000}
+    N_C64=${BENCH_N_C64:-120000}
+    N_H2=${BENCH_N_H2:-100000}
     WRK_SECONDS=${BENCH_WRK_SECONDS:-3}
 fi
 RUN_TIMEOUT=${BENCH_TIMEOUT:-120}
@@ -124,7 +124,29 @@ trap 'exit 130' INT TERM
 # ---------------------------------------------------------------------------------------------
 # Runs
 
-printf 'scenario\tclient\trep\tstatus\tnote\tprefix\texit\tcommand\n' >"$MANIFEST"
+printf 'scenario\tclient\trep\tstatus\tnote\tprefix\texit\tload\tbusy_ticks\tnginx_ticks\tconnections\tserved\tcommand\n' >"$MANIFEST"
+
+CLK_TCK=$(getconf CLK_TCK)
+NGINX_WORKERS=$(pgrep -P "$NGINX_PID" | tr '\n' ' ')
+
+# Busy CPU ticks of the whole machine (user nice system irq softirq steal) and of nginx's processes:
+# what is left after the client's and nginx's own CPU is other processes competing with the run.
+machine_busy_ticks() {
+    awk '/^cpu /{print $2 + $3 + $4 + $7 + $8 + $9; exit}' /proc/stat
+}
+nginx_ticks() {
+    local pid total=0 ticks
+    for pid in $NGINX_PID $NGINX_WORKERS; do
+        ticks=$(awk '{print $14 + $15}' "/proc/$pid/stat" 2>/dev/null || echo 0)
+        total=$((total + ticks))
+    done
+    echo "$total"
+}
+
+# "accepted-connections served-requests" from nginx's stub_status.
+nginx_counters() {
+    curl -s --max-time 2 "$STATUS_URL" | awk 'NR == 3 { print $1, $3 }'
+}
 
 # run_one SCENARIO CLIENT REP PIN NOTE -- command...
 # Runs the command under `timeout` and `/usr/bin/time -v`, optionally pinned, and records it.
@@ -134,23 +156,27 @@ run_one() {
     local prefix="$RAW_DIR/$scenario.$client.$rep"
     local -a pin_cmd=()
     if [ "$pin" = "pinned" ]; then pin_cmd=(taskset -c "$CLIENT_CPU"); fi
-    local rc=0
+    local rc=0 load busy0 busy1 nginx0 nginx1 accepted0 served0 accepted1 served1
+    load=$(cut -d' ' -f1 /proc/loadavg)
+    read -r accepted0 served0 < <(nginx_counters)
+    busy0=$(machine_busy_ticks)
+    nginx0=$(nginx_ticks)
     timeout --kill-after=5 "$RUN_TIMEOUT" "${pin_cmd[@]}" /usr/bin/time -v -o "$prefix.time" "$@" \
         >"$prefix.out" 2>"$prefix.err" </dev/null || rc=$?
+    busy1=$(machine_busy_ticks)
+    nginx1=$(nginx_ticks)
+    read -r accepted1 served1 < <(nginx_counters)
     local status=ran
     if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then status=timeout; fi
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$scenario" "$client" "$rep" "$status" "" "$prefix" "$rc" \
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$scenario" "$client" "$rep" "$status" "" "$prefix" "$rc" "$load" \
+        "$((busy1 - busy0))" "$((nginx1 - nginx0))" "$((accepted1 - accepted0 - 1))" "$((served1 - served0 - 1))" \
         "${pin_cmd[*]}${pin_cmd:+ }$*" >>"$MANIFEST"
     log "  $scenario $client rep $rep: exit $rc $(head -c 200 "$prefix.out" | tr '\n' ' ')"
 }
 
 skip_one() {
     local scenario=$1 client=$2 rep=$3 note=$4
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$scenario" "$client" "$rep" "skipped" "$note" "" "" "" >>"$MANIFEST"
-}
-
-wants_client() {
-    case " $CLIENTS " in *" $1 "*) return 0 ;; *) return 1 ;; esac
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$scenario" "$client" "$rep" "skipped" "$note" "" "" "" "" "" "" "" "" >>"$MANIFEST"
 }
 
 # run_scenario ID REP
@@ -242,6 +268,7 @@ done
     echo "n_h2=$N_H2"
     echo "wrk_seconds=$WRK_SECONDS"
     echo "client_cpu=$CLIENT_CPU"
+    echo "clk_tck=$CLK_TCK"
     echo "nginx_cpu=$NGINX_CPU"
     echo "curlew_build=$CURLEW_BUILD"
     echo "raw_dir=results/raw/$STAMP"

@@ -5,7 +5,7 @@
 #   nginx.sh stop DIR    stop the nginx started in DIR (by its PID, nothing else)
 #   nginx.sh run [DIR]   start, print the endpoints, wait until Ctrl-C / TERM, then stop
 #
-# DIR/env (shell syntax) holds NGINX_PID, HTTP_PORT, HTTPS_PORT, CA_FILE, BASE_URL, TLS_BASE_URL.
+# DIR/env (shell syntax) holds NGINX_PID, HTTP_PORT, HTTPS_PORT, CA_FILE, BASE_URL, TLS_BASE_URL, STATUS_URL.
 #
 # Server: 1 worker pinned to CPU $NGINX_CPU (default 0), access_log off,
 # keepalive_requests 10000000, keepalive_timeout 300s.
@@ -19,6 +19,7 @@
 #                 client_max_body_size 0. Body buffers go to $NGINX_BODY_TEMP (default a
 #                 folder in /dev/shm, so a 1 GiB upload does not measure the disk).
 #   PUT  /dav/... WebDAV into DIR/dav (for uploads that are verified byte by byte)
+#   GET  STATUS_URL  nginx stub_status on the internal port (connections accepted, requests served)
 # The same locations on HTTPS_PORT with `ssl http2`, certificate signed by DIR/ca.pem.
 #
 # Environment: NGINX_HTTP_PORT (default 18080), NGINX_HTTPS_PORT (18443), NGINX_CPU (0),
@@ -166,8 +167,12 @@ http {
     }
 
     # The upstream behind /upload: answers once the front end has read the whole body.
+    # Also /status (stub_status): connections accepted and requests served, for the harness.
     server {
         listen 127.0.0.1:$upstream_port;
+        location = /status {
+            stub_status;
+        }
         location / {
             default_type text/plain;
             return 200 "ok\n";
@@ -249,6 +254,7 @@ HTTPS_PORT=$https_port
 CA_FILE=$dir/ca.pem
 BASE_URL=http://127.0.0.1:$http_port
 TLS_BASE_URL=https://127.0.0.1:$https_port
+STATUS_URL=http://127.0.0.1:$upstream_port/status
 EOF
     echo "nginx PID $pid (worker on CPU $NGINX_CPU)"
     echo "  http:  http://127.0.0.1:$http_port/small  /json  /upload  /dav/"

@@ -4,16 +4,18 @@ import Glibc
 
 /// libcurl's socket-action API on a serial `DispatchQueue`: one `CURLM` per queue, one read and one write
 /// `DispatchSource` per socket (created once, toggled with suspend/resume to match libcurl's whole interest
-/// set, cancelled once), one non-repeating timer, and connection sockets opened and closed by the engine, closed
-/// only after their sources have finished cancelling, so a reused descriptor number can never meet a stale source.
+/// set, cancelled once), one non-repeating timer, the real `CURL_CSELECT_IN/OUT` mask, and no libcurl call from
+/// inside a libcurl callback.
 ///
-/// libcurl also registers descriptors it did not open through the engine (the threaded resolver's socketpair)
-/// and closes those itself right after `CURL_POLL_REMOVE`: their sources are cancelled at once and never
-/// closed by the engine, and a new registration of that number waits until the old sources are cancelled.
+/// Descriptor lifetime, the classic crash of libcurl on Dispatch: the sources never watch libcurl's own
+/// descriptor but a `dup` of it, a number only the engine knows, closed only in the sources' cancel handler.
+/// libcurl's number is closed when libcurl asks (`CURLOPT_CLOSESOCKETFUNCTION`) and never otherwise, so
+/// however libcurl closes its sockets (7.88 closes some with a plain `close()`: sockets that lost a connect
+/// race, its resolver's socketpair), a reused number can never meet a stale source, and the engine can never
+/// close a number that meanwhile belongs to someone else. See `docs/design/0001-event-loop.md`.
 ///
 /// Every readiness event crosses libdispatch's epoll thread and a queue worker, so on Linux this loop reaches
-/// about 0.4 × the thread loop's requests per second (`docs/design/0001-event-loop.md`); it exists for
-/// applications built around Dispatch.
+/// well under half the thread loop's requests per second; it exists for applications built around Dispatch.
 final class DispatchEventLoop: CurlEventLoop, @unchecked Sendable {
     let load = LoopLoad()
     let queue: DispatchQueue
@@ -21,11 +23,13 @@ final class DispatchEventLoop: CurlEventLoop, @unchecked Sendable {
     private let timer: any DispatchSourceTimer
 
     // Queue only.
+    /// Watches keyed by libcurl's descriptor number.
     private var sockets: [Int32: SocketWatch] = [:]
-    /// Connection sockets the engine opened (`CURLOPT_OPENSOCKETFUNCTION`) and will close.
-    private var ownedSockets: Set<Int32> = []
-    /// Descriptors whose sources are still cancelling: what to do once they are gone.
-    private var cancelling: [Int32: AfterCancel] = [:]
+    /// Connection sockets opened through `CURLOPT_OPENSOCKETFUNCTION`: their watches outlive `CURL_POLL_REMOVE`,
+    /// since libcurl registers a kept-alive connection again for its next transfer.
+    private var connectionSockets: Set<Int32> = []
+    /// Watches whose sources are still cancelling; shutdown completes when none are left.
+    private var pendingCancellations = 0
     private var curlDeadline: UInt64?
     private var scheduledDeadline: UInt64 = .max
     private var isStopped = false
@@ -89,83 +93,70 @@ final class DispatchEventLoop: CurlEventLoop, @unchecked Sendable {
             core.beginShutdown()
             core.cleanup()
             timer.cancel()
-            // Sources of sockets libcurl never closed (it closes all in cleanup, but never trust that);
-            // descriptors the engine did not open are only unwatched, never closed.
-            for descriptor in Array(sockets.keys) {
-                retire(descriptor, close: ownedSockets.contains(descriptor))
-            }
+            // Watches libcurl never retired; their duplicates are closed, libcurl's numbers are left to libcurl.
+            for descriptor in Array(sockets.keys) { retire(descriptor) }
         }
         finishShutdownIfClosed()
     }
 
     private func finishShutdownIfClosed() {
-        guard isStopped, cancelling.isEmpty else { return }
+        guard isStopped, pendingCancellations == 0 else { return }
         let waiters = shutdownWaiters
         shutdownWaiters.removeAll()
         for waiter in waiters { waiter.resume() }
     }
 
     /// libcurl changed its interest in a socket; the new set replaces the old one entirely.
-    fileprivate func socketInterest(_ descriptor: Int32, _ what: Int32) {
+    /// Returns false if the socket cannot be watched, which fails its transfer.
+    fileprivate func socketInterest(_ descriptor: Int32, _ what: Int32) -> Bool {
+        if what == CURL_POLL_REMOVE {
+            guard let watch = sockets[descriptor] else { return true }
+            if connectionSockets.contains(descriptor) && watch.isStill(descriptor) {
+                watch.set(read: false, write: false)
+            } else {
+                // Not a connection libcurl keeps (or no longer the socket we watched): stop watching now.
+                retire(descriptor)
+            }
+            return true
+        }
         let wantsRead = what == CURL_POLL_IN || what == CURL_POLL_INOUT
         let wantsWrite = what == CURL_POLL_OUT || what == CURL_POLL_INOUT
-        if what == CURL_POLL_REMOVE, !ownedSockets.contains(descriptor) {
-            // Not ours: libcurl closes it itself, possibly right after this callback.
-            retire(descriptor, close: false)
-            return
-        }
-        if var pending = cancelling[descriptor] {
-            // The old sources of this number are still cancelling; start watching once they are gone.
-            pending.interest = (wantsRead, wantsWrite)
-            cancelling[descriptor] = pending
-        } else if let watch = sockets[descriptor] {
+        if let watch = sockets[descriptor] {
             watch.set(read: wantsRead, write: wantsWrite)
-        } else if wantsRead || wantsWrite {
-            watch(descriptor, read: wantsRead, write: wantsWrite)
+            return true
         }
-    }
-
-    private func watch(_ descriptor: Int32, read: Bool, write: Bool) {
-        let watch = SocketWatch(descriptor: descriptor, queue: queue) { [unowned self] mask in
+        guard wantsRead || wantsWrite else { return true }
+        guard let watch = SocketWatch(descriptor: descriptor, queue: queue, onReady: { [unowned self] mask in
             self.socketReady(descriptor, mask)
-        }
+        }) else { return false }
         sockets[descriptor] = watch
-        watch.set(read: read, write: write)
+        watch.set(read: wantsRead, write: wantsWrite)
+        return true
     }
 
-    /// libcurl opens a connection socket: the engine creates it, so it knows the engine must close it.
+    /// libcurl opens a connection socket through the engine.
     fileprivate func openSocket(_ address: curl_sockaddr) -> Int32 {
         let descriptor = socket(address.family, address.socktype | Int32(SOCK_CLOEXEC.rawValue), address.protocol)
-        if descriptor >= 0 { ownedSockets.insert(descriptor) }
+        guard descriptor >= 0 else { return -1 }
+        // The number was free, so a watch still filed under it belongs to a socket libcurl closed without telling.
+        retire(descriptor)
+        connectionSockets.insert(descriptor)
         return descriptor
     }
 
-    /// libcurl wants a connection socket closed: its sources are cancelled first, the descriptor closed after.
-    fileprivate func closeSocket(_ descriptor: Int32) {
-        ownedSockets.remove(descriptor)
-        if sockets[descriptor] != nil {
-            retire(descriptor, close: true)
-        } else if var pending = cancelling[descriptor] {
-            pending.close = true
-            pending.interest = nil
-            cancelling[descriptor] = pending
-        } else {
-            _ = Glibc.close(descriptor)
-        }
+    /// libcurl closes a connection socket: stop watching it, then close libcurl's number at once, as libcurl expects.
+    fileprivate func closeSocket(_ descriptor: Int32) -> Int32 {
+        connectionSockets.remove(descriptor)
+        retire(descriptor)
+        return Glibc.close(descriptor)
     }
 
-    /// Cancels a descriptor's sources; once both have cancelled, closes it (if asked) or watches it again (if
-    /// libcurl registered the number anew meanwhile).
-    private func retire(_ descriptor: Int32, close: Bool) {
+    /// Cancels a watch's sources; its duplicate descriptor is closed once both cancellations have completed.
+    private func retire(_ descriptor: Int32) {
         guard let watch = sockets.removeValue(forKey: descriptor) else { return }
-        cancelling[descriptor] = AfterCancel(close: close, interest: nil)
+        pendingCancellations += 1
         watch.cancel { [unowned self] in
-            guard let pending = self.cancelling.removeValue(forKey: descriptor) else { return }
-            if pending.close {
-                _ = Glibc.close(descriptor)
-            } else if let interest = pending.interest, !self.isStopped {
-                self.watch(descriptor, read: interest.read, write: interest.write)
-            }
+            self.pendingCancellations -= 1
             self.finishShutdownIfClosed()
         }
     }
@@ -217,9 +208,12 @@ final class DispatchEventLoop: CurlEventLoop, @unchecked Sendable {
     }
 }
 
-/// The read and write sources of one socket, each created once and then only suspended or resumed.
+/// The read and write sources of one socket, each created once and then only suspended or resumed. They watch
+/// a duplicate of libcurl's descriptor that only this object knows and closes, after both sources have cancelled.
 private final class SocketWatch {
     private let descriptor: Int32
+    private let device: UInt
+    private let inode: UInt
     private let queue: DispatchQueue
     private let onReady: (Int32) -> Void
     private var readSource: (any DispatchSourceRead)?
@@ -227,10 +221,22 @@ private final class SocketWatch {
     private var isReadSuspended = false
     private var isWriteSuspended = false
 
-    init(descriptor: Int32, queue: DispatchQueue, onReady: @escaping (Int32) -> Void) {
-        self.descriptor = descriptor
+    init?(descriptor curlDescriptor: Int32, queue: DispatchQueue, onReady: @escaping (Int32) -> Void) {
+        var status = stat()
+        guard fstat(curlDescriptor, &status) == 0 else { return nil }
+        let duplicate = fcntl(curlDescriptor, F_DUPFD_CLOEXEC, 0)
+        guard duplicate >= 0 else { return nil }
+        self.descriptor = duplicate
+        self.device = UInt(status.st_dev)
+        self.inode = UInt(status.st_ino)
         self.queue = queue
         self.onReady = onReady
+    }
+
+    /// Whether libcurl's number still refers to the socket this watch duplicated.
+    func isStill(_ curlDescriptor: Int32) -> Bool {
+        var status = stat()
+        return fstat(curlDescriptor, &status) == 0 && UInt(status.st_dev) == device && UInt(status.st_ino) == inode
     }
 
     func set(read: Bool, write: Bool) {
@@ -262,14 +268,16 @@ private final class SocketWatch {
         }
     }
 
-    /// Cancels both sources; `cancelled` runs once both cancellations have completed.
+    /// Cancels both sources; closes the duplicate and calls `cancelled` once both cancellations have completed.
     func cancel(then cancelled: @escaping () -> Void) {
         var sources: [(source: any DispatchSourceProtocol, isSuspended: Bool)] = []
         if let readSource { sources.append((readSource, isReadSuspended)) }
         if let writeSource { sources.append((writeSource, isWriteSuspended)) }
         readSource = nil
         writeSource = nil
+        let descriptor = descriptor
         guard !sources.isEmpty else {
+            _ = Glibc.close(descriptor)
             cancelled()
             return
         }
@@ -278,7 +286,9 @@ private final class SocketWatch {
             source.setEventHandler(handler: nil)
             source.setCancelHandler {
                 outstanding -= 1
-                if outstanding == 0 { cancelled() }
+                guard outstanding == 0 else { return }
+                _ = Glibc.close(descriptor)
+                cancelled()
             }
             source.cancel()
             // A suspended source must be resumed to deliver its cancellation (and before it may be released).
@@ -287,17 +297,10 @@ private final class SocketWatch {
     }
 }
 
-/// What to do with a descriptor once its old sources have cancelled.
-private struct AfterCancel {
-    var close: Bool
-    var interest: (read: Bool, write: Bool)?
-}
-
 // The C entry points: no captures, the loop arrives as userdata.
 
 private let dispatchSocketCallback: curl_socket_callback = { _, descriptor, what, userdata, _ in
-    Unmanaged<DispatchEventLoop>.fromOpaque(userdata!).takeUnretainedValue().socketInterest(descriptor, what)
-    return 0
+    Unmanaged<DispatchEventLoop>.fromOpaque(userdata!).takeUnretainedValue().socketInterest(descriptor, what) ? 0 : -1
 }
 
 private let dispatchTimerCallback: curl_multi_timer_callback = { _, milliseconds, userdata in
@@ -313,5 +316,4 @@ private let dispatchOpenSocketCallback: curl_opensocket_callback = { userdata, _
 
 private let dispatchCloseSocketCallback: curl_closesocket_callback = { userdata, descriptor in
     Unmanaged<DispatchEventLoop>.fromOpaque(userdata!).takeUnretainedValue().closeSocket(descriptor)
-    return 0
 }
