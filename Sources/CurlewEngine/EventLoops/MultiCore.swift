@@ -24,13 +24,12 @@ final class MultiCore {
         self.multi = multi
         self.settings = settings
         self.load = load
-        let configuration = settings.configuration
         let loops = max(loopCount, 1)
         func share(_ limit: Int?) -> Int { limit.map { ($0 + loops - 1) / loops } ?? 0 }
         _ = curlew_multi_setopt_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
-        _ = curlew_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, share(configuration.maxConnectionsPerHost))
-        _ = curlew_multi_setopt_long(multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, share(configuration.maxConnectionsTotal))
-        _ = curlew_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, max(configuration.maxCachedConnectionsPerLoop, 1))
+        _ = curlew_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, share(settings.maxConnectionsPerHost))
+        _ = curlew_multi_setopt_long(multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, share(settings.maxConnectionsTotal))
+        _ = curlew_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, max(settings.maxCachedConnectionsPerLoop, 1))
     }
 
     // MARK: starting

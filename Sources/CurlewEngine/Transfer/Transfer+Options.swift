@@ -1,18 +1,42 @@
 import CLibCurl
 import HTTPTypes
 
-/// The client's configuration with what every transfer derives from it computed once.
+/// The client's configuration as each transfer reads it: field by field from a shared object, so a request
+/// does not copy (and retain and release every string of) the whole configuration.
 final class ClientSettings: Sendable {
-    let configuration: CurlewClient.Configuration
+    let timeouts: CurlewClient.Timeouts
+    let redirects: CurlewClient.Redirects
+    let httpVersion: CurlewClient.HTTPVersion
+    let decompression: CurlewClient.Decompression
+    let maxResponseBodySize: Int
+    let expectContinue: CurlewClient.ExpectContinue
+    let userAgent: String?
+    /// `nil` when every TLS setting is the default, so plain requests skip them all.
+    let tls: CurlewClient.TLSConfiguration?
+    let proxy: CurlewClient.Proxy
+    let maxConnectionsPerHost: Int?
+    let maxConnectionsTotal: Int?
+    let maxCachedConnectionsPerLoop: Int
     let capabilities: CurlGlobal.Capabilities
     /// The process-wide share handle (DNS cache, TLS sessions); libcurl locks it through the shim's mutexes.
     nonisolated(unsafe) let share: UnsafeMutableRawPointer?
 
     init(configuration: CurlewClient.Configuration) {
         CurlGlobal.ensureInitialized()
-        self.configuration = configuration
-        self.capabilities = CurlGlobal.capabilities
-        self.share = CurlGlobal.share
+        timeouts = configuration.timeouts
+        redirects = configuration.redirects
+        httpVersion = configuration.httpVersion
+        decompression = configuration.decompression
+        maxResponseBodySize = configuration.maxResponseBodySize
+        expectContinue = configuration.expectContinue
+        userAgent = configuration.userAgent
+        tls = configuration.tls == CurlewClient.TLSConfiguration() ? nil : configuration.tls
+        proxy = configuration.proxy
+        maxConnectionsPerHost = configuration.maxConnectionsPerHost
+        maxConnectionsTotal = configuration.maxConnectionsTotal
+        maxCachedConnectionsPerLoop = configuration.maxCachedConnectionsPerLoop
+        capabilities = CurlGlobal.capabilities
+        share = CurlGlobal.share
     }
 }
 
@@ -24,7 +48,7 @@ extension Transfer {
     ///   - now: the loop's current monotonic time.
     /// - Returns: the error to fail with, if the request cannot start.
     func configure(_ easy: EasyHandle, userdata: UnsafeMutableRawPointer, now: UInt64) -> CurlewError? {
-        let configuration = settings.configuration
+        let settings = settings
         var status = CURLE_OK
         @inline(__always) func apply(_ code: CURLcode) {
             if code != CURLE_OK, status == CURLE_OK { status = code }
@@ -64,7 +88,7 @@ extension Transfer {
         }
 
         // Header fields.
-        let expectContinue = request.expectContinue ?? configuration.expectContinue
+        let expectContinue = request.expectContinue ?? settings.expectContinue
         if let list = buildHeaderList(hasBody: hasBody, expectContinue: expectContinue) {
             headerList = list
             apply(curlew_easy_setopt_slist(easy.raw, CURLOPT_HTTPHEADER, list))
@@ -72,12 +96,12 @@ extension Transfer {
         if case .enabled(let timeout) = expectContinue, hasBody {
             apply(easy.set(CURLOPT_EXPECT_100_TIMEOUT_MS, curlMilliseconds(fromNanoseconds: timeout.saturatingNanoseconds)))
         }
-        if let userAgent = configuration.userAgent, request.headerFields[.userAgent] == nil {
+        if let userAgent = settings.userAgent, request.headerFields[.userAgent] == nil {
             apply(easy.set(CURLOPT_USERAGENT, userAgent))
         }
 
         // Protocol version and connection reuse.
-        switch request.httpVersion ?? configuration.httpVersion {
+        switch request.httpVersion ?? settings.httpVersion {
         case .http1_1:
             apply(easy.set(CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_1_1)))
         case .http2:
@@ -95,7 +119,7 @@ extension Transfer {
         }
 
         // Timeouts: the total clock started at submission.
-        let timeouts = request.timeouts ?? configuration.timeouts
+        let timeouts = request.timeouts ?? settings.timeouts
         if let connect = timeouts.connect {
             apply(easy.set(CURLOPT_CONNECTTIMEOUT_MS, curlMilliseconds(fromNanoseconds: connect.saturatingNanoseconds)))
         }
@@ -112,7 +136,7 @@ extension Transfer {
         lastActivity = now
 
         // Redirects.
-        let redirects = request.redirects ?? configuration.redirects
+        let redirects = request.redirects ?? settings.redirects
         if redirects.follow {
             apply(easy.set(CURLOPT_FOLLOWLOCATION, true))
             apply(easy.set(CURLOPT_MAXREDIRS, max(redirects.maximum, 0)))
@@ -124,9 +148,9 @@ extension Transfer {
         }
 
         // Body limits and decompression.
-        bodyLimit = request.maxResponseBodySize ?? configuration.maxResponseBodySize
+        bodyLimit = request.maxResponseBodySize ?? settings.maxResponseBodySize
         apply(easy.set(CURLOPT_MAXFILESIZE_LARGE, offset: Int64(bodyLimit)))
-        switch request.decompression ?? configuration.decompression {
+        switch request.decompression ?? settings.decompression {
         case .disabled:
             break
         case .enabled:
@@ -137,17 +161,18 @@ extension Transfer {
         }
 
         // TLS.
-        let tls = configuration.tls
-        if let caFile = tls.caFile { apply(easy.set(CURLOPT_CAINFO, caFile)) }
-        if let caDirectory = tls.caDirectory { apply(easy.set(CURLOPT_CAPATH, caDirectory)) }
-        if let certificate = tls.clientCertificateFile { apply(easy.set(CURLOPT_SSLCERT, certificate)) }
-        if let key = tls.clientKeyFile { apply(easy.set(CURLOPT_SSLKEY, key)) }
-        if let password = tls.clientKeyPassword { apply(easy.set(CURLOPT_KEYPASSWD, password)) }
-        if !tls.verifyPeer { apply(easy.set(CURLOPT_SSL_VERIFYPEER, false)) }
-        if !tls.verifyHost { apply(easy.set(CURLOPT_SSL_VERIFYHOST, 0)) }
+        if let tls = settings.tls {
+            if let caFile = tls.caFile { apply(easy.set(CURLOPT_CAINFO, caFile)) }
+            if let caDirectory = tls.caDirectory { apply(easy.set(CURLOPT_CAPATH, caDirectory)) }
+            if let certificate = tls.clientCertificateFile { apply(easy.set(CURLOPT_SSLCERT, certificate)) }
+            if let key = tls.clientKeyFile { apply(easy.set(CURLOPT_SSLKEY, key)) }
+            if let password = tls.clientKeyPassword { apply(easy.set(CURLOPT_KEYPASSWD, password)) }
+            if !tls.verifyPeer { apply(easy.set(CURLOPT_SSL_VERIFYPEER, false)) }
+            if !tls.verifyHost { apply(easy.set(CURLOPT_SSL_VERIFYHOST, 0)) }
+        }
 
         // Proxy.
-        switch configuration.proxy {
+        switch settings.proxy {
         case .environment:
             break
         case .none:
