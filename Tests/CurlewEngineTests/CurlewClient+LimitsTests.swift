@@ -1,4 +1,5 @@
 import CurlewEngine
+import CurlewLoopbackServer
 import CurlewTestSupport
 import Testing
 
@@ -41,6 +42,23 @@ struct CurlewClientLimitsTests {
             // An uncompressed body of the same size is not affected by the decompression limit.
             let plain = try await client.execute(try CurlewRequest(url: "\(httpbin.baseURL)/bytes/1000"))
             #expect(plain.body.count == 1000)
+        }
+    }
+}
+
+@Suite("Large bodies")
+struct CurlewClientLargeBodyTests {
+    @Test(arguments: allLoops)
+    func aLargeBodyArrivesByteForByte(loop: CurlewClient.Configuration.EventLoopKind) async throws {
+        try await withLoopbackServer { server in
+            try await withClient(loop) { client in
+                let size = 16 * 1024 * 1024
+                let response = try await client.execute(try CurlewRequest(url: "\(server.baseURL)/bytes/\(size)"))
+                #expect(response.body.count == size)
+                let firstMismatch = response.body.indices.first { response.body[$0] != LoopbackServer.patternByte(at: $0) }
+                #expect(firstMismatch == nil)
+                #expect(response.metrics.bytesReceived == Int64(size))
+            }
         }
     }
 }
