@@ -19,7 +19,8 @@ struct CurlewClientFaultsTests {
             ("empty-reply", .connectionClosed),
             ("malformed", .invalidResponse),
         ]
-        try await withClient(loop) { client in
+        // A short idle timeout, so a fault the client fails to notice fails the test quickly, by name.
+        try await withClient(loop, configure: { $0.timeouts.idle = .seconds(10) }) { client in
             for (fault, expected) in faults {
                 let error = await caughtError {
                     _ = try await client.execute(try CurlewRequest(url: "\(server.baseURL)/fault/\(fault)"))

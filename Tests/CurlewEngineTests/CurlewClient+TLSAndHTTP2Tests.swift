@@ -42,11 +42,14 @@ struct CurlewClientTLSAndHTTP2Tests {
     }
 
     @Test(arguments: allLoops)
-    func twoHundredConcurrentRequestsMultiplexOverOneConnectionPerLoop(
+    func twoHundredConcurrentRequestsMultiplexOverOneOrTwoConnections(
         loop: CurlewClient.Configuration.EventLoopKind
     ) async throws {
         let nginx = try await NginxServer.shared()
-        try await withClient(loop, configure: { $0.tls.caFile = nginx.caFile; $0.loopCount = 2 }) { client in
+        // One loop, one connection pool. Two connections are allowed: transfers that libcurl starts in the same
+        // perform call can each open one before the first has negotiated HTTP/2 (PIPEWAIT only waits for
+        // a connection that already exists).
+        try await withClient(loop, configure: { $0.tls.caFile = nginx.caFile; $0.loopCount = 1 }) { client in
             let request = try CurlewRequest(url: "https://127.0.0.1:\(nginx.httpsPort)/small")
             let metrics = try await withThrowingTaskGroup(of: TransferMetrics.self) { group in
                 for _ in 0..<200 {

@@ -54,7 +54,7 @@ struct TransferStateMachineTests {
 
         var shutdown = TransferStateMachine()
         _ = shutdown.submitted(loopIsShuttingDown: false)
-        #expect(shutdown.shutdown() == .removeAndFail(.clientShutdown))
+        #expect(shutdown.shutdown() == .removeAndFail(.abortedByShutdown))
     }
 
     @Test func deadlineBeforeStartDoesNotMarkCancellation() {

@@ -88,9 +88,11 @@ final class MultiCore {
                 continue
             }
             let result = curlew_msg_result(message)
-            let transfer = Unmanaged<Transfer>.fromOpaque(userdata).takeRetainedValue()
-            guard transfer.stateMachine.curlCompleted() == .finish, let easy = transfer.easy else { continue }
+            let transfer = Unmanaged<Transfer>.fromOpaque(userdata).takeUnretainedValue()
             curl_multi_remove_handle(multi, handle)
+            // A resolved transfer has already left the multi handle and given up libcurl's reference.
+            guard transfer.stateMachine.curlCompleted() == .finish, let easy = transfer.easy else { continue }
+            defer { Unmanaged.passUnretained(transfer).release() }
             let outcome: Result<CurlewResponse, any Error> =
                 result == CURLE_OK
                 ? .success(transfer.makeResponse(easy))
@@ -118,7 +120,9 @@ final class MultiCore {
         case .cancelled:
             CancellationError()
         case .clientShutdown:
-            CurlewError(code: isShuttingDown ? .cancelled : .clientShutdown, detail: "the client was shut down")
+            CurlewError(code: .clientShutdown, detail: "the client was shut down")
+        case .abortedByShutdown:
+            CurlewError(code: .cancelled, detail: "the client was shut down while the request was running")
         case .timeout(.idle):
             CurlewError(code: .timeout(.idle), detail: "idle timeout: no data moved")
         case .timeout(let kind):

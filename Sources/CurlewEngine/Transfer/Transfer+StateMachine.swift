@@ -35,8 +35,12 @@ struct TransferStateMachine: Sendable, Equatable {
 
     /// Why a transfer is resolved without libcurl's word.
     enum Failure: Sendable, Equatable {
+        /// The caller's task was cancelled.
         case cancelled
+        /// Submitted to a loop that is shutting down.
         case clientShutdown
+        /// Running when the client shut down.
+        case abortedByShutdown
         case timeout(CurlewError.TimeoutKind)
         case startFailed
     }
@@ -82,7 +86,7 @@ struct TransferStateMachine: Sendable, Equatable {
 
     /// The client is shutting down.
     mutating func shutdown() -> StopAction {
-        stop(with: .clientShutdown, markIfCreated: false)
+        stop(with: .abortedByShutdown, markIfCreated: false)
     }
 
     /// libcurl reported the transfer done (successfully or not).
