@@ -160,11 +160,11 @@ def parse_run(row, clk_tck):
         run["seconds"] = float(report["seconds"])
         run["rps"] = run["requests"] / run["seconds"] if run["seconds"] > 0 else 0.0
 
+    if run.get("failures", 0) > 0:
+        run["reason"] = f"exit {rc}, {run['failures']} failed requests: {first_line(err_path)}"
+        return run
     if rc != 0:
         run["reason"] = f"exit {rc}: {first_line(err_path)}"
-        return run
-    if run.get("failures", 0) > 0:
-        run["reason"] = f"{run['failures']} failed requests: {first_line(err_path)}"
         return run
     if expected is not None and run["requests"] != expected:
         run["reason"] = f"{run['requests']} requests done, {expected} asked"
@@ -252,7 +252,7 @@ def main():
     out.append(f"- toolchain: {meta.get('swift', '?')}; {meta.get('wrk', '?')}; {meta.get('h2load', '?')}")
     out.append(f"- command: `{meta.get('command', '?')}`")
     out.append(f"- method: {meta.get('reps', '?')} repetitions, clients alternating within each repetition; "
-               f"medians; every client does the same N requests over the same connections to the same server; "
+               f"medians; every client does the same N requests at the same concurrency against the same server; "
                f"pinned = client under `taskset -c {meta.get('client_cpu', '1')}`; "
                f"CPU = user + sys and context switches (voluntary + involuntary) from `/usr/bin/time -v` "
                f"for the whole process, divided by N")
@@ -333,6 +333,10 @@ def main():
     out.append("- urlsession is skipped for HTTPS: swift-corelibs-foundation on Linux has no way to trust a private CA "
                "(`URLSessionCertificateAuthorityInfoFile` is read on Android only, there is no server-trust challenge, "
                "and Debian's libcurl uses its compiled-in CA bundle, so `SSL_CERT_FILE` does not apply).")
+    out.append("- urlsession over HTTP/1.1 at c > 1 opens a new connection for a large share of its requests (see conns): "
+               "swift-corelibs-foundation never sets CURLMOPT_MAXCONNECTS (a TODO in its `_MultiHandle`), and it adds one "
+               "easy handle per task, so libcurl's default connection cache (sized from the handles currently added) "
+               "is likely too small to keep C connections; measured as it behaves.")
     out.append("- CPU, context switches and RSS are for the whole client process (start-up included), as `/usr/bin/time -v` reports them.")
     out.append("- conns: TCP connections nginx accepted during the run (stub_status), median; "
                "a mismatch with the concurrency means a client did not keep its connections alive or multiplexed.")

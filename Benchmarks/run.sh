@@ -17,12 +17,15 @@
 #   BENCH_CLIENTS          space-separated subset of the client ids below
 #   BENCH_SKIP_BUILD=1     use the binaries already built
 #   BENCH_CLIENT_CPU       CPU the pinned client runs on (default 1); nginx's worker uses NGINX_CPU (default 0)
+#   BENCH_WAIT_QUIET       before each run, wait up to this many seconds for the machine to go idle
+#                          (other processes under 20% of a CPU for 1 s); default 0 = don't wait
 #
 # Clients: raw-libcurl curlew-engine curlew-engine-plain curlew-dispatch async-http-client urlsession
 # plus the ceilings wrk (S1) and h2load (S2).
 #
-# Output: Benchmarks/results/latest.md; every run's stdout, stderr and `/usr/bin/time -v`
-# output under Benchmarks/results/raw/<timestamp>/ (git-ignored).
+# Output: Benchmarks/results/latest.md (not for BENCH_QUICK=1 runs, unless BENCH_LATEST=1);
+# the report, every run's stdout, stderr and `/usr/bin/time -v` output, and the nginx config
+# under Benchmarks/results/raw/<timestamp>/ (git-ignored).
 set -euo pipefail
 
 # Loopback only: no client may go through a proxy taken from the environment.
@@ -50,6 +53,7 @@ else
     WRK_SECONDS=${BENCH_WRK_SECONDS:-3}
 fi
 RUN_TIMEOUT=${BENCH_TIMEOUT:-120}
+WAIT_QUIET=${BENCH_WAIT_QUIET:-0}
 CLIENT_CPU=${BENCH_CLIENT_CPU:-1}
 export NGINX_CPU=${NGINX_CPU:-0}
 SCENARIOS=${BENCH_SCENARIOS:-"s1-c1 s1-c16 s1-c64 s1-c64-unpinned s2-h2-c64"}
@@ -143,6 +147,18 @@ nginx_ticks() {
     echo "$total"
 }
 
+# With BENCH_WAIT_QUIET=S: wait up to S seconds until the machine has been idle for one second.
+wait_quiet() {
+    [ "$WAIT_QUIET" -gt 0 ] || return 0
+    local deadline=$((SECONDS + WAIT_QUIET)) before after
+    while [ "$SECONDS" -lt "$deadline" ]; do
+        before=$(machine_busy_ticks)
+        sleep 1
+        after=$(machine_busy_ticks)
+        if [ $((after - before)) -le $((CLK_TCK / 5)) ]; then return 0; fi
+    done
+}
+
 # "accepted-connections served-requests" from nginx's stub_status.
 nginx_counters() {
     curl -s --max-time 2 "$STATUS_URL" | awk 'NR == 3 { print $1, $3 }'
@@ -157,6 +173,7 @@ run_one() {
     local -a pin_cmd=()
     if [ "$pin" = "pinned" ]; then pin_cmd=(taskset -c "$CLIENT_CPU"); fi
     local rc=0 load busy0 busy1 nginx0 nginx1 accepted0 served0 accepted1 served1
+    wait_quiet
     load=$(cut -d' ' -f1 /proc/loadavg)
     read -r accepted0 served0 < <(nginx_counters)
     busy0=$(machine_busy_ticks)
@@ -274,6 +291,12 @@ done
     echo "raw_dir=results/raw/$STAMP"
 } >"$RAW_DIR/meta.txt"
 
-python3 "$BENCH_DIR/report.py" "$RAW_DIR" >"$RESULTS_DIR/latest.md"
-log "wrote $RESULTS_DIR/latest.md"
-cat "$RESULTS_DIR/latest.md"
+python3 "$BENCH_DIR/report.py" "$RAW_DIR" >"$RAW_DIR/report.md"
+# A smoke run must not replace the full results (BENCH_LATEST=1 forces it).
+if [ "$QUICK" != "1" ] || [ "${BENCH_LATEST:-0}" = "1" ]; then
+    cp "$RAW_DIR/report.md" "$RESULTS_DIR/latest.md"
+    log "wrote $RESULTS_DIR/latest.md"
+else
+    log "quick run: report in $RAW_DIR/report.md (results/latest.md left as it was)"
+fi
+cat "$RAW_DIR/report.md"

@@ -371,8 +371,10 @@ final class LoopbackHTTPHandler: ChannelInboundHandler, RemovableChannelHandler 
             offset += chunk.readableBytes
             buffer.writeBuffer(&chunk)
         }
+        // Close from the same raw position: a close from this handler's context passes the HTTP pipeline handler,
+        // which never saw a response end (the bytes went out beneath it) and may hold the close back.
         raw.writeAndFlush(NIOAny(buffer)).assumeIsolated().whenComplete { _ in
-            context.close(promise: nil)
+            raw.close(promise: nil)
         }
     }
 
@@ -386,7 +388,7 @@ final class LoopbackHTTPHandler: ChannelInboundHandler, RemovableChannelHandler 
             return
         }
         provider.setSoLinger(linger(l_onoff: 1, l_linger: 0)).assumeIsolated().whenComplete { _ in
-            context.close(promise: nil)
+            (self.rawContext ?? context).close(promise: nil)
         }
     }
 }

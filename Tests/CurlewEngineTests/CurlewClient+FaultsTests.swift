@@ -26,7 +26,9 @@ struct CurlewClientFaultsTests {
                     _ = try await client.execute(try CurlewRequest(url: "\(server.baseURL)/fault/\(fault)"))
                 }
                 let curlewError = try #require(error as? CurlewError, "\(fault): \(String(describing: error))")
-                #expect(curlewError.code == expected, "\(fault): \(curlewError)")
+                #expect(
+                    curlewError.code == expected,
+                    "\(fault): \(curlewError); server accepted \(server.acceptedConnections), read \(server.requestsServed)")
                 #expect(curlewError.curlCode != nil, "\(fault)")
             }
             // The client is still healthy afterwards.

@@ -46,11 +46,12 @@ struct CurlewClientTLSAndHTTP2Tests {
         loop: CurlewClient.Configuration.EventLoopKind
     ) async throws {
         let nginx = try await NginxServer.shared()
-        // One loop, one connection pool. Two connections are allowed: transfers that libcurl starts in the same
-        // perform call can each open one before the first has negotiated HTTP/2 (PIPEWAIT only waits for
-        // a connection that already exists).
+        // One loop, one connection pool; the connection is established first, as in a long-lived client. (A cold
+        // burst of more than 100 is libcurl 7.88's weak spot: until the server's SETTINGS arrive it counts a new
+        // connection as full at 100 streams and gives every further transfer a connection of its own.)
         try await withClient(loop, configure: { $0.tls.caFile = nginx.caFile; $0.loopCount = 1 }) { client in
             let request = try CurlewRequest(url: "https://127.0.0.1:\(nginx.httpsPort)/small")
+            let first = try await client.execute(request)
             let metrics = try await withThrowingTaskGroup(of: TransferMetrics.self) { group in
                 for _ in 0..<200 {
                     group.addTask {
@@ -63,6 +64,8 @@ struct CurlewClientTLSAndHTTP2Tests {
             }
             #expect(metrics.count == 200)
             #expect(metrics.allSatisfy { $0.httpVersion == .http2 })
+            // More than libcurl's default of 100 streams ran on the established connection.
+            #expect(metrics.filter { $0.localPort == first.metrics.localPort }.count > 100)
             let connections = Set(metrics.map(\.localPort))
             #expect(connections.count >= 1 && connections.count <= 2, "connections: \(connections.count) \(Dictionary(grouping: metrics, by: \.localPort).mapValues(\.count))")
         }

@@ -1,6 +1,7 @@
 import CurlewEngine
 import CurlewLoopbackServer
 import CurlewTestSupport
+import Glibc
 import Testing
 
 /// Process-wide resource counts. Other tests open descriptors too, so `make test` runs this suite in a
@@ -49,5 +50,22 @@ struct FileDescriptorTests {
         try? await waitUntil(timeout: .seconds(5)) { newDescriptors().isEmpty }
         #expect(newDescriptors().isEmpty, "still open after shutdown: \(newDescriptors())")
         #expect(TestProcess.openFileDescriptorCount() <= before)
+    }
+
+    /// A service that spawns processes must not hand them its connections: a child holding a socket keeps the
+    /// connection open after the engine closed it. (libcurl 7.88 creates sockets without close-on-exec.)
+    @Test(arguments: allLoops)
+    func connectionSocketsAreCloseOnExec(loop: CurlewClient.Configuration.EventLoopKind) async throws {
+        let nginx = try await NginxServer.shared()  // out of process, so every new socket here is the client's
+        try await withClient(loop) { client in
+            let before = TestProcess.openFileDescriptors()
+            let request = try CurlewRequest(url: "http://127.0.0.1:\(nginx.httpPort)/small")
+            _ = try await client.execute(request)
+            let sockets = TestProcess.openFileDescriptors().filter { before[$0.key] != $0.value && $0.value.hasPrefix("socket:") }
+            #expect(!sockets.isEmpty)
+            for descriptor in sockets.keys {
+                #expect(fcntl(descriptor, F_GETFD) & FD_CLOEXEC != 0, "descriptor \(descriptor) is inherited by children")
+            }
+        }
     }
 }

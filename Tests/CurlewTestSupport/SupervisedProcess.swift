@@ -211,6 +211,10 @@ enum Spawn {
         posix_spawn_file_actions_adddup2(&actions, stdinPipe[0], 0)
         posix_spawn_file_actions_adddup2(&actions, stdoutToPipe ? stdoutPipe[1] : stderrFD, 1)
         posix_spawn_file_actions_adddup2(&actions, stderrFD, 2)
+        // The child inherits nothing else. posix_spawn on Linux passes on every descriptor without close-on-exec,
+        // and SwiftNIO accepts connections without it: a long-lived child (a supervisor, nginx) holding a test
+        // server's accepted socket keeps that connection from ever closing (no FIN), which hung fault tests.
+        try closeInheritedDescriptors(&actions)
 
         // The spawning thread may block signals (Dispatch and NIO threads do) and the test
         // process may ignore SIGPIPE; the child must start with a clean slate or it might not
@@ -338,5 +342,18 @@ enum Probe {
             guard response.count >= 12, response.starts(with: Array("HTTP/1.".utf8)) else { return nil }
             return Int(String(decoding: response[9..<12], as: UTF8.self))
         }
+    }
+}
+
+/// `posix_spawn_file_actions_addclosefrom_np` (glibc 2.34+), which Swift's Glibc module does not import.
+private func closeInheritedDescriptors(_ actions: inout posix_spawn_file_actions_t) throws {
+    typealias AddCloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
+    guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np") else {
+        throw TestSupportError("posix_spawn_file_actions_addclosefrom_np is missing (glibc 2.34 or later is required)")
+    }
+    let addCloseFrom = unsafeBitCast(symbol, to: AddCloseFrom.self)
+    let status = addCloseFrom(&actions, 3)
+    guard status == 0 else {
+        throw TestSupportError("posix_spawn_file_actions_addclosefrom_np failed: \(String(cString: strerror(status)))")
     }
 }

@@ -24,6 +24,9 @@ extension CurlewClient {
         public var maxConnectionsPerHost: Int? = 256
         /// Connections open in total, across all loops (shared the same way). `nil` means no limit.
         public var maxConnectionsTotal: Int? = nil
+        /// The most HTTP/2 streams one connection carries; the server's own `SETTINGS_MAX_CONCURRENT_STREAMS`
+        /// applies too. libcurl's default of 100 would open a new connection for every request beyond it.
+        public var maxConcurrentStreamsPerConnection: Int = 1000
         /// Idle connections each loop keeps cached for reuse.
         public var maxCachedConnectionsPerLoop: Int = 256
         /// The HTTP version requests ask for, unless a request says otherwise.

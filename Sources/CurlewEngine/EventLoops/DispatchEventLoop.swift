@@ -60,7 +60,7 @@ final class DispatchEventLoop: CurlEventLoop, @unchecked Sendable {
 
     func submit(_ transfer: Transfer) {
         queue.async {
-            self.core.start(transfer, now: monotonicNanoseconds())
+            self.core.start(transfer, now: self.core.tick())
             self.rearmTimer()
         }
     }
@@ -136,7 +136,7 @@ final class DispatchEventLoop: CurlEventLoop, @unchecked Sendable {
 
     /// libcurl opens a connection socket through the engine.
     fileprivate func openSocket(_ address: curl_sockaddr) -> Int32 {
-        let descriptor = socket(address.family, address.socktype | Int32(SOCK_CLOEXEC.rawValue), address.protocol)
+        let descriptor = openCloseOnExecSocket(address)
         guard descriptor >= 0 else { return -1 }
         // The number was free, so a watch still filed under it belongs to a socket libcurl closed without telling.
         retire(descriptor)
@@ -169,6 +169,7 @@ final class DispatchEventLoop: CurlEventLoop, @unchecked Sendable {
     private func socketReady(_ descriptor: Int32, _ mask: Int32) {
         guard !isStopped else { return }
         var running: Int32 = 0
+        core.tick()
         curl_multi_socket_action(core.multi, descriptor, mask, &running)
         afterAction()
     }
@@ -176,7 +177,7 @@ final class DispatchEventLoop: CurlEventLoop, @unchecked Sendable {
     private func timerFired() {
         guard !isStopped else { return }
         scheduledDeadline = .max
-        let now = monotonicNanoseconds()
+        let now = core.tick()
         if let deadline = curlDeadline, deadline <= now {
             curlDeadline = nil
             var running: Int32 = 0
@@ -187,7 +188,7 @@ final class DispatchEventLoop: CurlEventLoop, @unchecked Sendable {
 
     private func afterAction() {
         core.drainCompletions()
-        core.checkDeadlines(now: monotonicNanoseconds())
+        core.checkDeadlines(now: core.tick())
         rearmTimer()
     }
 

@@ -1,4 +1,5 @@
 import CLibCurl
+import Glibc
 import Synchronization
 
 /// What both event loops share: one `CURLM`, its pool of easy handles, starting and finishing transfers,
@@ -8,6 +9,9 @@ final class MultiCore {
     let settings: ClientSettings
     /// Transfers submitted to this loop and not yet resolved; read by the client to balance loops.
     let load: LoopLoad
+    /// The loop's time, read once per loop iteration (``tick()``) and shared with libcurl's callbacks, which
+    /// record activity for the idle timeout without reading the clock for every chunk and header line.
+    let clock = LoopClock()
     private var pool: [EasyHandle] = []
     private(set) var isShuttingDown = false
     /// Set by loops that open and close connection sockets themselves (the Dispatch loop).
@@ -30,6 +34,15 @@ final class MultiCore {
         _ = curlew_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, share(settings.maxConnectionsPerHost))
         _ = curlew_multi_setopt_long(multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, share(settings.maxConnectionsTotal))
         _ = curlew_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, max(settings.maxCachedConnectionsPerLoop, 1))
+        _ = curlew_multi_setopt_long(
+            multi, CURLMOPT_MAX_CONCURRENT_STREAMS, max(settings.maxConcurrentStreamsPerConnection, 1))
+    }
+
+    /// Reads the clock for this iteration of the loop.
+    @discardableResult
+    func tick() -> UInt64 {
+        clock.now = monotonicNanoseconds()
+        return clock.now
     }
 
     // MARK: starting
@@ -45,6 +58,7 @@ final class MultiCore {
                 return
             }
             transfer.easy = easy
+            transfer.loopClock = clock
             let userdata = Unmanaged.passRetained(transfer).toOpaque()
             if let configurationError = transfer.configure(easy, userdata: userdata, now: now) {
                 Unmanaged<Transfer>.fromOpaque(userdata).release()
@@ -56,6 +70,8 @@ final class MultiCore {
                 _ = easy.set(CURLOPT_OPENSOCKETDATA, pointer: socketOwner.context)
                 _ = curlew_easy_setopt_closesocket_callback(easy.raw, socketOwner.close)
                 _ = easy.set(CURLOPT_CLOSESOCKETDATA, pointer: socketOwner.context)
+            } else {
+                _ = curlew_easy_setopt_opensocket_callback(easy.raw, closeOnExecOpenSocketCallback)
             }
             let code = curl_multi_add_handle(multi, easy.raw)
             guard code == CURLM_OK else {
@@ -96,7 +112,7 @@ final class MultiCore {
             let outcome: Result<CurlewResponse, any Error> =
                 result == CURLE_OK
                 ? .success(transfer.makeResponse(easy))
-                : .failure(transfer.makeError(result, easy: easy, now: monotonicNanoseconds()))
+                : .failure(transfer.makeError(result, easy: easy, now: clock.now))
             recycle(transfer)
             resume(transfer, with: outcome)
         }
@@ -109,10 +125,15 @@ final class MultiCore {
 
     private func apply(_ action: TransferStateMachine.StopAction, to transfer: Transfer) {
         guard case .removeAndFail(let failure) = action, let easy = transfer.easy else { return }
+        var error = error(for: failure)
+        if case .timeout(let kind) = failure {
+            // Say how far the transfer got; that is what tells a slow server from a dead one.
+            error = CurlewError(code: .timeout(kind), detail: "\(kind.rawValue) timeout, \(transfer.progress(easy))")
+        }
         curl_multi_remove_handle(multi, easy.raw)
         Unmanaged.passUnretained(transfer).release()
         recycle(transfer)
-        resume(transfer, throwing: error(for: failure))
+        resume(transfer, throwing: error)
     }
 
     private func error(for failure: TransferStateMachine.Failure) -> any Error {
@@ -234,11 +255,28 @@ final class MultiCore {
     }
 }
 
+/// libcurl 7.88 creates sockets without close-on-exec, so every process the application spawns would inherit
+/// its connections, and a long-lived child would keep a connection open after libcurl closed it (no FIN).
+/// Every loop therefore opens libcurl's sockets itself, close-on-exec.
+func openCloseOnExecSocket(_ address: curl_sockaddr) -> Int32 {
+    socket(address.family, address.socktype | Int32(SOCK_CLOEXEC.rawValue), address.protocol)
+}
+
+private let closeOnExecOpenSocketCallback: curl_opensocket_callback = { _, _, address in
+    guard let address else { return -1 }
+    return openCloseOnExecSocket(address.pointee)
+}
+
 /// The callbacks through which a loop opens and closes libcurl's connection sockets itself.
 struct SocketOwner {
     let open: curl_opensocket_callback
     let close: curl_closesocket_callback
     let context: UnsafeMutableRawPointer
+}
+
+/// A loop's current time; only its loop reads and writes it.
+final class LoopClock {
+    var now: UInt64 = monotonicNanoseconds()
 }
 
 /// The number of unresolved transfers of one loop, shared with submitting threads.

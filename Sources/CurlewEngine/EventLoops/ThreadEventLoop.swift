@@ -142,13 +142,14 @@ final class ThreadEventLoop: CurlEventLoop, TaskExecutor, @unchecked Sendable {
         var running: Int32 = 0
         while true {
             let stopping = takeMessages()
+            core.tick()
             processMessages()
             if stopping { break }
 
             startedTransfers = false
             curl_multi_perform(core.multi, &running)
+            let now = core.tick()
             core.drainCompletions()
-            let now = monotonicNanoseconds()
             core.checkDeadlines(now: now)
             // Resumed tasks run here, on this thread, and may submit their next requests inline;
             // those go straight to perform, without a poll.
@@ -169,7 +170,6 @@ final class ThreadEventLoop: CurlEventLoop, TaskExecutor, @unchecked Sendable {
 
     /// Handles the inbox batch and then everything posted from this thread, until both are empty.
     private func processMessages() {
-        var now: UInt64 = 0
         while true {
             if drainedMessages.isEmpty {
                 if localMessages.isEmpty { return }
@@ -178,8 +178,7 @@ final class ThreadEventLoop: CurlEventLoop, TaskExecutor, @unchecked Sendable {
             for message in drainedMessages {
                 switch message {
                 case .submit(let transfer):
-                    if now == 0 { now = monotonicNanoseconds() }
-                    core.start(transfer, now: now)
+                    core.start(transfer, now: core.clock.now)
                     startedTransfers = true
                 case .cancel(let transfer):
                     core.cancel(transfer)

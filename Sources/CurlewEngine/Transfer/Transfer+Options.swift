@@ -1,4 +1,5 @@
 import CLibCurl
+import Foundation
 import HTTPTypes
 
 /// The client's configuration as each transfer reads it: field by field from a shared object, so a request
@@ -17,7 +18,10 @@ final class ClientSettings: Sendable {
     let maxConnectionsPerHost: Int?
     let maxConnectionsTotal: Int?
     let maxCachedConnectionsPerLoop: Int
+    let maxConcurrentStreamsPerConnection: Int
     let capabilities: CurlGlobal.Capabilities
+    /// `CURLEW_LIBCURL_VERBOSE=1` in the environment turns on libcurl's own trace (to stderr) for every transfer.
+    let libcurlVerbose: Bool
     /// The process-wide share handle (DNS cache, TLS sessions); libcurl locks it through the shim's mutexes.
     nonisolated(unsafe) let share: UnsafeMutableRawPointer?
 
@@ -35,7 +39,9 @@ final class ClientSettings: Sendable {
         maxConnectionsPerHost = configuration.maxConnectionsPerHost
         maxConnectionsTotal = configuration.maxConnectionsTotal
         maxCachedConnectionsPerLoop = configuration.maxCachedConnectionsPerLoop
+        maxConcurrentStreamsPerConnection = configuration.maxConcurrentStreamsPerConnection
         capabilities = CurlGlobal.capabilities
+        libcurlVerbose = ProcessInfo.processInfo.environment["CURLEW_LIBCURL_VERBOSE"] == "1"
         share = CurlGlobal.share
     }
 }
@@ -47,7 +53,9 @@ extension Transfer {
     ///   - userdata: the retained pointer to `self` that libcurl hands back to the callbacks.
     ///   - now: the loop's current monotonic time.
     /// - Returns: the error to fail with, if the request cannot start.
-    func configure(_ easy: EasyHandle, userdata: UnsafeMutableRawPointer, now: UInt64) -> CurlewError? {
+    func configure(_ easy: EasyHandle, userdata: UnsafeMutableRawPointer, now loopTime: UInt64) -> CurlewError? {
+        // The loop reads its clock once per iteration, which can be a moment before another thread submitted.
+        let now = max(loopTime, submittedAt)
         let settings = settings
         var status = CURLE_OK
         @inline(__always) func apply(_ code: CURLcode) {
@@ -65,6 +73,7 @@ extension Transfer {
         apply(easy.set(CURLOPT_REDIR_PROTOCOLS_STR, "http,https"))
         apply(easy.set(CURLOPT_URL, request.url))
         if let share = settings.share { apply(easy.set(CURLOPT_SHARE, pointer: share)) }
+        if settings.libcurlVerbose { apply(easy.set(CURLOPT_VERBOSE, true)) }
 
         // Method and body.
         let hasBody = request.body != nil
@@ -253,6 +262,16 @@ extension Transfer {
         return CurlewResponse(
             status: HTTPResponse.Status(code: easy.info(CURLINFO_RESPONSE_CODE)),
             rawHeaders: rawHeaders, body: responseBody, metrics: metrics, url: url)
+    }
+
+    /// How far a transfer got, for timeout messages: "connected, request sent, 0 body bytes received".
+    func progress(_ easy: EasyHandle) -> String {
+        var phases: [String] = []
+        phases.append(easy.info(microseconds: CURLINFO_CONNECT_TIME_T) > .zero ? "connected" : "not connected")
+        if easy.info(microseconds: CURLINFO_PRETRANSFER_TIME_T) > .zero { phases.append("request sent") }
+        if easy.info(microseconds: CURLINFO_STARTTRANSFER_TIME_T) > .zero { phases.append("response started") }
+        phases.append("\(easy.info(offset: CURLINFO_SIZE_DOWNLOAD_T)) body bytes received")
+        return phases.joined(separator: ", ")
     }
 
     /// Turns a failed libcurl result into the error the caller sees.

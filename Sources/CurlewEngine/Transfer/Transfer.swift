@@ -31,6 +31,8 @@ final class Transfer: @unchecked Sendable {
     var totalDeadline: UInt64?
     var idleTimeout: UInt64 = 0
     var lastActivity: UInt64 = 0
+    /// The owning loop's clock, read by the callbacks instead of the system clock.
+    var loopClock: LoopClock?
     /// The earliest of the idle and total deadlines, as of the last activity.
     var nextDeadline: UInt64 {
         min(totalDeadline ?? .max, idleTimeout == 0 ? .max : lastActivity &+ idleTimeout)
@@ -51,7 +53,7 @@ final class Transfer: @unchecked Sendable {
 
     @inline(__always)
     func receiveBody(_ data: UnsafeMutablePointer<CChar>?, count: Int) -> Int {
-        if idleTimeout != 0 { lastActivity = monotonicNanoseconds() }
+        if idleTimeout != 0, let loopClock { lastActivity = loopClock.now }
         guard count > 0, let data else { return count }
         if responseBody.count + count > bodyLimit {
             limitExceeded = true
@@ -78,9 +80,9 @@ final class Transfer: @unchecked Sendable {
             // A new status line starts a new header block (100 Continue, redirects): keep only the last.
             rawHeaders.removeAll(keepingCapacity: true)
             if rawHeaders.capacity == 0 { rawHeaders.reserveCapacity(512) }
-            if idleTimeout != 0 { lastActivity = monotonicNanoseconds() }
+            if idleTimeout != 0, let loopClock { lastActivity = loopClock.now }
         } else if count <= 2 {
-            if idleTimeout != 0 { lastActivity = monotonicNanoseconds() }
+            if idleTimeout != 0, let loopClock { lastActivity = loopClock.now }
             if decodedLimit != nil { applyDecodedLimitIfEncoded() }
         }
         rawHeaders.append(contentsOf: line)
@@ -98,7 +100,7 @@ final class Transfer: @unchecked Sendable {
 
     @inline(__always)
     func sendBody(into buffer: UnsafeMutablePointer<CChar>?, capacity: Int) -> Int {
-        if idleTimeout != 0 { lastActivity = monotonicNanoseconds() }
+        if idleTimeout != 0, let loopClock { lastActivity = loopClock.now }
         guard let buffer, case .bytes(let bytes)? = request.body else { return 0 }
         let count = min(capacity, bytes.count - requestBodyOffset)
         guard count > 0 else { return 0 }
