@@ -48,6 +48,19 @@ static inline CURLcode curlew_easy_setopt_closesocket_callback(CURL *handle, cur
     return curl_easy_setopt(handle, CURLOPT_CLOSESOCKETFUNCTION, cb);
 }
 
+/// Restricts a transfer and its redirects to http and https. The bitmask options are deprecated in favour of
+/// the *_STR ones, but set no string that libcurl must copy and parse again for every transfer.
+static inline CURLcode curlew_easy_allow_only_http(CURL *handle) {
+#pragma clang diagnostic push
+#pragma clang diagnostic ignored "-Wdeprecated-declarations"
+    CURLcode code = curl_easy_setopt(handle, CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
+    if (code == CURLE_OK) {
+        code = curl_easy_setopt(handle, CURLOPT_REDIR_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
+    }
+#pragma clang diagnostic pop
+    return code;
+}
+
 // MARK: easy handle information
 
 static inline CURLcode curlew_easy_getinfo_long(CURL *handle, CURLINFO info, long *value) {

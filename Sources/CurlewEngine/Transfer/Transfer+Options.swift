@@ -69,8 +69,7 @@ extension Transfer {
         apply(curlew_easy_setopt_write_callback(easy.raw, CURLOPT_HEADERFUNCTION, transferHeaderCallback))
         apply(easy.set(CURLOPT_HEADERDATA, pointer: userdata))
         apply(easy.set(CURLOPT_NOSIGNAL, true))
-        apply(easy.set(CURLOPT_PROTOCOLS_STR, "http,https"))
-        apply(easy.set(CURLOPT_REDIR_PROTOCOLS_STR, "http,https"))
+        apply(curlew_easy_allow_only_http(easy.raw))
         apply(easy.set(CURLOPT_URL, request.url))
         if let share = settings.share { apply(easy.set(CURLOPT_SHARE, pointer: share)) }
         if settings.libcurlVerbose { apply(easy.set(CURLOPT_VERBOSE, true)) }
