@@ -24,7 +24,8 @@ struct CurlewClientTests {
             #expect(args["a"] as? [String] == ["1", "2"])
             let headers = try #require(json["headers"] as? [String: String])
             #expect(headers["X-Custom-Header"] == "value with spaces")
-            #expect(headers["User-Agent"] == "curlew/0.1")
+            #expect(headers["User-Agent"] == nil)
+            #expect(headers["Accept-Encoding"]?.contains("gzip") == true)
             #expect(response.metrics.httpVersion == .http1_1)
             #expect(response.metrics.bytesReceived == Int64(response.body.count))
         }
@@ -67,6 +68,19 @@ struct CurlewClientTests {
             #expect(headers["Content-Type"] == nil)
             #expect(json["data"] as? String == "a=1&b=2")
             #expect((json["form"] as? [String: Any])?.isEmpty ?? true)
+        }
+    }
+
+    @Test(arguments: allLoops)
+    func configuredUserAgentIsSentUnlessTheRequestSetsOne(loop: CurlewClient.Configuration.EventLoopKind) async throws {
+        let httpbin = try await HTTPBinServer.shared()
+        try await withClient(loop, configure: { $0.userAgent = "curlew-tests/1.0" }) { client in
+            let plain = try CurlewRequest(url: "\(httpbin.baseURL)/headers")
+            let plainHeaders = try #require(try await client.execute(plain).json()["headers"] as? [String: String])
+            #expect(plainHeaders["User-Agent"] == "curlew-tests/1.0")
+            let own = try CurlewRequest(url: "\(httpbin.baseURL)/headers", headers: [("User-Agent", "mine/2")])
+            let ownHeaders = try #require(try await client.execute(own).json()["headers"] as? [String: String])
+            #expect(ownHeaders["User-Agent"] == "mine/2")
         }
     }
 

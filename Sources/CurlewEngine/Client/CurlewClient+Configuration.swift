@@ -46,8 +46,9 @@ extension CurlewClient {
         public var proxy: Proxy = .environment
         /// Whether request bodies are announced with `Expect: 100-continue`, unless a request says otherwise.
         public var expectContinue: ExpectContinue = .disabled
-        /// The `User-Agent` sent when a request sets none; `nil` sends none.
-        public var userAgent: String? = "curlew/0.1"
+        /// The `User-Agent` sent when a request sets none. `nil` (the default, as in libcurl and AsyncHTTPClient)
+        /// sends none, which also spares every request a string copy and a formatted header line.
+        public var userAgent: String? = nil
 
         public init() {}
     }

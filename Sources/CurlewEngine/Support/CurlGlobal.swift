@@ -11,6 +11,11 @@ enum CurlGlobal {
         let supportsBrotli: Bool
         let supportsZstd: Bool
 
+        /// The content encodings libcurl decodes, in its own order of preference.
+        var contentEncodings: [String] {
+            ["deflate", "gzip"] + (supportsBrotli ? ["br"] : []) + (supportsZstd ? ["zstd"] : [])
+        }
+
         /// Debian 12's libcurl 7.88.1 fails every request after the first on a reused
         /// h2c prior-knowledge connection ("Error in the HTTP2 framing layer"); 8.x reuses fine.
         var reusesPriorKnowledgeHTTP2Connections: Bool { versionNumber >= 0x08_00_00 }
