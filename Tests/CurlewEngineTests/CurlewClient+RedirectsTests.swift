@@ -66,6 +66,23 @@ struct CurlewClientRedirectsTests {
     }
 
     @Test(arguments: allLoops)
+    func putAndPatchKeepTheirMethodAndBodyAcrossRedirects(loop: CurlewClient.Configuration.EventLoopKind) async throws {
+        let httpbin = try await HTTPBinServer.shared()
+        try await withClient(loop) { client in
+            for method in [HTTPRequest.Method.put, .patch] {
+                for status in [301, 302, 303, 307] {
+                    let request = try CurlewRequest(
+                        method: method, url: "\(httpbin.baseURL)/redirect-to?url=/anything&status_code=\(status)",
+                        body: .bytes(Array("payload".utf8)))
+                    let json = try await client.execute(request).json()
+                    #expect(json["method"] as? String == method.rawValue, "\(method) \(status)")
+                    #expect(json["data"] as? String == "payload", "\(method) \(status)")
+                }
+            }
+        }
+    }
+
+    @Test(arguments: allLoops)
     func postIsKeptAfter302WhenConfigured(loop: CurlewClient.Configuration.EventLoopKind) async throws {
         let httpbin = try await HTTPBinServer.shared()
         try await withClient(loop, configure: { $0.redirects.keepPost = [.after302] }) { client in

@@ -98,6 +98,25 @@ struct CurlewClientTimeoutsTests {
     }
 
     @Test(arguments: allLoops)
+    func waitingForAFreeConnectionIsNotIdleness(loop: CurlewClient.Configuration.EventLoopKind) async throws {
+        let server = try await LoopbackServer.start()
+        defer { Task { try? await server.shutdown() } }
+        try await withClient(loop, configure: {
+            $0.loopCount = 1
+            $0.maxConnectionsPerHost = 1
+            $0.timeouts.idle = .milliseconds(300)
+        }) { client in
+            // The first request keeps the only connection busy for 1.2 s, with bytes moving every 150 ms.
+            async let busy = client.execute(try CurlewRequest(url: "\(server.baseURL)/fault/slow-body?chunks=8&interval_ms=150"))
+            try await waitUntil(timeout: .seconds(5)) { server.requestsServed >= 1 }
+            // The second waits four idle periods for that connection, then is served at once.
+            let queued = try await client.execute(try CurlewRequest(url: "\(server.baseURL)/small"))
+            #expect(queued.body.count == 100)
+            #expect(try await busy.body.count == 80)
+        }
+    }
+
+    @Test(arguments: allLoops)
     func refusedConnectionIsReportedAsSuch(loop: CurlewClient.Configuration.EventLoopKind) async throws {
         let port = try FreePort.allocate()
         try await withClient(loop) { client in

@@ -58,6 +58,35 @@ struct CurlewClientTests {
     }
 
     @Test(arguments: allLoops)
+    func postPutAndPatchWithoutABodySendAnEmptyOne(loop: CurlewClient.Configuration.EventLoopKind) async throws {
+        // libcurl's defaults would read such a body from the process's stdin, on the loop thread.
+        let httpbin = try await HTTPBinServer.shared()
+        try await withClient(loop) { client in
+            for method in [HTTPRequest.Method.post, .put, .patch] {
+                let json = try await client.execute(try CurlewRequest(method: method, url: "\(httpbin.baseURL)/anything")).json()
+                #expect(json["method"] as? String == method.rawValue)
+                #expect(json["data"] as? String == "")
+                let headers = try #require(json["headers"] as? [String: String])
+                #expect(headers["Content-Length"] == "0", "\(method)")
+                #expect(headers["Transfer-Encoding"] == nil, "\(method)")
+                #expect(headers["Expect"] == nil, "\(method)")
+                #expect(headers["Content-Type"] == nil, "\(method)")
+            }
+        }
+    }
+
+    @Test(arguments: allLoops)
+    func headOfAResourceLargerThanTheBodyLimitSucceeds(loop: CurlewClient.Configuration.EventLoopKind) async throws {
+        let httpbin = try await HTTPBinServer.shared()
+        try await withClient(loop, configure: { $0.maxResponseBodySize = 1000 }) { client in
+            let head = try await client.execute(try CurlewRequest(method: .head, url: "\(httpbin.baseURL)/bytes/50000"))
+            #expect(head.status == .ok)
+            #expect(head.headerFields[.contentLength] == "50000")
+            #expect(head.body.isEmpty)
+        }
+    }
+
+    @Test(arguments: allLoops)
     func bodyWithoutContentTypeIsNotLabelledAsAForm(loop: CurlewClient.Configuration.EventLoopKind) async throws {
         let httpbin = try await HTTPBinServer.shared()
         try await withClient(loop) { client in

@@ -37,8 +37,12 @@ struct FileDescriptorTests {
             for fault in ["close-mid-body", "reset-after-headers", "empty-reply", "malformed"] {
                 _ = try? await client.execute(try CurlewRequest(url: "\(server.baseURL)/fault/\(fault)"))
             }
-            for _ in 0..<50 {
+            // Cancellations of transfers that reached the server (their connections must close) and of ones that
+            // did not.
+            for round in 0..<50 {
+                let served = server.requestsServed
                 let task = Task { try await client.execute(try CurlewRequest(url: "\(server.baseURL)/fault/never-answer")) }
+                if round % 2 == 0 { try await waitUntil(timeout: .seconds(5)) { server.requestsServed > served } }
                 task.cancel()
                 _ = try? await task.value
             }
@@ -50,6 +54,28 @@ struct FileDescriptorTests {
         try? await waitUntil(timeout: .seconds(5)) { newDescriptors().isEmpty }
         #expect(newDescriptors().isEmpty, "still open after shutdown: \(newDescriptors())")
         #expect(TestProcess.openFileDescriptorCount() <= before)
+    }
+
+    /// A client released without shutdown() stops its loops and closes every connection by itself.
+    @Test(arguments: allLoops)
+    func aClientReleasedWithoutShutdownCleansUp(loop: CurlewClient.Configuration.EventLoopKind) async throws {
+        try await withLoopbackServer { server in
+            try await withClient(loop) { client in  // warm up process-wide state
+                _ = try await client.execute(try CurlewRequest(url: "\(server.baseURL)/small"))
+            }
+            try await Task.sleep(for: .milliseconds(1))
+            let descriptorsBefore = TestProcess.openFileDescriptors()
+            do {
+                var configuration = CurlewClient.Configuration()
+                configuration.eventLoop = loop
+                let client = CurlewClient(configuration: configuration)
+                for _ in 0..<3 { _ = try await client.execute(try CurlewRequest(url: "\(server.baseURL)/small")) }
+                // Released here: its connection and loop outlive it only until they have cleaned up.
+            }
+            let leftovers = { TestProcess.openFileDescriptors().filter { descriptorsBefore[$0.key] != $0.value } }
+            try? await waitUntil(timeout: .seconds(5)) { leftovers().isEmpty }
+            #expect(leftovers().isEmpty, "still open: \(leftovers())")
+        }
     }
 
     /// A service that spawns processes must not hand them its connections: a child holding a socket keeps the

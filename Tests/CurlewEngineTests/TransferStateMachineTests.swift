@@ -71,10 +71,20 @@ struct TransferStateMachineTests {
         #expect(machine.curlCompleted() == .ignore)
     }
 
-    @Test func secondSubmissionIsRefused() {
+    @Test func secondSubmissionChangesNothing() {
         var machine = TransferStateMachine()
         _ = machine.submitted(loopIsShuttingDown: false)
-        #expect(machine.submitted(loopIsShuttingDown: false) == .fail(.startFailed))
+        #expect(machine.submitted(loopIsShuttingDown: false) == .ignore)
         #expect(machine.state == .running)
+        #expect(machine.curlCompleted() == .finish)
+        #expect(machine.submitted(loopIsShuttingDown: false) == .ignore)
+    }
+
+    @Test func unwatchableSocketStopsOnlyARunningTransfer() {
+        var machine = TransferStateMachine()
+        #expect(machine.socketUnwatchable() == .none)
+        _ = machine.submitted(loopIsShuttingDown: false)
+        #expect(machine.socketUnwatchable() == .removeAndFail(.unwatchableSocket))
+        #expect(machine.curlCompleted() == .ignore)
     }
 }

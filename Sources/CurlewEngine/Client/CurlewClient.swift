@@ -8,7 +8,7 @@ import Synchronization
 /// let request = try CurlewRequest(url: "http://127.0.0.1:8080/small")
 /// let response = try await client.execute(request)
 /// print(response.status, response.body.count, response.metrics.total)
-/// try await client.shutdown()
+/// await client.shutdown()
 /// ```
 ///
 /// ## Running request loops at full speed
@@ -110,7 +110,7 @@ public final class CurlewClient: Sendable {
         }
         let transfer = Transfer(request: request, settings: settings, submittedAt: submittedAt)
         return try await withTaskCancellationHandler {
-            try await withUnsafeThrowingContinuation { continuation in
+            try await withTransferContinuation { continuation in
                 transfer.continuation = continuation
                 loop.load.submitted()
                 loop.submit(transfer)
@@ -118,6 +118,17 @@ public final class CurlewClient: Sendable {
         } onCancel: {
             loop.cancel(transfer)
         }
+    }
+
+    @inline(__always)
+    private func withTransferContinuation(
+        _ body: (TransferContinuation) -> Void
+    ) async throws -> CurlewResponse {
+        #if DEBUG
+        try await withCheckedThrowingContinuation(body)
+        #else
+        try await withUnsafeThrowingContinuation(body)
+        #endif
     }
 
     /// The calling thread's own loop when a task runs on one; otherwise the least busy loop, the first on ties,

@@ -56,7 +56,7 @@ public struct TransferMetrics: Sendable, Hashable {
     public var httpVersion: HTTPVersion
     /// Request bytes sent (body).
     public var bytesSent: Int64
-    /// Response body bytes received (after decompression).
+    /// Response body bytes as they came over the wire (before decompression; `body.count` is the decoded size).
     public var bytesReceived: Int64
     /// Response header bytes received.
     public var headerBytesReceived: Int

@@ -30,6 +30,8 @@ final class DispatchEventLoop: CurlEventLoop, @unchecked Sendable {
     private var connectionSockets: Set<Int32> = []
     /// Watches whose sources are still cancelling; shutdown completes when none are left.
     private var pendingCancellations = 0
+    /// Easy handles whose socket could not be watched during the current libcurl call; failed right after it.
+    private var unwatchable: [UnsafeMutableRawPointer] = []
     private var curlDeadline: UInt64?
     private var scheduledDeadline: UInt64 = .max
     private var isStopped = false
@@ -106,9 +108,16 @@ final class DispatchEventLoop: CurlEventLoop, @unchecked Sendable {
         for waiter in waiters { waiter.resume() }
     }
 
-    /// libcurl changed its interest in a socket; the new set replaces the old one entirely.
-    /// Returns false if the socket cannot be watched, which fails its transfer.
-    fileprivate func socketInterest(_ descriptor: Int32, _ what: Int32) -> Bool {
+    /// libcurl changed its interest in a socket; the new set replaces the old one entirely. A socket that cannot
+    /// be watched (descriptor exhaustion) fails its transfer once libcurl's call returns.
+    fileprivate func socketInterest(_ descriptor: Int32, _ what: Int32, easy: UnsafeMutableRawPointer?) {
+        if !updateWatch(descriptor, what), let easy {
+            // Failing the socket callback would mark the whole multi handle dead; fail only this transfer instead.
+            unwatchable.append(easy)
+        }
+    }
+
+    private func updateWatch(_ descriptor: Int32, _ what: Int32) -> Bool {
         if what == CURL_POLL_REMOVE {
             guard let watch = sockets[descriptor] else { return true }
             if connectionSockets.contains(descriptor) && watch.isStill(descriptor) {
@@ -122,8 +131,12 @@ final class DispatchEventLoop: CurlEventLoop, @unchecked Sendable {
         let wantsRead = what == CURL_POLL_IN || what == CURL_POLL_INOUT
         let wantsWrite = what == CURL_POLL_OUT || what == CURL_POLL_INOUT
         if let watch = sockets[descriptor] {
-            watch.set(read: wantsRead, write: wantsWrite)
-            return true
+            if watch.isStill(descriptor) {
+                watch.set(read: wantsRead, write: wantsWrite)
+                return true
+            }
+            // libcurl closed the socket without telling (7.88 does, for some) and the number is back: a new socket.
+            retire(descriptor)
         }
         guard wantsRead || wantsWrite else { return true }
         guard let watch = SocketWatch(descriptor: descriptor, queue: queue, onReady: { [unowned self] mask in
@@ -155,7 +168,8 @@ final class DispatchEventLoop: CurlEventLoop, @unchecked Sendable {
     private func retire(_ descriptor: Int32) {
         guard let watch = sockets.removeValue(forKey: descriptor) else { return }
         pendingCancellations += 1
-        watch.cancel { [unowned self] in
+        // Strong: a client released without shutdown() leaves only these handlers to keep the loop alive.
+        watch.cancel {
             self.pendingCancellations -= 1
             self.finishShutdownIfClosed()
         }
@@ -187,8 +201,11 @@ final class DispatchEventLoop: CurlEventLoop, @unchecked Sendable {
     }
 
     private func afterAction() {
+        core.tick()
+        for handle in unwatchable { core.failUnwatchable(handle) }
+        unwatchable.removeAll()
         core.drainCompletions()
-        core.checkDeadlines(now: core.tick())
+        core.checkDeadlines(now: core.clock.now)
         rearmTimer()
     }
 
@@ -300,8 +317,9 @@ private final class SocketWatch {
 
 // The C entry points: no captures, the loop arrives as userdata.
 
-private let dispatchSocketCallback: curl_socket_callback = { _, descriptor, what, userdata, _ in
-    Unmanaged<DispatchEventLoop>.fromOpaque(userdata!).takeUnretainedValue().socketInterest(descriptor, what) ? 0 : -1
+private let dispatchSocketCallback: curl_socket_callback = { easy, descriptor, what, userdata, _ in
+    Unmanaged<DispatchEventLoop>.fromOpaque(userdata!).takeUnretainedValue().socketInterest(descriptor, what, easy: easy)
+    return 0
 }
 
 private let dispatchTimerCallback: curl_multi_timer_callback = { _, milliseconds, userdata in

@@ -50,10 +50,12 @@ final class MultiCore {
     /// Starts a transfer: configures a pooled easy handle and adds it to the multi handle.
     func start(_ transfer: Transfer, now: UInt64) {
         switch transfer.stateMachine.submitted(loopIsShuttingDown: isShuttingDown) {
+        case .ignore:
+            break
         case .fail(let failure):
             resume(transfer, throwing: error(for: failure))
         case .start:
-            guard let easy = pool.popLast() ?? EasyHandle.make() else {
+            guard let easy = pool.popLast() ?? EasyHandle.make(share: settings.share) else {
                 failStart(transfer, CurlewError(code: .transport, detail: "libcurl could not create an easy handle"))
                 return
             }
@@ -148,8 +150,8 @@ final class MultiCore {
             CurlewError(code: .timeout(.idle), detail: "idle timeout: no data moved")
         case .timeout(let kind):
             CurlewError(code: .timeout(kind), detail: "\(kind.rawValue) timeout")
-        case .startFailed:
-            CurlewError(code: .invalidRequest, detail: "the transfer was submitted twice")
+        case .unwatchableSocket:
+            CurlewError(code: .transport, detail: "the event loop could not watch the transfer's socket")
         }
     }
 
@@ -213,7 +215,9 @@ final class MultiCore {
             cursor = transfer.next
             if let total = transfer.totalDeadline, total <= now {
                 expired.append((transfer, .total))
-            } else if transfer.idleTimeout != 0, transfer.lastActivity &+ transfer.idleTimeout <= now {
+            } else if transfer.idleTimeout != 0, transfer.lastActivity + transfer.idleTimeout <= now,
+                transfer.idleDeadlinePassed(now: now)
+            {
                 expired.append((transfer, .idle))
             } else {
                 next = min(next, transfer.nextDeadline)
@@ -230,6 +234,14 @@ final class MultiCore {
         guard nextDeadlineCheck != .max else { return nil }
         guard nextDeadlineCheck > now else { return 0 }
         return curlMilliseconds(fromNanoseconds: nextDeadlineCheck - now)
+    }
+
+    /// Fails the transfer of an easy handle whose socket its loop could not watch.
+    func failUnwatchable(_ handle: UnsafeMutableRawPointer) {
+        var userdata: UnsafeMutableRawPointer?
+        guard curlew_easy_getinfo_pointer(handle, CURLINFO_PRIVATE, &userdata) == CURLE_OK, let userdata else { return }
+        let transfer = Unmanaged<Transfer>.fromOpaque(userdata).takeUnretainedValue()
+        apply(transfer.stateMachine.socketUnwatchable(), to: transfer)
     }
 
     // MARK: shutdown

@@ -147,15 +147,16 @@ final class ThreadEventLoop: CurlEventLoop, TaskExecutor, @unchecked Sendable {
             if stopping { break }
 
             startedTransfers = false
+            // The callbacks inside perform record activity with the loop's time: read it right before.
+            core.tick()
             curl_multi_perform(core.multi, &running)
-            let now = core.tick()
             core.drainCompletions()
-            core.checkDeadlines(now: now)
+            core.checkDeadlines(now: core.tick())
             // Resumed tasks run here, on this thread, and may submit their next requests inline;
             // those go straight to perform, without a poll.
             processMessages()
             if startedTransfers { continue }
-            waitForWork(now: now)
+            waitForWork(now: core.tick())
         }
         stop()
     }

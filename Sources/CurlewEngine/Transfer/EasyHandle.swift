@@ -6,8 +6,11 @@ struct EasyHandle {
     /// libcurl keeps this pointer, so it is allocated once with the handle and freed with it.
     let errorBuffer: UnsafeMutablePointer<CChar>
 
-    static func make() -> EasyHandle? {
+    /// - Parameter share: the process-wide share handle. Attached once: `curl_easy_reset` keeps it, and attaching
+    ///   takes libcurl's process-wide share lock twice, so doing it per transfer would serialise all loops.
+    static func make(share: UnsafeMutableRawPointer?) -> EasyHandle? {
         guard let raw = curl_easy_init() else { return nil }
+        if let share { _ = curlew_easy_setopt_pointer(raw, CURLOPT_SHARE, share) }
         let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
         errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
         return EasyHandle(raw: raw, errorBuffer: errorBuffer)

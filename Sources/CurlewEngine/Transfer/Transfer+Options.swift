@@ -75,37 +75,34 @@ extension Transfer {
         apply(easy.set(CURLOPT_NOSIGNAL, true))
         apply(curlew_easy_allow_only_http(easy.raw))
         apply(easy.set(CURLOPT_URL, request.url))
-        if let share = settings.share { apply(easy.set(CURLOPT_SHARE, pointer: share)) }
         if settings.libcurlVerbose { apply(easy.set(CURLOPT_VERBOSE, true)) }
 
-        // Method and body.
-        let hasBody = request.body != nil
-        switch request.method {
-        case .get where !hasBody:
-            break
-        case .head:
+        // Method and body. POST, PUT and PATCH always carry a body, empty if none was given (Content-Length: 0);
+        // libcurl's defaults would otherwise read the body from the process's stdin. Other methods carry one only
+        // when given.
+        let method = request.method
+        let sendsBody = request.body != nil || method == .post || method == .put || method == .patch
+        if method == .head {
             apply(easy.set(CURLOPT_NOBODY, true))
-        case .post:
+        } else if sendsBody {
             apply(easy.set(CURLOPT_POST, true))
-        default:
-            if hasBody { apply(easy.set(CURLOPT_POST, true)) }
-            apply(easy.set(CURLOPT_CUSTOMREQUEST, request.method.rawValue))
-        }
-        if let body = request.body {
-            apply(easy.set(CURLOPT_POSTFIELDSIZE_LARGE, offset: Int64(body.count)))
+            apply(easy.set(CURLOPT_POSTFIELDSIZE_LARGE, offset: Int64(request.body?.count ?? 0)))
             apply(curlew_easy_setopt_read_callback(easy.raw, transferReadCallback))
             apply(easy.set(CURLOPT_READDATA, pointer: userdata))
             apply(curlew_easy_setopt_seek_callback(easy.raw, transferSeekCallback))
             apply(easy.set(CURLOPT_SEEKDATA, pointer: userdata))
         }
+        if method != .get && method != .head && method != .post {
+            apply(easy.set(CURLOPT_CUSTOMREQUEST, method.rawValue))
+        }
 
         // Header fields.
         let expectContinue = request.expectContinue ?? settings.expectContinue
-        if let list = buildHeaderList(hasBody: hasBody, expectContinue: expectContinue) {
+        if let list = buildHeaderList(hasBody: sendsBody, expectContinue: expectContinue) {
             headerList = list
             apply(curlew_easy_setopt_slist(easy.raw, CURLOPT_HTTPHEADER, list))
         }
-        if case .enabled(let timeout) = expectContinue, hasBody {
+        if case .enabled(let timeout) = expectContinue, sendsBody {
             apply(easy.set(CURLOPT_EXPECT_100_TIMEOUT_MS, curlMilliseconds(fromNanoseconds: timeout.saturatingNanoseconds)))
         }
         if let userAgent = settings.userAgent, request.headerFields[.userAgent] == nil {
@@ -135,15 +132,16 @@ extension Transfer {
         if let connect = timeouts.connect {
             apply(easy.set(CURLOPT_CONNECTTIMEOUT_MS, curlMilliseconds(fromNanoseconds: connect.saturatingNanoseconds)))
         }
-        if let total = timeouts.total {
-            let deadline = submittedAt &+ total.saturatingNanoseconds
+        // A deadline too far to represent (`.seconds(.max)` meaning "no limit") is no deadline.
+        if let total = timeouts.total, case (let deadline, false) = submittedAt.addingReportingOverflow(total.saturatingNanoseconds) {
             guard deadline > now else {
                 return CurlewError(code: .timeout(.total), detail: "total timeout elapsed before the transfer started")
             }
             totalDeadline = deadline
             apply(easy.set(CURLOPT_TIMEOUT_MS, curlMilliseconds(fromNanoseconds: deadline - now)))
         }
-        idleTimeout = timeouts.idle.map { max($0.saturatingNanoseconds, 1) } ?? 0
+        // Idle timeouts beyond a century are no idle timeout, so deadline arithmetic cannot overflow.
+        idleTimeout = timeouts.idle.map { $0.saturatingNanoseconds }.flatMap { $0 > 3_155_760_000_000_000_000 ? nil : max($0, 1) } ?? 0
         startedAt = now
         lastActivity = now
 
@@ -156,12 +154,20 @@ extension Transfer {
             if redirects.keepPost.contains(.after301) { postRedirect |= Int(CURL_REDIR_POST_301) }
             if redirects.keepPost.contains(.after302) { postRedirect |= Int(CURL_REDIR_POST_302) }
             if redirects.keepPost.contains(.after303) { postRedirect |= Int(CURL_REDIR_POST_303) }
+            if sendsBody && method != .post {
+                // PUT and PATCH travel as libcurl POSTs with a custom method. libcurl would turn them into GETs on
+                // 301-303 internally yet still send the custom method, now without its body: keep method and body.
+                postRedirect = Int(CURL_REDIR_POST_301 | CURL_REDIR_POST_302 | CURL_REDIR_POST_303)
+            }
             if postRedirect != 0 { apply(easy.set(CURLOPT_POSTREDIR, postRedirect)) }
         }
 
         // Body limits and decompression.
         bodyLimit = request.maxResponseBodySize ?? settings.maxResponseBodySize
-        apply(easy.set(CURLOPT_MAXFILESIZE_LARGE, offset: Int64(bodyLimit)))
+        if method != .head {
+            // A HEAD response announces the length of a body it does not send; only real bodies are refused early.
+            apply(easy.set(CURLOPT_MAXFILESIZE_LARGE, offset: Int64(bodyLimit)))
+        }
         switch request.decompression ?? settings.decompression {
         case .disabled:
             break

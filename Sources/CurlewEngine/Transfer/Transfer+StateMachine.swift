@@ -17,6 +17,8 @@ struct TransferStateMachine: Sendable, Equatable {
         case start
         /// Resume the caller with this failure without touching libcurl.
         case fail(Failure)
+        /// Nothing: the transfer is already on its way (a repeated submission changes nothing).
+        case ignore
     }
 
     enum StopAction: Sendable, Equatable {
@@ -42,7 +44,8 @@ struct TransferStateMachine: Sendable, Equatable {
         /// Running when the client shut down.
         case abortedByShutdown
         case timeout(CurlewError.TimeoutKind)
-        case startFailed
+        /// libcurl gave the transfer a socket the loop cannot watch (descriptor exhaustion).
+        case unwatchableSocket
     }
 
     private(set) var state: State = .created(cancelRequested: false)
@@ -62,8 +65,8 @@ struct TransferStateMachine: Sendable, Equatable {
             state = .running
             return .start
         case .running, .finished:
-            // A transfer is submitted once; a second submission is a bug we refuse to act on twice.
-            return .fail(.startFailed)
+            // A transfer is submitted once; a second submission must not resume or restart it.
+            return .ignore
         }
     }
 
@@ -82,6 +85,11 @@ struct TransferStateMachine: Sendable, Equatable {
     /// The engine's deadline check found a running transfer past its idle or total deadline.
     mutating func deadlinePassed(_ kind: CurlewError.TimeoutKind) -> StopAction {
         stop(with: .timeout(kind), markIfCreated: false)
+    }
+
+    /// The loop could not watch the transfer's socket.
+    mutating func socketUnwatchable() -> StopAction {
+        stop(with: .unwatchableSocket, markIfCreated: false)
     }
 
     /// The client is shutting down.

@@ -2,6 +2,13 @@ import CLibCurl
 import HTTPTypes
 import Synchronization
 
+#if DEBUG
+/// Debug builds (and so the test suite) check that every transfer resumes its caller exactly once.
+typealias TransferContinuation = CheckedContinuation<CurlewResponse, any Error>
+#else
+typealias TransferContinuation = UnsafeContinuation<CurlewResponse, any Error>
+#endif
+
 /// One request's life on a loop: its options, libcurl callbacks, collected bytes and the caller's continuation.
 ///
 /// Thread confinement: everything but the immutable request is touched only on the loop that owns the
@@ -15,7 +22,7 @@ final class Transfer: @unchecked Sendable {
     let submittedAt: UInt64
 
     var stateMachine = TransferStateMachine()
-    var continuation: UnsafeContinuation<CurlewResponse, any Error>?
+    var continuation: TransferContinuation?
     var easy: EasyHandle?
     var headerList: UnsafeMutablePointer<curl_slist>?
 
@@ -33,9 +40,13 @@ final class Transfer: @unchecked Sendable {
     var lastActivity: UInt64 = 0
     /// The owning loop's clock, read by the callbacks instead of the system clock.
     var loopClock: LoopClock?
+    /// Whether the idle clock runs: only once the request is on its way. Before that (waiting for a free
+    /// connection, resolving, connecting) the connect and total timeouts apply, not the idle one.
+    var idleClockStarted = false
+
     /// The earliest of the idle and total deadlines, as of the last activity.
     var nextDeadline: UInt64 {
-        min(totalDeadline ?? .max, idleTimeout == 0 ? .max : lastActivity &+ idleTimeout)
+        min(totalDeadline ?? .max, idleTimeout == 0 ? .max : lastActivity + idleTimeout)
     }
 
     /// Links of the loop's list of running transfers.
@@ -66,8 +77,9 @@ final class Transfer: @unchecked Sendable {
 
     private func reserveBodyCapacity() {
         guard let easy else { return }
+        // Trust an announced length only so far: a server's word must not make us allocate the whole limit up front.
         let announced = easy.info(offset: CURLINFO_CONTENT_LENGTH_DOWNLOAD_T)
-        if announced > 0 { responseBody.reserveCapacity(Int(min(announced, Int64(bodyLimit)))) }
+        if announced > 0 { responseBody.reserveCapacity(Int(min(announced, Int64(min(bodyLimit, 1 << 20))))) }
     }
 
     @inline(__always)
@@ -110,6 +122,23 @@ final class Transfer: @unchecked Sendable {
         }
         requestBodyOffset += count
         return count
+    }
+
+    /// Called when the idle deadline seems to have passed; returns whether it really has. Starts the idle clock
+    /// when libcurl began sending the request (`CURLINFO_PRETRANSFER_TIME_T`), and restarts it while the transfer
+    /// has not got that far.
+    func idleDeadlinePassed(now: UInt64) -> Bool {
+        if !idleClockStarted {
+            guard let easy else { return false }
+            let pretransfer = easy.info(microseconds: CURLINFO_PRETRANSFER_TIME_T)
+            guard pretransfer > .zero else {
+                lastActivity = now
+                return false
+            }
+            idleClockStarted = true
+            lastActivity = max(lastActivity, startedAt + pretransfer.saturatingNanoseconds)
+        }
+        return lastActivity + idleTimeout <= now
     }
 
     /// Rewinds the request body for a 307/308 redirect or an authentication retry.
