@@ -66,6 +66,31 @@ public struct WorkerTally: Sendable {
 
 /// Prints only the first few failures to stderr, so a broken client explains itself
 /// without flooding the log.
+extension WorkerTally {
+    /// One worker: sends requests until the budget is spent. `send` returns the response's status code and body
+    /// size; anything but 200, and any error, counts as a failure and is logged.
+    public static func run(
+        budget: RequestBudget, failures: FailureLog, send: () async throws -> (status: Int, bytes: Int)
+    ) async -> WorkerTally {
+        var tally = WorkerTally()
+        while budget.claim() {
+            do {
+                let (status, bytes) = try await send()
+                if status == 200 {
+                    tally.succeeded += 1
+                } else {
+                    tally.failed += 1
+                    failures.record("status \(status), \(bytes) bytes")
+                }
+            } catch {
+                tally.failed += 1
+                failures.record("error: \(error)")
+            }
+        }
+        return tally
+    }
+}
+
 public final class FailureLog: Sendable {
     private let printed = Atomic<Int>(0)
     private let limit: Int

@@ -30,25 +30,13 @@ let start = ContinuousClock.now
 let tally = await withTaskGroup(of: WorkerTally.self) { group in
     for _ in 0..<concurrency {
         group.addTask {
-            var tally = WorkerTally()
             var request = HTTPClientRequest(url: url)
             request.headers.add(name: "Accept-Encoding", value: "gzip, deflate")
-            while budget.claim() {
-                do {
-                    let response = try await client.execute(request, timeout: .seconds(30))
-                    let body = try await response.body.collect(upTo: 64 << 20)
-                    if response.status.code == 200 {
-                        tally.succeeded += 1
-                    } else {
-                        tally.failed += 1
-                        failures.record("status \(response.status.code), \(body.readableBytes) bytes")
-                    }
-                } catch {
-                    tally.failed += 1
-                    failures.record("error: \(error)")
-                }
+            return await WorkerTally.run(budget: budget, failures: failures) {
+                let response = try await client.execute(request, timeout: .seconds(30))
+                let body = try await response.body.collect(upTo: 64 << 20)
+                return (Int(response.status.code), body.readableBytes)
             }
-            return tally
         }
     }
     var total = WorkerTally()

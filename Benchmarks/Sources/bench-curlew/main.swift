@@ -52,22 +52,10 @@ if mode == .executor && executors.isEmpty {
 }
 
 @Sendable func work() async -> WorkerTally {
-    var tally = WorkerTally()
-    while budget.claim() {
-        do {
-            let response = try await client.execute(request)
-            if response.status.code == 200 {
-                tally.succeeded += 1
-            } else {
-                tally.failed += 1
-                failures.record("status \(response.status.code), \(response.body.count) bytes")
-            }
-        } catch {
-            tally.failed += 1
-            failures.record("error: \(error)")
-        }
+    await WorkerTally.run(budget: budget, failures: failures) {
+        let response = try await client.execute(request)
+        return (response.status.code, response.body.count)
     }
-    return tally
 }
 
 let start = ContinuousClock.now

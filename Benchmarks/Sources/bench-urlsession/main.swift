@@ -33,24 +33,11 @@ let start = ContinuousClock.now
 let tally = await withTaskGroup(of: WorkerTally.self) { group in
     for _ in 0..<concurrency {
         group.addTask {
-            var tally = WorkerTally()
             let request = URLRequest(url: url)
-            while budget.claim() {
-                do {
-                    let (data, response) = try await session.data(for: request)
-                    let status = (response as? HTTPURLResponse)?.statusCode ?? 0
-                    if status == 200 {
-                        tally.succeeded += 1
-                    } else {
-                        tally.failed += 1
-                        failures.record("status \(status), \(data.count) bytes")
-                    }
-                } catch {
-                    tally.failed += 1
-                    failures.record("error: \(error)")
-                }
+            return await WorkerTally.run(budget: budget, failures: failures) {
+                let (data, response) = try await session.data(for: request)
+                return ((response as? HTTPURLResponse)?.statusCode ?? 0, data.count)
             }
-            return tally
         }
     }
     var total = WorkerTally()
