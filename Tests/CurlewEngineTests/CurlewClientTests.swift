@@ -114,6 +114,41 @@ struct CurlewClientTests {
     }
 
     @Test(arguments: allLoops)
+    func nothingOfOneRequestLeaksIntoTheNextOnAReusedHandle(loop: CurlewClient.Configuration.EventLoopKind) async throws {
+        // One loop and sequential requests, so every request reuses the same pooled easy handle. Plain GETs keep
+        // their handle configured; every other shape must start from a clean one, and so must the GET after it.
+        let httpbin = try await HTTPBinServer.shared()
+        try await withClient(loop, configure: { $0.loopCount = 1 }) { client in
+            let plain = try CurlewRequest(url: "\(httpbin.baseURL)/anything")
+            func expectPlainGET(after what: String) async throws {
+                let json = try await client.execute(plain).json()
+                #expect(json["method"] as? String == "GET", "after \(what)")
+                #expect(json["data"] as? String == "", "after \(what)")
+                let headers = try #require(json["headers"] as? [String: String])
+                #expect(headers["X-Leak"] == nil, "after \(what)")
+                #expect(headers["Content-Type"] == nil, "after \(what)")
+            }
+            try await expectPlainGET(after: "nothing")
+            _ = try await client.execute(try CurlewRequest(method: .head, url: "\(httpbin.baseURL)/anything"))
+            try await expectPlainGET(after: "HEAD")
+            let post = try CurlewRequest(
+                method: .post, url: "\(httpbin.baseURL)/anything", headers: [("X-Leak", "1"), ("Content-Type", "text/plain")],
+                body: .bytes(Array("body".utf8)))
+            _ = try await client.execute(post)
+            try await expectPlainGET(after: "POST with headers")
+            var noRedirects = try CurlewRequest(url: "\(httpbin.baseURL)/redirect/1")
+            noRedirects.redirects = .disabled
+            #expect(try await client.execute(noRedirects).status == .found)
+            #expect(try await client.execute(try CurlewRequest(url: "\(httpbin.baseURL)/redirect/1")).status == .ok)
+            var tinyLimit = try CurlewRequest(url: "\(httpbin.baseURL)/bytes/5000")
+            tinyLimit.maxResponseBodySize = 10
+            _ = try? await client.execute(tinyLimit)
+            #expect(try await client.execute(try CurlewRequest(url: "\(httpbin.baseURL)/bytes/5000")).body.count == 5000)
+            try await expectPlainGET(after: "overrides")
+        }
+    }
+
+    @Test(arguments: allLoops)
     func emptyHeaderValuesAreSentEmpty(loop: CurlewClient.Configuration.EventLoopKind) async throws {
         let httpbin = try await HTTPBinServer.shared()
         try await withClient(loop) { client in

@@ -80,6 +80,13 @@ public struct CurlewRequest: Sendable {
         headerFields[field.name] = field.value
     }
 
+    /// A GET without body or header fields that overrides none of the client's settings: the request shape whose
+    /// libcurl options are the same every time.
+    var usesClientDefaultsForPlainGET: Bool {
+        method == .get && body == nil && headerFields.isEmpty && timeouts == nil && redirects == nil
+            && httpVersion == nil && maxResponseBodySize == nil && decompression == nil && expectContinue == nil
+    }
+
     static func validatedField(_ name: String, _ value: String) throws -> HTTPField {
         guard let fieldName = HTTPField.Name(name) else {
             throw CurlewError.invalidRequest("invalid header name \(name.debugDescription)")

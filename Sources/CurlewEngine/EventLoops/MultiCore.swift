@@ -155,11 +155,13 @@ final class MultiCore {
         }
     }
 
-    /// Returns the easy handle to the pool, cleared of every pointer to this transfer.
+    /// Returns the easy handle to the pool. A handle configured for a plain GET keeps its options (and pointers to
+    /// this transfer, which libcurl does not use while the handle is out of the multi handle; the next transfer
+    /// replaces them before it is added); any other is reset, so nothing of this transfer survives into the next.
     private func recycle(_ transfer: Transfer) {
         unlink(transfer)
         if let easy = transfer.easy {
-            easy.reset()
+            if !easy.isConfiguredForPlainGET { easy.reset() }
             pool.append(easy)
             transfer.easy = nil
         }

@@ -5,6 +5,9 @@ struct EasyHandle {
     let raw: UnsafeMutableRawPointer
     /// libcurl keeps this pointer, so it is allocated once with the handle and freed with it.
     let errorBuffer: UnsafeMutablePointer<CChar>
+    /// Whether the handle is configured for a plain GET with its client's defaults (see
+    /// `Transfer.configureRepeatedPlainGET`); any other transfer resets it first.
+    var isConfiguredForPlainGET = false
 
     /// - Parameter share: the process-wide share handle. Attached once: `curl_easy_reset` keeps it, and attaching
     ///   takes libcurl's process-wide share lock twice, so doing it per transfer would serialise all loops.
@@ -13,7 +16,7 @@ struct EasyHandle {
         if let share { _ = curlew_easy_setopt_pointer(raw, CURLOPT_SHARE, share) }
         let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
         errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
-        return EasyHandle(raw: raw, errorBuffer: errorBuffer)
+        return EasyHandle(raw: raw, errorBuffer: errorBuffer, isConfiguredForPlainGET: false)
     }
 
     /// Clears every option so nothing of the previous transfer (pointers included) survives.

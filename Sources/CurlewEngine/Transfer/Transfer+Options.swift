@@ -61,6 +61,16 @@ extension Transfer {
         // The loop reads its clock once per iteration, which can be a moment before another thread submitted.
         let now = max(loopTime, submittedAt)
         let settings = settings
+        let timeouts = request.timeouts ?? settings.timeouts
+        if let error = prepareDeadlinesAndLimits(timeouts, now: now) { return error }
+
+        let isPlainGET = request.usesClientDefaultsForPlainGET
+        if isPlainGET && easy.isConfiguredForPlainGET {
+            return configureRepeatedPlainGET(easy, userdata: userdata, now: now)
+        }
+        if easy.isConfiguredForPlainGET { easy.reset() }
+        self.easy?.isConfiguredForPlainGET = isPlainGET
+
         var status = CURLE_OK
         @inline(__always) func apply(_ code: CURLcode) {
             if code != CURLE_OK, status == CURLE_OK { status = code }
@@ -128,22 +138,12 @@ extension Transfer {
         }
 
         // Timeouts: the total clock started at submission.
-        let timeouts = request.timeouts ?? settings.timeouts
         if let connect = timeouts.connect {
             apply(easy.set(CURLOPT_CONNECTTIMEOUT_MS, curlMilliseconds(fromNanoseconds: connect.saturatingNanoseconds)))
         }
-        // A deadline too far to represent (`.seconds(.max)` meaning "no limit") is no deadline.
-        if let total = timeouts.total, case (let deadline, false) = submittedAt.addingReportingOverflow(total.saturatingNanoseconds) {
-            guard deadline > now else {
-                return CurlewError(code: .timeout(.total), detail: "total timeout elapsed before the transfer started")
-            }
-            totalDeadline = deadline
-            apply(easy.set(CURLOPT_TIMEOUT_MS, curlMilliseconds(fromNanoseconds: deadline - now)))
+        if let totalDeadline {
+            apply(easy.set(CURLOPT_TIMEOUT_MS, curlMilliseconds(fromNanoseconds: totalDeadline - now)))
         }
-        // Idle timeouts beyond a century are no idle timeout, so deadline arithmetic cannot overflow.
-        idleTimeout = timeouts.idle.map { $0.saturatingNanoseconds }.flatMap { $0 > 3_155_760_000_000_000_000 ? nil : max($0, 1) } ?? 0
-        startedAt = now
-        lastActivity = now
 
         // Redirects.
         let redirects = request.redirects ?? settings.redirects
@@ -163,7 +163,6 @@ extension Transfer {
         }
 
         // Body limits and decompression.
-        bodyLimit = request.maxResponseBodySize ?? settings.maxResponseBodySize
         if method != .head {
             // A HEAD response announces the length of a body it does not send; only real bodies are refused early.
             apply(easy.set(CURLOPT_MAXFILESIZE_LARGE, offset: Int64(bodyLimit)))
@@ -173,9 +172,8 @@ extension Transfer {
             break
         case .enabled:
             apply(easy.set(CURLOPT_ACCEPT_ENCODING, settings.acceptEncoding))
-        case .enabledWithLimit(let limit):
+        case .enabledWithLimit:
             apply(easy.set(CURLOPT_ACCEPT_ENCODING, settings.acceptEncoding))
-            if limit < bodyLimit { decodedLimit = limit }
         }
 
         // TLS.
@@ -200,6 +198,54 @@ extension Transfer {
             if let noProxy { apply(easy.set(CURLOPT_NOPROXY, noProxy)) }
         }
 
+        guard status == CURLE_OK else {
+            return CurlewError(
+                code: .invalidRequest, detail: "libcurl rejected an option of this request",
+                curlCode: Int(status.rawValue), curlMessage: String(cString: curl_easy_strerror(status)))
+        }
+        return nil
+    }
+
+    /// The engine's own view of the transfer's deadlines and limits, the same whichever way libcurl is configured.
+    private func prepareDeadlinesAndLimits(_ timeouts: CurlewClient.Timeouts, now: UInt64) -> CurlewError? {
+        // A deadline too far to represent (`.seconds(.max)` meaning "no limit") is no deadline.
+        if let total = timeouts.total,
+            case (let deadline, false) = submittedAt.addingReportingOverflow(total.saturatingNanoseconds)
+        {
+            guard deadline > now else {
+                return CurlewError(code: .timeout(.total), detail: "total timeout elapsed before the transfer started")
+            }
+            totalDeadline = deadline
+        }
+        // Idle timeouts beyond a century are no idle timeout, so deadline arithmetic cannot overflow.
+        idleTimeout =
+            timeouts.idle.map { $0.saturatingNanoseconds }.flatMap { $0 > 3_155_760_000_000_000_000 ? nil : max($0, 1) }
+            ?? 0
+        startedAt = now
+        lastActivity = now
+        bodyLimit = request.maxResponseBodySize ?? settings.maxResponseBodySize
+        if case .enabledWithLimit(let limit) = request.decompression ?? settings.decompression, limit < bodyLimit {
+            decodedLimit = limit
+        }
+        return nil
+    }
+
+    /// A plain GET on a handle whose previous transfer was one too: every option but the per-transfer ones is
+    /// already what it must be (the pool belongs to one client, so the defaults are the same), so the handle is
+    /// neither reset nor configured again. That is libcurl's own reuse pattern, and it saves about half a
+    /// microsecond per request.
+    private func configureRepeatedPlainGET(
+        _ easy: EasyHandle, userdata: UnsafeMutableRawPointer, now: UInt64
+    ) -> CurlewError? {
+        easy.errorBuffer[0] = 0
+        var status = easy.set(CURLOPT_PRIVATE, pointer: userdata)
+        for code in [
+            easy.set(CURLOPT_WRITEDATA, pointer: userdata), easy.set(CURLOPT_HEADERDATA, pointer: userdata),
+            easy.set(CURLOPT_URL, request.url),
+            totalDeadline.map { easy.set(CURLOPT_TIMEOUT_MS, curlMilliseconds(fromNanoseconds: $0 - now)) } ?? CURLE_OK,
+        ] where status == CURLE_OK {
+            status = code
+        }
         guard status == CURLE_OK else {
             return CurlewError(
                 code: .invalidRequest, detail: "libcurl rejected an option of this request",
