@@ -170,9 +170,7 @@ extension Transfer {
         switch request.decompression ?? settings.decompression {
         case .disabled:
             break
-        case .enabled:
-            apply(easy.set(CURLOPT_ACCEPT_ENCODING, settings.acceptEncoding))
-        case .enabledWithLimit:
+        case .enabled, .enabledWithLimit:
             apply(easy.set(CURLOPT_ACCEPT_ENCODING, settings.acceptEncoding))
         }
 
@@ -198,12 +196,7 @@ extension Transfer {
             if let noProxy { apply(easy.set(CURLOPT_NOPROXY, noProxy)) }
         }
 
-        guard status == CURLE_OK else {
-            return CurlewError(
-                code: .invalidRequest, detail: "libcurl rejected an option of this request",
-                curlCode: Int(status.rawValue), curlMessage: String(cString: curl_easy_strerror(status)))
-        }
-        return nil
+        return Self.optionError(status)
     }
 
     /// The engine's own view of the transfer's deadlines and limits, the same whichever way libcurl is configured.
@@ -238,20 +231,26 @@ extension Transfer {
         _ easy: EasyHandle, userdata: UnsafeMutableRawPointer, now: UInt64
     ) -> CurlewError? {
         easy.errorBuffer[0] = 0
-        var status = easy.set(CURLOPT_PRIVATE, pointer: userdata)
-        for code in [
-            easy.set(CURLOPT_WRITEDATA, pointer: userdata), easy.set(CURLOPT_HEADERDATA, pointer: userdata),
-            easy.set(CURLOPT_URL, request.url),
-            totalDeadline.map { easy.set(CURLOPT_TIMEOUT_MS, curlMilliseconds(fromNanoseconds: $0 - now)) } ?? CURLE_OK,
-        ] where status == CURLE_OK {
-            status = code
+        var status = CURLE_OK
+        @inline(__always) func apply(_ code: CURLcode) {
+            if code != CURLE_OK, status == CURLE_OK { status = code }
         }
-        guard status == CURLE_OK else {
-            return CurlewError(
-                code: .invalidRequest, detail: "libcurl rejected an option of this request",
-                curlCode: Int(status.rawValue), curlMessage: String(cString: curl_easy_strerror(status)))
+        apply(easy.set(CURLOPT_PRIVATE, pointer: userdata))
+        apply(easy.set(CURLOPT_WRITEDATA, pointer: userdata))
+        apply(easy.set(CURLOPT_HEADERDATA, pointer: userdata))
+        apply(easy.set(CURLOPT_URL, request.url))
+        if let totalDeadline {
+            apply(easy.set(CURLOPT_TIMEOUT_MS, curlMilliseconds(fromNanoseconds: totalDeadline - now)))
         }
-        return nil
+        return Self.optionError(status)
+    }
+
+    /// The error for a libcurl option that did not take, or nil if all did.
+    private static func optionError(_ status: CURLcode) -> CurlewError? {
+        guard status != CURLE_OK else { return nil }
+        return CurlewError(
+            code: .invalidRequest, detail: "libcurl rejected an option of this request",
+            curlCode: Int(status.rawValue), curlMessage: String(cString: curl_easy_strerror(status)))
     }
 
     /// Builds the header list libcurl sends; libcurl keeps the pointer, so it lives until the transfer ends.
