@@ -11,6 +11,8 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 // MARK: easy handle options
 
@@ -126,6 +128,23 @@ static inline CURLSH *curlew_share_create(void) {
     curl_share_setopt(share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
     curl_share_setopt(share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
     return share;
+}
+
+// MARK: waking a loop
+
+/// A non-blocking, close-on-exec eventfd a loop polls beside libcurl's sockets.
+static inline int curlew_wakeup_create(void) {
+    return eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+}
+static inline void curlew_wakeup_signal(int fd) {
+    uint64_t one = 1;
+    ssize_t written = write(fd, &one, sizeof one);
+    (void)written;  // EAGAIN means the counter is already non-zero: the loop wakes anyway.
+}
+static inline void curlew_wakeup_drain(int fd) {
+    uint64_t value;
+    ssize_t got = read(fd, &value, sizeof value);
+    (void)got;
 }
 
 // MARK: process-wide initialisation

@@ -72,7 +72,9 @@ extension CurlewClient {
         /// Time for the whole request, counted from submission, including any wait for a free connection
         /// and every redirect. `nil` means none.
         public var total: Duration?
-        /// Longest time with no byte moving in either direction once the transfer started. `nil` means none.
+        /// Longest time with no byte moving in either direction once the request is on its way (waiting for a
+        /// connection and connecting are bounded by the connect and total timeouts instead). Detected within a
+        /// quarter period when the server never sends anything. `nil` means none.
         public var idle: Duration?
 
         public init(connect: Duration? = .seconds(10), total: Duration? = nil, idle: Duration? = .seconds(60)) {

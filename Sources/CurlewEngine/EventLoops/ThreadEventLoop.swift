@@ -7,8 +7,12 @@ import Synchronization
 ///
 /// Tasks that prefer this executor resume on the loop thread right after their transfer completes, and their
 /// next request goes into libcurl on the same thread with no lock, wakeup or context switch. Other threads
-/// hand work over through a mutex-protected inbox and wake the thread with `curl_multi_wakeup` only when it is
-/// asleep in `curl_multi_poll`. See `docs/design/0001-event-loop.md` for the measurements behind this.
+/// hand work over through a mutex-protected inbox and wake the thread only when it is asleep in
+/// `curl_multi_poll`. See `docs/design/0001-event-loop.md` for the measurements behind this.
+///
+/// The wakeup is an eventfd the loop owns and polls beside libcurl's sockets, not `curl_multi_wakeup`: a poster
+/// decides to wake under the inbox lock but writes after releasing it, and by then the loop may have stopped and
+/// freed its multi handle, while the eventfd lives as long as this object.
 final class ThreadEventLoop: CurlEventLoop, TaskExecutor, @unchecked Sendable {
     private enum Message {
         case submit(Transfer)
@@ -30,6 +34,7 @@ final class ThreadEventLoop: CurlEventLoop, TaskExecutor, @unchecked Sendable {
 
     let load = LoopLoad()
     private let core: MultiCore
+    private let wakeupDescriptor: Int32
     private let inbox = Mutex(Inbox())
     private let name: String
     /// The loop thread's id while it runs, 0 before and after (so a later thread that reuses the id is not
@@ -42,8 +47,14 @@ final class ThreadEventLoop: CurlEventLoop, TaskExecutor, @unchecked Sendable {
     private var startedTransfers = false
 
     init?(settings: ClientSettings, index: Int, loopCount: Int) {
-        guard let core = MultiCore(settings: settings, load: load, loopCount: loopCount) else { return nil }
+        let wakeupDescriptor = curlew_wakeup_create()
+        guard wakeupDescriptor >= 0 else { return nil }
+        guard let core = MultiCore(settings: settings, load: load, loopCount: loopCount) else {
+            close(wakeupDescriptor)
+            return nil
+        }
         self.core = core
+        self.wakeupDescriptor = wakeupDescriptor
         self.name = "curlew-loop-\(index)"
         let started = Unmanaged.passRetained(self).toOpaque()
         var threadID = pthread_t()
@@ -58,6 +69,10 @@ final class ThreadEventLoop: CurlEventLoop, TaskExecutor, @unchecked Sendable {
             return nil
         }
         pthread_detach(threadID)
+    }
+
+    deinit {
+        close(wakeupDescriptor)
     }
 
     var taskExecutor: (any TaskExecutor)? { self }
@@ -88,7 +103,7 @@ final class ThreadEventLoop: CurlEventLoop, TaskExecutor, @unchecked Sendable {
         }
         switch outcome {
         case .queued: break
-        case .wake: curl_multi_wakeup(core.multi)
+        case .wake: curlew_wakeup_signal(wakeupDescriptor)
         case .rejected: reject(message)
         }
     }
@@ -118,13 +133,13 @@ final class ThreadEventLoop: CurlEventLoop, TaskExecutor, @unchecked Sendable {
                 inbox.shutdownWaiters.append(continuation)
                 return Self.markStopping(&inbox)
             }
-            if shouldWake { curl_multi_wakeup(core.multi) }
+            if shouldWake { curlew_wakeup_signal(wakeupDescriptor) }
         }
     }
 
     /// Asks the loop to stop without waiting, for a client released without `shutdown()`.
     func requestShutdown() {
-        if inbox.withLock({ Self.markStopping(&$0) }) { curl_multi_wakeup(core.multi) }
+        if inbox.withLock({ Self.markStopping(&$0) }) { curlew_wakeup_signal(wakeupDescriptor) }
     }
 
     private static func markStopping(_ inbox: inout Inbox) -> Bool {
@@ -191,7 +206,7 @@ final class ThreadEventLoop: CurlEventLoop, TaskExecutor, @unchecked Sendable {
         }
     }
 
-    /// Sleeps in `curl_multi_poll` unless work arrived; submitters wake it with `curl_multi_wakeup`.
+    /// Sleeps in `curl_multi_poll` unless work arrived; submitters wake it through the eventfd.
     private func waitForWork(now: UInt64) {
         let mayWait = inbox.withLock { inbox -> Bool in
             guard inbox.messages.isEmpty, !inbox.isStopping else { return false }
@@ -200,8 +215,10 @@ final class ThreadEventLoop: CurlEventLoop, TaskExecutor, @unchecked Sendable {
         }
         guard mayWait else { return }
         let timeout = Int32(clamping: core.millisecondsUntilDeadlineCheck(now: now) ?? 1000)
+        var wakeup = curl_waitfd(fd: wakeupDescriptor, events: Int16(CURL_WAIT_POLLIN), revents: 0)
         var ready: Int32 = 0
-        curl_multi_poll(core.multi, nil, 0, timeout, &ready)
+        curl_multi_poll(core.multi, &wakeup, 1, timeout, &ready)
+        if wakeup.revents != 0 { curlew_wakeup_drain(wakeupDescriptor) }
         inbox.withLock { $0.isSleeping = false }
     }
 

@@ -215,7 +215,8 @@ extension Transfer {
             timeouts.idle.map { $0.saturatingNanoseconds }.flatMap { $0 > 3_155_760_000_000_000_000 ? nil : max($0, 1) }
             ?? 0
         startedAt = now
-        lastActivity = now
+        // The idle clock starts once the request is on its way; look for that in a quarter period.
+        lastActivity = now - min(now, idleTimeout - idleTimeout / 4)
         bodyLimit = request.maxResponseBodySize ?? settings.maxResponseBodySize
         if case .enabledWithLimit(let limit) = request.decompression ?? settings.decompression, limit < bodyLimit {
             decodedLimit = limit

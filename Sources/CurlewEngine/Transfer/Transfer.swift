@@ -64,7 +64,7 @@ final class Transfer: @unchecked Sendable {
 
     @inline(__always)
     func receiveBody(_ data: UnsafeMutablePointer<CChar>?, count: Int) -> Int {
-        if idleTimeout != 0, let loopClock { lastActivity = loopClock.now }
+        if idleTimeout != 0, let loopClock { markActivity(loopClock.now) }
         guard count > 0, let data else { return count }
         if responseBody.count + count > bodyLimit {
             limitExceeded = true
@@ -92,9 +92,9 @@ final class Transfer: @unchecked Sendable {
             // A new status line starts a new header block (100 Continue, redirects): keep only the last.
             rawHeaders.removeAll(keepingCapacity: true)
             if rawHeaders.capacity == 0 { rawHeaders.reserveCapacity(512) }
-            if idleTimeout != 0, let loopClock { lastActivity = loopClock.now }
+            if idleTimeout != 0, let loopClock { markActivity(loopClock.now) }
         } else if count <= 2 {
-            if idleTimeout != 0, let loopClock { lastActivity = loopClock.now }
+            if idleTimeout != 0, let loopClock { markActivity(loopClock.now) }
             if decodedLimit != nil { applyDecodedLimitIfEncoded() }
         }
         rawHeaders.append(contentsOf: line)
@@ -112,7 +112,7 @@ final class Transfer: @unchecked Sendable {
 
     @inline(__always)
     func sendBody(into buffer: UnsafeMutablePointer<CChar>?, capacity: Int) -> Int {
-        if idleTimeout != 0, let loopClock { lastActivity = loopClock.now }
+        if idleTimeout != 0, let loopClock { markActivity(loopClock.now) }
         guard let buffer, case .bytes(let bytes)? = request.body else { return 0 }
         let count = min(capacity, bytes.count - requestBodyOffset)
         guard count > 0 else { return 0 }
@@ -124,21 +124,31 @@ final class Transfer: @unchecked Sendable {
         return count
     }
 
-    /// Called when the idle deadline seems to have passed; returns whether it really has. Starts the idle clock
-    /// when libcurl began sending the request (`CURLINFO_PRETRANSFER_TIME_T`), and restarts it while the transfer
-    /// has not got that far.
+    /// Called when the idle deadline seems to have passed; returns whether it really has. The idle clock starts
+    /// with the first byte a callback sees, or when a deadline check finds the request sent
+    /// (`CURLINFO_PRETRANSFER_TIME_T`, checked every quarter period); until then it is held back, since waiting for
+    /// a connection is not idleness. A silent server is thus detected between 1 and 1.25 idle periods after the
+    /// request went out.
     func idleDeadlinePassed(now: UInt64) -> Bool {
         if !idleClockStarted {
-            guard let easy else { return false }
-            let pretransfer = easy.info(microseconds: CURLINFO_PRETRANSFER_TIME_T)
-            guard pretransfer > .zero else {
+            // Not libcurl's timestamps: they count from when the transfer left libcurl's queue for a connection.
+            // The clock starts now, at the latest one idle period after the request went out.
+            if let easy, easy.info(microseconds: CURLINFO_PRETRANSFER_TIME_T) > .zero {
+                idleClockStarted = true
                 lastActivity = now
-                return false
+            } else {
+                // Look again in a quarter period, so the clock starts at most that late.
+                lastActivity = now - min(now, idleTimeout - idleTimeout / 4)
             }
-            idleClockStarted = true
-            lastActivity = max(lastActivity, startedAt + pretransfer.saturatingNanoseconds)
+            return false
         }
         return lastActivity + idleTimeout <= now
+    }
+
+    @inline(__always)
+    private func markActivity(_ now: UInt64) {
+        lastActivity = now
+        idleClockStarted = true
     }
 
     /// Rewinds the request body for a 307/308 redirect or an authentication retry.
