@@ -37,6 +37,9 @@ public struct CurlewError: Error, Sendable, Hashable, CustomStringConvertible {
         case tooManyRedirects
         /// The response body (after decompression) exceeded the configured limit.
         case bodyTooLarge
+        /// The request body could not be read, or changed while it was sent (a file that is unreadable, shrank,
+        /// grew, changed or was deleted). Nothing was sent as if it were complete.
+        case requestBodyFailed
         /// The connection closed or was reset before the response was complete,
         /// or the server sent fewer bytes than it announced.
         case connectionClosed

@@ -14,8 +14,12 @@ public import HTTPTypes
 public struct CurlewRequest: Sendable {
     /// The request body.
     public enum Body: Sendable {
-        /// Bytes in memory, handed to libcurl without a copy.
+        /// Bytes in memory, copied only into libcurl's send buffer as it asks for them.
         case bytes([UInt8])
+        /// A regular file's bytes, read with `pread` as libcurl asks for them: constant memory whatever the size,
+        /// replayable for 307/308 redirects, and a ``CurlewError/Code/requestBodyFailed`` error instead of a short
+        /// or mixed body if the file cannot be read or changes while it is sent.
+        case file(FileBody)
     }
 
     /// The request method.
@@ -98,11 +102,28 @@ public struct CurlewRequest: Sendable {
     }
 }
 
-extension CurlewRequest.Body {
-    /// The number of bytes the body holds.
-    public var count: Int {
-        switch self {
-        case .bytes(let bytes): bytes.count
-        }
+/// Which bytes of a file a request sends.
+public struct FileBody: Sendable, Hashable {
+    enum Source: Sendable, Hashable {
+        case path(String)
+        case descriptor(Int32)
+    }
+
+    let source: Source
+    /// Where the body starts in the file.
+    public let offset: Int64
+    /// How many bytes to send; `nil` sends everything from `offset` to the end as the file is when the
+    /// transfer starts.
+    public let length: Int64?
+
+    /// The file at `path`, opened when the transfer starts and closed when it ends.
+    public static func path(_ path: String, offset: Int64 = 0, length: Int64? = nil) -> FileBody {
+        FileBody(source: .path(path), offset: offset, length: length)
+    }
+
+    /// An open descriptor of a regular file. The caller keeps ownership: the engine neither moves its file
+    /// offset (it uses `pread`) nor closes it, and the caller must keep it open until the response has arrived.
+    public static func descriptor(_ descriptor: Int32, offset: Int64 = 0, length: Int64? = nil) -> FileBody {
+        FileBody(source: .descriptor(descriptor), offset: offset, length: length)
     }
 }

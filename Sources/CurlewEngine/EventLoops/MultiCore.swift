@@ -165,7 +165,7 @@ final class MultiCore {
             pool.append(easy)
             transfer.easy = nil
         }
-        transfer.freeHeaderList()
+        transfer.releaseTransferResources()
     }
 
     private func resume(_ transfer: Transfer, throwing error: any Error) {

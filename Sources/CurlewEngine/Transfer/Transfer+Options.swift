@@ -95,8 +95,15 @@ extension Transfer {
         if method == .head {
             apply(easy.set(CURLOPT_NOBODY, true))
         } else if sendsBody {
+            if let body = request.body {
+                switch OpenedBody.open(body) {
+                case .success(let opened): openedBody = opened
+                case .failure(let error): return error
+                }
+                if case .file = body { apply(easy.set(CURLOPT_UPLOAD_BUFFERSIZE, 256 * 1024)) }
+            }
             apply(easy.set(CURLOPT_POST, true))
-            apply(easy.set(CURLOPT_POSTFIELDSIZE_LARGE, offset: Int64(request.body?.count ?? 0)))
+            apply(easy.set(CURLOPT_POSTFIELDSIZE_LARGE, offset: openedBody?.length ?? 0))
             apply(curlew_easy_setopt_read_callback(easy.raw, transferReadCallback))
             apply(easy.set(CURLOPT_READDATA, pointer: userdata))
             apply(curlew_easy_setopt_seek_callback(easy.raw, transferSeekCallback))
@@ -279,11 +286,13 @@ extension Transfer {
         return list
     }
 
-    func freeHeaderList() {
+    /// Frees what only the transfer's time in libcurl needed: the header list and the body's descriptor.
+    func releaseTransferResources() {
         if let headerList {
             curl_slist_free_all(headerList)
             self.headerList = nil
         }
+        openedBody?.close()
     }
 
     /// Gathers the response and metrics once libcurl reports the transfer done.
@@ -331,6 +340,9 @@ extension Transfer {
 
     /// Turns a failed libcurl result into the error the caller sees.
     func makeError(_ result: CURLcode, easy: EasyHandle, now: UInt64) -> CurlewError {
+        if let failure = openedBody?.failure, result == CURLE_ABORTED_BY_CALLBACK {
+            return failure
+        }
         if limitExceeded, result == CURLE_WRITE_ERROR {
             return CurlewError(
                 code: .bodyTooLarge, detail: "the response body exceeds the limit of \(bodyLimit) bytes",

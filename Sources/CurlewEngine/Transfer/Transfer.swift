@@ -32,7 +32,8 @@ final class Transfer: @unchecked Sendable {
     /// The bound on decoded bytes of a content-encoded body, when smaller than `bodyLimit`.
     var decodedLimit: Int?
     var limitExceeded = false
-    var requestBodyOffset = 0
+    /// The request body, opened when the transfer starts and closed when it ends.
+    var openedBody: OpenedBody?
 
     var startedAt: UInt64 = 0
     var totalDeadline: UInt64?
@@ -113,15 +114,8 @@ final class Transfer: @unchecked Sendable {
     @inline(__always)
     func sendBody(into buffer: UnsafeMutablePointer<CChar>?, capacity: Int) -> Int {
         if idleTimeout != 0, let loopClock { markActivity(loopClock.now) }
-        guard let buffer, case .bytes(let bytes)? = request.body else { return 0 }
-        let count = min(capacity, bytes.count - requestBodyOffset)
-        guard count > 0 else { return 0 }
-        bytes.withUnsafeBytes { source in
-            UnsafeMutableRawPointer(buffer).copyMemory(
-                from: source.baseAddress! + requestBodyOffset, byteCount: count)
-        }
-        requestBodyOffset += count
-        return count
+        guard let buffer, let openedBody else { return 0 }
+        return openedBody.read(into: buffer, capacity: capacity)
     }
 
     /// Called when the idle deadline seems to have passed; returns whether it really has. The idle clock starts
@@ -153,10 +147,9 @@ final class Transfer: @unchecked Sendable {
 
     /// Rewinds the request body for a 307/308 redirect or an authentication retry.
     func seekBody(to offset: Int64, origin: Int32) -> Int32 {
-        guard origin == SEEK_SET, offset >= 0, offset <= Int64(request.body?.count ?? 0) else {
+        guard origin == SEEK_SET, let openedBody, openedBody.seek(to: offset) else {
             return Int32(CURL_SEEKFUNC_CANTSEEK)
         }
-        requestBodyOffset = Int(offset)
         return Int32(CURL_SEEKFUNC_OK)
     }
 }

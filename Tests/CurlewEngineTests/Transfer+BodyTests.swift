@@ -1,0 +1,149 @@
+import CurlewEngine
+import CurlewLoopbackServer
+import CurlewTestSupport
+import Foundation
+import Glibc
+import Testing
+
+/// File request bodies: streamed with pread, exact on the wire, replayable, and never sent short or mixed.
+@Suite("File request bodies")
+struct TransferBodyTests {
+    @Test(arguments: allLoops)
+    func aFileArrivesByteForByte(loop: CurlewClient.Configuration.EventLoopKind) async throws {
+        let file = try TemporaryFile(randomBytes: 5 * 1024 * 1024 + 17)
+        try await withLoopbackServer { server in
+            try await withClient(loop) { client in
+                let request = try CurlewRequest(
+                    method: .put, url: "\(server.baseURL)/upload", body: .file(.path(file.path)))
+                let json = try await client.execute(request).json()
+                #expect(json["bytes"] as? Int == file.bytes.count)
+                #expect(json["fnv1a64"] as? String == checksum(file.bytes[...]))
+            }
+        }
+    }
+
+    @Test(arguments: allLoops)
+    func aSliceOfADescriptorIsSentAndTheDescriptorStaysTheCallers(
+        loop: CurlewClient.Configuration.EventLoopKind
+    ) async throws {
+        let file = try TemporaryFile(randomBytes: 100_000)
+        let descriptor = open(file.path, O_RDONLY | O_CLOEXEC)
+        defer { close(descriptor) }
+        try await withLoopbackServer { server in
+            try await withClient(loop) { client in
+                let request = try CurlewRequest(
+                    method: .post, url: "\(server.baseURL)/upload",
+                    body: .file(.descriptor(descriptor, offset: 1000, length: 4096)))
+                let json = try await client.execute(request).json()
+                #expect(json["bytes"] as? Int == 4096)
+                #expect(json["fnv1a64"] as? String == checksum(file.bytes[1000..<5096]))
+            }
+        }
+        #expect(fcntl(descriptor, F_GETFD) >= 0)
+        #expect(lseek(descriptor, 0, SEEK_CUR) == 0)  // pread never moved the caller's offset
+    }
+
+    @Test(arguments: allLoops)
+    func aFileBodyIsReplayedOnA307Redirect(loop: CurlewClient.Configuration.EventLoopKind) async throws {
+        let file = try TemporaryFile(text: "replay me, byte for byte")
+        let httpbin = try await HTTPBinServer.shared()
+        try await withClient(loop) { client in
+            let request = try CurlewRequest(
+                method: .post, url: "\(httpbin.baseURL)/redirect-to?url=/anything&status_code=307",
+                body: .file(.path(file.path)))
+            let json = try await client.execute(request).json()
+            #expect(json["data"] as? String == "replay me, byte for byte")
+        }
+    }
+
+    @Test(arguments: allLoops)
+    func unreadableOrUnsuitableFilesFailBeforeAnythingIsSent(
+        loop: CurlewClient.Configuration.EventLoopKind
+    ) async throws {
+        let file = try TemporaryFile(text: "short")
+        try await withLoopbackServer { server in
+            try await withClient(loop) { client in
+                for body in [
+                    FileBody.path("/nonexistent/curlew-\(UUID().uuidString)"), .path("/tmp"),
+                    .path(file.path, offset: 2, length: 10), .descriptor(-1),
+                ] {
+                    let request = try CurlewRequest(method: .put, url: "\(server.baseURL)/upload", body: .file(body))
+                    let code = await curlewErrorCode { _ = try await client.execute(request) }
+                    #expect(code == .requestBodyFailed, "\(body)")
+                }
+            }
+            #expect(server.requestsServed == 0)
+        }
+    }
+
+    /// The body is held back by `Expect: 100-continue` against a route that never answers, which opens a window
+    /// in which the file changes after the transfer started and before its bytes are read.
+    @Test(arguments: allLoops, ["shrink", "grow", "rewrite", "delete"])
+    func aFileThatChangesWhileItIsSentFailsTheRequest(
+        loop: CurlewClient.Configuration.EventLoopKind, change: String
+    ) async throws {
+        let file = try TemporaryFile(randomBytes: 64 * 1024)
+        try await withLoopbackServer { server in
+            try await withClient(loop) { client in
+                var request = try CurlewRequest(
+                    method: .put, url: "\(server.baseURL)/fault/never-answer", body: .file(.path(file.path)))
+                request.expectContinue = .enabled(timeout: .milliseconds(400))
+                request.timeouts = .init(total: .seconds(10))
+                async let outcome = curlewErrorCode { _ = try await client.execute(request) }
+                try await waitUntil(timeout: .seconds(5)) { server.requestsServed >= 1 }
+                switch change {
+                case "shrink": #expect(truncate(file.path, 1000) == 0)
+                case "grow": try file.append(Array(repeating: 7, count: 10))
+                case "rewrite": try file.overwriteKeepingSize()
+                default: #expect(unlink(file.path) == 0)
+                }
+                #expect(await outcome == .requestBodyFailed, "\(change)")
+            }
+        }
+    }
+}
+
+private func checksum(_ bytes: ArraySlice<UInt8>) -> String {
+    var hash = FNV1a64()
+    bytes.withUnsafeBytes { hash.update($0) }
+    return hash.hexDigest
+}
+
+/// A file in a fresh temporary directory, removed when the value is released.
+private final class TemporaryFile {
+    let path: String
+    private(set) var bytes: [UInt8]
+
+    init(randomBytes count: Int) throws {
+        // One read from the kernel: a per-byte loop would keep a cooperative thread busy for seconds in a debug
+        // build, which delays every other test's continuations.
+        let random = try FileHandle(forReadingFrom: URL(fileURLWithPath: "/dev/urandom"))
+        bytes = [UInt8](try random.read(upToCount: count) ?? Data())
+        try random.close()
+        path = NSTemporaryDirectory() + "curlew-body-\(UUID().uuidString)"
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+    }
+
+    convenience init(text: String) throws {
+        try self.init(randomBytes: 0)
+        bytes = Array(text.utf8)
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+    }
+
+    func append(_ more: [UInt8]) throws {
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
+        try handle.seekToEnd()
+        try handle.write(contentsOf: Data(more))
+        try handle.close()
+        bytes += more
+    }
+
+    /// Same size, other bytes, a later modification time.
+    func overwriteKeepingSize() throws {
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
+        try handle.write(contentsOf: Data(repeating: 0xAB, count: 16))
+        try handle.close()
+    }
+
+    deinit { unlink(path) }
+}
