@@ -26,20 +26,12 @@ public final class HTTPBinServer: Sendable {
         self.process = process
     }
 
-    private static let startup = Mutex<Task<HTTPBinServer, any Error>?>(nil)
+    private static let startup = StartOnce { try await HTTPBinServer.start() }
 
-    /// The process-wide instance, started on the first call; concurrent callers share one start.
-    ///
-    /// A failed start is remembered and rethrown to every later caller, so a missing package
-    /// fails all httpbin tests fast with the same message instead of retrying each time.
+    /// The process-wide instance, started on the first call; concurrent callers share one start, and a failed
+    /// start is rethrown to every later caller.
     public static func shared() async throws -> HTTPBinServer {
-        let task = self.startup.withLock { task in
-            if let task { return task }
-            let started = Task.detached { try await HTTPBinServer.start() }
-            task = started
-            return started
-        }
-        return try await task.value
+        try await startup.value
     }
 
     private static func start() async throws -> HTTPBinServer {

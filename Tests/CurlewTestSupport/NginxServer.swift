@@ -56,19 +56,12 @@ public final class NginxServer: Sendable {
         self.process = process
     }
 
-    private static let startup = Mutex<Task<NginxServer, any Error>?>(nil)
+    private static let startup = StartOnce { try await NginxServer.start() }
 
-    /// The process-wide instance, started on the first call; concurrent callers share one start.
-    ///
-    /// A failed start is remembered and rethrown to every later caller.
+    /// The process-wide instance, started on the first call; concurrent callers share one start, and a failed
+    /// start is rethrown to every later caller.
     public static func shared() async throws -> NginxServer {
-        let task = self.startup.withLock { task in
-            if let task { return task }
-            let started = Task.detached { try await NginxServer.start() }
-            task = started
-            return started
-        }
-        return try await task.value
+        try await startup.value
     }
 
     private static func start() async throws -> NginxServer {

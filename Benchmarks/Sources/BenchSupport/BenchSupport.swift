@@ -91,6 +91,15 @@ extension WorkerTally {
     }
 }
 
+extension TaskGroup where ChildTaskResult == WorkerTally {
+    /// The workers' tallies added up, once every worker has finished.
+    nonisolated(nonsending) public mutating func total() async -> WorkerTally {
+        var total = WorkerTally()
+        for await tally in self { total = total + tally }
+        return total
+    }
+}
+
 public final class FailureLog: Sendable {
     private let printed = Atomic<Int>(0)
     private let limit: Int

@@ -68,11 +68,7 @@ let tally = await withTaskGroup(of: WorkerTally.self) { group in
             group.addTask { await work() }
         }
     }
-    var total = WorkerTally()
-    for await tally in group {
-        total = total + tally
-    }
-    return total
+    return await group.total()
 }
 let elapsed = seconds(since: start)
 
