@@ -11,11 +11,20 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .library(name: "CurlewEngine", targets: ["CurlewEngine"]),
+        .library(name: "Curlew", targets: ["Curlew"]),
+        .library(name: "CurlewTesting", targets: ["CurlewTesting"]),
         .executable(name: "curlew", targets: ["curlew"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift.git", from: "0.2.0"),
+        // Tests only: an independent multipart parser and SHA-256.
+        .package(url: "https://github.com/vapor/multipart-kit.git", from: "4.7.1"),
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "3.12.3"),
     ],
     targets: [
         .systemLibrary(
@@ -41,9 +50,33 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        .target(
+            name: "Curlew",
+            dependencies: [
+                .target(name: "CurlewEngine"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "CurlewTesting",
+            dependencies: [
+                "Curlew",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ],
+            swiftSettings: strictSettings
+        ),
         .executableTarget(
             name: "curlew",
-            dependencies: ["CurlewEngine", "CurlewLoopbackServer"],
+            dependencies: [
+                "CurlewEngine",
+                "Curlew",
+                "CurlewLoopbackServer",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Histogram", package: "hdrhistogram-swift"),
+            ],
             swiftSettings: strictSettings
         ),
         .target(
@@ -65,6 +98,31 @@ let package = Package(
                 "CurlewTestSupport",
                 "CurlewLoopbackServer",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "MultipartKit", package: "multipart-kit"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "CurlewTests",
+            dependencies: [
+                "Curlew",
+                "CurlewTesting",
+                "CurlewEngine",
+                "CurlewTestSupport",
+                "CurlewLoopbackServer",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "CurlewCommandTests",
+            dependencies: [
+                "CurlewTestSupport",
+                "CurlewLoopbackServer",
+                .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: strictSettings
         ),

@@ -1,0 +1,1 @@
+// The route/provider layer on top of CurlewEngine (issue 4).
