@@ -22,6 +22,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift.git", from: "0.2.0"),
+        // The route layer's environments: YAML (and JSON, a subset) configuration files.
+        .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
         // Tests only: an independent multipart parser and SHA-256.
         .package(url: "https://github.com/vapor/multipart-kit.git", from: "4.7.1"),
         .package(url: "https://github.com/apple/swift-crypto.git", from: "3.12.3"),
@@ -57,6 +59,7 @@ let package = Package(
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Yams", package: "Yams"),
             ],
             swiftSettings: strictSettings
         ),
