@@ -1,1 +1,0 @@
-// The route/provider layer on top of CurlewEngine (issue 4).

@@ -1,0 +1,111 @@
+public import CurlewEngine
+import Foundation
+import HTTPTypes
+
+extension HTTPProvider {
+    /// The engine request a route becomes before any interceptor sees it.
+    ///
+    /// - Throws: ``ProviderError/invalidRoute(_:)``.
+    public func makeRequest(for route: Route) throws(ProviderError) -> CurlewRequest {
+        var parameters = route.parameters
+        let shared = additionalParameters
+        if !shared.isEmpty {
+            for (key, value) in shared where parameters[key] == nil {
+                parameters[key] = value.parameterValue
+            }
+        }
+        let encoding = route.body != nil ? .url : (route.encoding ?? defaultEncoding(for: route.method))
+        if encoding != .url, route.method == .get || route.method == .head {
+            throw .invalidRoute("\(route.method) \(route.path) cannot carry \(encoding) parameters in a body")
+        }
+
+        var url = try absoluteURL(for: route)
+        if encoding == .url, !parameters.isEmpty {
+            url += (url.contains("?") ? "&" : "?") + QueryEncoder.encode(parameters, arrays: arrayEncoding)
+        }
+
+        var request: CurlewRequest
+        do {
+            request = try CurlewRequest(method: route.method, url: url)
+            let provided = additionalHeaders
+            if !provided.isEmpty {
+                for name in provided.keys.sorted() { try request.setHeader(name, provided[name]!) }
+            }
+            for header in route.headers { try request.setHeader(header.name, header.value) }
+        } catch let error as CurlewError {
+            throw .invalidRoute(error.detail)
+        } catch {
+            throw .invalidRoute(String(describing: error))
+        }
+
+        var contentType: String?
+        if let body = route.body {
+            contentType = body.contentType
+            switch body.storage {
+            case .bytes(let bytes):
+                request.body = .bytes(bytes)
+            case .encodable(let encode):
+                do {
+                    request.body = .bytes(try encode(jsonEncoder))
+                } catch {
+                    throw .invalidRoute("the JSON body did not encode: \(error)")
+                }
+            case .file(let path):
+                request.body = .file(.path(path))
+            }
+        } else if !parameters.isEmpty {
+            switch encoding {
+            case .json:
+                do {
+                    request.body = .bytes(Array(try ProviderDefaults.parameterEncoder.encode(parameters)))
+                } catch {
+                    throw .invalidRoute("the parameters did not encode as JSON: \(error)")
+                }
+                contentType = "application/json"
+            case .form:
+                request.body = .bytes(Array(QueryEncoder.encode(parameters, arrays: arrayEncoding).utf8))
+                contentType = "application/x-www-form-urlencoded"
+            case .url:
+                break
+            }
+        }
+        if let contentType, request.headerFields[.contentType] == nil {
+            request.headerFields[.contentType] = contentType
+        }
+        if let timeout = route.timeout {
+            // Only the total changes: connect and idle keep the engine's defaults.
+            var timeouts = CurlewClient.Timeouts()
+            timeouts.total = timeout
+            request.timeouts = timeouts
+        }
+        return request
+    }
+
+    private func absoluteURL(for route: Route) throws(ProviderError) -> String {
+        if route.isFullURL {
+            return Self.encodingPathAndQuery(ofFullURL: route.path)
+        }
+        guard !baseURL.isEmpty else {
+            throw .invalidRoute("\(route.path) is relative and the provider has no base URL")
+        }
+        let base = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
+        let path = route.path.isEmpty || route.path.hasPrefix("/") || route.path.hasPrefix("?")
+            ? route.path : "/" + route.path
+        return base + Self.encodingPathAndQuery(path)
+    }
+
+    private static func encodingPathAndQuery(ofFullURL url: String) -> String {
+        guard let schemeEnd = url.range(of: "://") else { return url }
+        let afterScheme = url[schemeEnd.upperBound...]
+        guard let pathStart = afterScheme.firstIndex(where: { $0 == "/" || $0 == "?" }) else { return url }
+        return String(url[..<pathStart]) + encodingPathAndQuery(String(url[pathStart...]))
+    }
+
+    private static func encodingPathAndQuery(_ pathAndQuery: String) -> String {
+        guard let questionMark = pathAndQuery.firstIndex(of: "?") else {
+            return PercentEncoding.encodePath(pathAndQuery)
+        }
+        return PercentEncoding.encodePath(String(pathAndQuery[..<questionMark])) + "?"
+            + PercentEncoding.encodeQuery(String(pathAndQuery[pathAndQuery.index(after: questionMark)...]))
+    }
+}

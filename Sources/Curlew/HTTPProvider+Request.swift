@@ -1,0 +1,249 @@
+import CurlewEngine
+import Foundation
+
+extension HTTPProvider {
+    /// Sends a route and returns the accepted response.
+    ///
+    /// For each attempt: the request is built from the route and the provider, request interceptors adapt it
+    /// (call → route → provider → global), plugins are told, the transport sends it, response interceptors look at
+    /// the outcome (global → provider → route → call) and may retry. Then ``validate(_:)`` runs on every response,
+    /// the status must be acceptable, processors and validators run (provider → route → call), and errors pass
+    /// through ``shouldContinue(with:)``. Plugins hear the outcome last. Every path ends in a return or a throw.
+    ///
+    /// - Parameters:
+    ///   - interceptors: call-level interceptors, the outermost.
+    ///   - plugins: call-level plugins (Konex's method level).
+    ///   - responseProcessors: call-level processors.
+    ///   - responseValidators: call-level validators.
+    /// - Throws: ``ProviderError``, and nothing else.
+    @discardableResult
+    public func request(
+        _ route: Route,
+        interceptors callInterceptors: [any Interceptor] = [],
+        plugins callPlugins: [any Plugin] = [],
+        responseProcessors callProcessors: [any ResponseProcessor] = [],
+        responseValidators callValidators: [any ResponseValidator] = []
+    ) async throws(ProviderError) -> RouteResponse {
+        let call = CallComponents(
+            interceptors: callInterceptors, plugins: callPlugins, processors: callProcessors,
+            validators: callValidators)
+        return try await RequestPipeline(provider: self, route: route, call: call).run()
+    }
+
+    /// Sends a route described by a ``Routable`` value.
+    @discardableResult
+    public func request(
+        _ routable: some Routable,
+        interceptors: [any Interceptor] = [],
+        plugins: [any Plugin] = [],
+        responseProcessors: [any ResponseProcessor] = [],
+        responseValidators: [any ResponseValidator] = []
+    ) async throws(ProviderError) -> RouteResponse {
+        try await request(
+            routable.route, interceptors: interceptors, plugins: plugins, responseProcessors: responseProcessors,
+            responseValidators: responseValidators)
+    }
+
+    /// Sends a route and decodes the body as `T` (Nikka's `responseObject`, Konex's `requestObject`).
+    public func requestObject<T: Decodable>(
+        of type: T.Type,
+        _ route: Route,
+        interceptors: [any Interceptor] = [],
+        plugins: [any Plugin] = [],
+        responseProcessors: [any ResponseProcessor] = [],
+        responseValidators: [any ResponseValidator] = []
+    ) async throws(ProviderError) -> T {
+        try await request(
+            route, interceptors: interceptors, plugins: plugins, responseProcessors: responseProcessors,
+            responseValidators: responseValidators
+        ).decode(T.self)
+    }
+
+    /// Sends a route and decodes the body as an array of `T` (Konex's `requestArray`).
+    public func requestArray<T: Decodable>(
+        of type: T.Type,
+        _ route: Route,
+        interceptors: [any Interceptor] = [],
+        plugins: [any Plugin] = [],
+        responseProcessors: [any ResponseProcessor] = [],
+        responseValidators: [any ResponseValidator] = []
+    ) async throws(ProviderError) -> [T] {
+        try await request(
+            route, interceptors: interceptors, plugins: plugins, responseProcessors: responseProcessors,
+            responseValidators: responseValidators
+        ).decode([T].self)
+    }
+
+    /// ``requestObject(of:_:interceptors:plugins:responseProcessors:responseValidators:)`` for a ``Routable``.
+    public func requestObject<T: Decodable>(
+        of type: T.Type, _ routable: some Routable, interceptors: [any Interceptor] = []
+    ) async throws(ProviderError) -> T {
+        try await requestObject(of: type, routable.route, interceptors: interceptors)
+    }
+
+    /// ``requestArray(of:_:interceptors:plugins:responseProcessors:responseValidators:)`` for a ``Routable``.
+    public func requestArray<T: Decodable>(
+        of type: T.Type, _ routable: some Routable, interceptors: [any Interceptor] = []
+    ) async throws(ProviderError) -> [T] {
+        try await requestArray(of: type, routable.route, interceptors: interceptors)
+    }
+}
+
+struct CallComponents: Sendable {
+    var interceptors: [any Interceptor]
+    var plugins: [any Plugin]
+    var processors: [any ResponseProcessor]
+    var validators: [any ResponseValidator]
+}
+
+/// One call's way through the layer; see ``HTTPProvider/request(_:interceptors:plugins:responseProcessors:responseValidators:)``.
+struct RequestPipeline<Provider: HTTPProvider> {
+    let provider: Provider
+    let route: Route
+    let call: CallComponents
+
+    func run() async throws(ProviderError) -> RouteResponse {
+        let providerInterceptors = provider.interceptors
+        let globalInterceptors = GlobalInterceptors.all
+        // Request side: the call is outermost, the global level next to the wire.
+        let requestSide = call.interceptors + route.interceptors + providerInterceptors + globalInterceptors
+        let plugins = provider.plugins + route.plugins + call.plugins
+        let maxAttempts = max(1, provider.maxAttempts)
+        let transport = provider.transport
+        let baseRequest = try provider.makeRequest(for: route)
+
+        var attempt = 1
+        while true {
+            let context = InterceptorContext(route: route, attempt: attempt, maxAttempts: maxAttempts)
+            var request = baseRequest
+            for interceptor in requestSide {
+                do {
+                    try await interceptor.adapt(&request, context: context)
+                } catch {
+                    return try finish(.failure(Self.providerError(from: error, response: nil)), plugins, context)
+                }
+            }
+            if Task.isCancelled { return try finish(.failure(.cancelled), plugins, context) }
+            for plugin in plugins { plugin.didSend(request, context: context) }
+
+            var outcome: Result<RouteResponse, CurlewError>
+            do {
+                var response = try await transport.send(request, context: context)
+                response.request = request
+                outcome = .success(response)
+            } catch let error as CurlewError {
+                outcome = .failure(error)
+            } catch is CancellationError {
+                return try finish(.failure(.cancelled), plugins, context)
+            } catch {
+                outcome = .failure(CurlewError(code: .transport, detail: String(describing: error)))
+            }
+
+            // Response side: the reverse order, global first.
+            var retryDelay: Duration??
+            responseSide: for interceptor in requestSide.reversed() {
+                let decision: InterceptorDecision
+                do {
+                    switch outcome {
+                    case .success(let response): decision = try await interceptor.intercept(response, context: context)
+                    case .failure(let error): decision = try await interceptor.intercept(error, context: context)
+                    }
+                } catch {
+                    return try finish(.failure(Self.providerError(from: error, response: outcome.response)), plugins, context)
+                }
+                switch decision {
+                case .pass:
+                    continue
+                case .replace(var response):
+                    response.request = request
+                    outcome = .success(response)
+                case .fail(let error):
+                    return try finish(.failure(Self.providerError(from: error, response: outcome.response)), plugins, context)
+                case .retry(let delay):
+                    if attempt < maxAttempts, Self.canResend(request) {
+                        retryDelay = .some(delay)
+                        break responseSide
+                    }
+                }
+            }
+            if let delay = retryDelay {
+                if let delay, delay > .zero {
+                    do {
+                        try await Task.sleep(for: delay)
+                    } catch {
+                        return try finish(.failure(.cancelled), plugins, context)
+                    }
+                }
+                attempt += 1
+                continue
+            }
+
+            switch outcome {
+            case .failure(let error):
+                return try finish(.failure(.transport(error, request: request)), plugins, context)
+            case .success(let response):
+                let result = await accept(response.with(decoder: provider.jsonDecoder))
+                return try finish(result, plugins, context)
+            }
+        }
+    }
+
+    /// Validation, status, processors and validators, in that order.
+    private func accept(_ response: RouteResponse) async -> Result<RouteResponse, ProviderError> {
+        do {
+            try provider.validate(response)
+        } catch {
+            return .failure(Self.providerError(from: error, response: response))
+        }
+        guard provider.isAcceptable(response.status) else { return .failure(.status(response)) }
+        var processed = response
+        for processor in provider.responseProcessors + route.responseProcessors + call.processors {
+            do {
+                processed = try await processor.process(processed)
+            } catch {
+                return .failure(Self.providerError(from: error, response: processed))
+            }
+        }
+        for validator in provider.responseValidators + route.responseValidators + call.validators {
+            do {
+                try validator.validate(processed)
+            } catch {
+                return .failure(Self.providerError(from: error, response: processed))
+            }
+        }
+        return .success(processed)
+    }
+
+    private func finish(
+        _ result: Result<RouteResponse, ProviderError>, _ plugins: [any Plugin], _ context: InterceptorContext
+    ) throws(ProviderError) -> RouteResponse {
+        var result = result
+        if case .failure(let error) = result, !provider.shouldContinue(with: error) {
+            result = .failure(.stopped(error))
+        }
+        for plugin in plugins { plugin.didReceive(result, context: context) }
+        return try result.get()
+    }
+
+    private static func providerError(from error: any Error, response: RouteResponse?) -> ProviderError {
+        if let error = error as? ProviderError { return error }
+        if error is CancellationError { return .cancelled }
+        if let response { return .validation(error, response) }
+        return .interceptor(error)
+    }
+
+    /// Bytes and files can be sent again; anything else (a one-shot stream) cannot.
+    private static func canResend(_ request: CurlewRequest) -> Bool {
+        guard let body = request.body else { return true }
+        if case .bytes = body { return true }
+        if case .file = body { return true }
+        return false
+    }
+}
+
+extension Result where Success == RouteResponse {
+    fileprivate var response: RouteResponse? {
+        if case .success(let response) = self { return response }
+        return nil
+    }
+}

@@ -1,0 +1,109 @@
+public import CurlewEngine
+public import Foundation
+public import HTTPTypes
+
+/// How an API behaves: where it lives, what every request carries, what counts as an error, and what runs
+/// around each request. Only ``baseURL`` is required.
+///
+/// ```swift
+/// struct MyProvider: HTTPProvider {
+///     let baseURL = "https://my-website.com/api"
+///     let additionalHeaders = ["Locale": "en-US"]
+///     let additionalParameters: Parameters = ["token": "d71106a0-dd44-4092-a72e"]
+/// }
+/// let friends = try await MyProvider().request(Route(path: "/me/friends")).json()
+/// ```
+///
+/// Every provider runs on ``transport``, which is ``CurlewClient/shared`` unless you say otherwise: one
+/// connection pool for the process, never a client per request.
+public protocol HTTPProvider: Sendable {
+    /// The URL relative route paths are appended to, for example `https://api.example.com/v1`.
+    var baseURL: String { get }
+    /// Header fields every request carries; a route's own fields of the same name win.
+    var additionalHeaders: [String: String] { get }
+    /// Parameters every request carries, encoded with the route's; a route's own of the same name win.
+    var additionalParameters: Parameters { get }
+    /// What requests run on. Default: ``CurlewClient/shared``.
+    var transport: any HTTPTransport { get }
+    /// Interceptors of every request of this provider (see ``Interceptor`` for the order of the four levels).
+    var interceptors: [any Interceptor] { get }
+    /// Konex's client-level plugins.
+    var plugins: [any Plugin] { get }
+    /// Konex's client-level response processors.
+    var responseProcessors: [any ResponseProcessor] { get }
+    /// Konex's client-level response validators.
+    var responseValidators: [any ResponseValidator] { get }
+    /// Decodes bodies in ``RouteResponse/decode(_:decoder:)``.
+    var jsonDecoder: JSONDecoder { get }
+    /// Encodes ``RouteBody/json(_:)`` bodies.
+    var jsonEncoder: JSONEncoder { get }
+    /// How arrays in URL and form parameters are written. Default: ``ArrayEncoding/brackets``.
+    var arrayEncoding: ArrayEncoding { get }
+    /// The most attempts one call makes, retries included, whoever asks for them. Default: 3.
+    var maxAttempts: Int { get }
+
+    /// The encoding of routes that name none: JSON for POST, PUT and PATCH, URL for the others.
+    func defaultEncoding(for method: HTTPRequest.Method) -> ParameterEncoding
+    /// Whether a status is a success. Default: 2xx.
+    func isAcceptable(_ status: HTTPResponse.Status) -> Bool
+    /// Turns any response, whatever its status, into your own error by throwing it: a 200 whose body says
+    /// "error", as Deezer answers. The caller gets ``ProviderError/validation(_:_:)`` with your error inside.
+    func validate(_ response: RouteResponse) throws
+    /// Called with every error before the caller gets it. Return `false` to stop there (sign out on a 401, say):
+    /// the caller then gets ``ProviderError/stopped(_:)``, so it always gets an answer.
+    func shouldContinue(with error: ProviderError) -> Bool
+}
+
+extension HTTPProvider {
+    public var additionalHeaders: [String: String] { [:] }
+    public var additionalParameters: Parameters { [:] }
+    public var transport: any HTTPTransport { CurlewClient.shared }
+    public var interceptors: [any Interceptor] { [] }
+    public var plugins: [any Plugin] { [] }
+    public var responseProcessors: [any ResponseProcessor] { [] }
+    public var responseValidators: [any ResponseValidator] { [] }
+    public var jsonDecoder: JSONDecoder { ProviderDefaults.jsonDecoder }
+    public var jsonEncoder: JSONEncoder { ProviderDefaults.jsonEncoder }
+    public var arrayEncoding: ArrayEncoding { .brackets }
+    public var maxAttempts: Int { 3 }
+
+    public func defaultEncoding(for method: HTTPRequest.Method) -> ParameterEncoding {
+        switch method {
+        case .post, .put, .patch: .json
+        default: .url
+        }
+    }
+
+    public func isAcceptable(_ status: HTTPResponse.Status) -> Bool {
+        status.kind == .successful
+    }
+
+    public func validate(_ response: RouteResponse) throws {}
+
+    public func shouldContinue(with error: ProviderError) -> Bool { true }
+}
+
+/// The provider for routes with full URLs, when no API-wide behaviour is needed (Nikka's `DefaultProvider`).
+///
+/// ```swift
+/// let user = try await DefaultProvider.request(Route(path: "https://my-website.com/api/user/1")).json()
+/// ```
+/// A relative path is refused with ``ProviderError/invalidRoute(_:)``, rather than sent somewhere else.
+public struct DefaultProvider: HTTPProvider {
+    public let baseURL = ""
+    public let transport: any HTTPTransport
+    public let interceptors: [any Interceptor]
+
+    /// A provider on `transport` (the shared engine client by default) with `interceptors`.
+    public init(transport: any HTTPTransport = CurlewClient.shared, interceptors: [any Interceptor] = []) {
+        self.transport = transport
+        self.interceptors = interceptors
+    }
+
+    /// Sends a route with a full URL on the shared engine client.
+    public static func request(
+        _ route: Route, interceptors: [any Interceptor] = []
+    ) async throws(ProviderError) -> RouteResponse {
+        try await DefaultProvider().request(route, interceptors: interceptors)
+    }
+}

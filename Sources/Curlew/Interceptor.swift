@@ -1,0 +1,109 @@
+public import CurlewEngine
+
+/// Changes requests before they are sent and decides what to do with what comes back.
+///
+/// Both sides are optional and async. Interceptors sit at four levels, applied in this order:
+///
+/// | side | order |
+/// |---|---|
+/// | request (``adapt(_:context:)``) | call → route → provider → global |
+/// | response (``intercept(_:context:)-(RouteResponse,_)``) | global → provider → route → call |
+///
+/// The global ones (``GlobalInterceptors``) are closest to the wire, as in BothamNetworking ("local, then
+/// global") and Konex (call, request, client): a global logger sees the request exactly as sent, headers added by
+/// the provider and the route included, and the response exactly as received, before anything more specific
+/// replaces it. Read it as an onion whose outside is the call.
+///
+/// A response interceptor may pass, replace the response, fail, or ask for a retry. A retry runs the whole
+/// request side again (so a refreshed token is picked up), and is bounded by the provider's
+/// ``HTTPProvider/maxAttempts`` whoever asks: no interceptor can loop forever.
+public protocol Interceptor: Sendable {
+    /// Changes the request before it is sent. Throwing fails the call with ``ProviderError/interceptor(_:)``.
+    func adapt(_ request: inout CurlewRequest, context: InterceptorContext) async throws
+
+    /// Looks at a response before validation and decoding.
+    func intercept(_ response: RouteResponse, context: InterceptorContext) async throws -> InterceptorDecision
+
+    /// Looks at a transport failure (no response arrived): ``InterceptorDecision/pass`` keeps the error,
+    /// ``InterceptorDecision/replace(_:)`` recovers with a response of your own, ``InterceptorDecision/retry(after:)``
+    /// tries again.
+    func intercept(_ error: CurlewError, context: InterceptorContext) async throws -> InterceptorDecision
+}
+
+extension Interceptor {
+    public func adapt(_ request: inout CurlewRequest, context: InterceptorContext) async throws {}
+
+    public func intercept(_ response: RouteResponse, context: InterceptorContext) async throws
+        -> InterceptorDecision
+    { .pass }
+
+    public func intercept(_ error: CurlewError, context: InterceptorContext) async throws -> InterceptorDecision {
+        .pass
+    }
+}
+
+/// What a response interceptor wants done.
+public enum InterceptorDecision: Sendable {
+    /// Go on with the response (or error) as it is.
+    case pass
+    /// Go on with this response instead.
+    case replace(RouteResponse)
+    /// Stop with this error: ``ProviderError/validation(_:_:)`` when there is a response, else
+    /// ``ProviderError/interceptor(_:)``; a ``ProviderError`` is thrown as it is.
+    case fail(any Error)
+    /// Send the request again after the delay, if the provider's ``HTTPProvider/maxAttempts`` allows it and the
+    /// body can be sent again; otherwise the response goes on as if the interceptor had passed.
+    case retry(after: Duration?)
+
+    /// Send the request again at once (BothamNetworking's `.retry`).
+    public static var retry: InterceptorDecision { .retry(after: nil) }
+}
+
+/// What an interceptor knows about the call it is part of.
+public struct InterceptorContext: Sendable {
+    /// The route being requested.
+    public let route: Route
+    /// 1 for the first attempt, 2 for the first retry, and so on.
+    public let attempt: Int
+    /// The provider's bound on attempts.
+    public let maxAttempts: Int
+    /// When this attempt's request side started: what logging and metrics measure from.
+    public let startedAt: ContinuousClock.Instant
+
+    public init(route: Route, attempt: Int, maxAttempts: Int, startedAt: ContinuousClock.Instant = .now) {
+        self.route = route
+        self.attempt = attempt
+        self.maxAttempts = maxAttempts
+        self.startedAt = startedAt
+    }
+}
+
+/// An interceptor made of closures, for one-off needs.
+///
+/// ```swift
+/// let tagged = AnyInterceptor(adapt: { request, _ in try request.setHeader("X-Trace", traceID) })
+/// ```
+public struct AnyInterceptor: Interceptor {
+    private let adaptBody: @Sendable (inout CurlewRequest, InterceptorContext) async throws -> Void
+    private let responseBody: @Sendable (RouteResponse, InterceptorContext) async throws -> InterceptorDecision
+
+    public init(
+        adapt: @escaping @Sendable (inout CurlewRequest, InterceptorContext) async throws -> Void = { _, _ in },
+        response: @escaping @Sendable (RouteResponse, InterceptorContext) async throws -> InterceptorDecision = {
+            _, _ in .pass
+        }
+    ) {
+        self.adaptBody = adapt
+        self.responseBody = response
+    }
+
+    public func adapt(_ request: inout CurlewRequest, context: InterceptorContext) async throws {
+        try await adaptBody(&request, context)
+    }
+
+    public func intercept(_ response: RouteResponse, context: InterceptorContext) async throws
+        -> InterceptorDecision
+    {
+        try await responseBody(response, context)
+    }
+}

@@ -1,0 +1,28 @@
+public import CurlewEngine
+
+/// Sets header fields on every request it adapts, replacing fields of the same name.
+public struct HeadersInterceptor: Interceptor {
+    /// The fields, in the order they are set.
+    public let headers: [(name: String, value: String)]
+
+    public init(_ headers: [String: String]) {
+        self.headers = headers.keys.sorted().map { (name: $0, value: headers[$0]!) }
+    }
+
+    public func adapt(_ request: inout CurlewRequest, context: InterceptorContext) async throws {
+        for header in headers { try request.setHeader(header.name, header.value) }
+    }
+}
+
+/// BothamNetworking's `JSONHeadersRequestInterceptor`: `Accept: application/json`, and
+/// `Content-Type: application/json` on requests with a body that have no content type yet.
+public struct JSONHeadersInterceptor: Interceptor {
+    public init() {}
+
+    public func adapt(_ request: inout CurlewRequest, context: InterceptorContext) async throws {
+        request.headerFields[.accept] = "application/json"
+        if request.body != nil, request.headerFields[.contentType] == nil {
+            request.headerFields[.contentType] = "application/json"
+        }
+    }
+}

@@ -1,0 +1,77 @@
+public import CurlewEngine
+public import Logging
+import HTTPTypes
+
+/// Logs each request and its response through swift-log, with credentials redacted.
+///
+/// `Authorization`, `Proxy-Authorization`, `Cookie` and `Set-Cookie` values (and any names you add) are
+/// logged as `<redacted>`. Requests are logged at `requestLevel` (`.debug` by default) with their header fields
+/// in the metadata, responses at `responseLevel` (`.info`) with status and duration, transport failures at
+/// `.warning`. Bodies are never logged.
+///
+/// Added globally, it sees requests exactly as sent (see ``Interceptor`` for the order).
+public struct LoggingInterceptor: Interceptor {
+    /// Header names whose values are never logged.
+    public static let defaultRedactedHeaders: Set<String> = ["authorization", "proxy-authorization", "cookie", "set-cookie"]
+
+    private let logger: Logger
+    private let requestLevel: Logger.Level
+    private let responseLevel: Logger.Level
+    private let redactedHeaders: Set<String>
+
+    /// - Parameter redactedHeaders: lower-case header names to redact, in addition to the defaults.
+    public init(
+        logger: Logger, requestLevel: Logger.Level = .debug, responseLevel: Logger.Level = .info,
+        redactedHeaders: Set<String> = []
+    ) {
+        self.logger = logger
+        self.requestLevel = requestLevel
+        self.responseLevel = responseLevel
+        self.redactedHeaders = Self.defaultRedactedHeaders.union(redactedHeaders.map { $0.lowercased() })
+    }
+
+    public func adapt(_ request: inout CurlewRequest, context: InterceptorContext) async throws {
+        logger.log(
+            level: requestLevel, "→ \(request.method) \(request.url)",
+            metadata: [
+                "curlew.attempt": "\(context.attempt)",
+                "curlew.request.headers": .dictionary(metadata(for: request.headerFields)),
+            ])
+    }
+
+    public func intercept(_ response: RouteResponse, context: InterceptorContext) async throws
+        -> InterceptorDecision
+    {
+        let elapsed = ContinuousClock.now - context.startedAt
+        logger.log(
+            level: responseLevel,
+            "← \(response.status.code) \(response.request.method) \(response.url) in \(elapsed.formatted(.units(allowed: [.milliseconds])))",
+            metadata: [
+                "curlew.attempt": "\(context.attempt)",
+                "curlew.response.headers": .dictionary(metadata(for: response.headerFields)),
+                "curlew.response.bytes": "\(response.body.count)",
+            ])
+        return .pass
+    }
+
+    public func intercept(_ error: CurlewError, context: InterceptorContext) async throws -> InterceptorDecision {
+        logger.warning(
+            "✕ \(context.route.method) \(context.route.path): \(error)",
+            metadata: ["curlew.attempt": "\(context.attempt)"])
+        return .pass
+    }
+
+    func metadata(for fields: HTTPFields) -> Logger.Metadata {
+        var metadata: Logger.Metadata = [:]
+        for field in fields {
+            let name = field.name.canonicalName
+            let value = redactedHeaders.contains(name) ? "<redacted>" : field.value
+            if case .string(let existing) = metadata[name] {
+                metadata[name] = .string(existing + ", " + value)
+            } else {
+                metadata[name] = .string(value)
+            }
+        }
+        return metadata
+    }
+}

@@ -1,0 +1,145 @@
+/// How a route's parameters travel, as in Nikka.
+///
+/// When a route names none, the provider's ``HTTPProvider/defaultEncoding(for:)`` picks ``json`` for POST, PUT
+/// and PATCH and ``url`` for every other method, so a GET never carries a body.
+public enum ParameterEncoding: Sendable, Hashable {
+    /// A JSON object in the body, `Content-Type: application/json`. Refused for GET and HEAD, which have no body.
+    case json
+    /// `application/x-www-form-urlencoded` in the body.
+    case form
+    /// Appended to the URL's query.
+    case url
+}
+
+/// How arrays and nested objects become query or form pairs; the same rules for ``ParameterEncoding/url``
+/// and ``ParameterEncoding/form``.
+///
+/// - `["ids": [1, 2]]` becomes `ids[]=1&ids[]=2` with ``brackets`` (Rails, PHP, Alamofire's default),
+///   `ids=1&ids=2` with ``repeatedKey`` (Go, Python, httpbin).
+/// - `["user": ["name": "a"]]` becomes `user[name]=a` in both.
+/// - `true` and `false` are written as words, `null` as an empty value.
+/// - Keys are sorted, so the same parameters always give the same string (and the same cache key).
+/// - Everything outside RFC 3986's unreserved characters (`A-Z a-z 0-9 - . _ ~`) is percent-encoded as
+///   UTF-8, in keys and values: `&`, `=`, `+`, `#`, `/`, `?` and spaces (`%20`) included.
+public enum ArrayEncoding: Sendable, Hashable {
+    case brackets
+    case repeatedKey
+}
+
+enum QueryEncoder {
+    static func encode(_ parameters: [String: JSONValue], arrays: ArrayEncoding) -> String {
+        var pairs: [(String, String)] = []
+        for key in parameters.keys.sorted() {
+            appendPairs(key: key, value: parameters[key]!, arrays: arrays, to: &pairs)
+        }
+        var query = ""
+        for (index, pair) in pairs.enumerated() {
+            if index > 0 { query += "&" }
+            query += PercentEncoding.encodeQueryComponent(pair.0)
+            query += "="
+            query += PercentEncoding.encodeQueryComponent(pair.1)
+        }
+        return query
+    }
+
+    private static func appendPairs(
+        key: String, value: JSONValue, arrays: ArrayEncoding, to pairs: inout [(String, String)]
+    ) {
+        switch value {
+        case .array(let elements):
+            let elementKey = arrays == .brackets ? key + "[]" : key
+            for element in elements {
+                appendPairs(key: elementKey, value: element, arrays: arrays, to: &pairs)
+            }
+        case .object(let members):
+            for memberKey in members.keys.sorted() {
+                appendPairs(key: "\(key)[\(memberKey)]", value: members[memberKey]!, arrays: arrays, to: &pairs)
+            }
+        case .null:
+            pairs.append((key, ""))
+        default:
+            pairs.append((key, value.stringValue))
+        }
+    }
+}
+
+/// Percent-encoding that never depends on Foundation's character sets, whose `urlQueryAllowed` lets `&`, `=`,
+/// `+` and `/` through unescaped (the bug Nikka and Konex shipped).
+enum PercentEncoding {
+    private static let hexDigits = Array("0123456789ABCDEF".utf8)
+
+    static func isUnreserved(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+            UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"),
+            UInt8(ascii: "~"):
+            true
+        default: false
+        }
+    }
+
+    /// Characters a path may carry as they are (RFC 3986 `pchar` plus `/`): sub-delims, `:` and `@` stay.
+    private static func isAllowedInPath(_ byte: UInt8) -> Bool {
+        if isUnreserved(byte) { return true }
+        switch byte {
+        case UInt8(ascii: "/"), UInt8(ascii: "!"), UInt8(ascii: "$"), UInt8(ascii: "&"), UInt8(ascii: "'"),
+            UInt8(ascii: "("), UInt8(ascii: ")"), UInt8(ascii: "*"), UInt8(ascii: "+"), UInt8(ascii: ","),
+            UInt8(ascii: ";"), UInt8(ascii: "="), UInt8(ascii: ":"), UInt8(ascii: "@"):
+            return true
+        default:
+            return false
+        }
+    }
+
+    /// Characters a query the user wrote by hand may carry as they are (`pchar`, `/` and `?`).
+    private static func isAllowedInQuery(_ byte: UInt8) -> Bool {
+        isAllowedInPath(byte) || byte == UInt8(ascii: "?")
+    }
+
+    static func encodeQueryComponent(_ text: String) -> String {
+        encode(text, keeping: isUnreserved, keepingEscapes: false)
+    }
+
+    /// Encodes what a URL path may not hold (spaces, unicode, `?`, `#`), keeping `/` and `%XX` escapes the
+    /// caller already made, so `"/user/\(id)"` works for any id and pre-encoded paths are not encoded twice.
+    static func encodePath(_ path: String) -> String {
+        encode(path, keeping: isAllowedInPath, keepingEscapes: true)
+    }
+
+    static func encodeQuery(_ query: String) -> String {
+        encode(query, keeping: isAllowedInQuery, keepingEscapes: true)
+    }
+
+    private static func encode(_ text: String, keeping isKept: (UInt8) -> Bool, keepingEscapes: Bool) -> String {
+        let bytes = Array(text.utf8)
+        if bytes.allSatisfy(isKept) { return text }
+        var output: [UInt8] = []
+        output.reserveCapacity(bytes.count * 3)
+        var index = 0
+        while index < bytes.count {
+            let byte = bytes[index]
+            if isKept(byte) {
+                output.append(byte)
+            } else if keepingEscapes, byte == UInt8(ascii: "%"), index + 2 < bytes.count,
+                isHexDigit(bytes[index + 1]), isHexDigit(bytes[index + 2])
+            {
+                output.append(byte)
+            } else {
+                output.append(UInt8(ascii: "%"))
+                output.append(hexDigits[Int(byte >> 4)])
+                output.append(hexDigits[Int(byte & 0x0F)])
+            }
+            index += 1
+        }
+        return String(decoding: output, as: UTF8.self)
+    }
+
+    private static func isHexDigit(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "f"),
+            UInt8(ascii: "A")...UInt8(ascii: "F"):
+            true
+        default: false
+        }
+    }
+}

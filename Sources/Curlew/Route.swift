@@ -1,0 +1,92 @@
+public import HTTPTypes
+
+/// One endpoint and how to talk to it: a value, so routes can live wherever suits the API.
+///
+/// As statics and closures on an extension (Nikka):
+/// ```swift
+/// extension Route {
+///     static let me = Route(path: "/me")
+///     static let user = { (id: String) in Route(path: "/user/\(id)") }
+///     static let login = { (email: String, password: String) in
+///         Route(path: "/login", method: .post, params: ["email": email, "password": password])
+///     }
+/// }
+/// let response = try await MyProvider().request(.login("foo@gmail.com", "bar"))
+/// ```
+/// or as an enum or a struct conforming to ``Routable`` (LKAPI, Konex).
+///
+/// The path is relative to the provider's ``HTTPProvider/baseURL`` unless it is a full `http(s)://` URL.
+/// Characters a path may not hold (spaces, unicode, `#`) are percent-encoded; `%XX` escapes already in it
+/// are kept. A query written in the path is kept, and ``parameters`` encoded for the URL are appended to it.
+public struct Route: Sendable {
+    /// Relative to the provider's base URL, or a full URL.
+    public var path: String
+    /// The request method; GET unless given.
+    public var method: HTTPRequest.Method
+    /// Parameters, sent as ``encoding`` says.
+    public var parameters: [String: JSONValue]
+    /// Header fields of this route; they replace the provider's ``HTTPProvider/additionalHeaders`` of the same
+    /// name.
+    public var headers: [(name: String, value: String)]
+    /// How ``parameters`` travel; `nil` lets the provider decide (``HTTPProvider/defaultEncoding(for:)``).
+    public var encoding: ParameterEncoding?
+    /// A body of the route's own; parameters then go to the URL whatever the encoding says.
+    public var body: RouteBody?
+    /// The longest the whole request may take, retries excluded (each attempt has the full time).
+    public var timeout: Duration?
+    /// Interceptors of this route, applied between the call's and the provider's
+    /// (see ``Interceptor`` for the order).
+    public var interceptors: [any Interceptor]
+    /// Konex's request-level plugins.
+    public var plugins: [any Plugin]
+    /// Konex's request-level response processors.
+    public var responseProcessors: [any ResponseProcessor]
+    /// Konex's request-level response validators.
+    public var responseValidators: [any ResponseValidator]
+    /// The name of the fixture a mock transport serves for this route (LKAPI's `mockData`): the file's name
+    /// without `.json`.
+    public var mockData: String?
+
+    /// Creates a route; every argument but the path is optional, with Nikka's labels.
+    public init(
+        path: String,
+        method: HTTPRequest.Method = .get,
+        params: Parameters = [:],
+        headers: [String: String] = [:],
+        encoding: ParameterEncoding? = nil,
+        body: RouteBody? = nil,
+        timeout: Duration? = nil,
+        interceptors: [any Interceptor] = [],
+        plugins: [any Plugin] = [],
+        responseProcessors: [any ResponseProcessor] = [],
+        responseValidators: [any ResponseValidator] = [],
+        mockData: String? = nil
+    ) {
+        self.path = path
+        self.method = method
+        self.parameters = params.mapValues(\.parameterValue)
+        self.headers = headers.keys.sorted().map { (name: $0, value: headers[$0]!) }
+        self.encoding = encoding
+        self.body = body
+        self.timeout = timeout
+        self.interceptors = interceptors
+        self.plugins = plugins
+        self.responseProcessors = responseProcessors
+        self.responseValidators = responseValidators
+        self.mockData = mockData
+    }
+
+    /// Whether the path is a full URL, which the provider's base URL does not prefix.
+    public var isFullURL: Bool {
+        path.hasPrefix("http://") || path.hasPrefix("https://") || path.hasPrefix("HTTP://")
+            || path.hasPrefix("HTTPS://")
+    }
+
+    /// A copy with one more header field (replacing one of the same name).
+    public func adding(header name: String, _ value: String) -> Route {
+        var copy = self
+        copy.headers.removeAll { $0.name.lowercased() == name.lowercased() }
+        copy.headers.append((name: name, value: value))
+        return copy
+    }
+}

@@ -1,0 +1,40 @@
+import Foundation
+
+/// A body a route sends as it is, instead of encoded parameters.
+///
+/// Every kind but a stream is replayable, so a retry or a 307/308 redirect can send it again.
+public struct RouteBody: Sendable {
+    enum Storage: Sendable {
+        case bytes([UInt8])
+        case encodable(@Sendable (JSONEncoder) throws -> [UInt8])
+        case file(String)
+    }
+
+    let storage: Storage
+    /// The `Content-Type` sent with it, unless the route's or provider's headers set one.
+    public let contentType: String?
+
+    /// Bytes in memory.
+    public static func bytes(_ bytes: [UInt8], contentType: String? = "application/octet-stream") -> RouteBody {
+        RouteBody(storage: .bytes(bytes), contentType: contentType)
+    }
+
+    /// Text, sent as UTF-8.
+    public static func string(_ text: String, contentType: String? = "text/plain; charset=utf-8") -> RouteBody {
+        RouteBody(storage: .bytes(Array(text.utf8)), contentType: contentType)
+    }
+
+    /// An `Encodable` value as JSON, encoded with the provider's ``HTTPProvider/jsonEncoder`` when the request
+    /// is built.
+    public static func json(_ value: some Encodable & Sendable) -> RouteBody {
+        RouteBody(storage: .encodable({ encoder in Array(try encoder.encode(value)) }), contentType: "application/json")
+    }
+
+    /// A file's bytes, read as they are sent, in constant memory.
+    public static func file(_ path: String, contentType: String? = "application/octet-stream") -> RouteBody {
+        RouteBody(storage: .file(path), contentType: contentType)
+    }
+
+    /// Whether the body can be sent more than once, which retries need.
+    public var isReplayable: Bool { true }
+}
