@@ -70,6 +70,9 @@ enum LoopbackRoute: Equatable {
                     return
                 }
                 self = .status(code)
+            } else if path.hasPrefix("/files/") {
+                // `curlew upload` with no URL PUTs each file to /files/<relative path>; answered like /upload.
+                self = writeOnly(.upload)
             } else if let rest = path.dropPrefix("/delay/") {
                 guard let delay = Int(rest), (0...Self.maximumDelayMilliseconds).contains(delay) else {
                     self = .badRequest("/delay/MS needs MS in 0...\(Self.maximumDelayMilliseconds)")

@@ -9,7 +9,7 @@ import Synchronization
 /// (truncated bodies, resets, garbage, stalls); the `curlew` command embeds it as a local
 /// target. Every instance owns its own event loop group, so always call ``shutdown()``.
 ///
-/// Routes: `/small`, `/json`, `/bytes/N`, `/echo`, `/upload`, `/headers`, `/status/N`,
+/// Routes: `/small`, `/json`, `/bytes/N`, `/echo`, `/upload` (and `/files/...`, the same for `curlew upload`), `/headers`, `/status/N`,
 /// `/delay/MS`, absolute-form (proxy) request targets, and the `/fault/...` family
 /// (`close-mid-body`, `short-content-length`, `reset-after-headers`, `never-answer`,
 /// `slow-body?chunks=N&interval_ms=M`, `malformed`, `empty-reply`, `chunked-truncated`).

@@ -1,0 +1,188 @@
+import ArgumentParser
+import CurlewEngine
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// A duration given on the command line: `10s`, `500ms`, `250us`, `2m`, `1h`, or a bare number of seconds.
+struct DurationArgument: ExpressibleByArgument, Sendable, Hashable, CustomStringConvertible {
+    let duration: Duration
+    private let text: String
+
+    init(_ duration: Duration, text: String) {
+        self.duration = duration
+        self.text = text
+    }
+
+    init?(argument: String) {
+        let trimmed = argument.trimmingCharacters(in: .whitespaces).lowercased()
+        // Longest suffixes first, so "ms" is not read as "s" after a number ending in "m".
+        let units: [(suffix: String, nanoseconds: Double)] = [
+            ("ms", 1e6), ("us", 1e3), ("µs", 1e3), ("ns", 1), ("s", 1e9), ("m", 60e9), ("h", 3600e9),
+        ]
+        var number = Substring(trimmed)
+        var scale = 1e9
+        for unit in units where trimmed.hasSuffix(unit.suffix) {
+            number = trimmed.dropLast(unit.suffix.count)
+            scale = unit.nanoseconds
+            break
+        }
+        guard let value = Double(number), value.isFinite, value >= 0, value * scale < 1e18 else { return nil }
+        self.duration = .nanoseconds(Int64((value * scale).rounded()))
+        self.text = argument
+    }
+
+    var description: String { text }
+
+    static var defaultCompletionKind: CompletionKind { .default }
+}
+
+/// A failure the user can act on: printed as `Error: <message>`, exit status 1.
+struct CommandFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ message: String) { self.description = message }
+}
+
+extension Duration {
+    var seconds: Double {
+        Double(components.seconds) + Double(components.attoseconds) / 1e18
+    }
+
+    var microseconds: UInt64 {
+        let (seconds, attoseconds) = components
+        guard seconds >= 0 else { return 0 }
+        return UInt64(seconds) * 1_000_000 + UInt64(attoseconds / 1_000_000_000_000)
+    }
+}
+
+/// Where progress goes: stderr, redrawn in place on a terminal, one plain line per period otherwise (logs, CI).
+struct ProgressOutput: Sendable {
+    let isTerminal: Bool
+    let enabled: Bool
+
+    init(enabled: Bool) {
+        self.enabled = enabled
+        self.isTerminal = isatty(STDERR_FILENO) == 1
+    }
+
+    func update(_ line: String) {
+        guard enabled else { return }
+        if isTerminal {
+            writeStandardError("\r\u{1B}[2K" + line)
+        } else {
+            writeStandardError("progress: " + line + "\n")
+        }
+    }
+
+    /// Clears the live line so the summary starts on a clean row.
+    func finish() {
+        if enabled && isTerminal { writeStandardError("\r\u{1B}[2K") }
+    }
+}
+
+func writeStandardError(_ text: String) {
+    var bytes = Array(text.utf8)
+    var offset = 0
+    while offset < bytes.count {
+        let written = bytes.withUnsafeMutableBytes { write(STDERR_FILENO, $0.baseAddress! + offset, $0.count - offset) }
+        if written < 0 {
+            if errno == EINTR { continue }
+            return
+        }
+        offset += written
+    }
+}
+
+/// Counts Ctrl-C presses. The handler is a Dispatch signal source, so it runs as ordinary code on a queue
+/// (not in a signal handler) and can do anything.
+final class InterruptMonitor: Sendable {
+    private let presses = Atomic<Int>(0)
+    // DispatchSourceSignal is not Sendable; it is only touched at creation and in `stop()`.
+    nonisolated(unsafe) private let source: any DispatchSourceSignal
+
+    /// - Parameter onInterrupt: called with the press count (1, 2, …) for each Ctrl-C.
+    init(onInterrupt: @escaping @Sendable (Int) -> Void) {
+        signal(SIGINT, SIG_IGN)
+        let source = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
+        self.source = source
+        source.setEventHandler { [weak self] in
+            guard let self else { return }
+            let count = self.presses.add(1, ordering: .relaxed).newValue
+            onInterrupt(count)
+        }
+        source.resume()
+    }
+
+    var wasInterrupted: Bool { presses.load(ordering: .relaxed) > 0 }
+
+    func stop() {
+        source.cancel()
+        signal(SIGINT, SIG_DFL)
+    }
+}
+
+/// Formats byte counts with decimal units (MB = 10^6 bytes), as network tools do.
+func formatBytes(_ bytes: Int64) -> String {
+    let value = Double(bytes)
+    switch value {
+    case ..<1_000: return "\(bytes) B"
+    case ..<1_000_000: return String(format: "%.1f kB", value / 1e3)
+    case ..<1_000_000_000: return String(format: "%.1f MB", value / 1e6)
+    default: return String(format: "%.2f GB", value / 1e9)
+    }
+}
+
+/// Formats a latency in microseconds for people: µs below a millisecond, ms below a second, s above.
+func formatLatency(microseconds: Double) -> String {
+    switch microseconds {
+    case ..<1_000: return String(format: "%.0f µs", microseconds)
+    case ..<1_000_000: return String(format: "%.2f ms", microseconds / 1e3)
+    default: return String(format: "%.2f s", microseconds / 1e6)
+    }
+}
+
+func formatCount(_ value: Int) -> String {
+    let digits = String(value.magnitude)
+    var grouped = ""
+    for (index, character) in digits.enumerated() {
+        if index > 0 && (digits.count - index) % 3 == 0 { grouped.append(",") }
+        grouped.append(character)
+    }
+    return (value < 0 ? "-" : "") + grouped
+}
+
+extension CurlewError.Code {
+    /// A stable name for reports and JSON keys: the case name, with the timeout kind after a dot.
+    var reportName: String {
+        switch self {
+        case .invalidRequest: "invalidRequest"
+        case .protocolNotAllowed: "protocolNotAllowed"
+        case .dnsFailure: "dnsFailure"
+        case .connectionRefused: "connectionRefused"
+        case .connectFailed: "connectFailed"
+        case .timeout(let kind): "timeout.\(kind.rawValue)"
+        case .tls: "tls"
+        case .tooManyRedirects: "tooManyRedirects"
+        case .bodyTooLarge: "bodyTooLarge"
+        case .requestBodyFailed: "requestBodyFailed"
+        case .connectionClosed: "connectionClosed"
+        case .invalidResponse: "invalidResponse"
+        case .http2: "http2"
+        case .cancelled: "cancelled"
+        case .clientShutdown: "clientShutdown"
+        case .transport: "transport"
+        }
+    }
+}
+
+/// Encodes a summary as one line of JSON with stable key order.
+func jsonLine(_ value: some Encodable) throws -> String {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+    return String(decoding: try encoder.encode(value), as: UTF8.self)
+}

@@ -1,0 +1,15 @@
+import ArgumentParser
+
+@main
+struct CurlewCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "curlew",
+        abstract: "An HTTP load generator and bulk uploader on libcurl.",
+        discussion: """
+            Without a URL, both subcommands start an embedded loopback server (SwiftNIO) and run against it.
+            `curlew bench` measures request rates and latencies; `curlew upload` sends a directory tree or a
+            list of files, resumable through a journal.
+            """,
+        subcommands: [BenchCommand.self, UploadCommand.self]
+    )
+}

@@ -1,0 +1,228 @@
+import CurlewEngine
+import Foundation
+import Synchronization
+
+enum UploadMode: String, Sendable, CaseIterable {
+    /// PUT to the URL plus the file's relative path.
+    case put
+    /// POST of a multipart form to the URL: the file as part `file`, its relative path as field `path`.
+    case multipart
+}
+
+struct UploadPlan: Sendable {
+    /// Ends with `/`, so a relative path can be appended.
+    let baseURL: String
+    let mode: UploadMode
+    let headers: [(String, String)]
+    let fields: [(String, String)]
+    let gzip: Bool
+    let retries: Int
+    let concurrency: Int
+    /// Files started per second at most; nil starts the next one as soon as a transfer slot is free.
+    let filesPerSecond: Double?
+
+    func url(for item: UploadItem) -> String {
+        mode == .put ? baseURL + PathEncoding.encodePath(item.relativePath) : baseURL
+    }
+}
+
+struct UploadFailure: Sendable, Encodable {
+    let path: String
+    let error: String
+}
+
+struct UploadTally: Sendable {
+    var uploaded = 0
+    var bytes: Int64 = 0
+    var retries = 0
+    var connectionsOpened = 0
+    var statusCounts: [Int: Int] = [:]
+    var failures: [UploadFailure] = []
+
+    mutating func add(_ other: UploadTally) {
+        uploaded += other.uploaded
+        bytes += other.bytes
+        retries += other.retries
+        connectionsOpened += other.connectionsOpened
+        statusCounts.merge(other.statusCounts, uniquingKeysWith: +)
+        failures += other.failures
+    }
+}
+
+struct UploadProgressSnapshot {
+    let files: Int
+    let bytes: Int64
+    let failed: Int
+}
+
+final class UploadRunner: Sendable {
+    private let client: CurlewClient
+    private let plan: UploadPlan
+    private let items: [UploadItem]
+    private let journal: UploadJournal?
+    private let nextIndex = Atomic<Int>(0)
+    private let stopRequested = Atomic<Bool>(false)
+    private let filesDone = Atomic<Int>(0)
+    private let bytesDone = Atomic<Int>(0)
+    private let filesFailed = Atomic<Int>(0)
+
+    init(client: CurlewClient, plan: UploadPlan, items: [UploadItem], journal: UploadJournal?) {
+        self.client = client
+        self.plan = plan
+        self.items = items
+        self.journal = journal
+    }
+
+    /// Stops starting new files (Ctrl-C); transfers in flight go on.
+    func requestStop() {
+        stopRequested.store(true, ordering: .relaxed)
+    }
+
+    /// Files never started because the run was stopped.
+    var notStarted: Int { max(0, items.count - min(nextIndex.load(ordering: .relaxed), items.count)) }
+
+    var progress: UploadProgressSnapshot {
+        UploadProgressSnapshot(
+            files: filesDone.load(ordering: .relaxed), bytes: Int64(bytesDone.load(ordering: .relaxed)),
+            failed: filesFailed.load(ordering: .relaxed))
+    }
+
+    func run() async -> UploadTally {
+        let start = ContinuousClock.now
+        let executors = client.executors
+        let workers = min(plan.concurrency, max(items.count, 1))
+        return await withTaskGroup(of: UploadTally.self) { group in
+            for worker in 0..<workers {
+                if executors.isEmpty {
+                    group.addTask { await self.work(start: start) }
+                } else {
+                    // Workers do little between transfers (a stat, a journal line), so they can live on the loops.
+                    group.addTask(executorPreference: executors[worker % executors.count]) {
+                        await self.work(start: start)
+                    }
+                }
+            }
+            var total = UploadTally()
+            for await tally in group { total.add(tally) }
+            return total
+        }
+    }
+
+    private func work(start: ContinuousClock.Instant) async -> UploadTally {
+        var tally = UploadTally()
+        while !stopRequested.load(ordering: .relaxed) && !Task.isCancelled {
+            let index = nextIndex.wrappingAdd(1, ordering: .relaxed).oldValue
+            guard index < items.count else { break }
+            if let filesPerSecond = plan.filesPerSecond {
+                let due = start + .nanoseconds(Int64(Double(index) * 1e9 / filesPerSecond))
+                if due > .now {
+                    do { try await Task.sleep(until: due, clock: .continuous) } catch {
+                        tally.failures.append(UploadFailure(path: items[index].relativePath, error: "cancelled (interrupted)"))
+                        filesFailed.add(1, ordering: .relaxed)
+                        break
+                    }
+                }
+            }
+            await send(items[index], into: &tally)
+        }
+        return tally
+    }
+
+    private func send(_ listed: UploadItem, into tally: inout UploadTally) async {
+        var attempt = 0
+        while true {
+            // The state just before sending is what the journal records: the engine fails the transfer if the file
+            // changes from there on.
+            guard let item = UploadSource.currentState(of: listed) else {
+                fail(listed, "file vanished: \(String(cString: strerror(errno)))", into: &tally)
+                return
+            }
+            let failure: String
+            let retryable: Bool
+            do {
+                let response = try await client.execute(try makeRequest(for: item))
+                tally.statusCounts[Int(response.status.code), default: 0] += 1
+                if !response.metrics.reusedConnection { tally.connectionsOpened += 1 }
+                if (200..<300).contains(response.status.code) {
+                    journal?.record(item)
+                    tally.uploaded += 1
+                    tally.bytes += item.size
+                    filesDone.add(1, ordering: .relaxed)
+                    bytesDone.add(Int(item.size), ordering: .relaxed)
+                    return
+                }
+                failure = "HTTP \(response.status.code)" + Self.bodyHint(response.body)
+                retryable = [408, 429, 502, 503, 504].contains(response.status.code)
+            } catch let error as CurlewError {
+                failure = "\(error.code.reportName): \(error.detail)" + (error.curlMessage.map { " (\($0))" } ?? "")
+                retryable = isSafeToRetry(error.code)
+            } catch is CancellationError {
+                fail(listed, "cancelled (interrupted)", into: &tally)
+                return
+            } catch {
+                fail(listed, "\(error)", into: &tally)
+                return
+            }
+            guard retryable, attempt < plan.retries, !Task.isCancelled else {
+                fail(listed, failure + (attempt > 0 ? " after \(attempt + 1) attempts" : ""), into: &tally)
+                return
+            }
+            attempt += 1
+            tally.retries += 1
+            // Exponential backoff with jitter, capped: 100 ms, 200 ms, 400 ms … at most 3.2 s.
+            let base = 0.1 * Double(1 << min(attempt - 1, 5))
+            do { try await Task.sleep(for: .seconds(base * Double.random(in: 0.5...1.0))) } catch {
+                fail(listed, "cancelled (interrupted)", into: &tally)
+                return
+            }
+        }
+    }
+
+    /// Retried: failures before the request reached the server, and, for PUT (idempotent: the same bytes to the
+    /// same name), a connection lost mid-way. Never a file problem or a refusal by the server.
+    private func isSafeToRetry(_ code: CurlewError.Code) -> Bool {
+        switch code {
+        case .connectionRefused, .connectFailed, .dnsFailure, .timeout(.connect): true
+        case .connectionClosed, .timeout(.idle), .timeout(.total), .http2: plan.mode == .put
+        default: false
+        }
+    }
+
+    private func fail(_ item: UploadItem, _ reason: String, into tally: inout UploadTally) {
+        tally.failures.append(UploadFailure(path: item.relativePath, error: reason))
+        filesFailed.add(1, ordering: .relaxed)
+    }
+
+    private func makeRequest(for item: UploadItem) throws -> CurlewRequest {
+        var request: CurlewRequest
+        switch plan.mode {
+        case .put:
+            request = try CurlewRequest(method: .put, url: plan.url(for: item), body: .file(.path(item.absolutePath)))
+        case .multipart:
+            request = try MultipartSupport.request(for: item, plan: plan)
+        }
+        for (name, value) in plan.headers { try request.addHeader(name, value) }
+        if plan.gzip { try MultipartSupport.enableGzip(on: &request) }
+        return request
+    }
+
+    private static func bodyHint(_ body: [UInt8]) -> String {
+        let text = String(decoding: body.prefix(120), as: UTF8.self)
+            .split(whereSeparator: \.isNewline).joined(separator: " ").trimmingCharacters(in: .whitespaces)
+        return text.isEmpty ? "" : ": \(text)"
+    }
+}
+
+/// Multipart bodies and gzip compression need request-body features of the engine that are not there yet
+/// (issue 3); until then both modes say so clearly instead of sending something else.
+enum MultipartSupport {
+    static let isAvailable = false
+
+    static func request(for item: UploadItem, plan: UploadPlan) throws -> CurlewRequest {
+        throw CommandFailure("--mode multipart is not yet supported by this build of the engine")
+    }
+
+    static func enableGzip(on request: inout CurlewRequest) throws {
+        throw CommandFailure("--gzip is not yet supported by this build of the engine")
+    }
+}

@@ -1,0 +1,185 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// One file to send: where it is, the name it gets on the server, and its size and modification time as listed.
+struct UploadItem: Sendable, Hashable {
+    /// `/`-separated, relative to the source directory (or as written in the manifest).
+    let relativePath: String
+    let absolutePath: String
+    let size: Int64
+    let modifiedNanoseconds: Int64
+}
+
+/// A path that could not be listed, reported as a failure without stopping the run.
+struct UnlistablePath: Sendable {
+    let relativePath: String
+    let reason: String
+}
+
+struct UploadListing: Sendable {
+    var items: [UploadItem] = []
+    var problems: [UnlistablePath] = []
+}
+
+enum UploadSource {
+    /// Lists a directory recursively or a manifest (one path per line).
+    ///
+    /// - Throws: ``CommandFailure`` when SOURCE itself is missing or unreadable: nothing could be sent.
+    static func list(_ source: String) throws -> UploadListing {
+        var status = stat()
+        guard stat(source, &status) == 0 else {
+            throw CommandFailure("cannot read SOURCE \(source.debugDescription): \(String(cString: strerror(errno)))")
+        }
+        if status.st_mode & S_IFMT == S_IFDIR {
+            guard let directory = opendir(source) else {
+                throw CommandFailure("cannot read directory \(source.debugDescription): \(String(cString: strerror(errno)))")
+            }
+            closedir(directory)
+            var listing = UploadListing()
+            walk(directory: source, relative: "", into: &listing)
+            listing.items.sort { $0.relativePath < $1.relativePath }
+            return listing
+        }
+        return try readManifest(source)
+    }
+
+    /// Symbolic links to files are followed; links to directories are not, so a link cycle cannot loop forever.
+    private static func walk(directory: String, relative: String, into listing: inout UploadListing) {
+        guard let handle = opendir(directory) else {
+            listing.problems.append(UnlistablePath(relativePath: relative, reason: "cannot read directory: \(String(cString: strerror(errno)))"))
+            return
+        }
+        defer { closedir(handle) }
+        var subdirectories: [(String, String)] = []
+        while let entry = readdir(handle) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
+            }
+            if name == "." || name == ".." { continue }
+            let path = directory + "/" + name
+            let relativePath = relative.isEmpty ? name : relative + "/" + name
+            var status = stat()
+            guard lstat(path, &status) == 0 else {
+                listing.problems.append(UnlistablePath(relativePath: relativePath, reason: String(cString: strerror(errno))))
+                continue
+            }
+            switch status.st_mode & S_IFMT {
+            case S_IFDIR:
+                subdirectories.append((path, relativePath))
+            case S_IFREG:
+                listing.items.append(item(relativePath: relativePath, absolutePath: path, status: status))
+            case S_IFLNK:
+                var target = stat()
+                if stat(path, &target) == 0, target.st_mode & S_IFMT == S_IFREG {
+                    listing.items.append(item(relativePath: relativePath, absolutePath: path, status: target))
+                }
+            default:
+                continue
+            }
+        }
+        for (path, relativePath) in subdirectories {
+            walk(directory: path, relative: relativePath, into: &listing)
+        }
+    }
+
+    /// Relative manifest entries are read from the manifest's folder and keep their relative name on the server;
+    /// absolute ones are named by their path without the leading slash. Blank lines are skipped.
+    private static func readManifest(_ manifest: String) throws -> UploadListing {
+        guard let data = FileManager.default.contents(atPath: manifest) else {
+            throw CommandFailure("cannot read manifest \(manifest.debugDescription)")
+        }
+        let base = (manifest as NSString).deletingLastPathComponent
+        var listing = UploadListing()
+        var seen = Set<String>()
+        for rawLine in String(decoding: data, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: true) {
+            let line = rawLine.hasSuffix("\r") ? String(rawLine.dropLast()) : String(rawLine)
+            if line.trimmingCharacters(in: .whitespaces).isEmpty { continue }
+            let absolutePath = line.hasPrefix("/") ? line : (base.isEmpty ? line : base + "/" + line)
+            let relativePath = normalized(line)
+            guard !relativePath.isEmpty, seen.insert(relativePath).inserted else { continue }
+            var status = stat()
+            guard stat(absolutePath, &status) == 0 else {
+                listing.problems.append(UnlistablePath(relativePath: relativePath, reason: String(cString: strerror(errno))))
+                continue
+            }
+            guard status.st_mode & S_IFMT == S_IFREG else {
+                listing.problems.append(UnlistablePath(relativePath: relativePath, reason: "not a regular file"))
+                continue
+            }
+            listing.items.append(item(relativePath: relativePath, absolutePath: absolutePath, status: status))
+        }
+        return listing
+    }
+
+    /// Drops empty and `.` segments; `..` is kept out of server names, which must stay under the target URL.
+    private static func normalized(_ path: String) -> String {
+        path.split(separator: "/").filter { $0 != "." && $0 != ".." }.joined(separator: "/")
+    }
+
+    private static func item(relativePath: String, absolutePath: String, status: stat) -> UploadItem {
+        UploadItem(
+            relativePath: relativePath, absolutePath: absolutePath, size: Int64(status.st_size),
+            modifiedNanoseconds: Int64(status.st_mtim.tv_sec) * 1_000_000_000 + Int64(status.st_mtim.tv_nsec))
+    }
+
+    /// The file as it is now, to record exactly what was sent.
+    static func currentState(of item: UploadItem) -> UploadItem? {
+        var status = stat()
+        guard stat(item.absolutePath, &status) == 0 else { return nil }
+        return self.item(relativePath: item.relativePath, absolutePath: item.absolutePath, status: status)
+    }
+}
+
+enum PathEncoding {
+    /// Percent-encodes one path segment: everything but RFC 3986's unreserved characters, byte by byte in UTF-8,
+    /// so `#`, `?`, `%`, spaces, quotes and non-ASCII names reach the server as the same name.
+    static func encodeSegment(_ segment: Substring) -> String {
+        var encoded = ""
+        encoded.reserveCapacity(segment.utf8.count)
+        for byte in segment.utf8 {
+            switch byte {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
+                encoded.unicodeScalars.append(Unicode.Scalar(byte))
+            default:
+                let hex = Array("0123456789ABCDEF".utf8)
+                encoded.unicodeScalars.append("%")
+                encoded.unicodeScalars.append(Unicode.Scalar(hex[Int(byte >> 4)]))
+                encoded.unicodeScalars.append(Unicode.Scalar(hex[Int(byte & 0x0F)]))
+            }
+        }
+        return encoded
+    }
+
+    static func encodePath(_ relativePath: String) -> String {
+        relativePath.split(separator: "/", omittingEmptySubsequences: true).map(encodeSegment).joined(separator: "/")
+    }
+
+    static func decode(_ encoded: Substring) -> String? {
+        var bytes: [UInt8] = []
+        var iterator = encoded.utf8.makeIterator()
+        while let byte = iterator.next() {
+            if byte == UInt8(ascii: "%") {
+                guard let high = iterator.next().flatMap(hexValue), let low = iterator.next().flatMap(hexValue) else { return nil }
+                bytes.append(high << 4 | low)
+            } else {
+                bytes.append(byte)
+            }
+        }
+        return String(validating: bytes, as: UTF8.self)
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
+}
