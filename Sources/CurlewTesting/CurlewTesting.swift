@@ -1,1 +1,0 @@
-// Test support for users of the route layer: mock transport and fixtures (issue 4).

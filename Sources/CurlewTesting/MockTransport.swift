@@ -1,0 +1,87 @@
+public import Curlew
+public import CurlewEngine
+import Foundation
+import HTTPTypes
+import Synchronization
+
+/// A transport that answers from stubs and fixture files instead of the network, behind the very same
+/// pipeline as the engine: interceptors, retries, validation, processors and decoding all run, so a test
+/// behaves as production does.
+///
+/// ```swift
+/// let mock = MockTransport(fixturesDirectory: "Tests/Fixtures")
+/// mock.stub(.get("/me/friends", json: [["name": "Ada"]]))
+/// mock.stub(.post("/login", status: .unauthorized, delay: .milliseconds(20)))
+/// mock.stub(.get("/flaky", error: CurlewError(code: .connectionRefused, detail: "down")))
+/// struct API: HTTPProvider { let baseURL = "https://api.example.com"; let transport: any HTTPTransport }
+/// let friends = try await API(transport: mock).request(.friends).json()
+/// ```
+///
+/// A request is answered by the most recently added stub that matches it; else, when its route names
+/// ``Route/mockData`` (LKAPI), by `<fixturesDirectory>/<mockData>.json` with status 200; else it fails with a
+/// `CurlewError` of code `invalidRequest` that names it, never silently.
+public final class MockTransport: HTTPTransport {
+    private struct State {
+        var stubs: [Stub] = []
+        var received: [CurlewRequest] = []
+    }
+
+    private let state = Mutex(State())
+    /// Where ``Route/mockData`` fixtures are read from.
+    public let fixturesDirectory: String?
+
+    public init(fixturesDirectory: String? = nil, stubs: [Stub] = []) {
+        self.fixturesDirectory = fixturesDirectory
+        state.withLock { $0.stubs = stubs }
+    }
+
+    /// Adds a stub; it takes precedence over the stubs added before it.
+    public func stub(_ stub: Stub) {
+        state.withLock { $0.stubs.append(stub) }
+    }
+
+    /// Every request received so far, as sent (after the request interceptors), in order.
+    public var receivedRequests: [CurlewRequest] {
+        state.withLock { $0.received }
+    }
+
+    public func send(_ request: CurlewRequest, context: InterceptorContext) async throws -> RouteResponse {
+        let stub = state.withLock { state -> Stub? in
+            state.received.append(request)
+            return state.stubs.last { $0.matches(request) }
+        }
+        let reply: StubResponse
+        if let stub {
+            reply = try await stub.reply(to: request)
+        } else if let fixture = context.route.mockData {
+            reply = try fixtureResponse(named: fixture)
+        } else {
+            throw CurlewError(
+                code: .invalidRequest,
+                detail: "MockTransport has no stub for \(request.method) \(request.url) and the route names no mockData")
+        }
+        if let delay = reply.delay { try await Task.sleep(for: delay) }
+        if let error = reply.error { throw error }
+        return RouteResponse(
+            status: reply.status, headerFields: reply.headerFields, body: reply.body, url: request.url, request: request)
+    }
+
+    private func fixtureResponse(named name: String) throws -> StubResponse {
+        guard let fixturesDirectory else {
+            throw CurlewError(code: .invalidRequest, detail: "fixture \(name) asked for, but MockTransport has no fixtures directory")
+        }
+        let path = fixturesDirectory + "/" + name + ".json"
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw CurlewError(code: .invalidRequest, detail: "fixture file \(path) is missing")
+        }
+        return StubResponse(status: .ok, headers: ["Content-Type": "application/json"], body: Array(data))
+    }
+}
+
+extension Environment {
+    /// The transport for this environment: fixtures from ``Environment/fixturesDirectory`` for the testing
+    /// environment, `live` for every other.
+    public func transport(live: any HTTPTransport = CurlewClient.shared) -> any HTTPTransport {
+        isTesting ? MockTransport(fixturesDirectory: fixturesDirectory) : live
+    }
+}

@@ -1,5 +1,0 @@
-import Testing
-
-@Suite struct CommandPlaceholderTests {
-    @Test func placeholder() { #expect(Bool(true)) }
-}
