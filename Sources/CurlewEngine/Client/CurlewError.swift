@@ -40,6 +40,11 @@ public struct CurlewError: Error, Sendable, Hashable, CustomStringConvertible {
         /// The request body could not be read, or changed while it was sent (a file that is unreadable, shrank,
         /// grew, changed or was deleted). Nothing was sent as if it were complete.
         case requestBodyFailed
+        /// The request had to be sent again (a 307/308 redirect, an authentication retry, a second execution)
+        /// but its body is a one-shot stream that was already (partly) sent.
+        case requestBodyNotReplayable
+        /// A download could not be written to its destination file.
+        case downloadFailed
         /// The connection closed or was reset before the response was complete,
         /// or the server sent fewer bytes than it announced.
         case connectionClosed

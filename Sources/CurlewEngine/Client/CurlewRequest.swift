@@ -20,6 +20,28 @@ public struct CurlewRequest: Sendable {
         /// replayable for 307/308 redirects, and a ``CurlewError/Code/requestBodyFailed`` error instead of a short
         /// or mixed body if the file cannot be read or changes while it is sent.
         case file(FileBody)
+        /// Bytes produced while they are sent, with backpressure; one-shot. See ``RequestBodyStream``.
+        case stream(RequestBodyStream)
+        /// A `multipart/form-data` form, encoded part by part while it is sent; the request gets the form's
+        /// `Content-Type` unless it sets one. See ``MultipartForm``.
+        case multipart(MultipartForm)
+    }
+
+    /// How the request body is compressed on the way out.
+    public struct BodyCompression: Sendable, Hashable {
+        enum Algorithm: Sendable, Hashable {
+            case gzip(level: Int)
+        }
+
+        let algorithm: Algorithm
+
+        /// gzip with zlib's deflate, streamed in constant memory, sent with `Content-Encoding: gzip`. The
+        /// compressed size is not known in advance, so the body goes out chunked on HTTP/1.1.
+        ///
+        /// - Parameter level: 1 (fastest) to 9 (smallest); zlib's default is 6.
+        public static func gzip(level: Int = 6) -> BodyCompression {
+            BodyCompression(algorithm: .gzip(level: min(max(level, 0), 9)))
+        }
     }
 
     /// The request method.
@@ -31,6 +53,14 @@ public struct CurlewRequest: Sendable {
     public var headerFields: HTTPFields
     /// The body, if any.
     public var body: Body?
+    /// Compresses the body on the fly (`Content-Encoding` is set unless the request sets it).
+    public var bodyCompression: BodyCompression?
+    /// Called with upload and download progress, on the transfer's event loop: keep it short and non-blocking
+    /// (hand the value to a task or a stream, as ``progressUpdates()`` does). At most once per
+    /// ``progressInterval``, plus a last call with ``TransferProgress/isComplete`` set when the transfer ends.
+    public var onProgress: (@Sendable (TransferProgress) -> Void)?
+    /// The least time between two ``onProgress`` calls.
+    public var progressInterval: Duration = .milliseconds(100)
 
     /// Overrides ``CurlewClient/Configuration/timeouts`` for this request.
     public var timeouts: CurlewClient.Timeouts?
@@ -89,6 +119,19 @@ public struct CurlewRequest: Sendable {
     var usesClientDefaultsForPlainGET: Bool {
         method == .get && body == nil && headerFields.isEmpty && timeouts == nil && redirects == nil
             && httpVersion == nil && maxResponseBodySize == nil && decompression == nil && expectContinue == nil
+            && onProgress == nil
+    }
+
+    /// Reports this request's progress as an `AsyncSequence`: installs an ``onProgress`` handler that feeds the
+    /// returned stream (keeping only the newest value if the reader is behind) and finishes it when the transfer
+    /// ends. Each call makes a new stream for the next execution of the request.
+    public mutating func progressUpdates() -> AsyncStream<TransferProgress> {
+        let (stream, continuation) = AsyncStream.makeStream(of: TransferProgress.self, bufferingPolicy: .bufferingNewest(1))
+        onProgress = { progress in
+            continuation.yield(progress)
+            if progress.isComplete { continuation.finish() }
+        }
+        return stream
     }
 
     static func validatedField(_ name: String, _ value: String) throws -> HTTPField {

@@ -12,7 +12,7 @@ public struct CurlewResponse: Sendable {
     public let url: String
 
     /// The final response's header block as received, parsed on access.
-    private let rawHeaders: [UInt8]
+    let rawHeaders: [UInt8]
 
     init(status: HTTPResponse.Status, rawHeaders: [UInt8], body: [UInt8], metrics: TransferMetrics, url: String) {
         self.status = status

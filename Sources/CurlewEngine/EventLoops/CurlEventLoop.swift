@@ -10,6 +10,17 @@ protocol CurlEventLoop: AnyObject, Sendable {
     func submit(_ transfer: Transfer)
     /// Asks the loop to cancel a transfer; harmless if it already finished.
     func cancel(_ transfer: Transfer)
+    /// Asks the loop to resume a transfer its body producer or response consumer paused; harmless if it is not
+    /// paused that way or already finished. Never resumes inside a libcurl callback.
+    func unpause(_ transfer: Transfer, _ direction: PauseDirection)
     /// Fails running transfers, releases libcurl's resources and stops the loop.
     func shutdown() async
+}
+
+/// Which side of a transfer a callback paused.
+enum PauseDirection {
+    /// The request body's producer was behind (`CURL_READFUNC_PAUSE`).
+    case send
+    /// The response body's consumer was behind (`CURL_WRITEFUNC_PAUSE`).
+    case receive
 }

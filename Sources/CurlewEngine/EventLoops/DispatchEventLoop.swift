@@ -74,6 +74,13 @@ final class DispatchEventLoop: CurlEventLoop, @unchecked Sendable {
         }
     }
 
+    func unpause(_ transfer: Transfer, _ direction: PauseDirection) {
+        queue.async {
+            self.core.unpause(transfer, direction)
+            self.rearmTimer()
+        }
+    }
+
     func shutdown() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             queue.async {

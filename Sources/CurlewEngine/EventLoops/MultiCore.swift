@@ -132,6 +132,10 @@ final class MultiCore {
             // Say how far the transfer got; that is what tells a slow server from a dead one.
             error = CurlewError(code: .timeout(kind), detail: "\(kind.rawValue) timeout, \(transfer.progress(easy))")
         }
+        if case .resumeFailed(let code) = failure {
+            // A callback that libcurl ran inside curl_easy_pause may have failed for a reason of our own.
+            error = transfer.makeError(CURLcode(rawValue: UInt32(code)), easy: easy, now: clock.now)
+        }
         curl_multi_remove_handle(multi, easy.raw)
         Unmanaged.passUnretained(transfer).release()
         recycle(transfer)
@@ -152,6 +156,10 @@ final class MultiCore {
             CurlewError(code: .timeout(kind), detail: "\(kind.rawValue) timeout")
         case .unwatchableSocket:
             CurlewError(code: .transport, detail: "the event loop could not watch the transfer's socket")
+        case .resumeFailed(let curlCode):
+            CurlewError(
+                code: .transport, detail: "libcurl could not resume the paused transfer", curlCode: curlCode,
+                curlMessage: String(cString: curl_easy_strerror(CURLcode(rawValue: UInt32(curlCode)))))
         }
     }
 
@@ -160,6 +168,7 @@ final class MultiCore {
     /// replaces them before it is added); any other is reset, so nothing of this transfer survives into the next.
     private func recycle(_ transfer: Transfer) {
         unlink(transfer)
+        transfer.captureFinalProgress()
         if let easy = transfer.easy {
             if !easy.isConfiguredForPlainGET { easy.reset() }
             pool.append(easy)
@@ -174,9 +183,26 @@ final class MultiCore {
 
     private func resume(_ transfer: Transfer, with outcome: Result<CurlewResponse, any Error>) {
         load.finished()
-        guard let continuation = transfer.continuation else { return }
-        transfer.continuation = nil
-        continuation.resume(with: outcome)
+        transfer.finish(with: outcome)
+    }
+
+    /// Resumes a transfer a callback paused, once its producer has bytes or its consumer has room again.
+    /// libcurl may call the read or write callback from inside `curl_easy_pause`; both are ready for that.
+    func unpause(_ transfer: Transfer, _ direction: PauseDirection) {
+        guard transfer.isLinked, let easy = transfer.easy else { return }
+        switch direction {
+        case .send:
+            guard transfer.sendPaused else { return }
+            transfer.sendPaused = false
+        case .receive:
+            guard transfer.receivePaused else { return }
+            transfer.receivePaused = false
+        }
+        let stillPaused = (transfer.sendPaused ? CURLPAUSE_SEND : 0) | (transfer.receivePaused ? CURLPAUSE_RECV : 0)
+        let code = curl_easy_pause(easy.raw, Int32(stillPaused))
+        if code != CURLE_OK {
+            apply(transfer.stateMachine.resumeFailed(curlCode: Int(code.rawValue)), to: transfer)
+        }
     }
 
     // MARK: running transfers and deadlines

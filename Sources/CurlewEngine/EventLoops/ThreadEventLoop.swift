@@ -17,6 +17,7 @@ final class ThreadEventLoop: CurlEventLoop, TaskExecutor, @unchecked Sendable {
     private enum Message {
         case submit(Transfer)
         case cancel(Transfer)
+        case unpause(Transfer, PauseDirection)
         case job(UnownedJob)
     }
 
@@ -87,6 +88,8 @@ final class ThreadEventLoop: CurlEventLoop, TaskExecutor, @unchecked Sendable {
 
     func cancel(_ transfer: Transfer) { post(.cancel(transfer)) }
 
+    func unpause(_ transfer: Transfer, _ direction: PauseDirection) { post(.unpause(transfer, direction)) }
+
     func enqueue(_ job: consuming ExecutorJob) { post(.job(UnownedJob(job))) }
 
     private func post(_ message: Message) {
@@ -118,7 +121,7 @@ final class ThreadEventLoop: CurlEventLoop, TaskExecutor, @unchecked Sendable {
             transfer.continuation?.resume(
                 throwing: CurlewError(code: .clientShutdown, detail: "the client was shut down"))
             transfer.continuation = nil
-        case .cancel:
+        case .cancel, .unpause:
             break
         }
     }
@@ -198,6 +201,10 @@ final class ThreadEventLoop: CurlEventLoop, TaskExecutor, @unchecked Sendable {
                     startedTransfers = true
                 case .cancel(let transfer):
                     core.cancel(transfer)
+                case .unpause(let transfer, let direction):
+                    core.unpause(transfer, direction)
+                    // The transfer has work again: perform before sleeping.
+                    startedTransfers = true
                 case .job(let job):
                     job.runSynchronously(on: asUnownedTaskExecutor())
                 }

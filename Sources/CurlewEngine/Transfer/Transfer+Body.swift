@@ -1,149 +1,95 @@
 import CLibCurl
-import Glibc
 
-/// A request body opened for one transfer: where the read callback takes bytes from.
+/// A request body opened for one transfer: the source the read callback pulls from, and why it stopped.
 final class OpenedBody {
-    private enum Storage {
-        case bytes([UInt8])
-        case file(descriptor: Int32, closesDescriptor: Bool, offset: Int64, snapshot: FileSnapshot)
-    }
-
-    /// What the file looked like when the transfer started; it must look the same when the last byte goes out.
-    private struct FileSnapshot: Equatable {
-        let device: UInt
-        let inode: UInt
-        let size: Int64
-        let modified: timespec
-
-        static func == (lhs: FileSnapshot, rhs: FileSnapshot) -> Bool {
-            lhs.device == rhs.device && lhs.inode == rhs.inode && lhs.size == rhs.size
-                && lhs.modified.tv_sec == rhs.modified.tv_sec && lhs.modified.tv_nsec == rhs.modified.tv_nsec
-        }
-
-        init(_ status: stat) {
-            device = UInt(status.st_dev)
-            inode = UInt(status.st_ino)
-            size = Int64(status.st_size)
-            modified = status.st_mtim
-        }
-    }
-
-    private let storage: Storage
-    /// The bytes the body sends, announced as `Content-Length`.
-    let length: Int64
-    private var position: Int64 = 0
-    private var isClosed = false
-    /// Why the body stopped, when the read callback aborted the transfer.
+    private let source: any BodySource
+    /// The header fields the body implies (`Content-Type` of a form, `Content-Encoding`), unless the
+    /// request sets them itself.
+    let impliedContentType: String?
+    let contentEncoding: String?
+    /// Why the body stopped, when the read or seek callback failed the transfer.
     private(set) var failure: CurlewError?
+    private var isClosed = false
 
-    private init(storage: Storage, length: Int64) {
-        self.storage = storage
-        self.length = length
+    private init(source: any BodySource, impliedContentType: String?, contentEncoding: String?) {
+        self.source = source
+        self.impliedContentType = impliedContentType
+        self.contentEncoding = contentEncoding
     }
 
     deinit { close() }
 
-    /// Opens a body for a transfer; a file that cannot be sent as asked fails here, before anything is sent.
-    static func open(_ body: CurlewRequest.Body) -> Result<OpenedBody, CurlewError> {
+    /// The exact length, or `nil` for a body sent chunked.
+    var length: Int64? { source.length }
+
+    /// Opens a body for a transfer; a body that cannot be sent as asked fails here, before anything is sent.
+    static func open(_ body: CurlewRequest.Body, compression: CurlewRequest.BodyCompression?)
+        -> Result<OpenedBody, CurlewError>
+    {
+        let opened: Result<(any BodySource, String?), CurlewError>
         switch body {
         case .bytes(let bytes):
-            return .success(OpenedBody(storage: .bytes(bytes), length: Int64(bytes.count)))
+            opened = .success((MemoryBodySource(bytes), nil))
         case .file(let file):
-            return openFile(file)
+            opened = FileBodySource.open(file).map { ($0, nil) }
+        case .stream(let stream):
+            opened = StreamBodySource.open(stream).map { ($0, nil) }
+        case .multipart(let form):
+            opened = MultipartBodySource.open(form).map { ($0, $0.contentType) }
         }
-    }
-
-    private static func openFile(_ file: FileBody) -> Result<OpenedBody, CurlewError> {
-        let descriptor: Int32
-        let closesDescriptor: Bool
-        let name: String
-        switch file.source {
-        case .path(let path):
-            descriptor = Glibc.open(path, O_RDONLY | O_CLOEXEC)
-            guard descriptor >= 0 else { return .failure(failed("cannot open \(path)", errno: errno)) }
-            closesDescriptor = true
-            name = path
-        case .descriptor(let given):
-            descriptor = given
-            closesDescriptor = false
-            name = "descriptor \(given)"
-        }
-        func fail(_ error: CurlewError) -> Result<OpenedBody, CurlewError> {
-            if closesDescriptor { _ = Glibc.close(descriptor) }
-            return .failure(error)
-        }
-        var status = stat()
-        guard fstat(descriptor, &status) == 0 else { return fail(failed("cannot read \(name)", errno: errno)) }
-        guard status.st_mode & S_IFMT == S_IFREG else {
-            return fail(failed("\(name) is not a regular file", errno: nil))
-        }
-        let size = Int64(status.st_size)
-        let length = file.length ?? (size - file.offset)
-        guard file.offset >= 0, length >= 0, file.offset + length <= size else {
-            return fail(failed(
-                "\(name) holds \(size) bytes, fewer than offset \(file.offset) + length \(length)", errno: nil))
-        }
-        let storage = Storage.file(
-            descriptor: descriptor, closesDescriptor: closesDescriptor, offset: file.offset,
-            snapshot: FileSnapshot(status))
-        return .success(OpenedBody(storage: storage, length: length))
-    }
-
-    private static func failed(_ detail: String, errno code: Int32?) -> CurlewError {
-        CurlewError(
-            code: .requestBodyFailed, detail: detail + (code.map { ": \(String(cString: strerror($0)))" } ?? ""),
-            osErrno: code)
-    }
-
-    /// Copies the next bytes into libcurl's buffer; returns the count, 0 at the end, or `CURL_READFUNC_ABORT`.
-    func read(into buffer: UnsafeMutableRawPointer, capacity: Int) -> Int {
-        let wanted = Int(min(Int64(capacity), length - position))
-        guard wanted > 0 else { return 0 }
-        switch storage {
-        case .bytes(let bytes):
-            bytes.withUnsafeBytes { source in
-                buffer.copyMemory(from: source.baseAddress! + Int(position), byteCount: wanted)
+        return opened.flatMap { source, contentType in
+            guard let compression else {
+                return .success(OpenedBody(source: source, impliedContentType: contentType, contentEncoding: nil))
             }
-            position += Int64(wanted)
-            return wanted
-        case .file(let descriptor, _, let offset, let snapshot):
-            // The last chunk goes out only if the file is still what it was: a body must never be a mix of two
-            // versions, or a prefix of a file that grew, sent as if it were complete.
-            if position + Int64(wanted) == length, let change = change(of: descriptor, since: snapshot) {
-                return abort(change)
+            switch compression.algorithm {
+            case .gzip(let level):
+                return GzipBodySource.open(source, level: level).map {
+                    OpenedBody(source: $0, impliedContentType: contentType, contentEncoding: "gzip")
+                }
             }
-            let got = pread(descriptor, buffer, wanted, off_t(offset + position))
-            if got < 0 { return abort(Self.failed("reading the body failed", errno: errno)) }
-            if got == 0 { return abort(Self.failed("the file shrank while it was sent", errno: nil)) }
-            position += Int64(got)
-            return got
         }
     }
 
-    private func change(of descriptor: Int32, since snapshot: FileSnapshot) -> CurlewError? {
-        var status = stat()
-        guard fstat(descriptor, &status) == 0 else { return Self.failed("the file vanished while it was sent", errno: errno) }
-        if status.st_nlink == 0 { return Self.failed("the file was deleted while it was sent", errno: nil) }
-        if FileSnapshot(status) != snapshot { return Self.failed("the file changed while it was sent", errno: nil) }
-        return nil
-    }
-
-    private func abort(_ error: CurlewError) -> Int {
-        failure = error
-        return Int(CURL_READFUNC_ABORT)
-    }
-
-    /// Rewinds for a 307/308 redirect or an authentication retry; every body here can be replayed.
-    func seek(to offset: Int64) -> Bool {
-        guard offset >= 0, offset <= length else { return false }
-        position = offset
+    /// Whether reading may be slow enough (a disk, a producer) that libcurl should ask for bigger chunks.
+    static func benefitsFromLargeBuffer(_ body: CurlewRequest.Body) -> Bool {
+        if case .bytes = body { return false }
         return true
     }
 
-    /// Closes a descriptor the engine opened; a caller's descriptor stays open. Safe to call more than once.
+    /// Copies the next bytes into libcurl's buffer; returns the count, 0 at the end, `CURL_READFUNC_PAUSE`
+    /// or `CURL_READFUNC_ABORT`.
+    func read(into buffer: UnsafeMutableRawPointer, capacity: Int) -> Int {
+        guard capacity > 0 else { return 0 }
+        switch source.read(into: UnsafeMutableRawBufferPointer(start: buffer, count: capacity)) {
+        case .bytes(let count): return count
+        case .end: return 0
+        case .pause: return Int(CURL_READFUNC_PAUSE)
+        case .abort(let error):
+            failure = error
+            return Int(CURL_READFUNC_ABORT)
+        }
+    }
+
+    /// Rewinds for a 307/308 redirect or an authentication retry.
+    func seek(to offset: Int64) -> Bool {
+        guard offset == 0 else {
+            failure = .requestBody("libcurl asked to resume the body at byte \(offset), which Curlew does not do")
+            return false
+        }
+        if let error = source.rewind() {
+            failure = error
+            return false
+        }
+        return true
+    }
+
+    func setWaker(_ waker: BodyWaker?) { source.setWaker(waker) }
+
+    /// Closes descriptors the engine opened and stops producers. Safe to call more than once.
     func close() {
         guard !isClosed else { return }
         isClosed = true
-        if case .file(let descriptor, true, _, _) = storage { _ = Glibc.close(descriptor) }
+        source.setWaker(nil)
+        source.close()
     }
 }

@@ -64,7 +64,8 @@ extension Transfer {
         let timeouts = request.timeouts ?? settings.timeouts
         if let error = prepareDeadlinesAndLimits(timeouts, now: now) { return error }
 
-        let isPlainGET = request.usesClientDefaultsForPlainGET
+        var isPlainGET = request.usesClientDefaultsForPlainGET
+        if case .collect = sink {} else { isPlainGET = false }
         if isPlainGET && easy.isConfiguredForPlainGET {
             return configureRepeatedPlainGET(easy, userdata: userdata, now: now)
         }
@@ -96,14 +97,22 @@ extension Transfer {
             apply(easy.set(CURLOPT_NOBODY, true))
         } else if sendsBody {
             if let body = request.body {
-                switch OpenedBody.open(body) {
+                switch OpenedBody.open(body, compression: request.bodyCompression) {
                 case .success(let opened): openedBody = opened
                 case .failure(let error): return error
                 }
-                if case .file = body { apply(easy.set(CURLOPT_UPLOAD_BUFFERSIZE, 256 * 1024)) }
+                if OpenedBody.benefitsFromLargeBuffer(body) || request.bodyCompression != nil {
+                    apply(easy.set(CURLOPT_UPLOAD_BUFFERSIZE, 256 * 1024))
+                }
+                if let loop {
+                    // Any thread may wake a paused upload; the loop resumes it, never a libcurl callback.
+                    openedBody?.setWaker(BodyWaker { [loop, self] in loop.unpause(self, .send) })
+                }
             }
             apply(easy.set(CURLOPT_POST, true))
-            apply(easy.set(CURLOPT_POSTFIELDSIZE_LARGE, offset: openedBody?.length ?? 0))
+            // -1: the size is not known; libcurl sends the body chunked on HTTP/1.1, as DATA frames on HTTP/2.
+            let bodyLength = openedBody.map { $0.length ?? -1 } ?? 0
+            apply(easy.set(CURLOPT_POSTFIELDSIZE_LARGE, offset: bodyLength))
             apply(curlew_easy_setopt_read_callback(easy.raw, transferReadCallback))
             apply(easy.set(CURLOPT_READDATA, pointer: userdata))
             apply(curlew_easy_setopt_seek_callback(easy.raw, transferSeekCallback))
@@ -121,6 +130,15 @@ extension Transfer {
         }
         if case .enabled(let timeout) = expectContinue, sendsBody {
             apply(easy.set(CURLOPT_EXPECT_100_TIMEOUT_MS, curlMilliseconds(fromNanoseconds: timeout.saturatingNanoseconds)))
+        }
+        if request.onProgress != nil {
+            apply(easy.set(CURLOPT_NOPROGRESS, false))
+            apply(curlew_easy_setopt_xferinfo_callback(easy.raw, transferProgressCallback))
+            apply(easy.set(CURLOPT_XFERINFODATA, pointer: userdata))
+        }
+        if case .collect = sink {} else {
+            // Streamed and downloaded bodies are usually large: fewer, bigger callbacks.
+            apply(easy.set(CURLOPT_BUFFERSIZE, 256 * 1024))
         }
         if let userAgent = settings.userAgent, request.headerFields[.userAgent] == nil {
             apply(easy.set(CURLOPT_USERAGENT, userAgent))
@@ -224,7 +242,13 @@ extension Transfer {
         startedAt = now
         // The idle clock starts once the request is on its way; look for that in a quarter period.
         lastActivity = now - min(now, idleTimeout - idleTimeout / 4)
-        bodyLimit = request.maxResponseBodySize ?? settings.maxResponseBodySize
+        // The client's limit bounds memory, so it applies to collected bodies only; a streamed or downloaded body
+        // is bounded only by the request's own limit.
+        if case .collect = sink {
+            bodyLimit = request.maxResponseBodySize ?? settings.maxResponseBodySize
+        } else {
+            bodyLimit = request.maxResponseBodySize ?? Int.max
+        }
         if case .enabledWithLimit(let limit) = request.decompression ?? settings.decompression, limit < bodyLimit {
             decodedLimit = limit
         }
@@ -281,7 +305,12 @@ extension Transfer {
             case .enabled: append("Expect: 100-continue")
             }
             // libcurl labels POST bodies as forms; a body without a declared type goes out without one.
-            if request.headerFields[.contentType] == nil { append("Content-Type:") }
+            if request.headerFields[.contentType] == nil {
+                append(openedBody?.impliedContentType.map { "Content-Type: \($0)" } ?? "Content-Type:")
+            }
+            if let encoding = openedBody?.contentEncoding, request.headerFields[.contentEncoding] == nil {
+                append("Content-Encoding: \(encoding)")
+            }
         }
         return list
     }
@@ -293,6 +322,7 @@ extension Transfer {
             self.headerList = nil
         }
         openedBody?.close()
+        loop = nil
     }
 
     /// Gathers the response and metrics once libcurl reports the transfer done.
@@ -340,9 +370,10 @@ extension Transfer {
 
     /// Turns a failed libcurl result into the error the caller sees.
     func makeError(_ result: CURLcode, easy: EasyHandle, now: UInt64) -> CurlewError {
-        if let failure = openedBody?.failure, result == CURLE_ABORTED_BY_CALLBACK {
-            return failure
-        }
+        // The body or the sink stopped the transfer (libcurl says "aborted by callback", "send failed rewind",
+        // "write error"): say why.
+        if let failure = openedBody?.failure { return failure }
+        if let failure = sinkError(for: result) { return failure }
         if limitExceeded, result == CURLE_WRITE_ERROR {
             return CurlewError(
                 code: .bodyTooLarge, detail: "the response body exceeds the limit of \(bodyLimit) bytes",

@@ -46,6 +46,8 @@ struct TransferStateMachine: Sendable, Equatable {
         case timeout(CurlewError.TimeoutKind)
         /// libcurl gave the transfer a socket the loop cannot watch (descriptor exhaustion).
         case unwatchableSocket
+        /// Resuming a paused transfer failed (`curl_easy_pause`); libcurl's code is attached.
+        case resumeFailed(Int)
     }
 
     private(set) var state: State = .created(cancelRequested: false)
@@ -90,6 +92,11 @@ struct TransferStateMachine: Sendable, Equatable {
     /// The loop could not watch the transfer's socket.
     mutating func socketUnwatchable() -> StopAction {
         stop(with: .unwatchableSocket, markIfCreated: false)
+    }
+
+    /// libcurl refused to resume the transfer after a pause.
+    mutating func resumeFailed(curlCode: Int) -> StopAction {
+        stop(with: .resumeFailed(curlCode), markIfCreated: false)
     }
 
     /// The client is shutting down.

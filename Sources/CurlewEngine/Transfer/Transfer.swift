@@ -32,8 +32,21 @@ final class Transfer: @unchecked Sendable {
     /// The bound on decoded bytes of a content-encoded body, when smaller than `bodyLimit`.
     var decodedLimit: Int?
     var limitExceeded = false
+    /// Body bytes handed to a streaming or file sink, for the size limit.
+    var receivedBodyBytes: Int64 = 0
     /// The request body, opened when the transfer starts and closed when it ends.
     var openedBody: OpenedBody?
+    /// Where the response body goes.
+    let sink: ResponseSink
+    /// The loop running the transfer, which wakers and consumers ask to resume a paused transfer.
+    var loop: (any CurlEventLoop)?
+    /// Whether a callback paused the transfer (`CURL_READFUNC_PAUSE` / `CURL_WRITEFUNC_PAUSE`) and it waits for
+    /// the body's producer or the response's consumer; a paused transfer is not idle.
+    var sendPaused = false
+    var receivePaused = false
+    var lastProgressReport: UInt64 = 0
+    /// The last progress report, read from libcurl before the handle goes back to the pool.
+    var finalProgress: TransferProgress?
 
     var startedAt: UInt64 = 0
     var totalDeadline: UInt64?
@@ -55,10 +68,11 @@ final class Transfer: @unchecked Sendable {
     var next: Transfer?
     var isLinked = false
 
-    init(request: CurlewRequest, settings: ClientSettings, submittedAt: UInt64) {
+    init(request: CurlewRequest, settings: ClientSettings, submittedAt: UInt64, sink: ResponseSink = .collect) {
         self.request = request
         self.settings = settings
         self.submittedAt = submittedAt
+        self.sink = sink
     }
 
     // MARK: libcurl callbacks (called on the loop, inside libcurl)
@@ -67,6 +81,7 @@ final class Transfer: @unchecked Sendable {
     func receiveBody(_ data: UnsafeMutablePointer<CChar>?, count: Int) -> Int {
         if idleTimeout != 0, let loopClock { markActivity(loopClock.now) }
         guard count > 0, let data else { return count }
+        if case .collect = sink {} else { return receiveStreamedBody(UnsafeRawBufferPointer(start: data, count: count)) }
         if responseBody.count + count > bodyLimit {
             limitExceeded = true
             return 0  // CURLE_WRITE_ERROR: libcurl stops the transfer
@@ -97,6 +112,7 @@ final class Transfer: @unchecked Sendable {
         } else if count <= 2 {
             if idleTimeout != 0, let loopClock { markActivity(loopClock.now) }
             if decodedLimit != nil { applyDecodedLimitIfEncoded() }
+            if case .stream = sink, continuation != nil { deliverHeadIfFinal() }
         }
         rawHeaders.append(contentsOf: line)
         return count
@@ -115,7 +131,9 @@ final class Transfer: @unchecked Sendable {
     func sendBody(into buffer: UnsafeMutablePointer<CChar>?, capacity: Int) -> Int {
         if idleTimeout != 0, let loopClock { markActivity(loopClock.now) }
         guard let buffer, let openedBody else { return 0 }
-        return openedBody.read(into: buffer, capacity: capacity)
+        let result = openedBody.read(into: buffer, capacity: capacity)
+        if result == Int(CURL_READFUNC_PAUSE) { sendPaused = true }
+        return result
     }
 
     /// Called when the idle deadline seems to have passed; returns whether it really has. The idle clock starts
@@ -124,6 +142,11 @@ final class Transfer: @unchecked Sendable {
     /// a connection is not idleness. A silent server is thus detected between 1 and 1.25 idle periods after the
     /// request went out.
     func idleDeadlinePassed(now: UInt64) -> Bool {
+        if sendPaused || receivePaused {
+            // Waiting for our own producer or consumer is not the server being silent.
+            lastActivity = now
+            return false
+        }
         if !idleClockStarted {
             // Not libcurl's timestamps: they count from when the transfer left libcurl's queue for a connection.
             // The clock starts now, at the latest one idle period after the request went out.
@@ -166,6 +189,12 @@ let transferHeaderCallback: curl_write_callback = { data, size, count, userdata 
 
 let transferReadCallback: curl_read_callback = { buffer, size, count, userdata in
     Unmanaged<Transfer>.fromOpaque(userdata!).takeUnretainedValue().sendBody(into: buffer, capacity: size * count)
+}
+
+let transferProgressCallback: curl_xferinfo_callback = { userdata, downloadTotal, downloaded, uploadTotal, uploaded in
+    Unmanaged<Transfer>.fromOpaque(userdata!).takeUnretainedValue().reportProgress(
+        downloadTotal: Int64(downloadTotal), downloaded: Int64(downloaded), uploaded: Int64(uploaded))
+    return 0
 }
 
 let transferSeekCallback: curl_seek_callback = { userdata, offset, origin in

@@ -1,0 +1,346 @@
+public import HTTPTypes
+
+/// A `multipart/form-data` body (RFC 7578), encoded part by part while it is sent.
+///
+/// Parts keep the order they were appended in. Nothing is encoded up front: headers are written as the
+/// transfer reaches each part, files are read with `pread` and streams are pulled as the network drains, so
+/// peak memory does not depend on the size of the files. When every part's size is known (text, data and
+/// files), the request announces the exact `Content-Length`, which servers and object stores that refuse chunked
+/// uploads require; with a stream of unknown length among the parts it goes out chunked.
+///
+/// ```swift
+/// var form = MultipartForm()
+/// form.append(value: "holiday", forKey: "album")
+/// form.append(fileAt: "/photos/beach.jpg", forKey: "image", mimeType: "image/jpeg")
+/// let request = try CurlewRequest(method: .post, url: url, body: .multipart(form))
+/// ```
+///
+/// Names and file names may hold any character: `"`, CR and LF are percent-encoded (`%22`, `%0D`, `%0A`) as
+/// browsers do and form parsers expect, a backslash is escaped as `\\` (a quoted-pair), and non-ASCII
+/// characters go out as UTF-8.
+public struct MultipartForm: Sendable {
+    /// One part of a form.
+    public struct Part: Sendable {
+        /// Where a part's bytes come from.
+        public enum Content: Sendable {
+            /// Bytes in memory.
+            case bytes([UInt8])
+            /// A file's bytes, read while they are sent; its size counts towards `Content-Length`.
+            case file(FileBody)
+            /// A one-shot stream; with an unknown length the form goes out chunked.
+            case stream(RequestBodyStream)
+        }
+
+        /// The form field's name.
+        public var name: String
+        /// The file name the server sees, if the part is a file.
+        public var fileName: String?
+        /// The part's `Content-Type`, if any.
+        public var contentType: String?
+        /// Further header fields of the part.
+        public var headerFields: HTTPFields
+        /// The part's bytes.
+        public var content: Content
+
+        /// Creates a part.
+        public init(
+            name: String, fileName: String? = nil, contentType: String? = nil, headerFields: HTTPFields = [:],
+            content: Content
+        ) {
+            self.name = name
+            self.fileName = fileName
+            self.contentType = contentType
+            self.headerFields = headerFields
+            self.content = content
+        }
+    }
+
+    /// The parts, in the order they are sent.
+    public var parts: [Part] = []
+    /// The boundary between parts. A generated boundary is 128 random bits and is replaced if it occurs in
+    /// an in-memory part; a boundary given to ``init(boundary:)`` must not occur in any part.
+    public private(set) var boundary: String
+    let boundaryIsGenerated: Bool
+
+    /// Creates an empty form.
+    ///
+    /// - Parameter boundary: a fixed boundary (1 to 70 characters from RFC 2046's set), or `nil` for a
+    ///   random one. A request with an invalid boundary fails with ``CurlewError/Code/invalidRequest``.
+    public init(boundary: String? = nil) {
+        self.boundary = boundary ?? Self.randomBoundary()
+        self.boundaryIsGenerated = boundary == nil
+    }
+
+    /// The `Content-Type` header value of the form, with its boundary.
+    public var contentType: String { "multipart/form-data; boundary=\(boundary)" }
+
+    /// Appends a text field.
+    public mutating func append(value: String, forKey name: String, headerFields: HTTPFields = [:]) {
+        parts.append(Part(name: name, headerFields: headerFields, content: .bytes(Array(value.utf8))))
+    }
+
+    /// Appends bytes in memory, as a file part if `fileName` is given.
+    public mutating func append(
+        data: [UInt8], forKey name: String, fileName: String? = nil, mimeType: String? = nil,
+        headerFields: HTTPFields = [:]
+    ) {
+        parts.append(Part(
+            name: name, fileName: fileName, contentType: mimeType ?? fileName.map { _ in Self.defaultFileType },
+            headerFields: headerFields, content: .bytes(data)))
+    }
+
+    /// Appends a file from disk, streamed when the transfer reaches it.
+    ///
+    /// - Parameters:
+    ///   - fileName: the name the server sees; the path's last component by default.
+    ///   - mimeType: `application/octet-stream` by default.
+    public mutating func append(
+        fileAt path: String, forKey name: String, fileName: String? = nil, mimeType: String? = nil,
+        headerFields: HTTPFields = [:]
+    ) {
+        let lastComponent = path.split(separator: "/").last.map(String.init) ?? path
+        append(file: .path(path), forKey: name, fileName: fileName ?? lastComponent, mimeType: mimeType,
+            headerFields: headerFields)
+    }
+
+    /// Appends a file body (a path or descriptor, with offset and length), streamed when the transfer reaches it.
+    public mutating func append(
+        file: FileBody, forKey name: String, fileName: String, mimeType: String? = nil, headerFields: HTTPFields = [:]
+    ) {
+        parts.append(Part(
+            name: name, fileName: fileName, contentType: mimeType ?? Self.defaultFileType,
+            headerFields: headerFields, content: .file(file)))
+    }
+
+    /// Appends a one-shot stream, pulled when the transfer reaches it.
+    public mutating func append(
+        stream: RequestBodyStream, forKey name: String, fileName: String? = nil, mimeType: String? = nil,
+        headerFields: HTTPFields = [:]
+    ) {
+        parts.append(Part(
+            name: name, fileName: fileName, contentType: mimeType ?? fileName.map { _ in Self.defaultFileType },
+            headerFields: headerFields, content: .stream(stream)))
+    }
+
+    static let defaultFileType = "application/octet-stream"
+
+    static func randomBoundary() -> String {
+        var generator = SystemRandomNumberGenerator()
+        let hex = Array("0123456789abcdef".utf8)
+        var characters = Array("curlew-".utf8)
+        for _ in 0..<32 { characters.append(hex[Int(generator.next(upperBound: UInt8(16)))]) }
+        return String(decoding: characters, as: UTF8.self)
+    }
+
+    /// RFC 2046: 1 to 70 characters of `bchars`, not ending in a space.
+    static func isValidBoundary(_ boundary: String) -> Bool {
+        let allowed = Set("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ'()+_,-./:=? ".utf8)
+        let bytes = Array(boundary.utf8)
+        return (1...70).contains(bytes.count) && bytes.allSatisfy(allowed.contains) && bytes.last != UInt8(ascii: " ")
+    }
+
+    /// The quoted-string form of a name or file name in `Content-Disposition`.
+    static func quoted(_ value: String) -> String {
+        var escaped = "\""
+        for scalar in value.unicodeScalars {
+            switch scalar {
+            case "\"": escaped += "%22"
+            case "\r": escaped += "%0D"
+            case "\n": escaped += "%0A"
+            case "\\": escaped += "\\\\"
+            default: escaped.unicodeScalars.append(scalar)
+            }
+        }
+        return escaped + "\""
+    }
+
+    /// A part's header block, from its delimiter line to the blank line before its content.
+    static func header(of part: Part, boundary: String, isFirst: Bool) -> [UInt8] {
+        var text = isFirst ? "--\(boundary)\r\n" : "\r\n--\(boundary)\r\n"
+        text += "Content-Disposition: form-data; name=\(quoted(part.name))"
+        if let fileName = part.fileName { text += "; filename=\(quoted(fileName))" }
+        text += "\r\n"
+        if let contentType = part.contentType { text += "Content-Type: \(contentType)\r\n" }
+        for field in part.headerFields where field.name != .contentDisposition && field.name != .contentType {
+            text += "\(field.name.rawName): \(field.value)\r\n"
+        }
+        return Array((text + "\r\n").utf8)
+    }
+
+    static func closingDelimiter(boundary: String, isEmpty: Bool) -> [UInt8] {
+        Array((isEmpty ? "--\(boundary)--\r\n" : "\r\n--\(boundary)--\r\n").utf8)
+    }
+}
+
+/// A form as the read callback sees it: a sequence of segments (headers in memory, part contents), each
+/// opened when the transfer reaches it.
+final class MultipartBodySource: BodySource {
+    private enum Segment {
+        case memory([UInt8])
+        case file(FileBodySource.Measured)
+        case stream(StreamBodySource)
+    }
+
+    private let segments: [Segment]
+    let length: Int64?
+    /// The boundary finally used (a generated one may have been replaced).
+    let boundary: String
+    private var index = 0
+    private var current: (any BodySource)?
+    private var waker: BodyWaker?
+
+    private init(segments: [Segment], length: Int64?, boundary: String) {
+        self.segments = segments
+        self.length = length
+        self.boundary = boundary
+    }
+
+    deinit { close() }
+
+    var contentType: String { "multipart/form-data; boundary=\(boundary)" }
+
+    /// Measures every file, claims every stream and fixes the boundary, before anything is sent.
+    static func open(_ form: MultipartForm) -> Result<MultipartBodySource, CurlewError> {
+        var boundary = form.boundary
+        guard MultipartForm.isValidBoundary(boundary) else {
+            return .failure(.invalidRequest("invalid multipart boundary \(boundary.debugDescription)"))
+        }
+        var attempts = 0
+        while form.parts.contains(where: { part in
+            if case .bytes(let bytes) = part.content { return bytes.contains(subsequence: Array(boundary.utf8)) }
+            return false
+        }) {
+            guard form.boundaryIsGenerated, attempts < 8 else {
+                return .failure(.invalidRequest("the multipart boundary occurs in the content of a part"))
+            }
+            boundary = MultipartForm.randomBoundary()
+            attempts += 1
+        }
+
+        var segments: [Segment] = []
+        var length: Int64? = 0
+        var claimed: [StreamBodySource] = []
+        func add(_ bytes: [UInt8]) {
+            segments.append(.memory(bytes))
+            length = length.map { $0 + Int64(bytes.count) }
+        }
+        for (position, part) in form.parts.enumerated() {
+            add(MultipartForm.header(of: part, boundary: boundary, isFirst: position == 0))
+            switch part.content {
+            case .bytes(let bytes):
+                add(bytes)
+            case .file(let file):
+                switch FileBodySource.measure(file) {
+                case .success(let measured):
+                    segments.append(.file(measured))
+                    length = length.map { $0 + measured.length }
+                case .failure(let error):
+                    for stream in claimed { stream.close() }
+                    return .failure(error)
+                }
+            case .stream(let stream):
+                switch StreamBodySource.open(stream) {
+                case .success(let source):
+                    claimed.append(source)
+                    segments.append(.stream(source))
+                    length = length.flatMap { total in source.length.map { total + $0 } }
+                case .failure(let error):
+                    for stream in claimed { stream.close() }
+                    return .failure(error)
+                }
+            }
+        }
+        add(MultipartForm.closingDelimiter(boundary: boundary, isEmpty: form.parts.isEmpty))
+        return .success(MultipartBodySource(segments: segments, length: length, boundary: boundary))
+    }
+
+    func read(into buffer: UnsafeMutableRawBufferPointer) -> BodyReadResult {
+        // Fill libcurl's buffer across segments: libcurl sends what one call returns, and a form of many small
+        // parts would otherwise go out in packets of a header line each.
+        var filled = 0
+        while filled < buffer.count {
+            guard let source = currentSource() else {
+                if case .abort(let error) = openFailure { return .abort(error) }
+                return filled > 0 ? .bytes(filled) : .end
+            }
+            switch source.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[filled...])) {
+            case .bytes(let count):
+                filled += count
+            case .end:
+                source.close()
+                current = nil
+                index += 1
+            case .pause:
+                return filled > 0 ? .bytes(filled) : .pause
+            case .abort(let error):
+                return .abort(error)
+            }
+        }
+        return .bytes(filled)
+    }
+
+    private var openFailure: BodyReadResult?
+
+    /// The source of the segment being sent, opened on first use; `nil` after the last one or on failure.
+    private func currentSource() -> (any BodySource)? {
+        if let current { return current }
+        guard index < segments.count, openFailure == nil else { return nil }
+        let source: any BodySource
+        switch segments[index] {
+        case .memory(let bytes):
+            source = MemoryBodySource(bytes)
+        case .file(let measured):
+            switch FileBodySource.open(measured) {
+            case .success(let file): source = file
+            case .failure(let error):
+                openFailure = .abort(error)
+                return nil
+            }
+        case .stream(let stream):
+            stream.setWaker(waker)
+            source = stream
+        }
+        current = source
+        return source
+    }
+
+    func rewind() -> CurlewError? {
+        for segment in segments {
+            if case .stream(let stream) = segment, let error = stream.rewind() { return error }
+        }
+        if let current, !(current is StreamBodySource) { current.close() }
+        current = nil
+        index = 0
+        openFailure = nil
+        return nil
+    }
+
+    func setWaker(_ waker: BodyWaker?) {
+        self.waker = waker
+        for segment in segments {
+            if case .stream(let stream) = segment { stream.setWaker(waker) }
+        }
+    }
+
+    func close() {
+        current?.close()
+        current = nil
+        for segment in segments {
+            if case .stream(let stream) = segment { stream.close() }
+        }
+    }
+}
+
+extension Array where Element == UInt8 {
+    func contains(subsequence needle: [UInt8]) -> Bool {
+        guard !needle.isEmpty, needle.count <= count else { return false }
+        let first = needle[0]
+        var start = 0
+        while start <= count - needle.count {
+            guard let candidate = self[start...(count - needle.count)].firstIndex(of: first) else { return false }
+            if self[candidate..<(candidate + needle.count)].elementsEqual(needle) { return true }
+            start = candidate + 1
+        }
+        return false
+    }
+}

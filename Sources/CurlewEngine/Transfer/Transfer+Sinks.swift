@@ -1,0 +1,108 @@
+import CLibCurl
+
+/// Where a transfer's response body goes.
+enum ResponseSink {
+    /// Collected in memory, up to the size limit, and returned whole (``CurlewClient/execute(_:)``).
+    case collect
+    /// Handed to a consumer chunk by chunk (``CurlewClient/stream(_:bufferLimit:)``).
+    case stream(ResponseBodyBuffer)
+    /// Written to a file (``CurlewClient/download(_:to:)``).
+    case file(FileSink)
+}
+
+extension Transfer {
+    /// The write callback for streamed and downloaded bodies.
+    func receiveStreamedBody(_ bytes: UnsafeRawBufferPointer) -> Int {
+        receivedBodyBytes += Int64(bytes.count)
+        if receivedBodyBytes > Int64(bodyLimit) {
+            limitExceeded = true
+            return 0
+        }
+        switch sink {
+        case .collect:
+            return 0
+        case .stream(let buffer):
+            if continuation != nil { deliverHead() }
+            guard buffer.offer(bytes) else {
+                // libcurl keeps these bytes and offers them again once resumed.
+                receivedBodyBytes -= Int64(bytes.count)
+                receivePaused = true
+                return Int(CURL_WRITEFUNC_PAUSE)
+            }
+            return bytes.count
+        case .file(let file):
+            if !file.hasDecided, let easy { file.decide(status: easy.info(CURLINFO_RESPONSE_CODE)) }
+            if file.writesToFile { return file.write(bytes) ? bytes.count : 0 }
+            // Not a success: the body is the server's explanation, kept in memory like any collected body.
+            if responseBody.count + bytes.count > settings.maxResponseBodySize {
+                limitExceeded = true
+                return 0
+            }
+            responseBody.append(contentsOf: bytes)
+            return bytes.count
+        }
+    }
+
+    /// At the end of a header block: hands the head to a streaming caller unless libcurl goes on to another
+    /// response (an interim 1xx, or a redirect it follows).
+    func deliverHeadIfFinal() {
+        guard let easy else { return }
+        let status = easy.info(CURLINFO_RESPONSE_CODE)
+        if status < 200 { return }
+        if (300..<400).contains(status), (request.redirects ?? settings.redirects).follow { return }
+        deliverHead()
+    }
+
+    /// Resumes a streaming caller with the status and header fields; the body follows through the buffer.
+    func deliverHead() {
+        guard let continuation, let easy else { return }
+        self.continuation = nil
+        continuation.resume(returning: makeResponse(easy))
+    }
+
+    /// The transfer has ended: resume the caller (or finish the stream) exactly once.
+    func finish(with outcome: Result<CurlewResponse, any Error>) {
+        if let onProgress = request.onProgress {
+            var last = finalProgress ?? TransferProgress(
+                bytesSent: 0, totalBytesToSend: openedBody?.length, bytesReceived: 0, totalBytesToReceive: nil,
+                isComplete: true)
+            last.isComplete = true
+            onProgress(last)
+        }
+        if case .stream(let buffer) = sink {
+            buffer.complete(outcome.map(\.metrics))
+        }
+        guard let continuation else { return }
+        self.continuation = nil
+        continuation.resume(with: outcome)
+    }
+
+    /// Rewrites the error when a sink, not the network, stopped the transfer.
+    func sinkError(for result: CURLcode) -> CurlewError? {
+        guard result == CURLE_WRITE_ERROR, case .file(let file) = sink else { return nil }
+        return file.failure
+    }
+
+    // MARK: progress
+
+    /// The progress callback: throttled to ``CurlewRequest/progressInterval``.
+    func reportProgress(downloadTotal: Int64, downloaded: Int64, uploaded: Int64) {
+        guard let onProgress = request.onProgress, let loopClock else { return }
+        let now = loopClock.now
+        guard now &- lastProgressReport >= request.progressInterval.saturatingNanoseconds else { return }
+        lastProgressReport = now
+        onProgress(TransferProgress(
+            bytesSent: uploaded, totalBytesToSend: openedBody?.length, bytesReceived: downloaded,
+            totalBytesToReceive: downloadTotal > 0 ? downloadTotal : nil, isComplete: false))
+    }
+
+    /// Reads the final counts from libcurl, before the handle is reset.
+    func captureFinalProgress() {
+        guard request.onProgress != nil, let easy else { return }
+        let announced = easy.info(offset: CURLINFO_CONTENT_LENGTH_DOWNLOAD_T)
+        finalProgress = TransferProgress(
+            bytesSent: easy.info(offset: CURLINFO_SIZE_UPLOAD_T), totalBytesToSend: openedBody?.length,
+            bytesReceived: easy.info(offset: CURLINFO_SIZE_DOWNLOAD_T),
+            totalBytesToReceive: announced >= 0 ? announced : nil, isComplete: true)
+    }
+}
