@@ -40,7 +40,9 @@ public final class LoopbackServer: Sendable {
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 1024)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            // A TCP-level option: `.socketOption(.tcp_nodelay)` would set SOL_SOCKET option 1, SO_DEBUG, which only
+            // root may set; for anyone else every accepted connection was closed at once.
+            .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
             // Larger than NIO's 64 KiB default so /bytes/N keeps the socket busy between
             // writability events without buffering more than a few chunks.
             .childChannelOption(.writeBufferWaterMark, value: .init(low: 256 * 1024, high: 1024 * 1024))
