@@ -129,6 +129,7 @@ let package = Package(
                 "CurlewTestSupport",
                 "CurlewLoopbackServer",
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Histogram", package: "hdrhistogram-swift"),
             ],
             swiftSettings: strictSettings
         ),

@@ -170,6 +170,8 @@ extension CurlewError.Code {
         case .tooManyRedirects: "tooManyRedirects"
         case .bodyTooLarge: "bodyTooLarge"
         case .requestBodyFailed: "requestBodyFailed"
+        case .requestBodyNotReplayable: "requestBodyNotReplayable"
+        case .downloadFailed: "downloadFailed"
         case .connectionClosed: "connectionClosed"
         case .invalidResponse: "invalidResponse"
         case .http2: "http2"

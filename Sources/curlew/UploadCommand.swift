@@ -80,12 +80,6 @@ struct UploadCommand: AsyncParsableCommand {
                 throw ValidationError("header \(header.debugDescription) is not 'Name: value'")
             }
         }
-        if mode == .multipart && !MultipartSupport.isAvailable {
-            throw ValidationError("--mode multipart is not yet supported (the engine's multipart bodies have not landed)")
-        }
-        if gzip && !MultipartSupport.isAvailable {
-            throw ValidationError("--gzip is not yet supported (the engine's request compression has not landed)")
-        }
     }
 
     func run() async throws {

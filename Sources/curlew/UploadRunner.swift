@@ -65,6 +65,7 @@ final class UploadRunner: Sendable {
     private let filesDone = Atomic<Int>(0)
     private let bytesDone = Atomic<Int>(0)
     private let filesFailed = Atomic<Int>(0)
+    static let liveProgressThreshold: Int64 = 4 << 20
 
     init(client: CurlewClient, plan: UploadPlan, items: [UploadItem], journal: UploadJournal?) {
         self.client = client
@@ -139,8 +140,17 @@ final class UploadRunner: Sendable {
             }
             let failure: String
             let retryable: Bool
+            // Only large plain files report progress: for small ones the per-file count is fine-grained enough, and
+            // gzip changes what "bytes sent" means.
+            let live = item.size >= Self.liveProgressThreshold && !plan.gzip ? LiveFileBytes(limit: item.size) : nil
+            defer { if let live { bytesDone.subtract(live.settle(), ordering: .relaxed) } }
             do {
-                let response = try await client.execute(try makeRequest(for: item))
+                var request = try makeRequest(for: item)
+                if let live {
+                    request.progressInterval = .milliseconds(200)
+                    request.onProgress = { [self] progress in live.report(sent: progress.bytesSent, into: bytesDone) }
+                }
+                let response = try await client.execute(request)
                 tally.statusCounts[Int(response.status.code), default: 0] += 1
                 if !response.metrics.reusedConnection { tally.connectionsOpened += 1 }
                 if (200..<300).contains(response.status.code) {
@@ -199,10 +209,16 @@ final class UploadRunner: Sendable {
         case .put:
             request = try CurlewRequest(method: .put, url: plan.url(for: item), body: .file(.path(item.absolutePath)))
         case .multipart:
-            request = try MultipartSupport.request(for: item, plan: plan)
+            // The path and fields come before the file, so a server can decide where the file goes before it streams.
+            var form = MultipartForm()
+            form.append(value: item.relativePath, forKey: "path")
+            for (name, value) in plan.fields { form.append(value: value, forKey: name) }
+            let fileName = item.relativePath.split(separator: "/").last.map(String.init) ?? item.relativePath
+            form.append(fileAt: item.absolutePath, forKey: "file", fileName: fileName)
+            request = try CurlewRequest(method: .post, url: plan.url(for: item), body: .multipart(form))
         }
         for (name, value) in plan.headers { try request.addHeader(name, value) }
-        if plan.gzip { try MultipartSupport.enableGzip(on: &request) }
+        if plan.gzip { request.bodyCompression = .gzip() }
         return request
     }
 
@@ -213,16 +229,30 @@ final class UploadRunner: Sendable {
     }
 }
 
-/// Multipart bodies and gzip compression need request-body features of the engine that are not there yet
-/// (issue 3); until then both modes say so clearly instead of sending something else.
-enum MultipartSupport {
-    static let isAvailable = false
+/// Bytes of one large file counted into the live progress while it is sent, so a big file moves the MB/s and
+/// ETA figures before it completes. Called on the loop thread: one exchange and one add.
+private final class LiveFileBytes: Sendable {
+    private let counted = Atomic<Int>(0)
+    private let limit: Int
 
-    static func request(for item: UploadItem, plan: UploadPlan) throws -> CurlewRequest {
-        throw CommandFailure("--mode multipart is not yet supported by this build of the engine")
+    init(limit: Int64) { self.limit = Int(limit) }
+
+    /// Adds the growth since the last report to `total`, unless the file was settled (a late report after the end).
+    func report(sent: Int64, into total: borrowing Atomic<Int>) {
+        let now = min(Int(sent), limit)
+        var before = counted.load(ordering: .relaxed)
+        while before >= 0 && now > before {
+            let (exchanged, original) = counted.compareExchange(expected: before, desired: now, ordering: .relaxed)
+            if exchanged {
+                total.add(now - before, ordering: .relaxed)
+                return
+            }
+            before = original
+        }
     }
 
-    static func enableGzip(on request: inout CurlewRequest) throws {
-        throw CommandFailure("--gzip is not yet supported by this build of the engine")
+    /// Stops counting and returns what was counted, so the caller can settle the total.
+    func settle() -> Int {
+        max(0, counted.exchange(-1, ordering: .relaxed))
     }
 }

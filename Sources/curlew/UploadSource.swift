@@ -75,7 +75,9 @@ enum UploadSource {
                 listing.items.append(item(relativePath: relativePath, absolutePath: path, status: status))
             case S_IFLNK:
                 var target = stat()
-                if stat(path, &target) == 0, target.st_mode & S_IFMT == S_IFREG {
+                if stat(path, &target) != 0 {
+                    listing.problems.append(UnlistablePath(relativePath: relativePath, reason: "broken symbolic link: \(String(cString: strerror(errno)))"))
+                } else if target.st_mode & S_IFMT == S_IFREG {
                     listing.items.append(item(relativePath: relativePath, absolutePath: path, status: target))
                 }
             default:

@@ -35,6 +35,9 @@ public final class NginxServer: Sendable {
     public let caFile: String
     /// The folder behind `/dav/`: a `PUT /dav/a/b` lands in `scratchDirectory + "/a/b"`.
     public let scratchDirectory: String
+    /// Every request to `/dav/` as one line, `METHOD STATUS REQUEST-URI` (the URI as sent, still
+    /// percent-encoded), written unbuffered, so tests can count what reached the server.
+    public var davAccessLogPath: String { (self.scratchDirectory as NSString).deletingLastPathComponent + "/dav-access.log" }
     private let process: SupervisedProcess
 
     /// `http://127.0.0.1:httpPort`
@@ -154,6 +157,7 @@ enum NginxConfig {
 
         http {
             access_log off;
+            log_format curlew_dav '$request_method $status $request_uri';
             types {
                 application/json json;
                 text/plain txt;
@@ -231,6 +235,7 @@ enum NginxConfig {
             create_full_put_path on;
             dav_access user:rw group:rw all:r;
             client_max_body_size 0;
+            access_log \(prefix)/dav-access.log curlew_dav;
         }
 
         location = /upload {

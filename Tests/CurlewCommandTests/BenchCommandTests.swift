@@ -1,0 +1,175 @@
+import CurlewLoopbackServer
+import CurlewTestSupport
+import Foundation
+import Histogram
+import Testing
+
+@Suite struct BenchCommandTests {
+    @Test(arguments: [(1000, 64), (7, 64), (1, 1)])
+    func sendsExactlyTheRequestedNumberOfRequests(requests: Int, connections: Int) async throws {
+        try await withLoopbackServer { server in
+            let output = try await CurlewBinary.run([
+                "bench", server.baseURL + "/small", "-n", String(requests), "-c", String(connections), "--json",
+            ])
+            #expect(output.status == 0, "\(output.stderr)")
+            // Counted by the server, not by the command.
+            #expect(server.requestsServed == requests)
+            let json = try output.json()
+            #expect(json["requests"] as? Int == requests)
+            #expect(json["succeeded"] as? Int == requests)
+            #expect((json["statusCodes"] as? [String: Int])?["200"] == requests)
+        }
+    }
+
+    @Test func jsonSummaryHasEveryDocumentedField() async throws {
+        try await withLoopbackServer { server in
+            let output = try await CurlewBinary.run(["bench", server.baseURL + "/small", "-n", "300", "-c", "8", "--json"])
+            #expect(output.status == 0, "\(output.stderr)")
+            let json = try output.json()
+            for key in [
+                "url", "method", "connections", "loops", "requests", "succeeded", "failed", "failures", "statusCodes",
+                "durationSeconds", "requestsPerSecond", "latencyMicroseconds", "latencyFrom", "bytesSent",
+                "bytesReceived", "connectionsOpened", "interrupted",
+            ] {
+                #expect(json[key] != nil, "missing \(key)")
+            }
+            #expect(json["method"] as? String == "GET")
+            #expect(json["connections"] as? Int == 8)
+            #expect(json["failed"] as? Int == 0)
+            #expect(json["latencyFrom"] as? String == "actual")
+            let opened = try #require(json["connectionsOpened"] as? Int)
+            #expect((1...8).contains(opened))
+            #expect(opened == server.acceptedConnections)
+            // 300 responses of 100 bytes each plus their headers.
+            #expect(try #require(json["bytesReceived"] as? Int) > 300 * 100)
+            let latency = try #require(json["latencyMicroseconds"] as? [String: Double])
+            let p50 = try #require(latency["p50"]), p90 = try #require(latency["p90"])
+            let p99 = try #require(latency["p99"]), p999 = try #require(latency["p99_9"])
+            let max = try #require(latency["max"]), mean = try #require(latency["mean"])
+            #expect(p50 > 0 && p50 <= p90 && p90 <= p99 && p99 <= p999 && p999 <= max)
+            #expect(mean > 0 && mean <= max)
+            // Nothing but the JSON object on stdout.
+            #expect(output.stdout.split(separator: "\n").count == 1)
+        }
+    }
+
+    @Test func postsTheBodyFileAndHeaders() async throws {
+        let bodyPath = NSTemporaryDirectory() + "curlew-bench-body-\(UUID().uuidString)"
+        try Data(repeating: 0x61, count: 1000).write(to: URL(fileURLWithPath: bodyPath))
+        defer { try? FileManager.default.removeItem(atPath: bodyPath) }
+        try await withLoopbackServer { server in
+            let output = try await CurlewBinary.run([
+                "bench", server.baseURL + "/upload", "-m", "POST", "-H", "X-Trace: abc", "--body-file", bodyPath,
+                "-n", "20", "-c", "4", "--json",
+            ])
+            #expect(output.status == 0, "\(output.stderr)")
+            #expect(server.bytesReceived == 20 * 1000)
+            let json = try output.json()
+            #expect(json["bytesSent"] as? Int == 20 * 1000)
+            #expect(json["method"] as? String == "POST")
+        }
+    }
+
+    @Test func progressIsPlainLinesWhenNotOnATerminal() async throws {
+        try await withLoopbackServer { server in
+            // A fixed schedule keeps the run cheap and the request count exact: 200/s for 800 ms.
+            let output = try await CurlewBinary.run([
+                "bench", server.baseURL + "/small", "-d", "800ms", "--rate", "200", "-c", "4", "--progress-interval", "100ms",
+            ])
+            #expect(output.status == 0, "\(output.stderr)")
+            #expect(server.requestsServed == 160)
+            let progressLines = output.stderr.split(separator: "\n").filter { $0.hasPrefix("progress: ") }
+            #expect(progressLines.count >= 3, "\(output.stderr)")
+            #expect(!output.stderr.contains("\r"))
+            #expect(!output.stderr.contains("\u{1B}"))
+            #expect(progressLines.allSatisfy { $0.contains("requests") && $0.contains("req/s") && $0.contains("errors") })
+            #expect(output.stdout.contains("requests/s"))
+            #expect(output.stdout.contains("p99.9"))
+        }
+    }
+
+    @Test func rateMeasuresLatencyFromTheIntendedSendTime() async throws {
+        try await withLoopbackServer { server in
+            // Each response takes 50 ms but one is due every 10 ms on one connection: the backlog grows, and the
+            // last requests are about 800 ms late. Latency counted from the actual send would stay near 50 ms.
+            let output = try await CurlewBinary.run([
+                "bench", server.baseURL + "/delay/50", "--rate", "100", "-n", "20", "-c", "1", "--json",
+            ])
+            #expect(output.status == 0, "\(output.stderr)")
+            let json = try output.json()
+            #expect(json["latencyFrom"] as? String == "intended")
+            let latency = try #require(json["latencyMicroseconds"] as? [String: Double])
+            #expect(try #require(latency["max"]) > 500_000)
+            #expect(try #require(latency["p50"]) > 200_000)
+            #expect(server.requestsServed == 20)
+        }
+    }
+
+    @Test func histogramOutputMergesExactly() async throws {
+        let directory = NSTemporaryDirectory() + "curlew-histograms-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try await withLoopbackServer { server in
+            var merged = Histogram<UInt64>(numberOfSignificantValueDigits: .three)
+            for (index, count) in [120, 80].enumerated() {
+                let path = "\(directory)/run\(index).json"
+                let output = try await CurlewBinary.run([
+                    "bench", server.baseURL + "/small", "-n", String(count), "-c", "4", "--histogram-out", path, "--no-progress",
+                ])
+                #expect(output.status == 0, "\(output.stderr)")
+                let histogram = try JSONDecoder().decode(Histogram<UInt64>.self, from: Data(contentsOf: URL(fileURLWithPath: path)))
+                #expect(histogram.totalCount == UInt64(count))
+                merged.add(histogram)
+            }
+            #expect(merged.totalCount == 200)
+            #expect(merged.max > 0)
+        }
+    }
+
+    @Test func failuresAreCountedByKind() async throws {
+        let closedPort = try FreePort.allocate()
+        let output = try await CurlewBinary.run(["bench", "http://127.0.0.1:\(closedPort)/", "-n", "5", "-c", "2", "--json"])
+        #expect(output.status == 0, "\(output.stderr)")
+        let json = try output.json()
+        #expect(json["requests"] as? Int == 5)
+        #expect(json["failed"] as? Int == 5)
+        #expect((json["failures"] as? [String: Int])?["connectionRefused"] == 5)
+    }
+
+    @Test func httpErrorStatusesCountAsFailures() async throws {
+        try await withLoopbackServer { server in
+            let output = try await CurlewBinary.run(["bench", server.baseURL + "/status/503", "-n", "10", "-c", "2", "--json"])
+            let json = try output.json()
+            #expect(json["failed"] as? Int == 10)
+            #expect((json["failures"] as? [String: Int])?["http5xx"] == 10)
+            #expect((json["statusCodes"] as? [String: Int])?["503"] == 10)
+        }
+    }
+
+    @Test func embeddedServerRunsWithoutAURL() async throws {
+        let output = try await CurlewBinary.run(["bench", "-n", "200", "-c", "4", "--json"])
+        #expect(output.status == 0, "\(output.stderr)")
+        let json = try output.json()
+        #expect(json["requests"] as? Int == 200)
+        let server = try #require(json["embeddedServer"] as? [String: Int])
+        #expect(server["requests"] == 200)
+        #expect((json["url"] as? String)?.hasPrefix("http://127.0.0.1:") == true)
+    }
+
+    @Test(arguments: [
+        (["bench", "-c", "0"], "-c/--connections"),
+        (["bench", "-n", "5", "-d", "1s"], "not both"),
+        (["bench", "-d", "ten"], "'ten' is invalid"),
+        (["bench", "--rate", "-3"], "--rate"),
+        (["bench", "-H", "NoColon", "http://127.0.0.1:1/"], "Name: value"),
+        (["bench", "ftp://127.0.0.1/", "-n", "1"], "ftp://"),
+        (["bench", "--body-file", "/nonexistent/body", "http://127.0.0.1:1/"], "/nonexistent/body"),
+        (["bench", "--http2", "--h2c"], "exclude"),
+        (["frobnicate"], "frobnicate"),
+    ])
+    func badArgumentsExplainThemselves(arguments: [String], mention: String) async throws {
+        let output = try await CurlewBinary.run(arguments)
+        #expect(output.status != 0)
+        #expect(output.stderr.contains(mention), "stderr: \(output.stderr)")
+    }
+}

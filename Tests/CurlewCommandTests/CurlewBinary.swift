@@ -1,0 +1,155 @@
+import CurlewTestSupport
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// The result of one run of the `curlew` executable.
+struct CommandOutput: Sendable {
+    /// The exit status, or 128 + signal number when a signal ended it (as shells report it).
+    let status: Int32
+    let stdout: String
+    let stderr: String
+
+    /// The last stdout line parsed as a JSON object (what `--json` prints).
+    func json() throws -> [String: Any] {
+        guard let line = stdout.split(separator: "\n").last,
+            let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+        else { throw TestSupportError("no JSON object on stdout:\n\(stdout)\nstderr:\n\(stderr)") }
+        return object
+    }
+}
+
+/// The built `curlew` executable, run as a child process with stdout and stderr in files (never a terminal).
+struct CurlewBinary {
+    /// `CURLEW_BINARY`, or `curlew` next to the test bundle (`swift build --build-tests` and `swift test` build both
+    /// into the same folder, whatever the scratch path).
+    static func path() throws -> String {
+        if let override = ProcessInfo.processInfo.environment["CURLEW_BINARY"], !override.isEmpty { return override }
+        var buffer = [CChar](repeating: 0, count: 4096)
+        let length = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+        guard length > 0 else { throw TestSupportError("cannot read /proc/self/exe") }
+        var directory = URL(fileURLWithPath: String(decoding: buffer[..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self))
+            .deletingLastPathComponent()
+        // The bundle may be a folder (`*.xctest/…`) on some toolchains.
+        for _ in 0..<4 {
+            let candidate = directory.appendingPathComponent("curlew").path
+            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+            directory.deleteLastPathComponent()
+        }
+        throw TestSupportError("the curlew executable was not found next to the test bundle; build it (`swift build --build-tests`) or set CURLEW_BINARY")
+    }
+
+    /// Starts `curlew ARGUMENTS`, optionally behind a wrapper such as `setpriv …`.
+    static func start(_ arguments: [String], wrapper: [String] = []) throws -> RunningCommand {
+        let directory = NSTemporaryDirectory() + "curlew-command-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let stdoutPath = directory + "/stdout"
+        let stderrPath = directory + "/stderr"
+        let argv = wrapper + [try path()] + arguments
+        let pid = try spawn(argv, stdoutPath: stdoutPath, stderrPath: stderrPath)
+        return RunningCommand(pid: pid, directory: directory, stdoutPath: stdoutPath, stderrPath: stderrPath)
+    }
+
+    /// Runs `curlew ARGUMENTS` to the end (at most `timeout`).
+    static func run(_ arguments: [String], wrapper: [String] = [], timeout: Duration = .seconds(60)) async throws -> CommandOutput {
+        try await start(arguments, wrapper: wrapper).finish(timeout: timeout)
+    }
+
+    private static func spawn(_ argv: [String], stdoutPath: String, stderrPath: String) throws -> pid_t {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, stdoutPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        posix_spawn_file_actions_addopen(&actions, 2, stderrPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        // The test process holds servers' sockets that are not close-on-exec; the child must not keep them open.
+        typealias AddCloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
+        if let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np") {
+            _ = unsafeBitCast(symbol, to: AddCloseFrom.self)(&actions, 3)
+        }
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var emptyMask = sigset_t()
+        sigemptyset(&emptyMask)
+        posix_spawnattr_setsigmask(&attributes, &emptyMask)
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        for signal in [SIGPIPE, SIGTERM, SIGINT, SIGHUP, SIGCHLD] { sigaddset(&defaults, signal) }
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+
+        let environment = ProcessInfo.processInfo.environment
+            .filter { !["http_proxy", "https_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"].contains($0.key) }
+            .map { "\($0.key)=\($0.value)" }
+        let cArguments = argv.map { strdup($0) } + [nil]
+        let cEnvironment = environment.map { strdup($0) } + [nil]
+        defer {
+            cArguments.forEach { free($0) }
+            cEnvironment.forEach { free($0) }
+        }
+        var pid: pid_t = 0
+        let status = posix_spawnp(&pid, argv[0], &actions, &attributes, cArguments, cEnvironment)
+        guard status == 0 else { throw TestSupportError("cannot start \(argv[0]): \(String(cString: strerror(status)))") }
+        return pid
+    }
+}
+
+/// A started `curlew` process.
+final class RunningCommand: Sendable {
+    let pid: pid_t
+    let directory: String
+    let stdoutPath: String
+    let stderrPath: String
+
+    init(pid: pid_t, directory: String, stdoutPath: String, stderrPath: String) {
+        self.pid = pid
+        self.directory = directory
+        self.stdoutPath = stdoutPath
+        self.stderrPath = stderrPath
+    }
+
+    func signal(_ signal: Int32) {
+        kill(pid, signal)
+    }
+
+    /// Whether the process is still running (it is not reaped here, so `finish` still gets its status).
+    var isRunning: Bool {
+        // The state letter follows the command name's closing parenthesis; Z is an exited, unreaped child.
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let close = stat.lastIndex(of: ")")
+        else { return false }
+        return !stat[stat.index(after: close)...].trimmingCharacters(in: .whitespaces).hasPrefix("Z")
+    }
+
+    var currentStderr: String {
+        (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? ""
+    }
+
+    /// Waits for the exit (polling without blocking a thread of the cooperative pool), killing the process
+    /// if it outlives `timeout`.
+    func finish(timeout: Duration = .seconds(60)) async throws -> CommandOutput {
+        var rawStatus: Int32 = 0
+        do {
+            try await waitUntil(timeout: timeout, pollInterval: .milliseconds(5), "curlew to exit") {
+                waitpid(self.pid, &rawStatus, WNOHANG) == self.pid
+            }
+        } catch {
+            kill(pid, SIGKILL)
+            _ = waitpid(pid, &rawStatus, 0)
+            throw TestSupportError("curlew did not exit within \(timeout); stderr:\n\(currentStderr)")
+        }
+        let terminatingSignal = rawStatus & 0x7f
+        let status = terminatingSignal == 0 ? (rawStatus >> 8) & 0xff : 128 + terminatingSignal
+        let output = CommandOutput(
+            status: status,
+            stdout: (try? String(contentsOfFile: stdoutPath, encoding: .utf8)) ?? "",
+            stderr: currentStderr)
+        try? FileManager.default.removeItem(atPath: directory)
+        return output
+    }
+}

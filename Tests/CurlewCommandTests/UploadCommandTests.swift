@@ -1,0 +1,250 @@
+import Crypto
+import CurlewLoopbackServer
+import CurlewTestSupport
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+@Suite struct UploadCommandTests {
+    static let awkwardNames = [
+        "plain.txt",
+        "with space.txt",
+        "hash#tag.txt",
+        "percent%41sign.txt",
+        "question?mark.txt",
+        "quotes \"double\" and 'single'.txt",
+        "ünïcødé/日本語 ファイル.txt",
+        "deep/er/still/plus+and&amp;=.txt",
+        "empty.bin",
+        "deep/empty too",
+    ]
+
+    @Test func putsAwkwardNamesAndEmptyFilesToWebDAVIntact() async throws {
+        let nginx = try await NginxServer.shared()
+        let target = DavTarget(nginx: nginx)
+        let tree = try SourceTree()
+        defer {
+            tree.remove()
+            target.remove()
+        }
+        for name in Self.awkwardNames {
+            try tree.write(name, name.contains("empty") ? [] : SourceTree.content(for: name, size: 3000))
+        }
+
+        let output = try await CurlewBinary.run(["upload", tree.root, target.url, "--concurrency", "4", "--json"])
+        #expect(output.status == 0, "\(output.stdout)\n\(output.stderr)")
+        let json = try output.json()
+        #expect(json["uploaded"] as? Int == Self.awkwardNames.count)
+        #expect(json["failed"] as? Int == 0)
+        #expect(json["files"] as? Int == Self.awkwardNames.count)
+
+        for name in Self.awkwardNames {
+            let stored = target.storedPath(name)
+            #expect(FileManager.default.fileExists(atPath: stored), "\(name) is not on the server")
+            #expect(try FileDigest.sha256(ofFile: stored) == FileDigest.sha256(ofFile: tree.root + "/" + name), "\(name) differs")
+        }
+        try await waitUntil(timeout: .seconds(10), "nginx to log every PUT") {
+            try target.acceptedPuts().values.reduce(0, +) >= Self.awkwardNames.count
+        }
+        let puts = try target.acceptedPuts()
+        #expect(Set(puts.keys) == Set(Self.awkwardNames))
+        #expect(puts.values.allSatisfy { $0 == 1 })
+    }
+
+    @Test func uploadsA300MiBFileByteForByte() async throws {
+        let nginx = try await NginxServer.shared()
+        let target = DavTarget(nginx: nginx)
+        let tree = try SourceTree(prefix: "curlew-upload-large")
+        defer {
+            tree.remove()
+            target.remove()
+        }
+        // A 1 MiB block whose first bytes carry its index: cheap to write, and a lost, repeated or reordered block
+        // changes the digest.
+        let blockSize = 1 << 20
+        let blocks = 300
+        let path = tree.root + "/large.bin"
+        #expect(FileManager.default.createFile(atPath: path, contents: nil))
+        let handle = try #require(FileHandle(forWritingAtPath: path))
+        var block = [UInt8](SourceTree.content(for: "large", size: blockSize))
+        var hasher = SHA256()
+        for index in 0..<blocks {
+            withUnsafeBytes(of: UInt64(index).littleEndian) { block.replaceSubrange(0..<8, with: $0) }
+            try handle.write(contentsOf: block)
+            hasher.update(data: block)
+        }
+        try handle.close()
+        let sourceDigest = hasher.finalize()
+
+        let output = try await CurlewBinary.run(["upload", tree.root, target.url, "--json"], timeout: .seconds(180))
+        #expect(output.status == 0, "\(output.stdout)\n\(output.stderr)")
+        let json = try output.json()
+        #expect(json["bytes"] as? Int == blockSize * blocks)
+        let stored = target.storedPath("large.bin")
+        let attributes = try FileManager.default.attributesOfItem(atPath: stored)
+        #expect((attributes[.size] as? NSNumber)?.intValue == blockSize * blocks)
+        #expect(try FileDigest.sha256(ofFile: stored) == sourceDigest)
+    }
+
+    @Test func resumesAfterKillWithoutResendingCompletedFiles() async throws {
+        let nginx = try await NginxServer.shared()
+        let target = DavTarget(nginx: nginx)
+        let tree = try SourceTree(prefix: "curlew-upload-resume")
+        let journal = tree.root + ".journal"
+        defer {
+            tree.remove()
+            target.remove()
+            try? FileManager.default.removeItem(atPath: journal)
+        }
+        let names = (0..<200).map { String(format: "batch %02d/file #%03d.dat", $0 % 7, $0) }
+        for name in names { try tree.write(name, SourceTree.content(for: name, size: 4096)) }
+
+        // Paced at 100 files/s, so the run is still going when it is killed.
+        let first = try CurlewBinary.start([
+            "upload", tree.root, target.url, "--journal", journal, "--rate", "100", "--concurrency", "4", "--no-progress",
+        ])
+        try await waitUntil(timeout: .seconds(30), "the journal to record 50 files") {
+            ((try? journaledPaths(journal).count) ?? 0) >= 50
+        }
+        #expect(first.isRunning)
+        first.signal(SIGKILL)
+        let killed = try await first.finish()
+        #expect(killed.status == 128 + SIGKILL)
+
+        let completedBeforeKill = try journaledPaths(journal)
+        #expect(completedBeforeKill.count >= 50 && completedBeforeKill.count < names.count)
+        // What a write cut short by a crash would leave: a line without its newline.
+        let torn = try #require(FileHandle(forWritingAtPath: journal))
+        try torn.seekToEnd()
+        try torn.write(contentsOf: Data("done\t4096\t17".utf8))
+        try torn.close()
+
+        let second = try await CurlewBinary.run(["upload", tree.root, target.url, "--journal", journal, "--concurrency", "4", "--json"])
+        #expect(second.status == 0, "\(second.stdout)\n\(second.stderr)")
+        let json = try second.json()
+        #expect(json["skipped"] as? Int == completedBeforeKill.count)
+        #expect(json["uploaded"] as? Int == names.count - completedBeforeKill.count)
+
+        for name in names {
+            let stored = target.storedPath(name)
+            #expect(FileManager.default.contents(atPath: stored).map(Array.init) == SourceTree.content(for: name, size: 4096), "\(name)")
+        }
+        try await waitUntil(timeout: .seconds(10), "nginx to log a PUT of every file") {
+            try target.acceptedPuts().count == names.count
+        }
+        let puts = try target.acceptedPuts()
+        for name in completedBeforeKill {
+            #expect(puts[name] == 1, "\(name) was journaled before the kill but sent \(puts[name] ?? 0) times")
+        }
+        // Only the transfers in flight at the kill (at most the concurrency) may have reached the server twice.
+        #expect(puts.values.reduce(0, +) <= names.count + 4)
+        #expect(try Set(journaledPaths(journal)) == Set(names))
+    }
+
+    @Test func interruptStopsStartingFilesAndLeavesAConsistentJournal() async throws {
+        let tree = try SourceTree(prefix: "curlew-upload-interrupt")
+        let journal = tree.root + ".journal"
+        defer {
+            tree.remove()
+            try? FileManager.default.removeItem(atPath: journal)
+        }
+        let names = (0..<100).map { "file-\($0).txt" }
+        for name in names { try tree.write(name, SourceTree.content(for: name, size: 512)) }
+
+        let first = try CurlewBinary.start(["upload", tree.root, "--journal", journal, "--rate", "50", "--concurrency", "2", "--json", "--no-progress"])
+        try await waitUntil(timeout: .seconds(30), "the journal to record 10 files") {
+            ((try? journaledPaths(journal).count) ?? 0) >= 10
+        }
+        first.signal(SIGINT)
+        let interrupted = try await first.finish()
+        #expect(interrupted.status == 130, "\(interrupted.stderr)")
+        let json = try interrupted.json()
+        #expect(json["interrupted"] as? Bool == true)
+        #expect(try #require(json["notStarted"] as? Int) > 0)
+        let recorded = try journaledPaths(journal)
+        #expect(recorded.count == json["uploaded"] as? Int)
+        #expect(try String(contentsOfFile: journal, encoding: .utf8).hasSuffix("\n"))
+
+        let second = try await CurlewBinary.run(["upload", tree.root, "--journal", journal, "--json"])
+        #expect(second.status == 0)
+        let resumed = try second.json()
+        #expect(resumed["skipped"] as? Int == recorded.count)
+        #expect(resumed["uploaded"] as? Int == names.count - recorded.count)
+    }
+
+    @Test func unreadableFilesFailButTheRunGoesOn() async throws {
+        let tree = try SourceTree(prefix: "curlew-upload-unreadable")
+        defer { tree.remove() }
+        for name in ["a.txt", "b.txt", "c/d.txt"] { try tree.write(name, SourceTree.content(for: name, size: 100)) }
+        let locked = try tree.write("locked.txt", SourceTree.content(for: "locked", size: 100))
+        chmod(locked, 0)
+        try FileManager.default.createSymbolicLink(atPath: tree.root + "/dangling", withDestinationPath: tree.root + "/nowhere")
+        // root reads any file, so as root the command runs as nobody to meet a permission it lacks.
+        let wrapper =
+            geteuid() == 0 ? ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all"] : []
+
+        let output = try await CurlewBinary.run(["upload", tree.root, "--json"], wrapper: wrapper)
+        #expect(output.status == 1, "\(output.stdout)\n\(output.stderr)")
+        let json = try output.json()
+        #expect(json["uploaded"] as? Int == 3)
+        #expect(json["failed"] as? Int == 2)
+        let failures = try #require(json["failures"] as? [[String: String]])
+        #expect(failures.map { $0["path"] } == ["dangling", "locked.txt"])
+        #expect(failures.last?["error"]?.contains("requestBodyFailed") == true, "\(failures)")
+
+        let text = try await CurlewBinary.run(["upload", tree.root, "--no-progress"], wrapper: wrapper)
+        #expect(text.status == 1)
+        #expect(text.stdout.contains("failed files:"))
+        #expect(text.stdout.contains("locked.txt"))
+    }
+
+    @Test func manifestListsFilesAndReportsMissingOnes() async throws {
+        let tree = try SourceTree(prefix: "curlew-upload-manifest")
+        defer { tree.remove() }
+        try tree.write("one.txt", Array("one".utf8))
+        try tree.write("sub/two.txt", Array("two!".utf8))
+        let manifest = try tree.write("list.txt", Array("one.txt\n\nsub/two.txt\nmissing.txt\n".utf8))
+
+        let output = try await CurlewBinary.run(["upload", manifest, "--json"])
+        #expect(output.status == 1)
+        let json = try output.json()
+        #expect(json["uploaded"] as? Int == 2)
+        #expect(json["bytes"] as? Int == 7)
+        #expect((json["failures"] as? [[String: String]])?.map { $0["path"] } == ["missing.txt"])
+        #expect((json["embeddedServer"] as? [String: Int])?["bytes"] == 7)
+    }
+
+    @Test func progressIsPlainLinesWhenNotOnATerminal() async throws {
+        let tree = try SourceTree(prefix: "curlew-upload-progress")
+        defer { tree.remove() }
+        for index in 0..<30 { try tree.write("f\(index)", [UInt8](repeating: 1, count: 1000)) }
+        let output = try await CurlewBinary.run(["upload", tree.root, "--rate", "50", "--progress-interval", "100ms"])
+        #expect(output.status == 0)
+        let lines = output.stderr.split(separator: "\n").filter { $0.hasPrefix("progress: ") }
+        #expect(lines.count >= 3, "\(output.stderr)")
+        #expect(lines.allSatisfy { $0.contains("files") && $0.contains("MB/s") && $0.contains("ETA") })
+        #expect(!output.stderr.contains("\r") && !output.stderr.contains("\u{1B}"))
+        #expect(output.stdout.contains("30: 30 uploaded"))
+    }
+
+    @Test(arguments: [
+        (["upload"], "<source>"),
+        (["upload", "/nonexistent/source/dir", "http://127.0.0.1:1/"], "/nonexistent/source/dir"),
+        (["upload", "/tmp", "--concurrency", "0"], "--concurrency"),
+        (["upload", "/tmp", "--mode", "carrier-pigeon"], "carrier-pigeon"),
+        (["upload", "/tmp", "--field", "a=b"], "--mode multipart"),
+        (["upload", "/tmp", "--retries", "99"], "--retries"),
+        (["upload", "/tmp", "ftp://127.0.0.1/x/"], "ftp://"),
+        (["upload", "/tmp", "-H", "broken"], "Name: value"),
+    ])
+    func badArgumentsExplainThemselves(arguments: [String], mention: String) async throws {
+        let output = try await CurlewBinary.run(arguments)
+        #expect(output.status != 0)
+        #expect(output.stderr.contains(mention), "stderr: \(output.stderr)")
+    }
+}
