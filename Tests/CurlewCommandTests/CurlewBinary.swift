@@ -54,6 +54,15 @@ struct CurlewBinary {
         return RunningCommand(pid: pid, directory: directory, stdoutPath: stdoutPath, stderrPath: stderrPath)
     }
 
+    /// Runs another program (an independent checker such as gzip) to the end.
+    static func runProgram(_ argv: [String], timeout: Duration = .seconds(60)) async throws -> CommandOutput {
+        let directory = NSTemporaryDirectory() + "curlew-command-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let pid = try spawn(argv, stdoutPath: directory + "/stdout", stderrPath: directory + "/stderr")
+        return try await RunningCommand(pid: pid, directory: directory, stdoutPath: directory + "/stdout", stderrPath: directory + "/stderr")
+            .finish(timeout: timeout)
+    }
+
     /// Runs `curlew ARGUMENTS` to the end (at most `timeout`).
     static func run(_ arguments: [String], wrapper: [String] = [], timeout: Duration = .seconds(60)) async throws -> CommandOutput {
         try await start(arguments, wrapper: wrapper).finish(timeout: timeout)

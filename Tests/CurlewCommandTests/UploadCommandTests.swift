@@ -248,3 +248,64 @@ import Musl
         #expect(output.stderr.contains(mention), "stderr: \(output.stderr)")
     }
 }
+
+@Suite struct UploadBodyModeTests {
+    @Test func multipartSendsTheFileAndItsPathAndFields() async throws {
+        let server = try await RecordingServer.start()
+        let tree = try SourceTree(prefix: "curlew-upload-multipart")
+        defer { tree.remove() }
+        let names = ["a.txt", "dir/b c.bin", "dir/é\"q\".txt", "empty"]
+        for name in names { try tree.write(name, name == "empty" ? [] : SourceTree.content(for: name, size: 700)) }
+
+        let output = try await CurlewBinary.run([
+            "upload", tree.root, server.baseURL + "/forms", "--mode", "multipart", "--field", "album=holiday",
+            "--field", "owner=ada=lovelace", "--json",
+        ])
+        try await server.shutdown()
+        #expect(output.status == 0, "\(output.stdout)\n\(output.stderr)")
+        #expect(try output.json()["uploaded"] as? Int == names.count)
+
+        let requests = server.requests
+        #expect(requests.count == names.count)
+        var seen: Set<String> = []
+        for request in requests {
+            #expect(request.method == "POST")
+            #expect(request.uri == "/forms")
+            let contentType = try #require(request.header("content-type"))
+            #expect(contentType.hasPrefix("multipart/form-data"))
+            let parts = try #require(MultipartParts.parse(body: request.body, contentType: contentType))
+            #expect(parts.map { $0.disposition("name") } == ["path", "album", "owner", "file"])
+            let path = String(decoding: parts[0].content, as: UTF8.self)
+            seen.insert(path)
+            #expect(parts[1].content.elementsEqual("holiday".utf8))
+            #expect(parts[2].content.elementsEqual("ada=lovelace".utf8))
+            #expect(parts[3].content == SourceTree.content(for: path, size: path == "empty" ? 0 : 700), "\(path)")
+            #expect(parts[3].disposition("filename") != nil)
+        }
+        #expect(seen == Set(names))
+    }
+
+    @Test func gzipCompressesEachFileOnTheWay() async throws {
+        let nginx = try await NginxServer.shared()
+        let target = DavTarget(nginx: nginx)
+        let tree = try SourceTree(prefix: "curlew-upload-gzip")
+        defer {
+            tree.remove()
+            target.remove()
+        }
+        // Compressible: a repeated line.
+        let text = Array(String(repeating: "curlew compresses this line on the fly\n", count: 2000).utf8)
+        try tree.write("logs/app.log", text)
+
+        let output = try await CurlewBinary.run(["upload", tree.root, target.url, "--gzip", "--json"])
+        #expect(output.status == 0, "\(output.stdout)\n\(output.stderr)")
+        let stored = try #require(FileManager.default.contents(atPath: target.storedPath("logs/app.log")))
+        #expect(stored.starts(with: [0x1f, 0x8b]))
+        #expect(stored.count < text.count / 10)
+        // gzip(1) is the independent decoder.
+        let decoded = target.storedPath("logs/app.log.decoded")
+        let gunzip = try await CurlewBinary.runProgram(["/bin/sh", "-c", "gzip -dc < \"$0\" > \"$1\"", target.storedPath("logs/app.log"), decoded])
+        #expect(gunzip.status == 0, "\(gunzip.stderr)")
+        #expect(FileManager.default.contents(atPath: decoded).map(Array.init) == text)
+    }
+}
