@@ -22,6 +22,8 @@ var dependencies: [Package.Dependency] = [
 var products: [Product] = [
     .executable(name: "bench-ahc", targets: ["BenchAHC"]),
     .executable(name: "bench-urlsession", targets: ["BenchURLSession"]),
+    .executable(name: "bench-ahc-upload", targets: ["BenchAHCUpload"]),
+    .executable(name: "bench-urlsession-upload", targets: ["BenchURLSessionUpload"]),
 ]
 
 var targets: [Target] = [
@@ -47,6 +49,23 @@ var targets: [Target] = [
         path: "Sources/bench-urlsession",
         swiftSettings: swiftSettings
     ),
+    // S4-S6 upload clients: one request of one file (see run.sh).
+    .executableTarget(
+        name: "BenchAHCUpload",
+        dependencies: [
+            "BenchSupport",
+            .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            .product(name: "NIOCore", package: "swift-nio"),
+        ],
+        path: "Sources/bench-ahc-upload",
+        swiftSettings: swiftSettings
+    ),
+    .executableTarget(
+        name: "BenchURLSessionUpload",
+        dependencies: ["BenchSupport"],
+        path: "Sources/bench-urlsession-upload",
+        swiftSettings: swiftSettings
+    ),
 ]
 
 if withEngine {
@@ -55,6 +74,19 @@ if withEngine {
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
     ]
     products.append(.executable(name: "bench-curlew", targets: ["BenchCurlew"]))
+    products.append(.executable(name: "bench-curlew-upload", targets: ["BenchCurlewUpload"]))
+    targets.append(
+        .executableTarget(
+            name: "BenchCurlewUpload",
+            dependencies: [
+                "BenchSupport",
+                .product(name: "CurlewEngine", package: "Curlew"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ],
+            path: "Sources/bench-curlew-upload",
+            swiftSettings: swiftSettings
+        )
+    )
     targets.append(
         .executableTarget(
             name: "BenchCurlew",

@@ -23,6 +23,30 @@ SCENARIOS = {
     "s1-c64-unpinned": ("S1", "GET /small, HTTP/1.1 keep-alive, c = 64, client unpinned (both cores; Curlew with --loops 2)", "n_c64"),
     "s2-h2-c64": ("S2", "GET /small, HTTP/2 over TLS multiplexed on one connection, c = 64 streams, client pinned", "n_h2"),
 }
+# Upload scenarios: one request of one file per run; MB/s of the file's bytes (input bytes for S6).
+UPLOADS = {
+    "s4-upload": ("S4", "POST /upload of a file (1 GiB in a full run), raw streamed body, c = 1, client pinned", "raw-libcurl"),
+    "s5-multipart": ("S5", "POST /upload of the same file as multipart/form-data (fields a=1, b=2, then the file), "
+                     "c = 1, client pinned", "curl-F"),
+    "s6-gzip": ("S6", "POST /upload of JSON lines (1 GiB in a full run), gzip level 1 on the fly (Content-Encoding: gzip), "
+                "c = 1, client pinned; MB/s of input", "zlib"),
+}
+UPLOAD_ORDER = ["raw-libcurl", "curlew-engine", "curl-T", "curl-data-binary", "curl-F", "zlib",
+                "gzip-curl", "gzip-curl-T", "async-http-client", "urlsession"]
+UPLOAD_LABEL = {
+    "raw-libcurl": {"s4-upload": "raw-libcurl (read callback)", "s5-multipart": "raw-libcurl (curl_mime)",
+                    "s6-gzip": "raw-libcurl (read callback deflating with zlib)"},
+    "curlew-engine": {"s4-upload": "curlew-engine (`.file`)", "s5-multipart": "curlew-engine (`MultipartForm`)",
+                      "s6-gzip": "curlew-engine (`.file` + `.gzip(level: 1)`)"},
+    "curl-T": "`curl -T file` (PUT)",
+    "curl-data-binary": "`curl --data-binary @file`",
+    "curl-F": "`curl -F a=1 -F b=2 -F file=@file`",
+    "zlib": "zlib alone: deflate level 1, gzip wrapper, no network",
+    "gzip-curl": "`gzip -1 -c file \\| curl --data-binary @-` (pipeline wall time)",
+    "gzip-curl-T": "`gzip -1 -c file \\| curl -T -` (streamed, chunked; pipeline wall time)",
+    "async-http-client": "async-http-client (`.stream` of 64 KiB file chunks)",
+    "urlsession": "urlsession (`upload(for:fromFile:)`)",
+}
 BUSY_PERCENT = 20
 CLIENT_ORDER = [
     "raw-libcurl", "curlew-engine", "curlew-engine-plain", "curlew-dispatch",
@@ -189,6 +213,120 @@ def parse_run(row, clk_tck):
     return run
 
 
+def parse_upload_run(row, clk_tck):
+    """One upload run -> dict with ok, reason, mbps, seconds, rss_mib, cpu_s, nginx_pct, other_pct, server."""
+    prefix = Path(row["prefix"])
+    run = {"ok": False, "reason": ""}
+    if row["status"] == "timeout":
+        run["reason"] = "timed out"
+        return run
+    rc = int(row["exit"]) if row["exit"] else -1
+    timing = parse_time(Path(str(prefix) + ".time"))
+    out_path = Path(str(prefix) + ".out")
+    err_path = Path(str(prefix) + ".err")
+    out = out_path.read_text(errors="replace") if out_path.exists() else ""
+    report = None
+    for line in out.splitlines():
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                report = json.loads(line)
+            except json.JSONDecodeError:
+                pass
+    if report is None:
+        run["reason"] = f"exit {rc}: {first_line(err_path) or 'no JSON line'}"
+        return run
+    if int(report.get("failures", 1)) != 0 or rc != 0:
+        run["reason"] = f"exit {rc}: {first_line(err_path)}"
+        return run
+    if not timing or "user" not in timing:
+        run["reason"] = "no /usr/bin/time output"
+        return run
+    run["seconds"] = float(report["seconds"])
+    run["bytes"] = int(report["bytes"])
+    run["mbps"] = run["bytes"] / run["seconds"] / 1e6 if run["seconds"] > 0 else 0.0
+    run["server"] = int(report.get("server_bytes", -1))
+    run["compressed"] = int(report.get("compressed_bytes", -1))
+    run["cpu_s"] = timing["user"] + timing["sys"]
+    run["rss_mib"] = timing.get("rss_kb", 0) / 1024.0
+    if timing.get("wall") and row.get("nginx_ticks"):
+        run["nginx_pct"] = int(row["nginx_ticks"]) / clk_tck / timing["wall"] * 100
+    if row.get("busy_ticks") and row.get("nginx_ticks") and timing.get("wall"):
+        foreign = int(row["busy_ticks"]) / clk_tck - run["cpu_s"] - int(row["nginx_ticks"]) / clk_tck
+        run["other_pct"] = max(foreign, 0.0) / timing["wall"] * 100
+    run["ok"] = True
+    return run
+
+
+def upload_section(scenario, clients, meta):
+    sid, title, reference = UPLOADS[scenario]
+    out = [f"## {sid}: {title}", ""]
+    summaries = {}
+    for client, runs in clients.items():
+        if runs and all(status == "ran" and run["ok"] for status, run in runs):
+            ok = [run for _, run in runs]
+            summaries[client] = {
+                "mbps": statistics.median(run["mbps"] for run in ok),
+                "min": min(run["mbps"] for run in ok),
+                "max": max(run["mbps"] for run in ok),
+                "rss": statistics.median(run["rss_mib"] for run in ok),
+                "rss_max": max(run["rss_mib"] for run in ok),
+                "cpu": statistics.median(run["cpu_s"] for run in ok),
+                "nginx": statistics.median(run["nginx_pct"] for run in ok) if all("nginx_pct" in r for r in ok) else None,
+                "other": statistics.median(run["other_pct"] for run in ok) if all("other_pct" in r for r in ok) else None,
+                "server": statistics.median(run["server"] for run in ok),
+                "bytes": ok[0]["bytes"],
+                "compressed": max(run["compressed"] for run in ok),
+                "count": len(ok),
+            }
+    ref = summaries.get(reference)
+    curlew = summaries.get("curlew-engine")
+    size = next((s["bytes"] for s in summaries.values()), None)
+    if size:
+        out.append(f"Input: {size:,} bytes; MB = 10^6 bytes; one request per run, medians of "
+                   f"{meta.get('upload_reps', '?')} runs.")
+        out.append("")
+    out.append(f"| client | MB/s (median) | min–max | peak RSS MiB (median; max) | client CPU s | MB/s ÷ {reference} "
+               "| CPU ÷ " + reference + " | MB/s ÷ curlew | nginx CPU % | body bytes nginx read | runs | other CPU % |")
+    out.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    names = [c for c in UPLOAD_ORDER if c in clients] + [c for c in clients if c not in UPLOAD_ORDER]
+    for client in names:
+        runs = clients[client]
+        label = UPLOAD_LABEL.get(client, client)
+        if isinstance(label, dict):
+            label = label.get(scenario, client)
+        if client in summaries:
+            x = summaries[client]
+            cells = [
+                label, fmt_int(x["mbps"]), f"{fmt_int(x['min'])}–{fmt_int(x['max'])}",
+                f"{x['rss']:.1f}; {x['rss_max']:.1f}", f"{x['cpu']:.2f}",
+                fmt_ratio(x["mbps"] / ref["mbps"] if ref else None),
+                fmt_ratio(x["cpu"] / ref["cpu"] if ref and ref["cpu"] > 0 else None),
+                fmt_ratio(x["mbps"] / curlew["mbps"] if curlew else None),
+                "–" if client == "zlib" or x["nginx"] is None else f"{x['nginx']:.0f}",
+                "– (no network)" if client == "zlib" else f"{x['server']:,.0f}",
+                f"{x['count']}/{len(runs)}",
+                "?" if x["other"] is None else f"{x['other']:.0f}",
+            ]
+        elif any(status == "skipped" for status, _ in runs):
+            note = next(run["reason"] for status, run in runs if status == "skipped")
+            cells = [label, note.replace("|", "\\|")] + [""] * 10
+        else:
+            failed = [run for status, run in runs if not run["ok"]]
+            reason = failed[0]["reason"].replace("|", "\\|") if failed else "?"
+            cells = [label, f"**FAILED** in {len(failed)}/{len(runs)} runs: {reason}"] + [""] * 8
+            cells += [f"{len(runs) - len(failed)}/{len(runs)}", ""]
+        out.append("| " + " | ".join(cells) + " |")
+    out.append("")
+    if scenario == "s6-gzip" and "zlib" in summaries:
+        z = summaries["zlib"]["compressed"]
+        same = [c for c in ("curlew-engine", "raw-libcurl") if c in summaries and summaries[c]["server"] == z]
+        out.append(f"- zlib level 1 compresses the input to {z:,} bytes ({z / summaries['zlib']['bytes'] * 100:.1f}%)"
+                   + (f"; nginx read exactly that many from {' and '.join(same)}" if same else "") + ".")
+        out.append("")
+    return out
+
+
 def fmt_int(value):
     return f"{value:,.0f}"
 
@@ -226,6 +364,10 @@ def main():
         entry = results.setdefault(row["scenario"], {}).setdefault(row["client"], [])
         if row["status"] == "skipped":
             entry.append(("skipped", {"ok": False, "reason": row["note"]}))
+        elif row["scenario"] in UPLOADS:
+            run = parse_upload_run(row, clk_tck)
+            parsed.append(run)
+            entry.append(("ran", run))
         else:
             run = parse_run(row, clk_tck)
             parsed.append(run)
@@ -261,9 +403,12 @@ def main():
         out.append("- **bench-curlew did not build** (CurlewEngine); its rows are marked skipped")
     out.append("")
 
-    order = [scenario for scenario in SCENARIOS if scenario in results]
-    order += [scenario for scenario in results if scenario not in SCENARIOS]
+    order = [scenario for scenario in list(SCENARIOS) + list(UPLOADS) if scenario in results]
+    order += [scenario for scenario in results if scenario not in SCENARIOS and scenario not in UPLOADS]
     for scenario in order:
+        if scenario in UPLOADS:
+            out += upload_section(scenario, results[scenario], meta)
+            continue
         sid, title, n_key = SCENARIOS.get(scenario, (scenario, scenario, ""))
         n = meta.get(n_key, "?")
         clients = results[scenario]
@@ -343,7 +488,27 @@ def main():
     out.append("- other CPU %: machine-wide busy CPU (/proc/stat) during the run minus the client's and nginx's own CPU, "
                "as % of one CPU (median of the runs). Near 0 on a quiet machine; when it is high, other processes "
                "competed with the run and its req/s is not to be trusted.")
-    out.append("")
+    if any(scenario in UPLOADS for scenario in results):
+        out.append("- Uploads (S4-S6): one request of one file per run, client pinned to one core, nginx to the other. "
+                   "MB/s = file bytes (S6: uncompressed input bytes) ÷ seconds, MB = 10^6 bytes. Seconds are measured "
+                   "inside each client, from the start of the request to the complete response (curl: its own "
+                   "`%{time_total}`), except the gzip pipelines, timed as a whole by `uploads/cli_upload.sh` "
+                   "(with `--data-binary @-` curl reads all of stdin before its timer starts). Peak RSS and client CPU "
+                   "(user + sys) are the whole process's from `/usr/bin/time -v` (a pipeline: the largest of its processes; "
+                   "CPU: all of them).")
+        out.append("- The server reads every body byte before it answers: nginx's `/upload` buffers the whole body "
+                   "(`proxy_request_buffering on`, to a file in /dev/shm) and only then asks its local upstream, which "
+                   "echoes the body size nginx counted (`$content_length`, the decoded size for chunked bodies); every run "
+                   "fails unless that count matches what the client sent. A bare `return 200` would answer first and "
+                   "discard the body: AsyncHTTPClient then stops sending after a few ms. The cost: nginx needs about "
+                   "0.65 s of CPU per GiB for it, so when 'nginx CPU %' is near 100 the server, not the client, sets "
+                   "the MB/s; 'client CPU s' is then the figure that compares the clients.")
+        if meta.get("upload_verified"):
+            out.append(f"- Byte-for-byte check of Curlew's bodies (WebDAV PUT, then `cmp`): {meta['upload_verified']}.")
+        out.append("- n/a: AsyncHTTPClient and URLSession have no multipart forms and no request compression. "
+                   "`curl --data-binary @file` is left out: curl 7.88 reads the file into memory and refuses 1 GiB "
+                   "(\"out of memory\").")
+        out.append("")
     print("\n".join(out))
 
 

@@ -13,7 +13,14 @@
 #   BENCH_N_H2             requests for S2 (HTTP/2, c=64) (default 100000, quick 10000)
 #   BENCH_WRK_SECONDS      duration of each wrk run      (default 3, quick 1)
 #   BENCH_TIMEOUT          seconds before one client run is killed and reported failed (default 120)
+#   BENCH_UPLOAD_REPS      repetitions of the upload scenarios S4-S6 (default 5, quick 1)
+#   BENCH_UPLOAD_BYTES     size of the upload input files (default 1 GiB, quick 128 MiB); made once under
+#                          results/raw/upload-inputs/ by uploads/make_inputs.py (git-ignored)
+#   BENCH_UPLOAD_TIMEOUT   seconds before one upload run is killed (default 120; urlsession: 60)
+#   BENCH_UPLOAD_VERIFY    1 (default, 0 in quick runs): once per run, PUT the S4 file and the S6 gzip body with
+#                          bench-curlew-upload into nginx's WebDAV folder and compare them byte for byte
 #   BENCH_SCENARIOS        space-separated subset of: s1-c1 s1-c16 s1-c64 s1-c64-unpinned s2-h2-c64
+#                          s4-upload s5-multipart s6-gzip
 #   BENCH_CLIENTS          space-separated subset of the client ids below
 #   BENCH_SKIP_BUILD=1     use the binaries already built
 #   BENCH_CLIENT_CPU       CPU the pinned client runs on (default 1); nginx's worker uses NGINX_CPU (default 0)
@@ -21,7 +28,8 @@
 #                          (other processes under 20% of a CPU for 1 s); default 0 = don't wait
 #
 # Clients: raw-libcurl curlew-engine curlew-engine-plain curlew-dispatch async-http-client urlsession
-# plus the ceilings wrk (S1) and h2load (S2).
+# plus the ceilings wrk (S1) and h2load (S2); for the uploads also curl's command line (curl-T, curl-F,
+# gzip-curl, gzip-curl-T; see uploads/cli_upload.sh) and zlib (deflate alone, no network, S6).
 #
 # Output: Benchmarks/results/latest.md (not for BENCH_QUICK=1 runs, unless BENCH_LATEST=1);
 # the report, every run's stdout, stderr and `/usr/bin/time -v` output, and the nginx config
@@ -44,6 +52,9 @@ if [ "$QUICK" = "1" ]; then
     N_C64=${BENCH_N_C64:-10000}
     N_H2=${BENCH_N_H2:-10000}
     WRK_SECONDS=${BENCH_WRK_SECONDS:-1}
+    UPLOAD_REPS=${BENCH_UPLOAD_REPS:-1}
+    UPLOAD_BYTES=${BENCH_UPLOAD_BYTES:-134217728}
+    UPLOAD_VERIFY=${BENCH_UPLOAD_VERIFY:-0}
 else
     REPS=${BENCH_REPS:-3}
     N_C1=${BENCH_N_C1:-25000}
@@ -51,13 +62,17 @@ else
     N_C64=${BENCH_N_C64:-120000}
     N_H2=${BENCH_N_H2:-100000}
     WRK_SECONDS=${BENCH_WRK_SECONDS:-3}
+    UPLOAD_REPS=${BENCH_UPLOAD_REPS:-5}
+    UPLOAD_BYTES=${BENCH_UPLOAD_BYTES:-1073741824}
+    UPLOAD_VERIFY=${BENCH_UPLOAD_VERIFY:-1}
 fi
+UPLOAD_TIMEOUT=${BENCH_UPLOAD_TIMEOUT:-120}
 RUN_TIMEOUT=${BENCH_TIMEOUT:-120}
 WAIT_QUIET=${BENCH_WAIT_QUIET:-0}
 CLIENT_CPU=${BENCH_CLIENT_CPU:-1}
 export NGINX_CPU=${NGINX_CPU:-0}
-SCENARIOS=${BENCH_SCENARIOS:-"s1-c1 s1-c16 s1-c64 s1-c64-unpinned s2-h2-c64"}
-CLIENTS=${BENCH_CLIENTS:-"raw-libcurl curlew-engine curlew-engine-plain curlew-dispatch async-http-client urlsession wrk h2load"}
+SCENARIOS=${BENCH_SCENARIOS:-"s1-c1 s1-c16 s1-c64 s1-c64-unpinned s2-h2-c64 s4-upload s5-multipart s6-gzip"}
+CLIENTS=${BENCH_CLIENTS:-"raw-libcurl curlew-engine curlew-engine-plain curlew-dispatch async-http-client urlsession wrk h2load curl-T curl-F gzip-curl gzip-curl-T zlib"}
 
 STAMP=$(date -u +%Y%m%dT%H%M%SZ)
 RESULTS_DIR=$BENCH_DIR/results
@@ -85,6 +100,7 @@ build() {
     log "building raw-libcurl"
     mkdir -p "$C_BIN_DIR"
     cc -O2 -Wall -o "$C_BIN_DIR/bench_curl" "$BENCH_DIR/raw-libcurl/bench_curl.c" $(curl-config --cflags) -lcurl
+    cc -O2 -Wall -o "$C_BIN_DIR/bench_upload" "$BENCH_DIR/raw-libcurl/bench_upload.c" $(curl-config --cflags) -lcurl -lz
 
     log "building the Swift clients (release; a first build takes minutes)"
     if swift build -c release --package-path "$BENCH_DIR" >"$BUILD_LOG" 2>&1; then
@@ -93,6 +109,7 @@ build() {
         CURLEW_BUILD=failed
         log "the full build failed (see $BUILD_LOG); building without CurlewEngine"
         rm -f "$(swift build -c release --package-path "$BENCH_DIR" --show-bin-path 2>/dev/null)/bench-curlew"
+        rm -f "$(swift build -c release --package-path "$BENCH_DIR" --show-bin-path 2>/dev/null)/bench-curlew-upload"
         if ! CURLEW_BENCH_NO_ENGINE=1 swift build -c release --package-path "$BENCH_DIR" >>"$BUILD_LOG" 2>&1; then
             SWIFT_BUILD=failed
             log "the Swift clients do not build either (see $BUILD_LOG)"
@@ -172,13 +189,13 @@ run_one() {
     local prefix="$RAW_DIR/$scenario.$client.$rep"
     local -a pin_cmd=()
     if [ "$pin" = "pinned" ]; then pin_cmd=(taskset -c "$CLIENT_CPU"); fi
-    local rc=0 load busy0 busy1 nginx0 nginx1 accepted0 served0 accepted1 served1
+    local rc=0 load busy0 busy1 nginx0 nginx1 accepted0 served0 accepted1 served1 limit=${ONE_TIMEOUT:-$RUN_TIMEOUT}
     wait_quiet
     load=$(cut -d' ' -f1 /proc/loadavg)
     read -r accepted0 served0 < <(nginx_counters)
     busy0=$(machine_busy_ticks)
     nginx0=$(nginx_ticks)
-    timeout --kill-after=5 "$RUN_TIMEOUT" "${pin_cmd[@]}" /usr/bin/time -v -o "$prefix.time" "$@" \
+    timeout --kill-after=5 "$limit" "${pin_cmd[@]}" /usr/bin/time -v -o "$prefix.time" "$@" \
         >"$prefix.out" 2>"$prefix.err" </dev/null || rc=$?
     busy1=$(machine_busy_ticks)
     nginx1=$(nginx_ticks)
@@ -196,9 +213,62 @@ skip_one() {
     printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$scenario" "$client" "$rep" "skipped" "$note" "" "" "" "" "" "" "" "" >>"$MANIFEST"
 }
 
+# run_upload_scenario ID REP: S4-S6, one request of a 1 GiB file per run, client pinned.
+run_upload_scenario() {
+    local id=$1 rep=$2
+    local url=$BASE_URL/upload mode file
+    case "$id" in
+        s4-upload) mode=raw; file=$UPLOAD_RANDOM ;;
+        s5-multipart) mode=multipart; file=$UPLOAD_RANDOM ;;
+        s6-gzip) mode=gzip; file=$UPLOAD_LINES ;;
+    esac
+    local client
+    for client in $CLIENTS; do
+        ONE_TIMEOUT=$UPLOAD_TIMEOUT
+        case "$client:$mode" in
+            raw-libcurl:raw) run_one "$id" "$client" "$rep" pinned "" "$C_BIN_DIR/bench_upload" --mode raw --url "$url" --file "$file" ;;
+            raw-libcurl:multipart) run_one "$id" "$client" "$rep" pinned "" "$C_BIN_DIR/bench_upload" --mode mime --url "$url" --file "$file" ;;
+            raw-libcurl:gzip) run_one "$id" "$client" "$rep" pinned "" "$C_BIN_DIR/bench_upload" --mode gzip --level 1 --url "$url" --file "$file" ;;
+            zlib:gzip) run_one "$id" "$client" "$rep" pinned "" "$C_BIN_DIR/bench_upload" --mode zlib --level 1 --file "$file" ;;
+            curlew-engine:*)
+                if [ "$CURLEW_BUILD" != ok ]; then
+                    skip_one "$id" "$client" "$rep" "bench-curlew-upload did not build (CurlewEngine); see raw/$STAMP/build.log"
+                else
+                    run_one "$id" "$client" "$rep" pinned "" "$SWIFT_BIN/bench-curlew-upload" --mode "$mode" --level 1 --url "$url" --file "$file"
+                fi ;;
+            async-http-client:raw)
+                if [ "$SWIFT_BUILD" != ok ]; then
+                    skip_one "$id" "$client" "$rep" "did not build; see raw/$STAMP/build.log"
+                else
+                    run_one "$id" "$client" "$rep" pinned "" "$SWIFT_BIN/bench-ahc-upload" --url "$url" --file "$file"
+                fi ;;
+            async-http-client:*) skip_one "$id" "$client" "$rep" "n/a: AsyncHTTPClient has no multipart forms and no request compression" ;;
+            urlsession:raw)
+                if [ "$SWIFT_BUILD" != ok ]; then
+                    skip_one "$id" "$client" "$rep" "did not build; see raw/$STAMP/build.log"
+                else
+                    # Capped: slow on Linux; a run over 60 s counts as timed out.
+                    ONE_TIMEOUT=$((UPLOAD_TIMEOUT < 60 ? UPLOAD_TIMEOUT : 60))
+                    run_one "$id" "$client" "$rep" pinned "" "$SWIFT_BIN/bench-urlsession-upload" --url "$url" --file "$file"
+                fi ;;
+            urlsession:*) skip_one "$id" "$client" "$rep" "n/a: URLSession has no multipart forms and no request compression" ;;
+            curl-T:raw | curl-F:multipart | gzip-curl:gzip | gzip-curl-T:gzip)
+                run_one "$id" "$client" "$rep" pinned "" "$BENCH_DIR/uploads/cli_upload.sh" "$client" "$url" "$file" ;;
+            *) ;;  # not a client of this scenario
+        esac
+        ONE_TIMEOUT=
+    done
+}
+
 # run_scenario ID REP
 run_scenario() {
     local id=$1 rep=$2
+    case "$id" in
+        s4-upload | s5-multipart | s6-gzip)
+            [ "$rep" -le "$UPLOAD_REPS" ] && run_upload_scenario "$id" "$rep"
+            return 0 ;;
+    esac
+    [ "$rep" -le "$REPS" ] || return 0
     local url concurrency requests pin loops http2="" cafile=""
     case "$id" in
         s1-c1) url=$BASE_URL/small; concurrency=1; requests=$N_C1; pin=pinned; loops=1 ;;
@@ -253,11 +323,43 @@ run_scenario() {
     done
 }
 
+# ---------------------------------------------------------------------------------------------
+# Upload inputs (S4-S6), made once, and a byte-for-byte check of what Curlew sends
+
+UPLOAD_RANDOM="" UPLOAD_LINES="" UPLOAD_VERIFIED=""
+case " $SCENARIOS " in
+    *" s4-upload "* | *" s5-multipart "* | *" s6-gzip "*)
+        log "upload inputs ($UPLOAD_BYTES bytes each, made once)"
+        python3 "$BENCH_DIR/uploads/make_inputs.py" "$RESULTS_DIR/raw/upload-inputs-$UPLOAD_BYTES" "$UPLOAD_BYTES" >&2
+        UPLOAD_RANDOM=$RESULTS_DIR/raw/upload-inputs-$UPLOAD_BYTES/random.bin
+        UPLOAD_LINES=$RESULTS_DIR/raw/upload-inputs-$UPLOAD_BYTES/lines.jsonl
+        if [ "$UPLOAD_VERIFY" = "1" ] && [ "$CURLEW_BUILD" = ok ]; then
+            # WebDAV PUT into nginx's folder, then compare: the raw body as is, the gzip body decompressed.
+            log "verifying Curlew's upload bodies byte for byte (WebDAV PUT)"
+            UPLOAD_VERIFIED="raw: failed; gzip: failed"
+            raw_ok=failed gzip_ok=failed
+            if "$SWIFT_BIN/bench-curlew-upload" --mode raw --method PUT --no-check --url "$BASE_URL/dav/verify/raw.bin" \
+                --file "$UPLOAD_RANDOM" >"$RAW_DIR/verify.raw.out" 2>&1 \
+                && cmp -s "$UPLOAD_RANDOM" "$NGINX_DIR/dav/verify/raw.bin"; then raw_ok=identical; fi
+            rm -f "$NGINX_DIR/dav/verify/raw.bin"
+            if "$SWIFT_BIN/bench-curlew-upload" --mode gzip --level 1 --method PUT --no-check \
+                --url "$BASE_URL/dav/verify/lines.gz" --file "$UPLOAD_LINES" >"$RAW_DIR/verify.gzip.out" 2>&1 \
+                && gzip -dc "$NGINX_DIR/dav/verify/lines.gz" | cmp -s "$UPLOAD_LINES" -; then gzip_ok=identical; fi
+            rm -f "$NGINX_DIR/dav/verify/lines.gz"
+            UPLOAD_VERIFIED="raw body: $raw_ok; gzip body decompressed: $gzip_ok"
+            log "  $UPLOAD_VERIFIED"
+        fi ;;
+esac
+
 LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 log "results: $RAW_DIR"
-log "N: c1=$N_C1 c16=$N_C16 c64=$N_C64 h2=$N_H2, wrk ${WRK_SECONDS}s, reps=$REPS"
-for rep in $(seq 1 "$REPS"); do
-    log "repetition $rep of $REPS"
+log "N: c1=$N_C1 c16=$N_C16 c64=$N_C64 h2=$N_H2, wrk ${WRK_SECONDS}s, reps=$REPS, upload reps=$UPLOAD_REPS"
+ALL_REPS=$REPS
+case " $SCENARIOS " in
+    *" s4-upload "* | *" s5-multipart "* | *" s6-gzip "*) [ "$UPLOAD_REPS" -gt "$ALL_REPS" ] && ALL_REPS=$UPLOAD_REPS ;;
+esac
+for rep in $(seq 1 "$ALL_REPS"); do
+    log "repetition $rep of $ALL_REPS"
     for scenario in $SCENARIOS; do
         run_scenario "$scenario" "$rep"
     done
@@ -288,6 +390,11 @@ done
     echo "clk_tck=$CLK_TCK"
     echo "nginx_cpu=$NGINX_CPU"
     echo "curlew_build=$CURLEW_BUILD"
+    echo "upload_reps=$UPLOAD_REPS"
+    echo "upload_bytes=$UPLOAD_BYTES"
+    echo "upload_verified=$UPLOAD_VERIFIED"
+    echo "gzip=$(gzip --version | head -1)"
+    echo "zlib=$(awk '/define ZLIB_VERSION /{gsub(/"/, "", $3); print $3}' /usr/include/zlib.h 2>/dev/null)"
     echo "raw_dir=results/raw/$STAMP"
 } >"$RAW_DIR/meta.txt"
 

@@ -14,8 +14,9 @@
 #   POST|PUT /upload
 #                 the whole body is read before the 200 is sent (proxy_pass to a local
 #                 upstream: the proxy module reads the full client body before it connects,
-#                 proxy_request_buffering on); the bytes nginx read are logged to
-#                 DIR/upload.log ($request_length, $content_length, $request_time).
+#                 proxy_request_buffering on); the response body is the number of body bytes
+#                 nginx read (for a chunked body, the decoded size), so clients can check it;
+#                 also logged to DIR/upload.log ($request_length, $content_length, $request_time).
 #                 client_max_body_size 0. Body buffers go to $NGINX_BODY_TEMP (default a
 #                 folder in /dev/shm, so a 1 GiB upload does not measure the disk).
 #   PUT  /dav/... WebDAV into DIR/dav (for uploads that are verified byte by byte)
@@ -113,6 +114,9 @@ write_config() {
             proxy_set_header Transfer-Encoding "";
             proxy_http_version 1.1;
             proxy_set_header Connection "";
+            # Evaluated when the request goes upstream, i.e. after the whole body was read: the body's size
+            # (for a chunked body, the decoded size nginx counted), echoed back by the upstream.
+            proxy_set_header X-Body-Bytes \$content_length;
             proxy_pass http://upload_sink;
             access_log $dir/upload.log upload;
         }
@@ -172,6 +176,10 @@ http {
         listen 127.0.0.1:$upstream_port;
         location = /status {
             stub_status;
+        }
+        location = /upload {
+            default_type text/plain;
+            return 200 "\$http_x_body_bytes\n";
         }
         location / {
             default_type text/plain;

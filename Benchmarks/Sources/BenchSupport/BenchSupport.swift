@@ -148,3 +148,92 @@ public func exitProcess(_ code: Int32) -> Never {
     fflush(nil)
     exit(code)
 }
+
+// MARK: - Uploads (S4-S6)
+
+/// What an upload client sends.
+public enum UploadMode: String, ExpressibleByArgument, CaseIterable, Sendable {
+    /// The file as the raw body, streamed (S4).
+    case raw
+    /// multipart/form-data: fields a=1 and b=2, then the file as part "file" (S5).
+    case multipart
+    /// The file gzip-compressed on the fly, `Content-Encoding: gzip`, chunked (S6).
+    case gzip
+}
+
+/// The command line of the upload clients: one request of one file.
+public struct UploadOptions: ParsableArguments {
+    @Option(help: "URL to upload to (nginx.sh's /upload answers with the number of body bytes it read)")
+    public var url: String
+
+    @Option(help: "The file to upload")
+    public var file: String
+
+    @Option(help: "raw | multipart | gzip")
+    public var mode: UploadMode = .raw
+
+    @Option(help: "HTTP method")
+    public var method: String = "POST"
+
+    @Option(help: "gzip level for --mode gzip")
+    public var level: Int = 1
+
+    @Flag(help: "Accept any 2xx and do not compare the server's byte count (for WebDAV PUT checks)")
+    public var noCheck: Bool = false
+
+    public init() {}
+}
+
+/// The size of a regular file, or nil.
+public func fileSize(_ path: String) -> Int64? {
+    var status = stat()
+    guard stat(path, &status) == 0 else { return nil }
+    return Int64(status.st_size)
+}
+
+/// The number the benchmark server answers with: the body bytes it read.
+public func serverByteCount(_ body: some Sequence<UInt8>) -> Int64? {
+    let digits = body.filter { $0 != UInt8(ascii: "\n") && $0 != UInt8(ascii: "\r") && $0 != UInt8(ascii: " ") }
+    return Int64(String(decoding: digits, as: UTF8.self))
+}
+
+/// Checks an upload's outcome the way every client does, prints the JSON line and exits.
+///
+/// - sentBytes: body bytes on the wire as the client counted them (chunk framing included), if known.
+/// - server: the server's count of body bytes it read (decoded from chunks).
+public func finishUpload(
+    client: String, options: UploadOptions, status: Int, seconds: Double, fileBytes: Int64, sentBytes: Int64?,
+    serverBytes: Int64?, error: String? = nil
+) -> Never {
+    var problem = error
+    if problem == nil {
+        if options.noCheck {
+            if !(200..<300).contains(status) { problem = "status \(status)" }
+        } else if status != 200 {
+            problem = "status \(status)"
+        } else if let serverBytes {
+            switch options.mode {
+            case .raw:
+                if serverBytes != fileBytes { problem = "the server read \(serverBytes) bytes, the file has \(fileBytes)" }
+            case .multipart:
+                if serverBytes <= fileBytes || (sentBytes != nil && sentBytes != serverBytes) {
+                    problem = "the server read \(serverBytes) bytes, \(sentBytes.map(String.init) ?? "?") were sent"
+                }
+            case .gzip:
+                // Chunked: what was sent includes the chunk framing, the server counts the decoded body.
+                if serverBytes <= 0 || (sentBytes != nil && (sentBytes! < serverBytes || sentBytes! > serverBytes + serverBytes / 100 + 64)) {
+                    problem = "the server read \(serverBytes) bytes, \(sentBytes.map(String.init) ?? "?") were sent"
+                }
+            }
+        } else {
+            problem = "no byte count in the server's answer"
+        }
+    }
+    if let problem { printError("\(client): upload failed: \(problem)") }
+    let line = "{\"client\": \"\(client)\", \"mode\": \"\(options.mode.rawValue)\", \"requests\": 1, "
+        + "\"failures\": \(problem == nil ? 0 : 1), \"seconds\": \(seconds), \"bytes\": \(fileBytes), "
+        + "\"sent_bytes\": \(sentBytes ?? -1), \"server_bytes\": \(serverBytes ?? -1)}"
+    print(line)
+    fflush(nil)
+    exit(problem == nil ? 0 : 1)
+}
