@@ -10,7 +10,7 @@ extension Environment {
     /// Loads one environment from a YAML or JSON file (read with Yams; JSON is YAML).
     ///
     /// The environment is the one named by `name`, else by the `CURLEW_ENVIRONMENT` variable, else by the file's
-    /// `default` key.
+    /// `default` key; names match exactly or, failing that, in any case.
     ///
     /// - Parameters:
     ///   - path: the file; `nil` reads the path from `CURLEW_ENVIRONMENT_FILE`.
@@ -48,7 +48,10 @@ extension Environment {
         guard let chosen = name ?? (root["default"].map { "\($0)" }) else {
             throw EnvironmentError(description: "no environment chosen: set \(nameVariable) or a `default` key in \(source)")
         }
-        guard let settings = environments[chosen] as? [String: Any] else {
+        // Exact name first, then any case: LKAPI's testing target was described as "Testing".
+        let key = environments[chosen] != nil
+            ? chosen : environments.keys.first { $0.lowercased() == chosen.lowercased() } ?? chosen
+        guard let settings = environments[key] as? [String: Any] else {
             let known = environments.keys.sorted().joined(separator: ", ")
             throw EnvironmentError(description: "\(source) has no environment \(chosen.debugDescription) (it has \(known))")
         }
@@ -62,6 +65,6 @@ extension Environment {
         let fixtures = values.removeValue(forKey: "fixtures").map { path in
             path.hasPrefix("/") || directory.isEmpty ? path : directory + "/" + path
         }
-        return Environment(name: chosen, baseURL: baseURL, values: values, fixturesDirectory: fixtures)
+        return Environment(name: key, baseURL: baseURL, values: values, fixturesDirectory: fixtures)
     }
 }

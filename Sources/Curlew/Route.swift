@@ -6,8 +6,8 @@ public import HTTPTypes
 /// ```swift
 /// extension Route {
 ///     static let me = Route(path: "/me")
-///     static let user = { (id: String) in Route(path: "/user/\(id)") }
-///     static let login = { (email: String, password: String) in
+///     static let user = { @Sendable (id: String) in Route(path: "/user/\(id)") }
+///     static let login = { @Sendable (email: String, password: String) in
 ///         Route(path: "/login", method: .post, params: ["email": email, "password": password])
 ///     }
 /// }

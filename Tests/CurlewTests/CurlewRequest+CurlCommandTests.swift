@@ -1,0 +1,78 @@
+import Curlew
+import CurlewEngine
+import CurlewTestSupport
+import Foundation
+import HTTPTypes
+import Testing
+
+@Suite struct CurlCommandTests {
+    @Test func aPlainGETIsMinimal() throws {
+        let request = try CurlewRequest(url: "http://127.0.0.1:8080/small")
+        #expect(request.curlCommand() == "curl -H User-Agent: --compressed --location --max-redirs 10 --connect-timeout 10 http://127.0.0.1:8080/small")
+    }
+
+    @Test func methodHeadersBodyAndVersionAreRendered() throws {
+        var request = try CurlewRequest(method: .post, url: "https://api.example.com/login?x=1")
+        try request.addHeader("Content-Type", "application/json")
+        try request.addHeader("X-Quote", "it's")
+        request.body = .bytes(Array(#"{"a":"b c"}"#.utf8))
+        request.httpVersion = .http2
+        request.timeouts = CurlewClient.Timeouts(connect: .milliseconds(1500), total: .seconds(30), idle: nil)
+        #expect(
+            request.curlCommand()
+                == #"curl -X POST -H 'Content-Type: application/json' -H 'X-Quote: it'\''s' -H User-Agent: -H Expect: --data-binary '{"a":"b c"}' --compressed --http2 --location --max-redirs 10 --connect-timeout 1.5 --max-time 30 'https://api.example.com/login?x=1'"#
+        )
+    }
+
+    @Test func binaryBodiesUseEscapesAndFilesUseAt() throws {
+        var request = try CurlewRequest(method: .put, url: "http://h/x")
+        request.body = .bytes([0xFF, 0x41, 0x27])
+        request.httpVersion = .http1_1
+        request.decompression = .disabled
+        request.redirects = .disabled
+        #expect(request.curlCommand() == #"curl -X PUT -H User-Agent: -H Expect: -H Content-Type: --data-binary $'\xFFA\'' --http1.1 --connect-timeout 10 http://h/x"#)
+        request.body = .file(.path("/tmp/a b"))
+        #expect(request.curlCommand(bodyFile: "/tmp/a b").contains("--data-binary '@/tmp/a b'"))
+    }
+
+    struct Case: Sendable, CustomTestStringConvertible {
+        let route: Route
+        var testDescription: String { "\(route.method) \(route.path)" }
+    }
+
+    private static let cases: [Case] = [
+        Route(path: "/anything/search", params: ["q": "Zoë & co", "ids": [1, 2]], headers: ["X-Trace": "a'b\"c"]),
+        Route(path: "/anything/login", method: .post, params: ["email": "foo@gmail.com", "password": "it's $HOME"]),
+        Route(path: "/anything/about", method: .put, params: ["text": "Hey!! 😀"], encoding: .form),
+        Route(path: "/anything/raw", method: .patch, body: .bytes([0x01, 0xC3, 0x28, 0x7F, 0x27, 0x5C], contentType: "application/octet-stream")),
+        Route(path: "/anything/delete", method: .delete, headers: ["Empty": ""]),
+    ].map(Case.init)
+
+    @Test(arguments: cases)
+    func realCurlSendsWhatCurlewSends(case: Case) async throws {
+        let route = `case`.route
+        let server = try await HTTPBinServer.shared()
+        let provider = TestProvider(baseURL: server.baseURL)
+        let fromCurlew = try await provider.request(route).json()
+        let command = try provider.curlCommand(for: route)
+        let fromCurl = try JSONDecoder().decode(JSONValue.self, from: try Self.run(command))
+        for key in ["method", "url", "args", "form", "data", "json", "files"] {
+            #expect(fromCurl[key] == fromCurlew[key], "\(key) differs for \(command)")
+        }
+        #expect(fromCurl["headers"] == fromCurlew["headers"], "headers differ for \(command)")
+    }
+
+    /// Runs the line through bash (for `$'…'`), returning what curl printed.
+    private static func run(_ command: String) throws -> Data {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/bash")
+        process.arguments = ["-c", command + " --silent --show-error"]
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0, "\(command) failed")
+        return data
+    }
+}

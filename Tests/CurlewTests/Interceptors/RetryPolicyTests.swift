@@ -1,0 +1,126 @@
+@testable import Curlew
+import CurlewEngine
+import CurlewTestSupport
+import CurlewTesting
+import Foundation
+import Synchronization
+import Testing
+
+@Suite struct RetryPolicyTests {
+    private let fast = RetryPolicy(maxAttempts: 3, baseDelay: .milliseconds(1), maxDelay: .milliseconds(5))
+
+    private func provider(_ server: ScriptedServer, _ policy: RetryPolicy, maxAttempts: Int = 5) -> TestProvider {
+        var provider = TestProvider(baseURL: server.baseURL)
+        provider.interceptors = [policy]
+        provider.maxAttempts = maxAttempts
+        return provider
+    }
+
+    @Test func idempotentRequestsAreRetriedUpToTheLimitAndThenFail() async throws {
+        try await withScriptedServer({ _ in ScriptedResponse(status: 503) }) { server in
+            await #expect {
+                try await provider(server, fast).request(Route(path: "/busy"))
+            } throws: { error in
+                (error as? ProviderError)?.status == .serviceUnavailable
+            }
+            #expect(server.requestCount == 3)
+        }
+    }
+
+    @Test func aRetriedRequestThatSucceedsReturnsTheSuccess() async throws {
+        let calls = Atomic(0)
+        try await withScriptedServer({ _ in
+            calls.add(1, ordering: .relaxed).newValue < 3 ? ScriptedResponse(status: 502) : .json(#"{"ok":true}"#)
+        }) { server in
+            let json = try await provider(server, fast).request(Route(path: "/flaky")).json()
+            #expect(json == ["ok": true])
+            #expect(server.requestCount == 3)
+        }
+    }
+
+    @Test func postIsNotRetriedUnlessThePolicySaysSo() async throws {
+        try await withScriptedServer({ _ in ScriptedResponse(status: 503) }) { server in
+            await #expect(throws: ProviderError.self) {
+                try await provider(server, fast).request(Route(path: "/orders", method: .post, params: ["a": 1]))
+            }
+            #expect(server.requestCount == 1)
+            var permissive = fast
+            permissive.retriesNonIdempotentMethods = true
+            await #expect(throws: ProviderError.self) {
+                try await provider(server, permissive).request(Route(path: "/orders", method: .post, params: ["a": 1]))
+            }
+            #expect(server.requestCount == 1 + 3)
+        }
+    }
+
+    @Test func theProvidersBoundWinsOverAGenerousPolicy() async throws {
+        try await withScriptedServer({ _ in ScriptedResponse(status: 503) }) { server in
+            var generous = fast
+            generous.maxAttempts = 50
+            await #expect(throws: ProviderError.self) {
+                try await provider(server, generous, maxAttempts: 2).request(Route(path: "/busy"))
+            }
+            #expect(server.requestCount == 2)
+        }
+    }
+
+    @Test func retryAfterOn429IsHonoured() async throws {
+        let calls = Atomic(0)
+        try await withScriptedServer({ _ in
+            calls.add(1, ordering: .relaxed).newValue == 1
+                ? ScriptedResponse(status: 429, headers: [("Retry-After", "1")]) : .json("{}")
+        }) { server in
+            let started = ContinuousClock.now
+            let response = try await provider(server, fast).request(Route(path: "/limited"))
+            let elapsed = ContinuousClock.now - started
+            #expect(response.status == .ok)
+            #expect(server.requestCount == 2)
+            // The policy's own backoff is at most 5 ms: only Retry-After explains a second.
+            #expect(elapsed >= .seconds(1))
+        }
+    }
+
+    @Test func aRetryAfterBeyondTheLimitPassesTheResponseOn() async throws {
+        try await withScriptedServer({ _ in ScriptedResponse(status: 503, headers: [("Retry-After", "3600")]) }) { server in
+            await #expect {
+                try await provider(server, fast).request(Route(path: "/maintenance"))
+            } throws: { error in
+                (error as? ProviderError)?.status == .serviceUnavailable
+            }
+            #expect(server.requestCount == 1)
+        }
+    }
+
+    @Test func transientTransportFailuresAreRetried() async throws {
+        let mock = MockTransport(stubs: [.failing(.get, "/down", with: CurlewError(code: .connectionRefused, detail: "refused"))])
+        var provider = TestProvider(baseURL: "http://api.local", transport: mock)
+        provider.interceptors = [fast]
+        await #expect(throws: ProviderError.self) { try await provider.request(Route(path: "/down")) }
+        #expect(mock.receivedRequests.count == 3)
+
+        let invalid = MockTransport(stubs: [.failing(.get, "/bad", with: CurlewError(code: .invalidResponse, detail: "garbage"))])
+        provider = TestProvider(baseURL: "http://api.local", transport: invalid)
+        provider.interceptors = [fast]
+        await #expect(throws: ProviderError.self) { try await provider.request(Route(path: "/bad")) }
+        #expect(invalid.receivedRequests.count == 1)
+    }
+
+    @Test func backoffGrowsExponentiallyWithJitterAndIsCapped() {
+        let policy = RetryPolicy(baseDelay: .milliseconds(100), maxDelay: .milliseconds(350))
+        for _ in 0..<20 {
+            let first = policy.backoff(for: 1)
+            #expect(first >= .milliseconds(50) && first <= .milliseconds(100))
+            let second = policy.backoff(for: 2)
+            #expect(second >= .milliseconds(100) && second <= .milliseconds(200))
+            let capped = policy.backoff(for: 10)
+            #expect(capped >= .milliseconds(175) && capped <= .milliseconds(350))
+        }
+    }
+
+    @Test func retryAfterReadsSecondsAndHTTPDates() {
+        #expect(RetryPolicy.retryAfterDelay("7") == .seconds(7))
+        let now = Date(timeIntervalSince1970: 1_445_412_480)  // Wed, 21 Oct 2015 07:28:00 GMT
+        #expect(RetryPolicy.retryAfterDelay("Wed, 21 Oct 2015 07:28:30 GMT", now: now) == .seconds(30))
+        #expect(RetryPolicy.retryAfterDelay("soon") == nil)
+    }
+}

@@ -1,5 +1,0 @@
-import Testing
-
-@Suite struct RouteLayerPlaceholderTests {
-    @Test func placeholder() { #expect(Bool(true)) }
-}
