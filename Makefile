@@ -13,10 +13,24 @@ BUILD_LOG := .build/curlew-build.log
 
 .PHONY: demo test build deps deps-system deps-python bench clean check-warnings
 
-## demo: build the `curlew` command and run it against its embedded loopback server
+DEMO_DIR := .build/demo-upload
+
+## demo: build the `curlew` command and run both subcommands against its embedded loopback server
 demo: deps-system
 	$(SWIFT) build -c release --product curlew
-	./.build/release/curlew
+	@echo "== curlew bench: 20,000 requests, 32 in flight, against the embedded server"
+	./.build/release/curlew bench -n 20000 -c 32
+	@echo
+	@echo "== curlew upload: a folder of 300 files (names with spaces, #, %, non-ASCII; one empty) to the embedded server"
+	@rm -rf $(DEMO_DIR) $(DEMO_DIR).journal
+	@mkdir -p "$(DEMO_DIR)/photos/2026 summer" "$(DEMO_DIR)/notes/ünïcødé"
+	@for i in $$(seq 1 250); do head -c $$((i * 997)) /dev/urandom > "$(DEMO_DIR)/photos/2026 summer/img #$$i.raw"; done
+	@for i in $$(seq 1 49); do printf 'note %d: 100%% done\n' $$i > "$(DEMO_DIR)/notes/ünïcødé/note $$i.txt"; done
+	@: > "$(DEMO_DIR)/notes/empty"
+	./.build/release/curlew upload $(DEMO_DIR) --concurrency 16 --journal $(DEMO_DIR).journal
+	@echo
+	@echo "== the same upload again: the journal says everything was sent, so nothing is"
+	./.build/release/curlew upload $(DEMO_DIR) --concurrency 16 --journal $(DEMO_DIR).journal
 
 ## test: install test servers, build with zero warnings, run every test
 test: deps check-warnings

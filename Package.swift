@@ -75,7 +75,6 @@ let package = Package(
             name: "curlew",
             dependencies: [
                 "CurlewEngine",
-                "Curlew",
                 "CurlewLoopbackServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),

@@ -36,6 +36,24 @@
 # under Benchmarks/results/raw/<timestamp>/ (git-ignored).
 set -euo pipefail
 
+# S7 and S8 (the `curlew` command) run from a script of their own, command/run_command.sh; a list of only those
+# (BENCH_SCENARIOS="S7 S8", or SCENARIOS=S7,S8) goes straight there.
+REQUESTED_SCENARIOS=${BENCH_SCENARIOS:-${SCENARIOS:-}}
+if [ -n "$REQUESTED_SCENARIOS" ]; then
+    COMMAND_SCENARIOS=""
+    OTHER_SCENARIOS=""
+    for scenario in ${REQUESTED_SCENARIOS//,/ }; do
+        case "$scenario" in
+            S7 | s7 | s7-*) COMMAND_SCENARIOS="$COMMAND_SCENARIOS s7" ;;
+            S8 | s8 | s8-*) COMMAND_SCENARIOS="$COMMAND_SCENARIOS s8" ;;
+            *) OTHER_SCENARIOS="$OTHER_SCENARIOS $scenario" ;;
+        esac
+    done
+    if [ -n "$COMMAND_SCENARIOS" ] && [ -z "$OTHER_SCENARIOS" ]; then
+        BENCH_COMMAND_SCENARIOS=$COMMAND_SCENARIOS exec "$(dirname "${BASH_SOURCE[0]}")/command/run_command.sh"
+    fi
+fi
+
 # Loopback only: no client may go through a proxy taken from the environment.
 unset http_proxy https_proxy HTTP_PROXY HTTPS_PROXY all_proxy ALL_PROXY no_proxy NO_PROXY
 
@@ -407,3 +425,8 @@ else
     log "quick run: report in $RAW_DIR/report.md (results/latest.md left as it was)"
 fi
 cat "$RAW_DIR/report.md"
+
+# A full run (no scenario list) also measures the command: S7 and S8, report in results/command-latest.md.
+if [ -z "$REQUESTED_SCENARIOS" ]; then
+    "$BENCH_DIR/command/run_command.sh"
+fi

@@ -1,0 +1,87 @@
+#!/usr/bin/env python3
+"""Report of Benchmarks/command/run_command.sh (S7, S8): medians and ratios from results.tsv.
+
+A run counts only if it exited 0, had no failures and (S7) every file was found intact on nginx's disk;
+a client with a failed run is reported as failed, never dropped.
+"""
+import csv
+import statistics
+import sys
+from pathlib import Path
+
+
+def main():
+    folder = Path(sys.argv[1])
+    meta = dict(line.split("=", 1) for line in (folder / "meta.txt").read_text().splitlines() if "=" in line)
+    rows = list(csv.DictReader(open(folder / "results.tsv"), delimiter="\t"))
+    out = ["# The curlew command side by side (S7, S8)", ""]
+    out.append(f"- date: {meta.get('date')}; machine: {meta.get('machine')}; load average after: {meta.get('loadavg')}")
+    out.append(f"- libcurl {meta.get('libcurl')}; nginx {meta.get('nginx')}, 1 worker on CPU {meta.get('nginx_cpu')}; "
+               f"{meta.get('wrk')}; clients under `taskset -c {meta.get('client_cpu')}`")
+    out.append(f"- {meta.get('reps')} repetitions, clients alternating within each; medians; raw output in "
+               f"`Benchmarks/{meta.get('raw_dir')}/` (git-ignored)")
+    out.append("")
+
+    def runs(scenario, client):
+        return [row for row in rows if row["scenario"] == scenario and row["client"] == client]
+
+    def rate(row, scenario):
+        if scenario == "s7":
+            wall = float(row["wall"] or 0)
+            return int(row["count"] or 0) / wall if wall > 0 else 0.0
+        seconds = float(row["seconds"] or 0)
+        return int(row["count"] or 0) / seconds if seconds > 0 else 0.0
+
+    def ok(row, scenario):
+        if row["exit"] != "0":
+            return f"exit {row['exit']}"
+        if scenario == "s7":
+            return None if row["verified"] == "yes" else f"not verified on disk ({row['verified']})"
+        if row["verified"] not in ("", "0"):
+            return f"{row['verified']} failed requests"
+        return None
+
+    sections = {
+        "s8": ("S8: GET /small, HTTP/1.1 keep-alive, 64 connections, client pinned",
+               ["raw-libcurl", "curlew-bench", "wrk"], "raw-libcurl", "req/s",
+               f"N = {int(meta.get('n_c64', 0)):,} requests per run; wrk runs {meta.get('wrk_seconds')} s instead"),
+        "s7": ("S7: bulk upload, files of 4 KiB, concurrency 16, nginx WebDAV, verified byte for byte on disk",
+               ["curlew-upload", "xargs-curl"], "xargs-curl", "files/s",
+               f"{int(meta.get('s7_files', 0)):,} files per run; files/s over the whole process (start-up and walk included)"),
+    }
+    for scenario, (title, clients, baseline, unit, note) in sections.items():
+        if not any(row["scenario"] == scenario for row in rows):
+            continue
+        out += [f"## {title}", "", note, "",
+                f"| client | {unit} (median) | min–max | CPU s (user+sys, median) | ÷ {baseline} | runs |",
+                "|---|---:|---:|---:|---:|---:|"]
+        medians = {}
+        for client in clients:
+            client_runs = runs(scenario, client)
+            failures = [ok(row, scenario) for row in client_runs if ok(row, scenario)]
+            if client_runs and not failures:
+                values = [rate(row, scenario) for row in client_runs]
+                medians[client] = (statistics.median(values), min(values), max(values),
+                                   statistics.median(float(r["user"]) + float(r["sys"]) for r in client_runs), len(client_runs))
+        for client in clients:
+            client_runs = runs(scenario, client)
+            if client in medians:
+                median, low, high, cpu, count = medians[client]
+                ratio = f"{median / medians[baseline][0]:.2f}" if baseline in medians else "–"
+                out.append(f"| {client} | {median:,.0f} | {low:,.0f}–{high:,.0f} | {cpu:.2f} | {ratio} | {count}/{len(client_runs)} |")
+            else:
+                reasons = [ok(row, scenario) for row in client_runs if ok(row, scenario)]
+                out.append(f"| {client} | **FAILED**: {reasons[0] if reasons else 'no runs'} | | | | |")
+        out.append("")
+    out += ["## Notes", "",
+            "- curlew-bench: `curlew bench URL -c 64 --requests N --json` (one event loop per core it may run on: one when pinned).",
+            "- raw-libcurl: `Benchmarks/raw-libcurl/bench_curl.c` (curl_multi_poll, handles re-added at once), the limit for anything on libcurl.",
+            "- wrk -t1 -c64 is the ceiling (its own event loop, no HTTP library), not the bar.",
+            "- S7 curlew-upload: `curlew upload SOURCE URL --concurrency 16 --json`; xargs-curl: "
+            "`find . -type f | xargs -P16 -I{} curl -sS -f -T {} URL/{}` (one curl process per file). After each run every file "
+            "is compared with `diff -r` against nginx's WebDAV folder; the folder is then removed.", ""]
+    print("\n".join(out))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,181 @@
+#!/usr/bin/env bash
+# S7 and S8 of BENCHMARKS.md: the `curlew` command side by side with what people use instead.
+#
+#   S7  curlew upload: BENCH_S7_FILES files of 4 KiB at concurrency 16 PUT to nginx WebDAV, every file compared
+#       byte for byte on nginx's disk after each run, vs `xargs -P16` running one `curl -T` per file.
+#       Figure: files/s over the whole process (start-up and directory walk included).
+#   S8  curlew bench vs the raw libcurl C client (raw-libcurl/bench_curl.c) vs wrk, GET /small, 64 connections,
+#       client pinned to one core, nginx to the other. Figure: requests/s.
+#
+#   Benchmarks/command/run_command.sh      or   BENCH_SCENARIOS="S7 S8" Benchmarks/run.sh
+#
+# Environment (all optional): BENCH_QUICK=1 (1 repetition, small counts), BENCH_REPS (3), BENCH_S7_FILES (10000;
+# quick 1000), BENCH_N_C64 (120000; quick 10000), BENCH_WRK_SECONDS (3; quick 1), BENCH_CLIENT_CPU (1), NGINX_CPU (0),
+# BENCH_COMMAND_SCENARIOS (default "s7 s8"), BENCH_CURLEW_BIN (a curlew binary to use instead of building one
+# with `swift build -c release --product curlew`), BENCH_TIMEOUT (seconds per run, 300).
+#
+# Output: Benchmarks/results/command-latest.md (not for quick runs unless BENCH_LATEST=1), raw files under
+# Benchmarks/results/raw/<stamp>-command/ (git-ignored).
+set -euo pipefail
+unset http_proxy https_proxy HTTP_PROXY HTTPS_PROXY all_proxy ALL_PROXY no_proxy NO_PROXY
+
+COMMAND_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+BENCH_DIR=$(dirname "$COMMAND_DIR")
+ROOT_DIR=$(dirname "$BENCH_DIR")
+QUICK=${BENCH_QUICK:-0}
+if [ "$QUICK" = "1" ]; then
+    REPS=${BENCH_REPS:-1}; S7_FILES=${BENCH_S7_FILES:-1000}; N_C64=${BENCH_N_C64:-10000}; WRK_SECONDS=${BENCH_WRK_SECONDS:-1}
+else
+    REPS=${BENCH_REPS:-3}; S7_FILES=${BENCH_S7_FILES:-10000}; N_C64=${BENCH_N_C64:-120000}; WRK_SECONDS=${BENCH_WRK_SECONDS:-3}
+fi
+CLIENT_CPU=${BENCH_CLIENT_CPU:-1}
+export NGINX_CPU=${NGINX_CPU:-0}
+RUN_TIMEOUT=${BENCH_TIMEOUT:-300}
+SCENARIOS=${BENCH_COMMAND_SCENARIOS:-"s7 s8"}
+
+STAMP=$(date -u +%Y%m%dT%H%M%SZ)
+RAW_DIR=$BENCH_DIR/results/raw/$STAMP-command
+mkdir -p "$RAW_DIR"
+RESULTS=$RAW_DIR/results.tsv
+log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+
+for tool in /usr/bin/time taskset nginx curl curl-config cc wrk xargs python3; do
+    command -v "$tool" >/dev/null || { echo "run_command.sh: $tool is missing (make bench installs it)" >&2; exit 1; }
+done
+
+# Build
+C_BIN=$BENCH_DIR/.build/raw-libcurl/bench_curl
+mkdir -p "$(dirname "$C_BIN")"
+cc -O2 -Wall -o "$C_BIN" "$BENCH_DIR/raw-libcurl/bench_curl.c" $(curl-config --cflags) -lcurl
+if [ -n "${BENCH_CURLEW_BIN:-}" ]; then
+    CURLEW=$BENCH_CURLEW_BIN
+else
+    log "building curlew (release)"
+    swift build -c release --product curlew --package-path "$ROOT_DIR" >"$RAW_DIR/build.log" 2>&1
+    CURLEW=$(swift build -c release --package-path "$ROOT_DIR" --show-bin-path)/curlew
+fi
+[ -x "$CURLEW" ] || { echo "run_command.sh: no curlew binary at $CURLEW" >&2; exit 1; }
+
+# Server
+NGINX_DIR=$RAW_DIR/nginx
+mkdir -p "$NGINX_DIR"
+"$BENCH_DIR/nginx/nginx.sh" start "$NGINX_DIR" >&2
+trap '"$BENCH_DIR/nginx/nginx.sh" stop "$NGINX_DIR" || true' EXIT
+trap 'exit 130' INT TERM
+# shellcheck disable=SC1091
+. "$NGINX_DIR/env"
+DAV_DIR=$NGINX_DIR/dav
+
+# S7 input: 4 KiB of random bytes per file, 100 files per folder.
+S7_SOURCE=$RAW_DIR/s7-source
+if [[ " $SCENARIOS " == *" s7 "* ]]; then
+    python3 - "$S7_SOURCE" "$S7_FILES" <<'PY'
+import os, sys
+root, count = sys.argv[1], int(sys.argv[2])
+for index in range(count):
+    folder = os.path.join(root, f"dir{index // 100:03d}")
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, f"file{index:05d}.bin"), "wb") as handle:
+        handle.write(os.urandom(4096))
+PY
+fi
+
+printf 'scenario\tclient\trep\texit\twall\tuser\tsys\tcount\tseconds\tverified\tnote\n' >"$RESULTS"
+
+# timed NAME -- command...: runs pinned under /usr/bin/time, output in $RAW_DIR/NAME.{out,err,time}
+timed() {
+    local name=$1; shift
+    local rc=0
+    timeout --kill-after=5 "$RUN_TIMEOUT" taskset -c "$CLIENT_CPU" /usr/bin/time -f '%e %U %S' -o "$RAW_DIR/$name.time" "$@" \
+        >"$RAW_DIR/$name.out" 2>"$RAW_DIR/$name.err" </dev/null || rc=$?
+    echo "$rc"
+}
+
+record() {  # scenario client rep rc count seconds verified note
+    local name="$1.$2.$3" wall user sys
+    read -r wall user sys < <(tail -1 "$RAW_DIR/$name.time" 2>/dev/null || echo "0 0 0")
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "$wall" "$user" "$sys" "$5" "$6" "$7" "$8" >>"$RESULTS"
+    log "  $1 $2 rep $3: exit $4, $5 in $6 s, verified=$7 $8"
+}
+
+run_s8() {
+    local rep=$1 url=$BASE_URL/small rc json
+    rc=$(timed "s8.raw-libcurl.$rep" "$C_BIN" --url "$url" --concurrency 64 --requests "$N_C64")
+    json=$(grep '^{' "$RAW_DIR/s8.raw-libcurl.$rep.out" || echo '{}')
+    record s8 raw-libcurl "$rep" "$rc" "$(jq_field "$json" requests)" "$(jq_field "$json" seconds)" "$(jq_field "$json" failures)" ""
+
+    rc=$(timed "s8.curlew-bench.$rep" "$CURLEW" bench "$url" -c 64 --requests "$N_C64" --json --no-progress)
+    json=$(grep '^{' "$RAW_DIR/s8.curlew-bench.$rep.out" || echo '{}')
+    record s8 curlew-bench "$rep" "$rc" "$(jq_field "$json" requests)" "$(jq_field "$json" durationSeconds)" "$(jq_field "$json" failed)" ""
+
+    rc=$(timed "s8.wrk.$rep" wrk -t1 -c64 -d"${WRK_SECONDS}s" "$url")
+    local out=$RAW_DIR/s8.wrk.$rep.out requests seconds
+    requests=$(sed -nE 's/^ *([0-9]+) requests in ([0-9.]+)s.*/\1/p' "$out")
+    seconds=$(sed -nE 's/^ *([0-9]+) requests in ([0-9.]+)s.*/\2/p' "$out")
+    local bad
+    bad=$(sed -nE 's/.*Non-2xx or 3xx responses: ([0-9]+).*/\1/p' "$out")
+    record s8 wrk "$rep" "$rc" "${requests:-0}" "${seconds:-0}" "${bad:-0}" "duration-based"
+}
+
+# verify TARGET: every source file present in DAV_DIR/TARGET with the same bytes, and nothing else there.
+verify() {
+    local target=$DAV_DIR/$1 stored
+    stored=$(find "$target" -type f 2>/dev/null | wc -l)
+    if [ "$stored" -ne "$S7_FILES" ]; then echo "no:$stored files stored"; return; fi
+    if diff -r -q "$S7_SOURCE" "$target" >"$RAW_DIR/$1.diff" 2>&1; then echo "yes"; else echo "no:$(wc -l <"$RAW_DIR/$1.diff") differences"; fi
+}
+
+run_s7() {
+    local rep=$1 target rc verdict json
+    target=s7-curlew-$rep
+    rc=$(timed "s7.curlew-upload.$rep" "$CURLEW" upload "$S7_SOURCE" "$BASE_URL/dav/$target/" --concurrency 16 --json --no-progress)
+    verdict=$(verify "$target")
+    json=$(grep '^{' "$RAW_DIR/s7.curlew-upload.$rep.out" || echo '{}')
+    record s7 curlew-upload "$rep" "$rc" "$(jq_field "$json" uploaded)" "" "$verdict" "failed=$(jq_field "$json" failed)"
+    rm -rf "${DAV_DIR:?}/$target"
+
+    target=s7-xargs-$rep
+    rc=$(timed "s7.xargs-curl.$rep" bash -c 'cd "$1" && find . -type f -printf "%P\n" | xargs -P16 -I{} curl -sS -f -o /dev/null -T {} "$2/{}"' \
+        _ "$S7_SOURCE" "$BASE_URL/dav/$target")
+    verdict=$(verify "$target")
+    record s7 xargs-curl "$rep" "$rc" "$S7_FILES" "" "$verdict" ""
+    rm -rf "${DAV_DIR:?}/$target"
+}
+
+jq_field() {  # JSON FIELD -> value (empty if missing)
+    python3 -c 'import json,sys; v=json.loads(sys.argv[1]).get(sys.argv[2], ""); print(v if not isinstance(v, (dict, list)) else len(v))' "$1" "$2" 2>/dev/null || true
+}
+
+log "results: $RAW_DIR; curlew: $CURLEW; reps=$REPS s7_files=$S7_FILES n_c64=$N_C64"
+for rep in $(seq 1 "$REPS"); do
+    log "repetition $rep of $REPS"
+    for scenario in $SCENARIOS; do
+        case "$scenario" in
+            s7) run_s7 "$rep" ;;
+            s8) run_s8 "$rep" ;;
+            *) echo "run_command.sh: unknown scenario $scenario" >&2; exit 2 ;;
+        esac
+    done
+done
+
+{
+    echo "date=$(date -u '+%Y-%m-%d %H:%M:%S UTC')"
+    echo "machine=$(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(uname -srm)"
+    echo "loadavg=$(cut -d' ' -f1-3 /proc/loadavg)"
+    echo "libcurl=$(curl-config --version)"
+    echo "nginx=$(nginx -v 2>&1 | sed 's/^nginx version: //')"
+    echo "wrk=$(wrk -v 2>&1 | head -1 | cut -d' ' -f1-2)"
+    echo "reps=$REPS"
+    echo "s7_files=$S7_FILES"
+    echo "n_c64=$N_C64"
+    echo "wrk_seconds=$WRK_SECONDS"
+    echo "client_cpu=$CLIENT_CPU"
+    echo "nginx_cpu=$NGINX_CPU"
+    echo "raw_dir=results/raw/$STAMP-command"
+} >"$RAW_DIR/meta.txt"
+python3 "$COMMAND_DIR/report_command.py" "$RAW_DIR" >"$RAW_DIR/report.md"
+if [ "$QUICK" != "1" ] || [ "${BENCH_LATEST:-0}" = "1" ]; then
+    cp "$RAW_DIR/report.md" "$BENCH_DIR/results/command-latest.md"
+    log "wrote $BENCH_DIR/results/command-latest.md"
+fi
+cat "$RAW_DIR/report.md"
