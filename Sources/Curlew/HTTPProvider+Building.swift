@@ -52,6 +52,10 @@ extension HTTPProvider {
                 }
             case .file(let path):
                 request.body = .file(.path(path))
+            case .multipart(let form):
+                request.body = .multipart(form)
+            case .stream(let stream):
+                request.body = .stream(stream)
             }
         } else if !parameters.isEmpty {
             switch encoding {
@@ -72,6 +76,7 @@ extension HTTPProvider {
         if let contentType, request.headerFields[.contentType] == nil {
             request.headerFields[.contentType] = contentType
         }
+        request.bodyCompression = route.bodyCompression
         if let timeout = route.timeout {
             // Only the total changes: connect and idle keep the engine's defaults.
             var timeouts = CurlewClient.Timeouts()

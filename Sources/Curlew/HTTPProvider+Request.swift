@@ -1,4 +1,4 @@
-import CurlewEngine
+public import CurlewEngine
 import Foundation
 
 extension HTTPProvider {
@@ -22,12 +22,39 @@ extension HTTPProvider {
         interceptors callInterceptors: [any Interceptor] = [],
         plugins callPlugins: [any Plugin] = [],
         responseProcessors callProcessors: [any ResponseProcessor] = [],
-        responseValidators callValidators: [any ResponseValidator] = []
+        responseValidators callValidators: [any ResponseValidator] = [],
+        progress: (@Sendable (TransferProgress) -> Void)? = nil
     ) async throws(ProviderError) -> RouteResponse {
         let call = CallComponents(
             interceptors: callInterceptors, plugins: callPlugins, processors: callProcessors,
-            validators: callValidators)
+            validators: callValidators, progress: progress)
         return try await RequestPipeline(provider: self, route: route, call: call).run()
+    }
+
+    /// Downloads a route's response body into a file at `path`, in constant memory: the file appears, complete,
+    /// only after a 2xx response. Interceptors, retries and validation run as for ``request(_:interceptors:plugins:responseProcessors:responseValidators:progress:)``;
+    /// on success they see an empty body, on failure the error body.
+    @discardableResult
+    public func download(
+        _ route: Route, to path: String, interceptors: [any Interceptor] = [],
+        progress: (@Sendable (TransferProgress) -> Void)? = nil
+    ) async throws(ProviderError) -> RouteResponse {
+        let call = CallComponents(interceptors: interceptors, plugins: [], processors: [], validators: [], progress: progress)
+        return try await RequestPipeline(provider: self, route: route, call: call, destination: path).run()
+    }
+
+    /// Sends a route and returns as soon as the status and header fields have arrived; the body follows as an
+    /// `AsyncSequence` with backpressure.
+    ///
+    /// Request interceptors and plugins run as usual; the response has no body yet, so response interceptors,
+    /// retries, processors and validators do not run. A status that is not acceptable throws
+    /// ``ProviderError/status(_:)`` with the first 64 KiB of the body.
+    public func stream(
+        _ route: Route, interceptors: [any Interceptor] = [],
+        progress: (@Sendable (TransferProgress) -> Void)? = nil
+    ) async throws(ProviderError) -> RouteStreamingResponse {
+        let call = CallComponents(interceptors: interceptors, plugins: [], processors: [], validators: [], progress: progress)
+        return try await RequestPipeline(provider: self, route: route, call: call).runStreaming()
     }
 
     /// Sends a route described by a ``Routable`` value.
@@ -37,11 +64,12 @@ extension HTTPProvider {
         interceptors: [any Interceptor] = [],
         plugins: [any Plugin] = [],
         responseProcessors: [any ResponseProcessor] = [],
-        responseValidators: [any ResponseValidator] = []
+        responseValidators: [any ResponseValidator] = [],
+        progress: (@Sendable (TransferProgress) -> Void)? = nil
     ) async throws(ProviderError) -> RouteResponse {
         try await request(
             routable.route, interceptors: interceptors, plugins: plugins, responseProcessors: responseProcessors,
-            responseValidators: responseValidators)
+            responseValidators: responseValidators, progress: progress)
     }
 
     /// Sends a route and decodes the body as `T` (Nikka's `responseObject`, Konex's `requestObject`).
@@ -94,6 +122,7 @@ struct CallComponents: Sendable {
     var plugins: [any Plugin]
     var processors: [any ResponseProcessor]
     var validators: [any ResponseValidator]
+    var progress: (@Sendable (TransferProgress) -> Void)?
 }
 
 /// One call's way through the layer; see ``HTTPProvider/request(_:interceptors:plugins:responseProcessors:responseValidators:)``.
@@ -101,16 +130,70 @@ struct RequestPipeline<Provider: HTTPProvider> {
     let provider: Provider
     let route: Route
     let call: CallComponents
+    /// Where a download goes; `nil` collects the body in memory.
+    var destination: String? = nil
+
+    /// Request side: the call is outermost, the global level next to the wire.
+    private var requestSide: [any Interceptor] {
+        call.interceptors + route.interceptors + provider.interceptors + GlobalInterceptors.all
+    }
+
+    private var plugins: [any Plugin] {
+        provider.plugins + route.plugins + call.plugins
+    }
+
+    private func makeBaseRequest() throws(ProviderError) -> CurlewRequest {
+        var request = try provider.makeRequest(for: route)
+        if let progress = call.progress { request.onProgress = progress }
+        return request
+    }
+
+    func runStreaming() async throws(ProviderError) -> RouteStreamingResponse {
+        let requestSide = self.requestSide
+        let plugins = self.plugins
+        let context = InterceptorContext(route: route, attempt: 1, maxAttempts: 1)
+        var request = try makeBaseRequest()
+        do {
+            for interceptor in requestSide { try await interceptor.adapt(&request, context: context) }
+        } catch {
+            throw failure(Self.providerError(from: error, response: nil), plugins, context)
+        }
+        for plugin in plugins { plugin.didSend(request, context: context) }
+        let response: RouteStreamingResponse
+        do {
+            response = try await provider.transport.stream(request, context: context)
+        } catch let error as CurlewError {
+            throw failure(.transport(error, request: request), plugins, context)
+        } catch {
+            throw failure(.cancelled, plugins, context)
+        }
+        var head = RouteResponse(
+            status: response.status, headerFields: response.headerFields, url: response.url, request: request)
+        guard provider.isAcceptable(response.status) else {
+            head.body = (try? await response.body.collect(upTo: 64 * 1024)) ?? []
+            throw failure(.status(head.with(decoder: provider.jsonDecoder)), plugins, context)
+        }
+        var streamed = response
+        streamed.request = request
+        for plugin in plugins { plugin.didReceive(.success(head), context: context) }
+        return streamed
+    }
+
+    /// A streamed call's error after ``HTTPProvider/shouldContinue(with:)`` and the plugins.
+    private func failure(
+        _ error: ProviderError, _ plugins: [any Plugin], _ context: InterceptorContext
+    ) -> ProviderError {
+        let final = provider.shouldContinue(with: error) ? error : .stopped(error)
+        for plugin in plugins { plugin.didReceive(.failure(final), context: context) }
+        return final
+    }
 
     func run() async throws(ProviderError) -> RouteResponse {
-        let providerInterceptors = provider.interceptors
-        let globalInterceptors = GlobalInterceptors.all
-        // Request side: the call is outermost, the global level next to the wire.
-        let requestSide = call.interceptors + route.interceptors + providerInterceptors + globalInterceptors
-        let plugins = provider.plugins + route.plugins + call.plugins
+        let requestSide = self.requestSide
+        let plugins = self.plugins
         let maxAttempts = max(1, provider.maxAttempts)
         let transport = provider.transport
-        let baseRequest = try provider.makeRequest(for: route)
+        let baseRequest = try makeBaseRequest()
 
         var attempt = 1
         while true {
@@ -128,7 +211,12 @@ struct RequestPipeline<Provider: HTTPProvider> {
 
             var outcome: Result<RouteResponse, CurlewError>
             do {
-                var response = try await transport.send(request, context: context)
+                var response =
+                    if let destination {
+                        try await transport.download(request, to: destination, context: context)
+                    } else {
+                        try await transport.send(request, context: context)
+                    }
                 response.request = request
                 outcome = .success(response)
             } catch let error as CurlewError {
@@ -232,11 +320,12 @@ struct RequestPipeline<Provider: HTTPProvider> {
         return .interceptor(error)
     }
 
-    /// Bytes and files can be sent again; anything else (a one-shot stream) cannot.
+    /// Bytes, files and forms of them can be sent again; a one-shot stream cannot.
     private static func canResend(_ request: CurlewRequest) -> Bool {
         guard let body = request.body else { return true }
         if case .bytes = body { return true }
         if case .file = body { return true }
+        if case .multipart(let form) = body { return form.hasOnlyReplayableParts }
         return false
     }
 }

@@ -1,3 +1,4 @@
+public import CurlewEngine
 public import HTTPTypes
 
 /// One endpoint and how to talk to it: a value, so routes can live wherever suits the API.
@@ -32,6 +33,8 @@ public struct Route: Sendable {
     public var encoding: ParameterEncoding?
     /// A body of the route's own; parameters then go to the URL whatever the encoding says.
     public var body: RouteBody?
+    /// Compresses the body on the way out (`.gzip()`), with `Content-Encoding` set.
+    public var bodyCompression: CurlewRequest.BodyCompression?
     /// The longest the whole request may take, retries excluded (each attempt has the full time).
     public var timeout: Duration?
     /// Interceptors of this route, applied between the call's and the provider's
@@ -48,6 +51,8 @@ public struct Route: Sendable {
     public var mockData: String?
 
     /// Creates a route; every argument but the path is optional, with Nikka's labels.
+    ///
+    /// A `multipartForm` (Nikka's label) is the same as `body: .multipart(form)`.
     public init(
         path: String,
         method: HTTPRequest.Method = .get,
@@ -55,6 +60,8 @@ public struct Route: Sendable {
         headers: [String: String] = [:],
         encoding: ParameterEncoding? = nil,
         body: RouteBody? = nil,
+        multipartForm: MultipartForm? = nil,
+        bodyCompression: CurlewRequest.BodyCompression? = nil,
         timeout: Duration? = nil,
         interceptors: [any Interceptor] = [],
         plugins: [any Plugin] = [],
@@ -67,7 +74,8 @@ public struct Route: Sendable {
         self.parameters = params.mapValues(\.parameterValue)
         self.headers = headers.keys.sorted().map { (name: $0, value: headers[$0]!) }
         self.encoding = encoding
-        self.body = body
+        self.body = multipartForm.map(RouteBody.multipart) ?? body
+        self.bodyCompression = bodyCompression
         self.timeout = timeout
         self.interceptors = interceptors
         self.plugins = plugins

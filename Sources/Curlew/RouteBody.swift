@@ -1,3 +1,4 @@
+public import CurlewEngine
 import Foundation
 
 /// A body a route sends as it is, instead of encoded parameters.
@@ -8,6 +9,8 @@ public struct RouteBody: Sendable {
         case bytes([UInt8])
         case encodable(@Sendable (JSONEncoder) throws -> [UInt8])
         case file(String)
+        case multipart(MultipartForm)
+        case stream(RequestBodyStream)
     }
 
     let storage: Storage
@@ -35,6 +38,35 @@ public struct RouteBody: Sendable {
         RouteBody(storage: .file(path), contentType: contentType)
     }
 
-    /// Whether the body can be sent more than once, which retries need.
-    public var isReplayable: Bool { true }
+    /// A `multipart/form-data` form, the engine's own ``CurlewEngine/MultipartForm``, encoded part by part as it
+    /// is sent (files in constant memory, exact `Content-Length` when every size is known).
+    public static func multipart(_ form: MultipartForm) -> RouteBody {
+        RouteBody(storage: .multipart(form), contentType: form.contentType)
+    }
+
+    /// Bytes produced while they are sent, with backpressure. One-shot: a request with a stream body is never
+    /// retried, whoever asks.
+    public static func stream(_ stream: RequestBodyStream, contentType: String? = "application/octet-stream") -> RouteBody {
+        RouteBody(storage: .stream(stream), contentType: contentType)
+    }
+
+    /// Whether the body can be sent more than once, which retries need: everything but a stream, and a form
+    /// without stream parts.
+    public var isReplayable: Bool {
+        switch storage {
+        case .bytes, .encodable, .file: true
+        case .multipart(let form): form.hasOnlyReplayableParts
+        case .stream: false
+        }
+    }
+}
+
+extension MultipartForm {
+    /// Whether every part can be read again: no stream parts.
+    var hasOnlyReplayableParts: Bool {
+        !parts.contains { part in
+            if case .stream = part.content { return true }
+            return false
+        }
+    }
 }

@@ -62,6 +62,15 @@ public final class MockTransport: HTTPTransport {
         }
         if let delay = reply.delay { try await Task.sleep(for: delay) }
         if let error = reply.error { throw error }
+        if let onProgress = request.onProgress {
+            // One final report, as the engine's last call: in-memory bodies count, others are unknown.
+            var sent: Int64 = 0
+            if case .bytes(let bytes)? = request.body { sent = Int64(bytes.count) }
+            onProgress(
+                TransferProgress(
+                    bytesSent: sent, totalBytesToSend: sent, bytesReceived: Int64(reply.body.count),
+                    totalBytesToReceive: Int64(reply.body.count), isComplete: true))
+        }
         return RouteResponse(
             status: reply.status, headerFields: reply.headerFields, body: reply.body, url: request.url, request: request)
     }

@@ -30,6 +30,13 @@ extension Route {
     static let login = { @Sendable (email: String, password: String) in
         Route(path: "/login", method: .post, params: ["email": email, "password": password])
     }
+    /// Nikka's `uploadImage`, with JPEG bytes instead of a `UIImage`.
+    static let uploadImage = { @Sendable (jpeg: [UInt8]) -> Route in
+        var form = MultipartForm()
+        form.append(data: jpeg, forKey: "image", fileName: "image.jpg", mimeType: "image/jpeg")
+        form.append(value: "holiday", forKey: "caption")
+        return Route(path: "/profile/picture", method: .post, multipartForm: form)
+    }
 }
 
 @Suite struct NikkaReadmeTests {
@@ -92,6 +99,26 @@ extension Route {
         let query = try Echo(
             try await provider.request(Route(path: "/search", method: .post, params: ["q": "a b&c"], encoding: .url)))
         #expect(query.args == ["q": "a b&c"])
+    }
+
+    @Test(arguments: BackendKind.allCases)
+    func multipartUploadReportsProgress(kind: BackendKind) async throws {
+        let provider = MyProvider(try await Backend.make(kind))
+        let image = Array("not really a jpeg, but bytes all the same".utf8)
+        let reports = Mutex<[TransferProgress]>([])
+        // MyProvider().request(.uploadImage(image)).uploadProgress { (sent, total) in … }.responseJSON { … }
+        let json = try await provider.request(.uploadImage(image), progress: { progress in
+            reports.withLock { $0.append(progress) }
+        }).json()
+        #expect(json["files"]["image"] == .string(String(decoding: image, as: UTF8.self)))
+        #expect(json["form"]["caption"] == "holiday")
+        #expect(json["headers"]["Content-Type"].stringValue.hasPrefix("multipart/form-data; boundary="))
+        let last = try #require(reports.withLock { $0.last })
+        #expect(last.isComplete)
+        if kind == .httpbin {
+            #expect(last.bytesSent > Int64(image.count))
+            #expect(last.bytesSent == last.totalBytesToSend)
+        }
     }
 
     @Test(arguments: BackendKind.allCases)

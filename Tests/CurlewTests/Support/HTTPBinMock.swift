@@ -48,6 +48,15 @@ enum HTTPBinMock {
         }
         var body: [UInt8] = []
         if case .bytes(let bytes)? = request.body { body = bytes }
+        var formFields: [String: JSONValue] = [:]
+        var files: [String: JSONValue] = [:]
+        if case .multipart(let form)? = request.body {
+            for part in form.parts {
+                guard case .bytes(let bytes) = part.content else { continue }
+                let text = JSONValue.string(String(decoding: bytes, as: UTF8.self))
+                if part.fileName == nil { formFields[part.name] = text } else { files[part.name] = text }
+            }
+        }
         let text = String(decoding: body, as: UTF8.self)
         let contentType = request.headerFields[.contentType] ?? ""
         let isForm = contentType.hasPrefix("application/x-www-form-urlencoded")
@@ -58,7 +67,8 @@ enum HTTPBinMock {
             "method": .string(request.method.rawValue),
             "url": .string(request.url),
             "args": pairs(query),
-            "form": isForm ? pairs(text) : [:],
+            "form": isForm ? pairs(text) : .object(formFields),
+            "files": .object(files),
             "data": isForm ? "" : .string(text),
             "json": json,
             "headers": .object(headers),
