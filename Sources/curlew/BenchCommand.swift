@@ -100,7 +100,6 @@ struct BenchCommand: AsyncParsableCommand {
             target = embedded.baseURL + "/small"
             if !json { print("embedded server: \(embedded.baseURL) (SwiftNIO, loopback only)") }
         }
-        defer { if let server { Task { try? await server.shutdown() } } }
 
         let request: CurlewRequest
         do {

@@ -27,7 +27,8 @@ struct BenchTally: Sendable {
     var histogram = LatencyHistogram(numberOfSignificantValueDigits: .three)
     var succeeded = 0
     var failures: [String: Int] = [:]
-    var statusCounts: [Int: Int] = [:]
+    /// Indexed by status code (100...999): an array add per response instead of a dictionary update.
+    var statusCounts = [Int](repeating: 0, count: 1000)
     var bytesSent: Int64 = 0
     var bytesReceived: Int64 = 0
     var connectionsOpened = 0
@@ -38,7 +39,7 @@ struct BenchTally: Sendable {
         histogram.add(other.histogram)
         succeeded += other.succeeded
         failures.merge(other.failures, uniquingKeysWith: +)
-        statusCounts.merge(other.statusCounts, uniquingKeysWith: +)
+        for code in statusCounts.indices { statusCounts[code] += other.statusCounts[code] }
         bytesSent += other.bytesSent
         bytesReceived += other.bytesReceived
         connectionsOpened += other.connectionsOpened
@@ -123,7 +124,7 @@ final class BenchRunner: Sendable {
             do {
                 let response = try await client.execute(request)
                 let metrics = response.metrics
-                tally.statusCounts[Int(response.status.code), default: 0] += 1
+                tally.statusCounts[min(max(response.status.code, 0), 999)] += 1
                 tally.bytesSent += metrics.bytesSent
                 tally.bytesReceived += metrics.bytesReceived + Int64(metrics.headerBytesReceived)
                 if !metrics.reusedConnection { tally.connectionsOpened += 1 }

@@ -50,7 +50,8 @@ struct BenchSummary: Encodable {
         self.succeeded = tally.succeeded
         self.failed = tally.requests - tally.succeeded
         self.failures = tally.failures
-        self.statusCodes = Dictionary(uniqueKeysWithValues: tally.statusCounts.map { (String($0.key), $0.value) })
+        self.statusCodes = Dictionary(
+            uniqueKeysWithValues: tally.statusCounts.enumerated().filter { $0.element > 0 }.map { (String($0.offset), $0.element) })
         self.durationSeconds = result.elapsed.seconds
         self.requestsPerSecond = result.elapsed > .zero ? Double(tally.requests) / result.elapsed.seconds : 0
         func percentile(_ value: Double) -> Double { hasSamples ? Double(histogram.valueAtPercentile(value)) : 0 }

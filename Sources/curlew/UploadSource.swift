@@ -1,3 +1,4 @@
+import ArgumentParser
 import Foundation
 
 #if canImport(Glibc)
@@ -29,15 +30,15 @@ struct UploadListing: Sendable {
 enum UploadSource {
     /// Lists a directory recursively or a manifest (one path per line).
     ///
-    /// - Throws: ``CommandFailure`` when SOURCE itself is missing or unreadable: nothing could be sent.
+    /// - Throws: `ValidationError` (a usage error) when SOURCE itself is missing or unreadable: nothing could be sent.
     static func list(_ source: String) throws -> UploadListing {
         var status = stat()
         guard stat(source, &status) == 0 else {
-            throw CommandFailure("cannot read SOURCE \(source.debugDescription): \(String(cString: strerror(errno)))")
+            throw ValidationError("cannot read SOURCE \(source.debugDescription): \(String(cString: strerror(errno)))")
         }
         if status.st_mode & S_IFMT == S_IFDIR {
             guard let directory = opendir(source) else {
-                throw CommandFailure("cannot read directory \(source.debugDescription): \(String(cString: strerror(errno)))")
+                throw ValidationError("cannot read directory \(source.debugDescription): \(String(cString: strerror(errno)))")
             }
             closedir(directory)
             var listing = UploadListing()
@@ -93,7 +94,7 @@ enum UploadSource {
     /// absolute ones are named by their path without the leading slash. Blank lines are skipped.
     private static func readManifest(_ manifest: String) throws -> UploadListing {
         guard let data = FileManager.default.contents(atPath: manifest) else {
-            throw CommandFailure("cannot read manifest \(manifest.debugDescription)")
+            throw ValidationError("cannot read manifest \(manifest.debugDescription)")
         }
         let base = (manifest as NSString).deletingLastPathComponent
         var listing = UploadListing()

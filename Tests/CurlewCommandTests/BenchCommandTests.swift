@@ -169,7 +169,8 @@ import Testing
     ])
     func badArgumentsExplainThemselves(arguments: [String], mention: String) async throws {
         let output = try await CurlewBinary.run(arguments)
-        #expect(output.status != 0)
+        // ArgumentParser's usage-error status (EX_USAGE).
+        #expect(output.status == 64)
         #expect(output.stderr.contains(mention), "stderr: \(output.stderr)")
     }
 }
