@@ -55,7 +55,7 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(name: .customLong("histogram-out"), help: "Write the latency HdrHistogram (JSON, microseconds) here, for exact merging.")
     var histogramOut: String?
 
-    @Option(help: "Event loops (threads) of the client; default one per core.")
+    @Option(help: "Event loops (threads) of the client; default one per CPU the process may use.")
     var loops: Int?
 
     @Option(name: .customLong("cacert"), help: "A PEM file of CA certificates to trust for https.")
@@ -112,7 +112,7 @@ struct BenchCommand: AsyncParsableCommand {
         configuration.maxConnectionsPerHost = connections
         configuration.httpVersion = h2c ? .http2PriorKnowledge : http2 ? .http2 : .http1_1
         configuration.proxy = .none
-        if let loops { configuration.loopCount = loops }
+        configuration.loopCount = loops ?? allowedCPUCount()
         configuration.tls.caFile = caFile
         if insecure {
             configuration.tls.verifyPeer = false
