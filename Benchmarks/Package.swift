@@ -99,6 +99,21 @@ if withEngine {
             swiftSettings: swiftSettings
         )
     )
+    // S1 and S3 through the route layer (Route + HTTPProvider), and the engine with the same decoding for S3.
+    products.append(.executable(name: "bench-curlew-route", targets: ["BenchCurlewRoute"]))
+    targets.append(
+        .executableTarget(
+            name: "BenchCurlewRoute",
+            dependencies: [
+                "BenchSupport",
+                .product(name: "Curlew", package: "Curlew"),
+                .product(name: "CurlewEngine", package: "Curlew"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ],
+            path: "Sources/bench-curlew-route",
+            swiftSettings: swiftSettings
+        )
+    )
 }
 
 let package = Package(

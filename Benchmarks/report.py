@@ -22,6 +22,8 @@ SCENARIOS = {
     "s1-c64": ("S1", "GET /small, HTTP/1.1 keep-alive, c = 64, client pinned", "n_c64"),
     "s1-c64-unpinned": ("S1", "GET /small, HTTP/1.1 keep-alive, c = 64, client unpinned (both cores; Curlew with --loops 2)", "n_c64"),
     "s2-h2-c64": ("S2", "GET /small, HTTP/2 over TLS multiplexed on one connection, c = 64 streams, client pinned", "n_h2"),
+    "s3-json-c16": ("S3", "GET /json (gzip) decoded into a Decodable model, c = 16, client pinned; "
+                    "curlew-engine here is the engine with the same JSONDecoder", "n_c16"),
 }
 # Upload scenarios: one request of one file per run; MB/s of the file's bytes (input bytes for S6).
 UPLOADS = {
@@ -49,12 +51,13 @@ UPLOAD_LABEL = {
 }
 BUSY_PERCENT = 20
 CLIENT_ORDER = [
-    "raw-libcurl", "curlew-engine", "curlew-engine-plain", "curlew-dispatch",
+    "raw-libcurl", "curlew-engine", "curlew-route", "curlew-engine-plain", "curlew-dispatch",
     "async-http-client", "urlsession", "wrk", "h2load",
 ]
 CLIENT_LABEL = {
     "raw-libcurl": "raw-libcurl (C multi loop)",
     "curlew-engine": "curlew-engine (executor)",
+    "curlew-route": "curlew-route (Route + HTTPProvider, executor)",
     "curlew-engine-plain": "curlew-engine (plain tasks)",
     "curlew-dispatch": "curlew-dispatch",
     "async-http-client": "async-http-client",

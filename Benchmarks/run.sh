@@ -14,8 +14,9 @@
 #   BENCH_WRK_SECONDS      duration of each wrk run      (default 3, quick 1)
 #   BENCH_TIMEOUT          seconds before one client run is killed and reported failed (default 120)
 #   BENCH_UPLOAD_REPS      repetitions of the upload scenarios S4-S6 (default 5, quick 1)
-#   BENCH_UPLOAD_BYTES     size of the upload input files (default 1 GiB, quick 128 MiB); made once under
-#                          results/raw/upload-inputs/ by uploads/make_inputs.py (git-ignored)
+#   BENCH_UPLOAD_BYTES     size of the upload input files (default 1 GiB, quick 128 MiB), made by
+#                          uploads/make_inputs.py in BENCH_UPLOAD_DIR (default /dev/shm/curlew-bench-upload-inputs-SIZE,
+#                          removed at the end unless BENCH_UPLOAD_KEEP=1; results/raw/ if there is no /dev/shm)
 #   BENCH_UPLOAD_TIMEOUT   seconds before one upload run is killed (default 120; urlsession: 60)
 #   BENCH_UPLOAD_VERIFY    1 (default, 0 in quick runs): once per run, PUT the S4 file and the S6 gzip body with
 #                          bench-curlew-upload into nginx's WebDAV folder and compare them byte for byte
@@ -89,8 +90,8 @@ RUN_TIMEOUT=${BENCH_TIMEOUT:-120}
 WAIT_QUIET=${BENCH_WAIT_QUIET:-0}
 CLIENT_CPU=${BENCH_CLIENT_CPU:-1}
 export NGINX_CPU=${NGINX_CPU:-0}
-SCENARIOS=${BENCH_SCENARIOS:-"s1-c1 s1-c16 s1-c64 s1-c64-unpinned s2-h2-c64 s4-upload s5-multipart s6-gzip"}
-CLIENTS=${BENCH_CLIENTS:-"raw-libcurl curlew-engine curlew-engine-plain curlew-dispatch async-http-client urlsession wrk h2load curl-T curl-F gzip-curl gzip-curl-T zlib"}
+SCENARIOS=${BENCH_SCENARIOS:-"s1-c1 s1-c16 s1-c64 s1-c64-unpinned s2-h2-c64 s3-json-c16 s4-upload s5-multipart s6-gzip"}
+CLIENTS=${BENCH_CLIENTS:-"raw-libcurl curlew-engine curlew-route curlew-engine-plain curlew-dispatch async-http-client urlsession wrk h2load curl-T curl-F gzip-curl gzip-curl-T zlib"}
 
 STAMP=$(date -u +%Y%m%dT%H%M%SZ)
 RESULTS_DIR=$BENCH_DIR/results
@@ -278,10 +279,35 @@ run_upload_scenario() {
     done
 }
 
+# run_json_scenario ID REP: S3, GET /json (gzip) decoded into a Decodable model, c = 16, client pinned.
+# Only the Swift clients that decode run it: the route layer, and the engine with the same JSONDecoder
+# (as curlew-engine, so the report's ratio column is the route layer's cost).
+run_json_scenario() {
+    local id=$1 rep=$2
+    local -a common=(--url "$BASE_URL/json" --concurrency 16 --requests "$N_C16" --decode)
+    local client
+    for client in $CLIENTS; do
+        case "$client" in
+            curlew-engine | curlew-route)
+                local layer=engine
+                [ "$client" = curlew-route ] && layer=route
+                if [ "$CURLEW_BUILD" != ok ]; then
+                    skip_one "$id" "$client" "$rep" "bench-curlew-route did not build; see raw/$STAMP/build.log"
+                else
+                    run_one "$id" "$client" "$rep" pinned "" "$SWIFT_BIN/bench-curlew-route" --layer "$layer" "${common[@]}"
+                fi ;;
+            *) ;;  # not a client of this scenario (it does not decode)
+        esac
+    done
+}
+
 # run_scenario ID REP
 run_scenario() {
     local id=$1 rep=$2
     case "$id" in
+        s3-json-c16)
+            [ "$rep" -le "$REPS" ] && run_json_scenario "$id" "$rep"
+            return 0 ;;
         s4-upload | s5-multipart | s6-gzip)
             [ "$rep" -le "$UPLOAD_REPS" ] && run_upload_scenario "$id" "$rep"
             return 0 ;;
@@ -313,6 +339,12 @@ run_scenario() {
                     skip_one "$id" "$client" "$rep" "bench-curlew did not build (CurlewEngine); see raw/$STAMP/build.log"
                 else
                     run_one "$id" "$client" "$rep" "$pin" "" "$SWIFT_BIN/bench-curlew" --mode "$mode" --loops "$loops" "${common[@]}"
+                fi ;;
+            curlew-route)
+                if [ "$CURLEW_BUILD" != ok ]; then
+                    skip_one "$id" "$client" "$rep" "bench-curlew-route did not build; see raw/$STAMP/build.log"
+                else
+                    run_one "$id" "$client" "$rep" "$pin" "" "$SWIFT_BIN/bench-curlew-route" --layer route --loops "$loops" "${common[@]}"
                 fi ;;
             async-http-client)
                 if [ "$SWIFT_BUILD" != ok ]; then
@@ -347,10 +379,27 @@ run_scenario() {
 UPLOAD_RANDOM="" UPLOAD_LINES="" UPLOAD_VERIFIED=""
 case " $SCENARIOS " in
     *" s4-upload "* | *" s5-multipart "* | *" s6-gzip "*)
-        log "upload inputs ($UPLOAD_BYTES bytes each, made once)"
-        python3 "$BENCH_DIR/uploads/make_inputs.py" "$RESULTS_DIR/raw/upload-inputs-$UPLOAD_BYTES" "$UPLOAD_BYTES" >&2
-        UPLOAD_RANDOM=$RESULTS_DIR/raw/upload-inputs-$UPLOAD_BYTES/random.bin
-        UPLOAD_LINES=$RESULTS_DIR/raw/upload-inputs-$UPLOAD_BYTES/lines.jsonl
+        # In tmpfs by default: this machine's page cache is trimmed while it runs (its RSS as a VM is reclaimed),
+        # so an input on disk may be read partly from the disk, by whichever client comes first after a pause.
+        UPLOAD_DIR=${BENCH_UPLOAD_DIR:-}
+        if [ -z "$UPLOAD_DIR" ]; then
+            if [ -d /dev/shm ] && [ -w /dev/shm ]; then
+                UPLOAD_DIR=/dev/shm/curlew-bench-upload-inputs-$UPLOAD_BYTES
+            else
+                UPLOAD_DIR=$RESULTS_DIR/raw/upload-inputs-$UPLOAD_BYTES
+            fi
+        fi
+        log "upload inputs ($UPLOAD_BYTES bytes each) in $UPLOAD_DIR"
+        python3 "$BENCH_DIR/uploads/make_inputs.py" "$UPLOAD_DIR" "$UPLOAD_BYTES" >&2
+        UPLOAD_RANDOM=$UPLOAD_DIR/random.bin
+        UPLOAD_LINES=$UPLOAD_DIR/lines.jsonl
+        # Memory, not disk: removed when the run ends unless BENCH_UPLOAD_KEEP=1 (or BENCH_UPLOAD_DIR was given).
+        if [ "${BENCH_UPLOAD_KEEP:-0}" != "1" ] && [ -z "${BENCH_UPLOAD_DIR:-}" ]; then
+            case "$UPLOAD_DIR" in
+                /dev/shm/curlew-bench-upload-inputs-*)
+                    trap 'cleanup; rm -rf "$UPLOAD_DIR"' EXIT ;;
+            esac
+        fi
         if [ "$UPLOAD_VERIFY" = "1" ] && [ "$CURLEW_BUILD" = ok ]; then
             # WebDAV PUT into nginx's folder, then compare: the raw body as is, the gzip body decompressed.
             log "verifying Curlew's upload bodies byte for byte (WebDAV PUT)"

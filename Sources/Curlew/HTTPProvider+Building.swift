@@ -26,7 +26,8 @@ extension HTTPProvider {
 
         var request: CurlewRequest
         do {
-            request = try CurlewRequest(method: route.method, url: url)
+            request = try ValidatedRequestCache.request(for: url)
+            request.method = route.method
             let provided = additionalHeaders
             if !provided.isEmpty {
                 for name in provided.keys.sorted() { try request.setHeader(name, provided[name]!) }

@@ -211,13 +211,13 @@ struct RequestPipeline<Provider: HTTPProvider> {
 
             var outcome: Result<RouteResponse, CurlewError>
             do {
-                var response =
+                // Transports answer with the request they were given as the response's `request`.
+                let response =
                     if let destination {
                         try await transport.download(request, to: destination, context: context)
                     } else {
                         try await transport.send(request, context: context)
                     }
-                response.request = request
                 outcome = .success(response)
             } catch let error as CurlewError {
                 outcome = .failure(error)
@@ -270,28 +270,53 @@ struct RequestPipeline<Provider: HTTPProvider> {
             case .failure(let error):
                 return try finish(.failure(.transport(error, request: request)), plugins, context)
             case .success(let response):
-                let result = await accept(response.with(decoder: provider.jsonDecoder))
+                let response = response.with(decoder: provider.jsonDecoder)
+                let processors = provider.responseProcessors + route.responseProcessors + call.processors
+                // Without processors nothing here needs to suspend: no async frame for the common case.
+                let result =
+                    if processors.isEmpty {
+                        validate(response)
+                    } else {
+                        await process(response, with: processors)
+                    }
                 return try finish(result, plugins, context)
             }
         }
     }
 
-    /// Validation, status, processors and validators, in that order.
-    private func accept(_ response: RouteResponse) async -> Result<RouteResponse, ProviderError> {
-        do {
-            try provider.validate(response)
-        } catch {
-            return .failure(Self.providerError(from: error, response: response))
-        }
-        guard provider.isAcceptable(response.status) else { return .failure(.status(response)) }
+    /// Validation and status, then the processors, then the validators.
+    private func process(
+        _ response: RouteResponse, with processors: [any ResponseProcessor]
+    ) async -> Result<RouteResponse, ProviderError> {
+        if let failure = checkStatus(response) { return .failure(failure) }
         var processed = response
-        for processor in provider.responseProcessors + route.responseProcessors + call.processors {
+        for processor in processors {
             do {
                 processed = try await processor.process(processed)
             } catch {
                 return .failure(Self.providerError(from: error, response: processed))
             }
         }
+        return runValidators(processed)
+    }
+
+    /// ``process(_:with:)`` without processors.
+    private func validate(_ response: RouteResponse) -> Result<RouteResponse, ProviderError> {
+        if let failure = checkStatus(response) { return .failure(failure) }
+        return runValidators(response)
+    }
+
+    /// The provider's validation, which sees every response, then the status.
+    private func checkStatus(_ response: RouteResponse) -> ProviderError? {
+        do {
+            try provider.validate(response)
+        } catch {
+            return Self.providerError(from: error, response: response)
+        }
+        return provider.isAcceptable(response.status) ? nil : .status(response)
+    }
+
+    private func runValidators(_ processed: RouteResponse) -> Result<RouteResponse, ProviderError> {
         for validator in provider.responseValidators + route.responseValidators + call.validators {
             do {
                 try validator.validate(processed)

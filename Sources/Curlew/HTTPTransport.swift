@@ -7,7 +7,8 @@ import Foundation
 /// Only ``send(_:context:)`` is required: downloads and streamed responses have default implementations on top
 /// of it (the whole body in memory, then written out or handed over as one chunk), which is what a mock needs.
 public protocol HTTPTransport: Sendable {
-    /// Sends a request that every request interceptor has seen, and returns the response.
+    /// Sends a request that every request interceptor has seen, and returns the response, whose
+    /// ``RouteResponse/request`` is the request given.
     ///
     /// - Throws: `CurlewError` for transport failures (mocks inject them the same way), `CancellationError`
     ///   when the task is cancelled.

@@ -111,8 +111,8 @@ enum PercentEncoding {
     }
 
     private static func encode(_ text: String, keeping isKept: (UInt8) -> Bool, keepingEscapes: Bool) -> String {
+        if text.utf8.allSatisfy(isKept) { return text }
         let bytes = Array(text.utf8)
-        if bytes.allSatisfy(isKept) { return text }
         var output: [UInt8] = []
         output.reserveCapacity(bytes.count * 3)
         var index = 0

@@ -86,8 +86,12 @@ public struct Route: Sendable {
 
     /// Whether the path is a full URL, which the provider's base URL does not prefix.
     public var isFullURL: Bool {
-        path.hasPrefix("http://") || path.hasPrefix("https://") || path.hasPrefix("HTTP://")
-            || path.hasPrefix("HTTPS://")
+        // Most paths start with "/": one byte decides.
+        guard let first = path.utf8.first, first == UInt8(ascii: "h") || first == UInt8(ascii: "H") else {
+            return false
+        }
+        let scheme = path.prefix(8).lowercased()
+        return scheme.hasPrefix("http://") || scheme.hasPrefix("https://")
     }
 
     /// A copy with one more header field (replacing one of the same name).

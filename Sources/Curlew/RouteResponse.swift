@@ -10,23 +10,40 @@ public import HTTPTypes
 /// let json = try await provider.request(.friends).json()
 /// ```
 public struct RouteResponse: Sendable {
-    enum HeaderStorage: Sendable {
-        case fields(HTTPFields)
-        /// Kept unparsed until asked for: most callers never read the headers of a response they decode.
-        case engine(CurlewResponse)
+    /// What a response arrived with, behind one reference: a response is copied at every step of the pipeline,
+    /// and one retain is cheaper than copying (and retaining) a dozen fields each time.
+    private final class Head: Sendable {
+        let status: HTTPResponse.Status
+        let metrics: TransferMetrics?
+        let url: String
+        /// The engine's response, whose header block is parsed only when asked for: most callers never read the
+        /// headers of a response they decode.
+        let engineResponse: CurlewResponse?
+        let fields: HTTPFields?
+
+        init(
+            status: HTTPResponse.Status, metrics: TransferMetrics?, url: String, engineResponse: CurlewResponse?,
+            fields: HTTPFields?
+        ) {
+            self.status = status
+            self.metrics = metrics
+            self.url = url
+            self.engineResponse = engineResponse
+            self.fields = fields
+        }
     }
 
-    /// The status of the final response (after redirects).
-    public let status: HTTPResponse.Status
+    /// The request sent, boxed for the same reason as ``Head``.
+    private final class SentRequest: Sendable {
+        let request: CurlewRequest
+        init(_ request: CurlewRequest) { self.request = request }
+    }
+
+    private let head: Head
+    private var sent: SentRequest
+    private var replacedFields: HTTPFields?
     /// The body, decompressed.
     public var body: [UInt8]
-    /// The engine's timings and connection facts; `nil` for responses a mock made.
-    public let metrics: TransferMetrics?
-    /// The URL of the final response.
-    public let url: String
-    /// The request as it was sent, after every request interceptor.
-    public internal(set) var request: CurlewRequest
-    private var headerStorage: HeaderStorage
     /// The decoder ``decode(_:decoder:)`` uses unless told otherwise: the provider's.
     let jsonDecoder: JSONDecoder
 
@@ -35,32 +52,26 @@ public struct RouteResponse: Sendable {
         status: HTTPResponse.Status, headerFields: HTTPFields = [:], body: [UInt8] = [],
         metrics: TransferMetrics? = nil, url: String, request: CurlewRequest
     ) {
-        self.status = status
-        self.headerStorage = .fields(headerFields)
+        self.head = Head(status: status, metrics: metrics, url: url, engineResponse: nil, fields: headerFields)
+        self.sent = SentRequest(request)
         self.body = body
-        self.metrics = metrics
-        self.url = url
-        self.request = request
         self.jsonDecoder = ProviderDefaults.jsonDecoder
     }
 
     init(engineResponse: CurlewResponse, request: CurlewRequest) {
-        self.status = engineResponse.status
-        self.headerStorage = .engine(engineResponse)
+        self.head = Head(
+            status: engineResponse.status, metrics: engineResponse.metrics, url: engineResponse.url,
+            engineResponse: engineResponse, fields: nil)
+        self.sent = SentRequest(request)
         self.body = engineResponse.body
-        self.metrics = engineResponse.metrics
-        self.url = engineResponse.url
-        self.request = request
         self.jsonDecoder = ProviderDefaults.jsonDecoder
     }
 
     private init(copying response: RouteResponse, decoder: JSONDecoder) {
-        self.status = response.status
-        self.headerStorage = response.headerStorage
+        self.head = response.head
+        self.sent = response.sent
+        self.replacedFields = response.replacedFields
         self.body = response.body
-        self.metrics = response.metrics
-        self.url = response.url
-        self.request = response.request
         self.jsonDecoder = decoder
     }
 
@@ -68,16 +79,24 @@ public struct RouteResponse: Sendable {
         decoder === jsonDecoder ? self : RouteResponse(copying: self, decoder: decoder)
     }
 
+    /// The status of the final response (after redirects).
+    public var status: HTTPResponse.Status { head.status }
+    /// The engine's timings and connection facts; `nil` for responses a mock made.
+    public var metrics: TransferMetrics? { head.metrics }
+    /// The URL of the final response.
+    public var url: String { head.url }
+
+    /// The request as it was sent, after every request interceptor.
+    public internal(set) var request: CurlewRequest {
+        get { sent.request }
+        set { sent = SentRequest(newValue) }
+    }
+
     /// The header fields; names compare case-insensitively (`headerFields[.contentType]`,
     /// `headerFields[HTTPField.Name("x-custom")!]`).
     public var headerFields: HTTPFields {
-        get {
-            switch headerStorage {
-            case .fields(let fields): fields
-            case .engine(let response): response.headerFields
-            }
-        }
-        set { headerStorage = .fields(newValue) }
+        get { replacedFields ?? head.fields ?? head.engineResponse?.headerFields ?? [:] }
+        set { replacedFields = newValue }
     }
 
     /// The value of the first header field named `name` (any case), joined as HTTP allows for repeated fields.
