@@ -35,6 +35,7 @@ public struct Environment: Sendable, Hashable {
     /// Where fixtures live (the `fixtures` key), resolved against the file's directory.
     public let fixturesDirectory: String?
 
+    /// An environment made in code, for tests or for settings that come from elsewhere.
     public init(name: String, baseURL: String, values: [String: String] = [:], fixturesDirectory: String? = nil) {
         self.name = name
         self.baseURL = baseURL
@@ -51,5 +52,6 @@ public struct Environment: Sendable, Hashable {
 
 /// Why an environment could not be loaded.
 public struct EnvironmentError: Error, Sendable, CustomStringConvertible {
+    /// What went wrong, naming the file and the environment.
     public let description: String
 }

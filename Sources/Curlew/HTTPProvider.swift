@@ -90,8 +90,11 @@ extension HTTPProvider {
 /// ```
 /// A relative path is refused with ``ProviderError/invalidRoute(_:)``, rather than sent somewhere else.
 public struct DefaultProvider: HTTPProvider {
+    /// Empty: routes must carry full URLs.
     public let baseURL = ""
+    /// What the requests run on.
     public let transport: any HTTPTransport
+    /// The provider-level interceptors.
     public let interceptors: [any Interceptor]
 
     /// A provider on `transport` (the shared engine client by default) with `interceptors`.

@@ -70,6 +70,7 @@ public struct InterceptorContext: Sendable {
     /// When this attempt's request side started: what logging and metrics measure from.
     public let startedAt: ContinuousClock.Instant
 
+    /// A context, as the pipeline makes one per attempt (and tests of interceptors may).
     public init(route: Route, attempt: Int, maxAttempts: Int, startedAt: ContinuousClock.Instant = .now) {
         self.route = route
         self.attempt = attempt
@@ -87,6 +88,7 @@ public struct AnyInterceptor: Interceptor {
     private let adaptBody: @Sendable (inout CurlewRequest, InterceptorContext) async throws -> Void
     private let responseBody: @Sendable (RouteResponse, InterceptorContext) async throws -> InterceptorDecision
 
+    /// An interceptor from a request adapter and a response handler, either optional.
     public init(
         adapt: @escaping @Sendable (inout CurlewRequest, InterceptorContext) async throws -> Void = { _, _ in },
         response: @escaping @Sendable (RouteResponse, InterceptorContext) async throws -> InterceptorDecision = {

@@ -21,12 +21,14 @@ extension Plugin {
 /// Transforms an accepted response before validators and the caller see it, for example to unwrap an
 /// envelope (Konex's `KonexResponseProcessor`).
 public protocol ResponseProcessor: Sendable {
+    /// Returns the response the next processor, the validators and the caller see.
     func process(_ response: RouteResponse) async throws -> RouteResponse
 }
 
 /// Rejects an accepted response by throwing your own error, which reaches the caller as
 /// ``ProviderError/validation(_:_:)`` (Konex's `KonexResponseValidator`).
 public protocol ResponseValidator: Sendable {
+    /// Throws your own error to reject the response.
     func validate(_ response: RouteResponse) throws
 }
 
@@ -35,6 +37,7 @@ public struct AnyPlugin: Plugin {
     private let sent: @Sendable (CurlewRequest, InterceptorContext) -> Void
     private let received: @Sendable (Result<RouteResponse, ProviderError>, InterceptorContext) -> Void
 
+    /// A plugin from two optional closures.
     public init(
         didSend: @escaping @Sendable (CurlewRequest, InterceptorContext) -> Void = { _, _ in },
         didReceive: @escaping @Sendable (Result<RouteResponse, ProviderError>, InterceptorContext) -> Void = {
@@ -56,6 +59,7 @@ public struct AnyPlugin: Plugin {
 public struct AnyResponseProcessor: ResponseProcessor {
     private let body: @Sendable (RouteResponse) async throws -> RouteResponse
 
+    /// A processor that applies `body`.
     public init(_ body: @escaping @Sendable (RouteResponse) async throws -> RouteResponse) {
         self.body = body
     }
@@ -77,6 +81,7 @@ public struct AnyResponseProcessor: ResponseProcessor {
 public struct AnyResponseValidator: ResponseValidator {
     private let body: @Sendable (RouteResponse) throws -> Void
 
+    /// A validator that runs `body`, which throws to reject.
     public init(_ body: @escaping @Sendable (RouteResponse) throws -> Void) {
         self.body = body
     }

@@ -53,6 +53,7 @@ public struct RouteBodyStream: AsyncSequence, Sendable {
         source = .buffered(bytes)
     }
 
+    /// Iterates the chunks; throws the transfer's error.
     public struct AsyncIterator: AsyncIteratorProtocol {
         var engine: ResponseBodyStream.AsyncIterator?
         var buffered: [UInt8]?

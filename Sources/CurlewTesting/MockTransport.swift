@@ -30,6 +30,7 @@ public final class MockTransport: HTTPTransport {
     /// Where ``Route/mockData`` fixtures are read from.
     public let fixturesDirectory: String?
 
+    /// A mock serving `stubs` (later ones first) and the fixtures in `fixturesDirectory`.
     public init(fixturesDirectory: String? = nil, stubs: [Stub] = []) {
         self.fixturesDirectory = fixturesDirectory
         state.withLock { $0.stubs = stubs }

@@ -17,6 +17,7 @@ public struct StubResponse: Sendable {
     /// A transport failure to throw instead of answering (after the delay).
     public var error: CurlewError?
 
+    /// A response; header names that are not valid HTTP tokens are left out.
     public init(
         status: HTTPResponse.Status = .ok, headers: [String: String] = [:], body: [UInt8] = [],
         delay: Duration? = nil, error: CurlewError? = nil

@@ -5,6 +5,7 @@ public struct HeadersInterceptor: Interceptor {
     /// The fields, in the order they are set.
     public let headers: [(name: String, value: String)]
 
+    /// Sets `headers` (in name order) on every request.
     public init(_ headers: [String: String]) {
         self.headers = headers.keys.sorted().map { (name: $0, value: headers[$0]!) }
     }
@@ -17,6 +18,7 @@ public struct HeadersInterceptor: Interceptor {
 /// BothamNetworking's `JSONHeadersRequestInterceptor`: `Accept: application/json`, and
 /// `Content-Type: application/json` on requests with a body that have no content type yet.
 public struct JSONHeadersInterceptor: Interceptor {
+    /// The interceptor; it has no settings.
     public init() {}
 
     public func adapt(_ request: inout CurlewRequest, context: InterceptorContext) async throws {

@@ -10,6 +10,9 @@ public struct MetricsInterceptor: Interceptor {
     private let factory: any MetricsFactory
     private let prefix: String
 
+    /// - Parameters:
+    ///   - prefix: the start of the metric labels.
+    ///   - factory: where the metrics go; the bootstrapped `MetricsSystem` by default.
     public init(prefix: String = "curlew", factory: any MetricsFactory = MetricsSystem.factory) {
         self.factory = factory
         self.prefix = prefix

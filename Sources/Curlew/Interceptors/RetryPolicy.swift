@@ -32,6 +32,8 @@ public struct RetryPolicy: Interceptor {
     /// Whether POST, PATCH and other non-idempotent methods are retried too.
     public var retriesNonIdempotentMethods: Bool
 
+    /// A policy; the defaults retry 429, 502, 503 and 504 and transient connection failures of idempotent
+    /// requests, three attempts in all, backing off from 200 ms.
     public init(
         maxAttempts: Int = 3,
         baseDelay: Duration = .milliseconds(200),
