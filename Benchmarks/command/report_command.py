@@ -53,8 +53,9 @@ def main():
         if not any(row["scenario"] == scenario for row in rows):
             continue
         out += [f"## {title}", "", note, "",
-                f"| client | {unit} (median) | min–max | CPU s (user+sys, median) | ÷ {baseline} | runs |",
-                "|---|---:|---:|---:|---:|---:|"]
+                f"| client | {unit} (median) | min–max | CPU s (user+sys, median) | ÷ {baseline} "
+                f"| {unit.split('/')[0]} per CPU-second ÷ {baseline} | runs |",
+                "|---|---:|---:|---:|---:|---:|---:|"]
         medians = {}
         for client in clients:
             client_runs = runs(scenario, client)
@@ -68,15 +69,21 @@ def main():
             if client in medians:
                 median, low, high, cpu, count = medians[client]
                 ratio = f"{median / medians[baseline][0]:.2f}" if baseline in medians else "–"
-                out.append(f"| {client} | {median:,.0f} | {low:,.0f}–{high:,.0f} | {cpu:.2f} | {ratio} | {count}/{len(client_runs)} |")
+                # Work per CPU-second: robust when other processes compete for the machine and wall time swings.
+                efficiency = f"{medians[baseline][3] / cpu:.2f}" if baseline in medians and cpu > 0 else "–"
+                out.append(f"| {client} | {median:,.0f} | {low:,.0f}–{high:,.0f} | {cpu:.2f} | {ratio} | {efficiency} "
+                           f"| {count}/{len(client_runs)} |")
             else:
                 reasons = [ok(row, scenario) for row in client_runs if ok(row, scenario)]
-                out.append(f"| {client} | **FAILED**: {reasons[0] if reasons else 'no runs'} | | | | |")
+                out.append(f"| {client} | **FAILED**: {reasons[0] if reasons else 'no runs'} | | | | | |")
         out.append("")
     out += ["## Notes", "",
             "- curlew-bench: `curlew bench URL -c 64 --requests N --json` (one event loop per core it may run on: one when pinned).",
             "- raw-libcurl: `Benchmarks/raw-libcurl/bench_curl.c` (curl_multi_poll, handles re-added at once), the limit for anything on libcurl.",
-            "- wrk -t1 -c64 is the ceiling (its own event loop, no HTTP library), not the bar.",
+            "- wrk -t1 -c64 is the ceiling (its own event loop, no HTTP library), not the bar; it runs for a duration, so its "
+            "per-CPU-second figure is not comparable.",
+            "- per CPU-second: the baseline's median CPU (user + sys of the whole process) ÷ the client's, for the same N; "
+            "on a busy machine wall-clock req/s swings by 2-3× between runs, CPU per request much less.",
             "- S7 curlew-upload: `curlew upload SOURCE URL --concurrency 16 --json`; xargs-curl: "
             "`find . -type f | xargs -P16 -I{} curl -sS -f -T {} URL/{}` (one curl process per file). After each run every file "
             "is compared with `diff -r` against nginx's WebDAV folder; the folder is then removed.", ""]
