@@ -265,6 +265,8 @@ def upload_section(scenario, clients, meta):
     sid, title, reference = UPLOADS[scenario]
     out = [f"## {sid}: {title}", ""]
     summaries = {}
+    noisy = {client: sum(1 for status, _ in runs if status == "noisy") for client, runs in clients.items()}
+    clients = {client: [(status, run) for status, run in runs if status != "noisy"] for client, runs in clients.items()}
     for client, runs in clients.items():
         if runs and all(status == "ran" and run["ok"] for status, run in runs):
             ok = [run for _, run in runs]
@@ -308,7 +310,7 @@ def upload_section(scenario, clients, meta):
                 fmt_ratio(x["mbps"] / curlew["mbps"] if curlew else None),
                 "–" if client == "zlib" or x["nginx"] is None else f"{x['nginx']:.0f}",
                 "– (no network)" if client == "zlib" else f"{x['server']:,.0f}",
-                f"{x['count']}/{len(runs)}",
+                f"{x['count']}/{len(runs)}" + (f" (+{noisy[client]} noisy)" if noisy.get(client) else ""),
                 "?" if x["other"] is None else f"{x['other']:.0f}",
             ]
         elif any(status == "skipped" for status, _ in runs):
@@ -370,7 +372,7 @@ def main():
         elif row["scenario"] in UPLOADS:
             run = parse_upload_run(row, clk_tck)
             parsed.append(run)
-            entry.append(("ran", run))
+            entry.append(("noisy" if row["status"] == "noisy" else "ran", run))
         else:
             run = parse_run(row, clk_tck)
             parsed.append(run)
@@ -506,6 +508,9 @@ def main():
                    "discard the body: AsyncHTTPClient then stops sending after a few ms. The cost: nginx needs about "
                    "0.65 s of CPU per GiB for it, so when 'nginx CPU %' is near 100 the server, not the client, sets "
                    "the MB/s; 'client CPU s' is then the figure that compares the clients.")
+        out.append("- Noisy runs: an upload run during which other processes took more than 20% of a CPU is marked noisy "
+                   "and run again (up to 3 times, `BENCH_UPLOAD_RETRIES`); noisy runs are left out of the medians and "
+                   "counted as '+N noisy'. A run that is still noisy after the retries counts (see 'other CPU %').")
         if meta.get("upload_verified"):
             out.append(f"- Byte-for-byte check of Curlew's bodies (WebDAV PUT, then `cmp`): {meta['upload_verified']}.")
         out.append("- n/a: AsyncHTTPClient and URLSession have no multipart forms and no request compression. "

@@ -18,6 +18,8 @@
 #                          uploads/make_inputs.py in BENCH_UPLOAD_DIR (default /dev/shm/curlew-bench-upload-inputs-SIZE,
 #                          removed at the end unless BENCH_UPLOAD_KEEP=1; results/raw/ if there is no /dev/shm)
 #   BENCH_UPLOAD_TIMEOUT   seconds before one upload run is killed (default 120; urlsession: 60)
+#   BENCH_UPLOAD_RETRIES   an upload run during which other processes took over BENCH_UPLOAD_BUSY % of a CPU
+#   BENCH_UPLOAD_BUSY      (default 20) is marked noisy and run again, up to this many times (default 3)
 #   BENCH_UPLOAD_VERIFY    1 (default, 0 in quick runs): once per run, PUT the S4 file and the S6 gzip body with
 #                          bench-curlew-upload into nginx's WebDAV folder and compare them byte for byte
 #   BENCH_SCENARIOS        space-separated subset of: s1-c1 s1-c16 s1-c64 s1-c64-unpinned s2-h2-c64
@@ -86,6 +88,8 @@ else
     UPLOAD_VERIFY=${BENCH_UPLOAD_VERIFY:-1}
 fi
 UPLOAD_TIMEOUT=${BENCH_UPLOAD_TIMEOUT:-120}
+UPLOAD_RETRIES=${BENCH_UPLOAD_RETRIES:-3}
+UPLOAD_BUSY=${BENCH_UPLOAD_BUSY:-20}
 RUN_TIMEOUT=${BENCH_TIMEOUT:-120}
 WAIT_QUIET=${BENCH_WAIT_QUIET:-0}
 CLIENT_CPU=${BENCH_CLIENT_CPU:-1}
@@ -232,6 +236,38 @@ skip_one() {
     printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$scenario" "$client" "$rep" "skipped" "$note" "" "" "" "" "" "" "" "" >>"$MANIFEST"
 }
 
+# upload_run_noisy: true if, during the run just recorded, other processes took more than BENCH_UPLOAD_BUSY
+# percent of a CPU (machine-wide busy time minus the client's and nginx's own CPU), as report.py computes it.
+upload_run_noisy() {
+    local prefix busy nginx
+    read -r prefix busy nginx < <(tail -n 1 "$MANIFEST" | awk -F'\t' '{ print $6, $9, $10 }')
+    [ -f "$prefix.time" ] || return 1
+    awk -v busy="$busy" -v nginx="$nginx" -v tck="$CLK_TCK" -v limit="$UPLOAD_BUSY" -F': ' '
+        /User time/ { cpu += $2 } /System time/ { cpu += $2 }
+        /Elapsed \(wall clock\)/ { n = split($2, p, ":"); wall = 0; for (i = 1; i <= n; i++) wall = wall * 60 + p[i] }
+        END { if (wall <= 0) exit 1; other = (busy / tck - cpu - nginx / tck) / wall * 100; exit !(other > limit) }' "$prefix.time"
+}
+
+# run_upload_one SCENARIO CLIENT REP -- command...: run_one, repeated up to BENCH_UPLOAD_RETRIES more times while
+# other processes were busy during the run; the noisy attempts stay in the manifest as "noisy" (not in medians).
+run_upload_one() {
+    local scenario=$1 client=$2 rep=$3 attempt=0
+    shift 4
+    while true; do
+        local label=$rep
+        [ "$attempt" -gt 0 ] && label=$rep.retry$attempt
+        run_one "$scenario" "$client" "$label" pinned "" "$@"
+        if [ "$attempt" -lt "$UPLOAD_RETRIES" ] && upload_run_noisy; then
+            sed -i '$ s/\tran\t/\tnoisy\t/' "$MANIFEST"
+            log "    noisy (other processes busy), again"
+            attempt=$((attempt + 1))
+            wait_quiet
+        else
+            return 0
+        fi
+    done
+}
+
 # run_upload_scenario ID REP: S4-S6, one request of a 1 GiB file per run, client pinned.
 run_upload_scenario() {
     local id=$1 rep=$2
@@ -245,21 +281,21 @@ run_upload_scenario() {
     for client in $CLIENTS; do
         ONE_TIMEOUT=$UPLOAD_TIMEOUT
         case "$client:$mode" in
-            raw-libcurl:raw) run_one "$id" "$client" "$rep" pinned "" "$C_BIN_DIR/bench_upload" --mode raw --url "$url" --file "$file" ;;
-            raw-libcurl:multipart) run_one "$id" "$client" "$rep" pinned "" "$C_BIN_DIR/bench_upload" --mode mime --url "$url" --file "$file" ;;
-            raw-libcurl:gzip) run_one "$id" "$client" "$rep" pinned "" "$C_BIN_DIR/bench_upload" --mode gzip --level 1 --url "$url" --file "$file" ;;
-            zlib:gzip) run_one "$id" "$client" "$rep" pinned "" "$C_BIN_DIR/bench_upload" --mode zlib --level 1 --file "$file" ;;
+            raw-libcurl:raw) run_upload_one "$id" "$client" "$rep" -- "$C_BIN_DIR/bench_upload" --mode raw --url "$url" --file "$file" ;;
+            raw-libcurl:multipart) run_upload_one "$id" "$client" "$rep" -- "$C_BIN_DIR/bench_upload" --mode mime --url "$url" --file "$file" ;;
+            raw-libcurl:gzip) run_upload_one "$id" "$client" "$rep" -- "$C_BIN_DIR/bench_upload" --mode gzip --level 1 --url "$url" --file "$file" ;;
+            zlib:gzip) run_upload_one "$id" "$client" "$rep" -- "$C_BIN_DIR/bench_upload" --mode zlib --level 1 --file "$file" ;;
             curlew-engine:*)
                 if [ "$CURLEW_BUILD" != ok ]; then
                     skip_one "$id" "$client" "$rep" "bench-curlew-upload did not build (CurlewEngine); see raw/$STAMP/build.log"
                 else
-                    run_one "$id" "$client" "$rep" pinned "" "$SWIFT_BIN/bench-curlew-upload" --mode "$mode" --level 1 --url "$url" --file "$file"
+                    run_upload_one "$id" "$client" "$rep" -- "$SWIFT_BIN/bench-curlew-upload" --mode "$mode" --level 1 --url "$url" --file "$file"
                 fi ;;
             async-http-client:raw)
                 if [ "$SWIFT_BUILD" != ok ]; then
                     skip_one "$id" "$client" "$rep" "did not build; see raw/$STAMP/build.log"
                 else
-                    run_one "$id" "$client" "$rep" pinned "" "$SWIFT_BIN/bench-ahc-upload" --url "$url" --file "$file"
+                    run_upload_one "$id" "$client" "$rep" -- "$SWIFT_BIN/bench-ahc-upload" --url "$url" --file "$file"
                 fi ;;
             async-http-client:*) skip_one "$id" "$client" "$rep" "n/a: AsyncHTTPClient has no multipart forms and no request compression" ;;
             urlsession:raw)
@@ -268,11 +304,11 @@ run_upload_scenario() {
                 else
                     # Capped: slow on Linux; a run over 60 s counts as timed out.
                     ONE_TIMEOUT=$((UPLOAD_TIMEOUT < 60 ? UPLOAD_TIMEOUT : 60))
-                    run_one "$id" "$client" "$rep" pinned "" "$SWIFT_BIN/bench-urlsession-upload" --url "$url" --file "$file"
+                    run_upload_one "$id" "$client" "$rep" -- "$SWIFT_BIN/bench-urlsession-upload" --url "$url" --file "$file"
                 fi ;;
             urlsession:*) skip_one "$id" "$client" "$rep" "n/a: URLSession has no multipart forms and no request compression" ;;
             curl-T:raw | curl-F:multipart | gzip-curl:gzip | gzip-curl-T:gzip)
-                run_one "$id" "$client" "$rep" pinned "" "$BENCH_DIR/uploads/cli_upload.sh" "$client" "$url" "$file" ;;
+                run_upload_one "$id" "$client" "$rep" -- "$BENCH_DIR/uploads/cli_upload.sh" "$client" "$url" "$file" ;;
             *) ;;  # not a client of this scenario
         esac
         ONE_TIMEOUT=
