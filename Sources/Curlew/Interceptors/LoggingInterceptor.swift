@@ -45,7 +45,7 @@ public struct LoggingInterceptor: Interceptor {
         let elapsed = ContinuousClock.now - context.startedAt
         logger.log(
             level: responseLevel,
-            "← \(response.status.code) \(response.request.method) \(response.url) in \(elapsed.formatted(.units(allowed: [.milliseconds])))",
+            "← \(response.status.code) \(response.request.method) \(response.url) in \(Self.milliseconds(elapsed)) ms",
             metadata: [
                 "curlew.attempt": "\(context.attempt)",
                 "curlew.response.headers": .dictionary(metadata(for: response.headerFields)),
@@ -59,6 +59,12 @@ public struct LoggingInterceptor: Interceptor {
             "✕ \(context.route.method) \(context.route.path): \(error)",
             metadata: ["curlew.attempt": "\(context.attempt)"])
         return .pass
+    }
+
+    /// Whole milliseconds, without Foundation's formatters (locale lookups on every response).
+    static func milliseconds(_ duration: Duration) -> Int64 {
+        let (seconds, attoseconds) = duration.components
+        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
     }
 
     func metadata(for fields: HTTPFields) -> Logger.Metadata {
