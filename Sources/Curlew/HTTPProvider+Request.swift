@@ -57,6 +57,24 @@ extension HTTPProvider {
         return try await RequestPipeline(provider: self, route: route, call: call).runStreaming()
     }
 
+    /// Sends a request built by hand through this provider's pipeline (LKAPI's standalone `API.request`):
+    /// interceptors, retries, validation, processors and plugins run as for a route, but the request is sent as
+    /// given: no base URL, additional headers or parameters are added.
+    @discardableResult
+    public func request(
+        _ request: CurlewRequest,
+        interceptors: [any Interceptor] = [],
+        plugins: [any Plugin] = [],
+        responseProcessors: [any ResponseProcessor] = [],
+        responseValidators: [any ResponseValidator] = []
+    ) async throws(ProviderError) -> RouteResponse {
+        let call = CallComponents(
+            interceptors: interceptors, plugins: plugins, processors: responseProcessors,
+            validators: responseValidators)
+        let route = Route(path: request.url, method: request.method)
+        return try await RequestPipeline(provider: self, route: route, call: call, prebuilt: request).run()
+    }
+
     /// Sends a route described by a ``Routable`` value.
     @discardableResult
     public func request(
@@ -132,6 +150,8 @@ struct RequestPipeline<Provider: HTTPProvider> {
     let call: CallComponents
     /// Where a download goes; `nil` collects the body in memory.
     var destination: String? = nil
+    /// A request made by hand, sent instead of one built from the route.
+    var prebuilt: CurlewRequest? = nil
 
     /// Request side: the call is outermost, the global level next to the wire.
     private var requestSide: [any Interceptor] {
@@ -143,7 +163,12 @@ struct RequestPipeline<Provider: HTTPProvider> {
     }
 
     private func makeBaseRequest() throws(ProviderError) -> CurlewRequest {
-        var request = try provider.makeRequest(for: route)
+        var request: CurlewRequest
+        if let prebuilt {
+            request = prebuilt
+        } else {
+            request = try provider.makeRequest(for: route)
+        }
         if let progress = call.progress { request.onProgress = progress }
         return request
     }

@@ -154,6 +154,25 @@ private enum RouteResponseStandIn {
         }
     }
 
+    @Test(arguments: BackendKind.allCases)
+    func apiPerformsAStandaloneRequestThroughThePipeline(kind: BackendKind) async throws {
+        let backend = try await Backend.make(kind)
+        // func request(URLRequest: NSURLRequest, success: successCallback?, failure: failureCallback?)
+        var request = try CurlewRequest(method: .put, url: backend.baseURL + "/anything/standalone")
+        try request.addHeader("X-Standalone", "yes")
+        request.body = .bytes(Array("raw".utf8))
+        let seen = Flag()
+        var provider = TestProvider(backend)
+        provider.additionalHeaders = ["X-Not-Added": "1"]
+        provider.interceptors = [AnyInterceptor(adapt: { _, _ in seen.set() })]
+        let echo = try Echo(try await provider.request(request))
+        #expect(echo.method == "PUT")
+        #expect(echo.header("X-Standalone") == "yes")
+        #expect(echo.header("X-Not-Added") == nil)
+        #expect(echo.data == "raw")
+        #expect(seen.isSet)
+    }
+
     @Test func anInvalidURLFailsInsteadOfReturningSilently() async throws {
         let api = TestProvider(baseURL: "http://exa mple.com", transport: HTTPBinMock.transport())
         await #expect(throws: ProviderError.self) {
