@@ -59,10 +59,11 @@ public final class BearerTokenAuthenticator: Interceptor {
         return .retry
     }
 
-    /// The token, waiting for a refresh in flight so no request goes out with the token being replaced.
+    /// The token, waiting for a refresh in flight so no request goes out with the token being replaced. If that
+    /// refresh fails, the request goes out with the old token and its 401 reaches the caller.
     private func currentToken() async throws -> String? {
         let (token, refresh) = state.withLock { ($0.token, $0.refresh) }
-        if let refresh { return try await refresh.value }
+        if let refresh { return (try? await refresh.value) ?? token }
         return token
     }
 
