@@ -24,20 +24,27 @@ extension CurlewRequest {
         case .head: arguments.append("--head")
         default: arguments += ["-X", method.rawValue]
         }
+        // A form of text fields becomes curl's own form (`--form-string`), with curl's boundary in the
+        // Content-Type; other forms cannot be rebuilt from outside the engine and go through standard input.
+        let textFields = textFormFields()
         for field in headerFields {
+            if textFields != nil, field.name == .contentType { continue }
             arguments += ["-H", field.value.isEmpty ? "\(field.name);" : "\(field.name): \(field.value)"]
         }
         if headerFields[.userAgent] == nil { arguments += ["-H", "User-Agent:"] }
         if hasBody {
             // The engine never sends Expect unless asked, and no Content-Type the request does not name.
             if headerFields[.expect] == nil { arguments += ["-H", "Expect:"] }
-            if headerFields[.contentType] == nil { arguments += ["-H", "Content-Type:"] }
+            if headerFields[.contentType] == nil, textFields == nil { arguments += ["-H", "Content-Type:"] }
+        }
+        if let textFields {
+            for field in textFields { arguments += ["--form-string", "\(field.name)=\(field.value)"] }
         }
         var bodyArgument: String?
         // `if case` rather than a switch: body kinds the engine adds later render as standard input.
         if case .bytes(let bytes)? = body {
             bodyArgument = ShellQuoting.quote(bytes: bytes)
-        } else if hasBody {
+        } else if hasBody, textFields == nil {
             bodyArgument = ShellQuoting.quote("@" + (bodyFile ?? "-"))
         }
         if let bodyArgument { arguments += ["--data-binary", bodyArgument] }
@@ -58,6 +65,20 @@ extension CurlewRequest {
             if index > 0, arguments[index - 1] == "--data-binary" { return argument }
             return index == 0 ? argument : ShellQuoting.quote(argument)
         }.joined(separator: " ")
+    }
+
+    /// The fields of a multipart body made only of text fields (no file name, type or extra headers).
+    private func textFormFields() -> [(name: String, value: String)]? {
+        guard case .multipart(let form)? = body, !form.parts.isEmpty else { return nil }
+        var fields: [(name: String, value: String)] = []
+        for part in form.parts {
+            guard part.fileName == nil, part.contentType == nil, part.headerFields.isEmpty,
+                case .bytes(let bytes) = part.content, let value = String(validating: bytes, as: UTF8.self),
+                !part.name.contains("=")
+            else { return nil }
+            fields.append((part.name, value))
+        }
+        return fields
     }
 
     private static func seconds(_ duration: Duration) -> String {

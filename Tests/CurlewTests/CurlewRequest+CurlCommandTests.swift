@@ -62,6 +62,24 @@ import Testing
         #expect(fromCurl["headers"] == fromCurlew["headers"], "headers differ for \(command)")
     }
 
+    @Test func aFormOfTextFieldsBecomesCurlsOwnForm() async throws {
+        let server = try await HTTPBinServer.shared()
+        let provider = TestProvider(baseURL: server.baseURL)
+        var form = MultipartForm()
+        form.append(value: "Zoë's \"album\" & more", forKey: "title")
+        form.append(value: "@not-a-file", forKey: "note")
+        let route = Route(path: "/anything/form", method: .post, multipartForm: form)
+        let command = try provider.curlCommand(for: route)
+        #expect(command.contains("--form-string"))
+        #expect(!command.contains("--data-binary"))
+        let fromCurlew = try await provider.request(route).json()
+        let fromCurl = try JSONDecoder().decode(JSONValue.self, from: try Self.run(command))
+        #expect(fromCurl["form"] == fromCurlew["form"])
+        #expect(fromCurl["form"] == ["title": "Zoë's \"album\" & more", "note": "@not-a-file"])
+        #expect(fromCurl["method"] == "POST")
+        #expect(fromCurl["headers"]["Content-Type"].stringValue.hasPrefix("multipart/form-data; boundary="))
+    }
+
     /// Runs the line through bash (for `$'…'`), returning what curl printed.
     private static func run(_ command: String) throws -> Data {
         let process = Process()
