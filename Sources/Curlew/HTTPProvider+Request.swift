@@ -189,8 +189,11 @@ struct RequestPipeline<Provider: HTTPProvider> {
             response = try await provider.transport.stream(request, context: context)
         } catch let error as CurlewError {
             throw failure(.transport(error, request: request), plugins, context)
-        } catch {
+        } catch is CancellationError {
             throw failure(.cancelled, plugins, context)
+        } catch {
+            let wrapped = CurlewError(code: .transport, detail: String(describing: error))
+            throw failure(.transport(wrapped, request: request), plugins, context)
         }
         var head = RouteResponse(
             status: response.status, headerFields: response.headerFields, url: response.url, request: request)

@@ -3,9 +3,10 @@ public import CurlewEngine
 /// Konex's extension points, each at three levels: the provider (Konex's client), the route (Konex's
 /// request) and the call. All levels apply, provider first.
 ///
-/// A plugin is told when a request is sent and when its outcome is known, for loggers and activity indicators.
-/// Every ``didSend(_:context:)`` is followed by exactly one ``didReceive(_:context:)``, after validation
-/// (Konex told its plugins before validating).
+/// A plugin is told when a request is sent and when its outcome is known, for loggers and activity indicators:
+/// ``didSend(_:context:)`` before each attempt goes to the transport, and ``didReceive(_:context:)`` exactly once
+/// per call, with the final outcome, after validation (Konex told its plugins before validating), whether the
+/// call succeeded or failed.
 public protocol Plugin: Sendable {
     /// The request is about to go to the transport (called once per attempt).
     func didSend(_ request: CurlewRequest, context: InterceptorContext)

@@ -151,14 +151,20 @@ import Testing
     func retryInterceptorIsBoundedByTheProvider(kind: BackendKind) async throws {
         let backend = try await Backend.make(kind)
         let sent = Atomic(0)
+        let received = Atomic(0)
         var apiClient = TestProvider(backend)
         apiClient.maxAttempts = 4
         apiClient.interceptors = [RetryInterceptor()]
-        apiClient.plugins = [AnyPlugin(didSend: { _, _ in sent.add(1, ordering: .relaxed) })]
+        apiClient.plugins = [
+            AnyPlugin(
+                didSend: { _, _ in sent.add(1, ordering: .relaxed) },
+                didReceive: { _, _ in received.add(1, ordering: .relaxed) })
+        ]
         // "Be careful when using this mechanism as you can create an infinite loop": not here.
         await #expect(throws: ProviderError.self) {
             try await apiClient.request(Route(path: "/status/401"))
         }
         #expect(sent.load(ordering: .relaxed) == 4)
+        #expect(received.load(ordering: .relaxed) == 1)
     }
 }
