@@ -173,4 +173,18 @@ import Testing
         #expect(output.status == 64)
         #expect(output.stderr.contains(mention), "stderr: \(output.stderr)")
     }
+
+    @Test func progressRedrawsOneLineOnATerminal() async throws {
+        // script(1) gives the command a pseudo-terminal; its transcript is what the terminal received.
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/script") else { return }
+        try await withLoopbackServer { server in
+            let binary = try CurlewBinary.path()
+            let command = "\(binary) bench \(server.baseURL)/small -d 500ms --rate 200 -c 2 --progress-interval 100ms"
+            let output = try await CurlewBinary.runProgram(["/usr/bin/script", "-qec", command, "/dev/null"])
+            #expect(output.status == 0, "\(output.stdout)")
+            #expect(output.stdout.contains("\r\u{1B}[2K"))
+            #expect(!output.stdout.contains("progress: "))
+            #expect(output.stdout.contains("requests/s"))
+        }
+    }
 }

@@ -21,6 +21,8 @@ final class RecordingServer: Sendable {
     private let group: MultiThreadedEventLoopGroup
     private let channel: any Channel
     private let recorded: Mutex<[Request]>
+    /// Statuses to answer, in order, before the default 201.
+    private let scriptedStatuses = Mutex<[Int]>([])
     let port: Int
 
     var baseURL: String { "http://127.0.0.1:\(port)" }
@@ -51,8 +53,15 @@ final class RecordingServer: Sendable {
         return server
     }
 
-    fileprivate func record(_ request: Request) {
+    /// Answers the next requests with these statuses, then 201 again.
+    func answerNext(_ statuses: [Int]) {
+        scriptedStatuses.withLock { $0 += statuses }
+    }
+
+    /// Records the request and returns the status to answer it with.
+    fileprivate func record(_ request: Request) -> Int {
         recorded.withLock { $0.append(request) }
+        return scriptedStatuses.withLock { $0.isEmpty ? 201 : $0.removeFirst() }
     }
 
     func shutdown() async throws {
@@ -88,10 +97,11 @@ private final class RecordingHandler: ChannelInboundHandler {
             guard let head else { return }
             let request = RecordingServer.Request(
                 method: head.method.rawValue, uri: head.uri, headers: head.headers.map { ($0.name, $0.value) }, body: body)
-            sink.server.withLock { $0 }?.record(request)
+            let status = sink.server.withLock { $0 }?.record(request) ?? 201
             var headers = HTTPHeaders()
             headers.add(name: "content-length", value: "0")
-            context.write(wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: .created, headers: headers))), promise: nil)
+            let responseHead = HTTPResponseHead(version: head.version, status: HTTPResponseStatus(statusCode: status), headers: headers)
+            context.write(wrapOutboundOut(.head(responseHead)), promise: nil)
             context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
             self.head = nil
         }

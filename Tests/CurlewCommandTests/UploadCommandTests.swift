@@ -309,4 +309,36 @@ import Musl
         #expect(gunzip.status == 0, "\(gunzip.stderr)")
         #expect(FileManager.default.contents(atPath: decoded).map(Array.init) == text)
     }
+
+    @Test func retriesOnlyWhatIsSafeToRetry() async throws {
+        let server = try await RecordingServer.start()
+        let tree = try SourceTree(prefix: "curlew-upload-retry")
+        defer { tree.remove() }
+        try tree.write("one.txt", Array("one".utf8))
+
+        // Two 503s, then success: two retries.
+        server.answerNext([503, 503])
+        let retried = try await CurlewBinary.run(["upload", tree.root, server.baseURL + "/put/", "--retries", "2", "--json"])
+        #expect(retried.status == 0, "\(retried.stdout)")
+        let retriedJSON = try retried.json()
+        #expect(retriedJSON["retries"] as? Int == 2)
+        #expect(retriedJSON["uploaded"] as? Int == 1)
+        #expect(server.requests.count == 3)
+
+        // More 503s than retries allowed: the file fails after 1 + 1 attempts.
+        server.answerNext([503, 503])
+        let exhausted = try await CurlewBinary.run(["upload", tree.root, server.baseURL + "/put/", "--retries", "1", "--json"])
+        #expect(exhausted.status == 1)
+        #expect(server.requests.count == 5)
+        let failure = try #require((try exhausted.json()["failures"] as? [[String: String]])?.first?["error"])
+        #expect(failure.contains("HTTP 503") && failure.contains("after 2 attempts"), "\(failure)")
+
+        // A refusal is not retried.
+        server.answerNext([403])
+        let refused = try await CurlewBinary.run(["upload", tree.root, server.baseURL + "/put/", "--retries", "2", "--json"])
+        #expect(refused.status == 1)
+        #expect(try refused.json()["retries"] as? Int == 0)
+        #expect(server.requests.count == 6)
+        try await server.shutdown()
+    }
 }
