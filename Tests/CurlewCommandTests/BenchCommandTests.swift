@@ -187,4 +187,24 @@ import Testing
             #expect(output.stdout.contains("requests/s"))
         }
     }
+
+    @Test func speaksHTTP2OverTLSAndCleartext() async throws {
+        let nginx = try await NginxServer.shared()
+        let tls = try await CurlewBinary.run([
+            "bench", nginx.httpsBaseURL + "/small", "--http2", "--cacert", nginx.caFile, "-n", "200", "-c", "16", "--json",
+        ])
+        #expect(tls.status == 0, "\(tls.stderr)")
+        let tlsJSON = try tls.json()
+        #expect(tlsJSON["succeeded"] as? Int == 200)
+        // Multiplexed: far fewer connections than requests.
+        #expect(try #require(tlsJSON["connectionsOpened"] as? Int) < 100)
+
+        let h2c = try await CurlewBinary.run(["bench", nginx.h2cBaseURL + "/small", "--h2c", "-n", "50", "-c", "4", "--json"])
+        #expect(h2c.status == 0, "\(h2c.stderr)")
+        #expect(try h2c.json()["succeeded"] as? Int == 50)
+
+        // Without --cacert the test CA is not trusted: every request fails as a TLS error.
+        let untrusted = try await CurlewBinary.run(["bench", nginx.httpsBaseURL + "/small", "--http2", "-n", "3", "-c", "1", "--json"])
+        #expect((try untrusted.json()["failures"] as? [String: Int])?["tls"] == 3)
+    }
 }
