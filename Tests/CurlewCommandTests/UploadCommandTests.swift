@@ -81,10 +81,19 @@ import Musl
         try handle.close()
         let sourceDigest = hasher.finalize()
 
-        let output = try await CurlewBinary.run(["upload", tree.root, target.url, "--json"], timeout: .seconds(180))
+        // GNU time, where installed, reports the command's peak resident memory.
+        let hasTime = FileManager.default.isExecutableFile(atPath: "/usr/bin/time")
+        let output = try await CurlewBinary.run(
+            ["upload", tree.root, target.url, "--json"], wrapper: hasTime ? ["/usr/bin/time", "-f", "peak-rss-kb=%M"] : [],
+            timeout: .seconds(180))
         #expect(output.status == 0, "\(output.stdout)\n\(output.stderr)")
         let json = try output.json()
         #expect(json["bytes"] as? Int == blockSize * blocks)
+        if hasTime {
+            let peak = output.stderr.split(separator: "\n").first { $0.hasPrefix("peak-rss-kb=") }.flatMap { Int($0.dropFirst(12)) }
+            // Streamed: the peak stays far below the file's 300 MiB.
+            #expect(try #require(peak) < 100 * 1024, "peak RSS \(peak ?? -1) KiB")
+        }
         let stored = target.storedPath("large.bin")
         let attributes = try FileManager.default.attributesOfItem(atPath: stored)
         #expect((attributes[.size] as? NSNumber)?.intValue == blockSize * blocks)
