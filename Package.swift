@@ -46,6 +46,8 @@ let package = Package(
         .target(
             name: "CurlewLoopbackServer",
             dependencies: [
+                // For zlib: /upload inflates gzip-encoded request bodies before hashing them.
+                "CLibCurl",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

@@ -23,6 +23,8 @@ final class LoopbackHTTPHandler: ChannelInboundHandler, RemovableChannelHandler 
         case discard
         case collect(ByteBuffer, overflowed: Bool)
         case checksum(count: Int, hash: FNV1a64)
+        /// A gzip-encoded body: inflated, then counted and hashed; the encoded size is kept too.
+        case inflate(GzipInflater, encodedCount: Int)
     }
 
     private struct PendingRequest {
@@ -91,6 +93,10 @@ final class LoopbackHTTPHandler: ChannelInboundHandler, RemovableChannelHandler 
             let sink: BodySink
             if route.collectsBody {
                 sink = .collect(context.channel.allocator.buffer(capacity: 0), overflowed: false)
+            } else if route.checksumsBody,
+                head.headers[canonicalForm: "content-encoding"].contains(where: { $0.lowercased() == "gzip" })
+            {
+                sink = .inflate(GzipInflater(), encodedCount: 0)
             } else if route.checksumsBody {
                 sink = .checksum(count: 0, hash: FNV1a64())
             } else {
@@ -122,6 +128,9 @@ final class LoopbackHTTPHandler: ChannelInboundHandler, RemovableChannelHandler 
             case .checksum(let count, var hash):
                 hash.update(buffer)
                 request.sink = .checksum(count: count + buffer.readableBytes, hash: hash)
+            case .inflate(let inflater, let encodedCount):
+                buffer.withUnsafeReadableBytes { inflater.feed($0) }
+                request.sink = .inflate(inflater, encodedCount: encodedCount + buffer.readableBytes)
             }
             self.request = request
 
@@ -152,8 +161,20 @@ final class LoopbackHTTPHandler: ChannelInboundHandler, RemovableChannelHandler 
                 self.respond(context: context, status: .ok, contentType: "application/octet-stream", body: collected, keepAlive: keepAlive, suppressBody: noBody)
             }
         case .upload:
-            guard case .checksum(let count, let hash) = request.sink else { return }
-            let json = "{\"bytes\": \(count), \"fnv1a64\": \"\(hash.hexDigest)\"}"
+            let json: String
+            switch request.sink {
+            case .checksum(let count, let hash):
+                json = "{\"bytes\": \(count), \"fnv1a64\": \"\(hash.hexDigest)\"}"
+            case .inflate(let inflater, let encodedCount):
+                guard inflater.isComplete, inflater.failure == nil else {
+                    let reason = inflater.failure ?? "the gzip stream ended early"
+                    self.respond(context: context, status: .badRequest, contentType: "text/plain", body: "invalid gzip body: \(reason)\n", keepAlive: false, suppressBody: noBody)
+                    return
+                }
+                json = "{\"bytes\": \(inflater.count), \"fnv1a64\": \"\(inflater.hash.hexDigest)\", \"encodedBytes\": \(encodedCount)}"
+            default:
+                return
+            }
             self.respond(context: context, status: .ok, contentType: "application/json", body: json, keepAlive: keepAlive, suppressBody: noBody)
         case .headers:
             self.respond(context: context, status: .ok, contentType: "application/json", body: Self.headersJSON(request.head), keepAlive: keepAlive, suppressBody: noBody)

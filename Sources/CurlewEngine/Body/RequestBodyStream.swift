@@ -275,6 +275,16 @@ final class BodyChannel: Sendable {
         }
     }
 
+    /// Claims the channel and closes it unless a transfer already has it: its request ended before it could
+    /// send the body, so a writer must not wait for a reader that will never come.
+    func abandonIfUnclaimed() {
+        let wasClaimed = state.withLock { state -> Bool in
+            defer { state.isClaimed = true }
+            return state.isClaimed
+        }
+        if !wasClaimed { close() }
+    }
+
     /// A stream can go back to its start only if nothing of it has been sent yet.
     var hasDelivered: Bool { state.withLock { $0.hasDelivered } }
 

@@ -72,6 +72,7 @@ extension Transfer {
         if case .stream(let buffer) = sink {
             buffer.complete(outcome.map(\.metrics))
         }
+        if openedBody == nil { request.body?.abandonUnsentStreams() }
         guard let continuation else { return }
         self.continuation = nil
         continuation.resume(with: outcome)
@@ -104,5 +105,21 @@ extension Transfer {
             bytesSent: easy.info(offset: CURLINFO_SIZE_UPLOAD_T), totalBytesToSend: openedBody?.length,
             bytesReceived: easy.info(offset: CURLINFO_SIZE_DOWNLOAD_T),
             totalBytesToReceive: announced >= 0 ? announced : nil, isComplete: true)
+    }
+}
+
+extension CurlewRequest.Body {
+    /// Releases the writers of streams a request ended without sending (failed or cancelled before it started).
+    func abandonUnsentStreams() {
+        switch self {
+        case .stream(let stream):
+            stream.channel.abandonIfUnclaimed()
+        case .multipart(let form):
+            for part in form.parts {
+                if case .stream(let stream) = part.content { stream.channel.abandonIfUnclaimed() }
+            }
+        case .bytes, .file:
+            break
+        }
     }
 }

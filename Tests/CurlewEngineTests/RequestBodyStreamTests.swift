@@ -1,0 +1,229 @@
+import CurlewEngine
+import CurlewLoopbackServer
+import CurlewTestSupport
+import Foundation
+import Synchronization
+import Testing
+
+/// Request bodies produced while they are sent: backpressure both ways, exact lengths, chunked when unknown,
+/// and a typed error instead of a wrong body when a one-shot stream would have to be sent twice.
+@Suite("Stream request bodies")
+struct RequestBodyStreamTests {
+    @Test(arguments: allLoops)
+    func aStreamOfKnownLengthArrivesByteForByteWithContentLength(
+        loop: CurlewClient.Configuration.EventLoopKind
+    ) async throws {
+        let bytes = try randomBytes(3 * 1024 * 1024 + 5)
+        try await withLoopbackServer { server in
+            try await withClient(loop) { client in
+                let stream = RequestBodyStream(chunkedStream(bytes, chunkSize: 70_000), length: Int64(bytes.count))
+                let request = try CurlewRequest(method: .put, url: "\(server.baseURL)/upload", body: .stream(stream))
+                let response = try await client.execute(request)
+                let json = try response.json()
+                #expect(json["bytes"] as? Int == bytes.count)
+                #expect(json["fnv1a64"] as? String == checksum(bytes[...]))
+                #expect(response.metrics.bytesSent == Int64(bytes.count))
+            }
+        }
+    }
+
+    @Test(arguments: allLoops)
+    func aStreamOfUnknownLengthGoesOutChunked(loop: CurlewClient.Configuration.EventLoopKind) async throws {
+        let bytes = try randomBytes(1_000_003)
+        try await withLoopbackServer { server in
+            try await withClient(loop) { client in
+                let upload = try CurlewRequest(
+                    method: .post, url: "\(server.baseURL)/upload",
+                    body: .stream(RequestBodyStream(chunkedStream(bytes, chunkSize: 4096))))
+                let json = try await client.execute(upload).json()
+                #expect(json["bytes"] as? Int == bytes.count)
+                #expect(json["fnv1a64"] as? String == checksum(bytes[...]))
+
+                let headers = try CurlewRequest(
+                    method: .post, url: "\(server.baseURL)/headers",
+                    body: .stream(RequestBodyStream(chunkedStream(Array("abc".utf8), chunkSize: 1))))
+                let echoed = try await client.execute(headers).text.lowercased()
+                #expect(echoed.contains("chunked"))
+                #expect(!echoed.contains("content-length"))
+            }
+        }
+    }
+
+    /// The producer is slower than the network, so the read callback finds the buffer empty again and again
+    /// and the transfer pauses and resumes each time.
+    @Test(arguments: allLoops)
+    func aSlowWriterPausesTheUploadWithoutLosingOrReorderingBytes(
+        loop: CurlewClient.Configuration.EventLoopKind
+    ) async throws {
+        let chunks = try (0..<40).map { _ in try randomBytes(3000) }
+        let all = chunks.flatMap { $0 }
+        try await withLoopbackServer { server in
+            try await withClient(loop) { client in
+                let (stream, writer) = RequestBodyStream.makeStream(bufferLimit: 4096)
+                let request = try CurlewRequest(method: .post, url: "\(server.baseURL)/upload", body: .stream(stream))
+                async let response = client.execute(request)
+                for chunk in chunks {
+                    try await writer.write(chunk)
+                    try await Task.sleep(for: .milliseconds(2))  // a slow producer, not synchronisation
+                }
+                writer.finish()
+                let json = try await response.json()
+                #expect(json["bytes"] as? Int == all.count)
+                #expect(json["fnv1a64"] as? String == checksum(all[...]))
+            }
+        }
+    }
+
+    @Test(arguments: allLoops)
+    func theWriterWaitsWhileTheBufferIsFull(loop: CurlewClient.Configuration.EventLoopKind) async throws {
+        let listener = try UnreadListener()
+        do {
+            try await withClient(loop) { client in
+                // The server never reads: once the socket buffers are full the writer must wait.
+                let (stream, writer) = RequestBodyStream.makeStream(bufferLimit: 64 * 1024)
+                var request = try CurlewRequest(
+                    method: .post, url: "http://127.0.0.1:\(listener.port)/upload", body: .stream(stream))
+                request.timeouts = .init(total: .seconds(20))
+                let transfer = Task { try await client.execute(request) }
+                let written = Counter()
+                let producer = Task {
+                    let chunk = [UInt8](repeating: 1, count: 16 * 1024)
+                    while true {
+                        try await writer.write(chunk)
+                        written.add(chunk.count)
+                    }
+                }
+                // The socket buffers take some; then the writer must block well below 64 MiB.
+                try await waitUntil(timeout: .seconds(10)) { written.value > 64 * 1024 }
+                let settled = written.value
+                try await Task.sleep(for: .milliseconds(300))
+                #expect(written.value < 32 * 1024 * 1024, "the writer ran \(written.value) bytes ahead")
+                #expect(written.value - settled < 16 * 1024 * 1024)
+                transfer.cancel()
+                _ = await transfer.result
+                // The transfer ended: the blocked writer is released with an error rather than hanging.
+                let outcome = await producer.result
+                #expect(throws: CurlewError.self) { try outcome.get() }
+            }
+        }
+    }
+
+    @Test(arguments: allLoops)
+    func aStreamThatFailsFailsTheRequest(loop: CurlewClient.Configuration.EventLoopKind) async throws {
+        struct ProducerFailure: Error {}
+        try await withLoopbackServer { server in
+            try await withClient(loop) { client in
+                let failing = AsyncThrowingStream<[UInt8], any Error> { continuation in
+                    continuation.yield(Array(repeating: 1, count: 1000))
+                    continuation.finish(throwing: ProducerFailure())
+                }
+                let request = try CurlewRequest(
+                    method: .post, url: "\(server.baseURL)/upload", body: .stream(RequestBodyStream(failing)))
+                let error = await caughtError { _ = try await client.execute(request) } as? CurlewError
+                #expect(error?.code == .requestBodyFailed)
+                #expect(error?.detail.contains("ProducerFailure") == true)
+            }
+        }
+    }
+
+    @Test(arguments: allLoops, [999, 1001])
+    func aStreamThatDoesNotMatchItsDeclaredLengthFails(
+        loop: CurlewClient.Configuration.EventLoopKind, produced: Int
+    ) async throws {
+        try await withLoopbackServer { server in
+            try await withClient(loop) { client in
+                let stream = RequestBodyStream(
+                    chunkedStream([UInt8](repeating: 2, count: produced), chunkSize: 100), length: 1000)
+                let request = try CurlewRequest(method: .post, url: "\(server.baseURL)/upload", body: .stream(stream))
+                #expect(await curlewErrorCode { _ = try await client.execute(request) } == .requestBodyFailed)
+            }
+        }
+    }
+
+    @Test(arguments: allLoops)
+    func aStreamIsSentOnceAndASecondExecutionFailsWithoutSending(
+        loop: CurlewClient.Configuration.EventLoopKind
+    ) async throws {
+        try await withLoopbackServer { server in
+            try await withClient(loop) { client in
+                let request = try CurlewRequest(
+                    method: .post, url: "\(server.baseURL)/upload",
+                    body: .stream(RequestBodyStream(chunkedStream(Array("once".utf8), chunkSize: 2))))
+                let first = try await client.execute(request).json()
+                #expect(first["bytes"] as? Int == 4)
+                #expect(await curlewErrorCode { _ = try await client.execute(request) } == .requestBodyNotReplayable)
+                #expect(server.requestsServed == 1)
+            }
+        }
+    }
+
+    @Test(arguments: allLoops)
+    func aPartlySentStreamIsNotReplayedOnA307(loop: CurlewClient.Configuration.EventLoopKind) async throws {
+        let httpbin = try await HTTPBinServer.shared()
+        try await withClient(loop) { client in
+            let request = try CurlewRequest(
+                method: .post, url: "\(httpbin.baseURL)/redirect-to?url=/anything&status_code=307",
+                body: .stream(RequestBodyStream(chunkedStream(Array("streamed once".utf8), chunkSize: 4))))
+            #expect(await curlewErrorCode { _ = try await client.execute(request) } == .requestBodyNotReplayable)
+        }
+    }
+
+    /// Waiting for one's own producer is not the server being silent.
+    @Test(arguments: allLoops)
+    func anUploadPausedForItsProducerIsNotIdle(loop: CurlewClient.Configuration.EventLoopKind) async throws {
+        try await withLoopbackServer { server in
+            try await withClient(loop) { client in
+                let (stream, writer) = RequestBodyStream.makeStream()
+                var request = try CurlewRequest(method: .post, url: "\(server.baseURL)/upload", body: .stream(stream))
+                request.timeouts = .init(idle: .milliseconds(200))
+                async let response = client.execute(request)
+                try await writer.write(Array("first".utf8))
+                try await Task.sleep(for: .milliseconds(700))  // the producer is slow: three idle periods
+                try await writer.write(Array("second".utf8))
+                writer.finish()
+                #expect(try await response.json()["bytes"] as? Int == 11)
+            }
+        }
+    }
+
+    @Test(arguments: allLoops)
+    func cancellingAPausedUploadEndsItAndReleasesTheWriter(
+        loop: CurlewClient.Configuration.EventLoopKind
+    ) async throws {
+        try await withLoopbackServer { server in
+            try await withClient(loop) { client in
+                let (stream, writer) = RequestBodyStream.makeStream(bufferLimit: 1024)
+                let request = try CurlewRequest(method: .post, url: "\(server.baseURL)/upload", body: .stream(stream))
+                let transfer = Task { try await client.execute(request) }
+                try await writer.write(Array(repeating: 3, count: 100))
+                transfer.cancel()
+                let outcome = await transfer.result
+                #expect(throws: CancellationError.self) { try outcome.get() }
+                await #expect(throws: CurlewError.self) {
+                    for _ in 0..<100 { try await writer.write(Array(repeating: 3, count: 1024)) }
+                }
+            }
+        }
+    }
+
+    @Test
+    func aStreamUploadOverHTTP2GoesOutAsDataFramesWithoutALength() async throws {
+        let nginx = try await NginxServer.shared()
+        let bytes = try randomBytes(2 * 1024 * 1024)
+        try await withClient(.thread, configure: { $0.tls.caFile = nginx.caFile }) { client in
+            let request = try CurlewRequest(
+                method: .post, url: "\(nginx.httpsBaseURL)/upload",
+                body: .stream(RequestBodyStream(chunkedStream(bytes, chunkSize: 50_000))))
+            let response = try await client.execute(request)
+            #expect(response.metrics.httpVersion == .http2)
+            #expect(try response.json()["bytes"] as? Int == bytes.count)
+        }
+    }
+}
+
+/// A thread-safe counter for producers observed from the test.
+final class Counter: Sendable {
+    private let storage = Mutex(0)
+    var value: Int { storage.withLock { $0 } }
+    func add(_ amount: Int) { storage.withLock { $0 += amount } }
+}
