@@ -65,3 +65,23 @@ func chunkedStream(_ bytes: [UInt8], chunkSize: Int) -> AsyncStream<[UInt8]> {
         continuation.finish()
     }
 }
+
+/// The loopback server's `/bytes/N` pattern, built a block at a time (a per-byte loop is slow in debug builds).
+func patternBytes(_ count: Int, from start: Int = 0) -> [UInt8] {
+    let block = (0..<(251 * 64)).map { LoopbackServer.patternByte(at: start + $0) }
+    var bytes: [UInt8] = []
+    bytes.reserveCapacity(count + block.count)
+    while bytes.count < count { bytes.append(contentsOf: block) }
+    bytes.removeLast(bytes.count - count)
+    return bytes
+}
+
+/// Byte equality with memcmp: `==` on arrays compares element by element in a debug build.
+func sameBytes(_ left: [UInt8], _ right: ArraySlice<UInt8>) -> Bool {
+    left.count == right.count
+        && left.withUnsafeBytes { a in right.withUnsafeBytes { b in a.count == 0 || memcmp(a.baseAddress!, b.baseAddress!, a.count) == 0 } }
+}
+
+func sameBytes(_ left: [UInt8], _ right: [UInt8]) -> Bool {
+    sameBytes(left, right[...])
+}

@@ -1,0 +1,248 @@
+import Crypto
+import CurlewEngine
+import CurlewLoopbackServer
+import CurlewTestSupport
+import Foundation
+import HTTPTypes
+import MultipartKit
+import NIOCore
+import Testing
+
+/// Multipart forms, checked by parsers that are not Curlew's: multipart-kit in the test, Werkzeug (httpbin)
+/// on the server.
+@Suite("Multipart forms")
+struct MultipartFormTests {
+    @Test(arguments: allLoops)
+    func fieldsDataAndFilesArriveInOrderAndIntact(loop: CurlewClient.Configuration.EventLoopKind) async throws {
+        let file = try TemporaryFile(randomBytes: 300_000 + 3)
+        let data = try randomBytes(10_000)
+        var form = MultipartForm()
+        form.append(value: "holiday", forKey: "album")
+        form.append(data: data, forKey: "thumbnail", fileName: "thumb.bin", mimeType: "image/x-test")
+        var extra = HTTPFields()
+        extra[HTTPField.Name("X-Part-Note")!] = "kept"
+        form.append(fileAt: file.path, forKey: "image", mimeType: "image/jpeg", headerFields: extra)
+
+        try await withLoopbackServer { server in
+            try await withClient(loop) { client in
+                let request = try CurlewRequest(method: .post, url: "\(server.baseURL)/echo", body: .multipart(form))
+                let response = try await client.execute(request)
+                #expect(response.metrics.bytesSent == Int64(response.body.count))
+                let parts = try parseMultipart(response.body, boundary: form.boundary)
+                try #require(parts.count == 3)
+                #expect(parts[0].header("Content-Disposition") == #"form-data; name="album""#)
+                #expect(parts[0].header("Content-Type") == nil)
+                #expect(parts[0].body == Array("holiday".utf8))
+                #expect(parts[1].header("Content-Disposition") == #"form-data; name="thumbnail"; filename="thumb.bin""#)
+                #expect(parts[1].header("Content-Type") == "image/x-test")
+                #expect(parts[1].body == data)
+                let fileName = URL(fileURLWithPath: file.path).lastPathComponent
+                #expect(parts[2].header("Content-Disposition") == "form-data; name=\"image\"; filename=\"\(fileName)\"")
+                #expect(parts[2].header("Content-Type") == "image/jpeg")
+                #expect(parts[2].header("X-Part-Note") == "kept")
+                #expect(SHA256.hash(data: parts[2].body) == SHA256.hash(data: file.bytes))
+            }
+        }
+    }
+
+    @Test(arguments: allLoops)
+    func aFormOfKnownSizesAnnouncesItsExactLengthAndWerkzeugReadsIt(
+        loop: CurlewClient.Configuration.EventLoopKind
+    ) async throws {
+        let file = try TemporaryFile(text: "file contents\n")
+        var form = MultipartForm()
+        form.append(value: "1", forKey: "a")
+        form.append(value: "two", forKey: "b")
+        form.append(fileAt: file.path, forKey: "upload")
+        let httpbin = try await HTTPBinServer.shared()
+        try await withClient(loop) { client in
+            let response = try await client.execute(
+                try CurlewRequest(method: .post, url: "\(httpbin.baseURL)/post", body: .multipart(form)))
+            let json = try response.json()
+            let headers = json["headers"] as? [String: String] ?? [:]
+            #expect(headers["Content-Length"] == String(response.metrics.bytesSent))
+            #expect(headers["Content-Type"] == form.contentType)
+            #expect(json["form"] as? [String: String] == ["a": "1", "b": "two"])
+            #expect(json["files"] as? [String: String] == ["upload": "file contents\n"])
+        }
+    }
+
+    /// RFC 7578 and WHATWG: `"`, CR and LF percent-encoded, a backslash escaped as a quoted-pair, UTF-8 as is.
+    /// Werkzeug decodes `%22` but leaves `%0D%0A` as sent: a line break in a name can never start a header.
+    @Test(arguments: allLoops)
+    func namesWithQuotesBackslashesAndNonASCIIArriveIntactAndLineBreaksCannotInjectHeaders(
+        loop: CurlewClient.Configuration.EventLoopKind
+    ) async throws {
+        let names = ["quote\"d", "back\\slash\\", "line\r\nbreak", "ünïcødé ✓", "semi;colon=eq"]
+        var form = MultipartForm()
+        for (index, name) in names.enumerated() { form.append(value: "v\(index)", forKey: name) }
+        let httpbin = try await HTTPBinServer.shared()
+        try await withClient(loop) { client in
+            let json = try await client.execute(
+                try CurlewRequest(method: .post, url: "\(httpbin.baseURL)/post", body: .multipart(form))
+            ).json()
+            let received = json["form"] as? [String: String] ?? [:]
+            var expected = Dictionary(uniqueKeysWithValues: names.enumerated().map { ($1, "v\($0)") })
+            expected["line\r\nbreak"] = nil
+            expected["line%0D%0Abreak"] = "v2"
+            #expect(received == expected)
+        }
+    }
+
+    @Test
+    func fileNamesAreEncodedOnTheWireAsBrowsersDo() async throws {
+        var form = MultipartForm()
+        form.append(data: [1], forKey: "f", fileName: "a\"b\\c\r\nd é.txt")
+        try await withLoopbackServer { server in
+            try await withClient(.thread) { client in
+                let response = try await client.execute(
+                    try CurlewRequest(method: .post, url: "\(server.baseURL)/echo", body: .multipart(form)))
+                let parts = try parseMultipart(response.body, boundary: form.boundary)
+                #expect(parts.first?.header("Content-Disposition")
+                    == #"form-data; name="f"; filename="a%22b\\c%0D%0Ad é.txt""#)
+            }
+        }
+    }
+
+    @Test(arguments: allLoops)
+    func aBoundaryInsideAPartIsReplacedAndCannotBreakTheForm(
+        loop: CurlewClient.Configuration.EventLoopKind
+    ) async throws {
+        var form = MultipartForm()
+        let hostile = "before\r\n--\(form.boundary)--\r\nafter"
+        form.append(value: hostile, forKey: "payload")
+        form.append(value: "still here", forKey: "next")
+        let httpbin = try await HTTPBinServer.shared()
+        try await withClient(loop) { client in
+            let json = try await client.execute(
+                try CurlewRequest(method: .post, url: "\(httpbin.baseURL)/post", body: .multipart(form))
+            ).json()
+            #expect(json["form"] as? [String: String] == ["payload": hostile, "next": "still here"])
+            let contentType = (json["headers"] as? [String: String])?["Content-Type"] ?? ""
+            #expect(contentType.hasPrefix("multipart/form-data; boundary="))
+            #expect(!contentType.contains(form.boundary))
+        }
+    }
+
+    @Test
+    func aFixedBoundaryThatOccursInAPartOrIsInvalidIsRefusedBeforeSending() async throws {
+        var colliding = MultipartForm(boundary: "fixed-boundary")
+        colliding.append(value: "x--fixed-boundary", forKey: "a")
+        let invalid = MultipartForm(boundary: "no\"quotes")
+        try await withLoopbackServer { server in
+            try await withClient(.thread) { client in
+                for form in [colliding, invalid] {
+                    let request = try CurlewRequest(method: .post, url: "\(server.baseURL)/echo", body: .multipart(form))
+                    #expect(await curlewErrorCode { _ = try await client.execute(request) } == .invalidRequest)
+                }
+            }
+            #expect(server.requestsServed == 0)
+        }
+    }
+
+    @Test(arguments: allLoops)
+    func aStreamPartOfUnknownLengthSendsTheFormChunked(
+        loop: CurlewClient.Configuration.EventLoopKind
+    ) async throws {
+        let streamed = try randomBytes(300_000)
+        var form = MultipartForm()
+        form.append(value: "first", forKey: "a")
+        form.append(
+            stream: RequestBodyStream(chunkedStream(streamed, chunkSize: 7000)), forKey: "s", fileName: "s.bin")
+        form.append(value: "last", forKey: "z")
+        try await withLoopbackServer { server in
+            try await withClient(loop) { client in
+                let response = try await client.execute(
+                    try CurlewRequest(method: .post, url: "\(server.baseURL)/echo", body: .multipart(form)))
+                let parts = try parseMultipart(response.body, boundary: form.boundary)
+                #expect(parts.map(\.body) == [Array("first".utf8), streamed, Array("last".utf8)])
+            }
+        }
+    }
+
+    @Test(arguments: allLoops)
+    func aStreamPartOfKnownLengthKeepsTheFormsContentLength(
+        loop: CurlewClient.Configuration.EventLoopKind
+    ) async throws {
+        var form = MultipartForm()
+        form.append(
+            stream: RequestBodyStream(chunkedStream(Array("streamed".utf8), chunkSize: 3), length: 8), forKey: "s",
+            fileName: "s.txt")
+        let httpbin = try await HTTPBinServer.shared()
+        try await withClient(loop) { client in
+            let response = try await client.execute(
+                try CurlewRequest(method: .post, url: "\(httpbin.baseURL)/post", body: .multipart(form)))
+            let json = try response.json()
+            #expect((json["headers"] as? [String: String])?["Content-Length"] == String(response.metrics.bytesSent))
+            #expect(json["files"] as? [String: String] == ["s": "streamed"])
+        }
+    }
+
+    @Test(arguments: allLoops)
+    func aMissingFileFailsTheFormBeforeAnythingIsSent(loop: CurlewClient.Configuration.EventLoopKind) async throws {
+        var form = MultipartForm()
+        form.append(value: "a", forKey: "a")
+        form.append(fileAt: "/nonexistent/curlew-\(UUID().uuidString)", forKey: "f")
+        try await withLoopbackServer { server in
+            try await withClient(loop) { client in
+                let request = try CurlewRequest(method: .post, url: "\(server.baseURL)/echo", body: .multipart(form))
+                #expect(await curlewErrorCode { _ = try await client.execute(request) } == .requestBodyFailed)
+            }
+            #expect(server.requestsServed == 0)
+        }
+    }
+
+    @Test(arguments: allLoops)
+    func aFormOfReplayablePartsIsSentAgainOnA307(loop: CurlewClient.Configuration.EventLoopKind) async throws {
+        let file = try TemporaryFile(text: "again")
+        var form = MultipartForm()
+        form.append(value: "v", forKey: "k")
+        form.append(fileAt: file.path, forKey: "f")
+        let httpbin = try await HTTPBinServer.shared()
+        try await withClient(loop) { client in
+            let json = try await client.execute(try CurlewRequest(
+                method: .post, url: "\(httpbin.baseURL)/redirect-to?url=/anything&status_code=307",
+                body: .multipart(form))
+            ).json()
+            #expect(json["form"] as? [String: String] == ["k": "v"])
+            #expect(json["files"] as? [String: String] == ["f": "again"])
+        }
+    }
+
+    @Test
+    func anEmptyFormIsAValidForm() async throws {
+        let form = MultipartForm()
+        let httpbin = try await HTTPBinServer.shared()
+        try await withClient(.thread) { client in
+            let response = try await client.execute(
+                try CurlewRequest(method: .post, url: "\(httpbin.baseURL)/post", body: .multipart(form)))
+            #expect(response.status == .ok)
+            #expect(try response.json()["form"] as? [String: String] == [:])
+        }
+    }
+}
+
+/// A part as multipart-kit's parser saw it.
+struct ParsedPart {
+    var headers: [(name: String, value: String)] = []
+    var body: [UInt8] = []
+
+    func header(_ name: String) -> String? {
+        headers.first { $0.name.lowercased() == name.lowercased() }?.value
+    }
+}
+
+/// Splits a multipart body with vapor/multipart-kit, not with Curlew's own code.
+func parseMultipart(_ body: [UInt8], boundary: String) throws -> [ParsedPart] {
+    let parser = MultipartParser(boundary: boundary)
+    var parts: [ParsedPart] = []
+    var current = ParsedPart()
+    parser.onHeader = { name, value in current.headers.append((name, value)) }
+    parser.onBody = { buffer in current.body += buffer.readBytes(length: buffer.readableBytes) ?? [] }
+    parser.onPartComplete = {
+        parts.append(current)
+        current = ParsedPart()
+    }
+    try parser.execute(body)
+    return parts
+}
