@@ -87,7 +87,7 @@ struct TransferBodyTests {
             try await withClient(loop) { client in
                 var request = try CurlewRequest(
                     method: .put, url: "\(server.baseURL)/fault/never-answer", body: .file(.path(file.path)))
-                request.expectContinue = .enabled(timeout: .milliseconds(400))
+                request.expectContinue = .enabled(timeout: .milliseconds(1500))
                 request.timeouts = .init(total: .seconds(10))
                 async let outcome = curlewErrorCode { _ = try await client.execute(request) }
                 try await waitUntil(timeout: .seconds(5)) { server.requestsServed >= 1 }
