@@ -30,3 +30,35 @@ struct CurlewResponseTests {
         #expect(Duration.seconds(-1).saturatingNanoseconds == 0)
     }
 }
+
+@Suite("Responses made by hand")
+struct HandMadeResponseTests {
+    @Test
+    func aHandMadeResponseCarriesItsFieldsForMockTransports() throws {
+        var fields = HTTPFields()
+        fields[.contentType] = "application/json"
+        fields.append(HTTPField(name: HTTPField.Name("X-Multi")!, value: "1"))
+        fields.append(HTTPField(name: HTTPField.Name("X-Multi")!, value: "2"))
+        let response = CurlewResponse(
+            status: .created, headerFields: fields, body: Array("{}".utf8),
+            metrics: TransferMetrics(bytesReceived: 2), url: "http://127.0.0.1/x")
+        #expect(response.status == .created)
+        #expect(response.headerFields == fields)
+        #expect(response.body == Array("{}".utf8))
+        #expect(response.metrics.bytesReceived == 2)
+        #expect(TransferMetrics().total == .zero)
+    }
+
+    @Test
+    func streamsAreTheOnlyBodiesThatCannotBeReplayed() {
+        var form = MultipartForm()
+        form.append(value: "v", forKey: "k")
+        #expect(CurlewRequest.Body.bytes([]).isReplayable)
+        #expect(CurlewRequest.Body.file(.path("/x")).isReplayable)
+        #expect(CurlewRequest.Body.multipart(form).isReplayable)
+        form.append(stream: RequestBodyStream(AsyncStream<[UInt8]> { $0.finish() }), forKey: "s")
+        #expect(!CurlewRequest.Body.multipart(form).isReplayable)
+        #expect(FileBody.path("/x").path == "/x")
+        #expect(FileBody.descriptor(3).descriptor == 3)
+    }
+}

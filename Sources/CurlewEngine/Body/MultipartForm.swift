@@ -71,6 +71,14 @@ public struct MultipartForm: Sendable {
         self.boundaryIsGenerated = boundary == nil
     }
 
+    /// Whether the form can be sent more than once: true unless a part is a stream.
+    public var isReplayable: Bool {
+        !parts.contains { part in
+            if case .stream = part.content { return true }
+            return false
+        }
+    }
+
     /// The `Content-Type` header value of the form, with its boundary.
     public var contentType: String { "multipart/form-data; boundary=\(boundary)" }
 

@@ -164,9 +164,32 @@ public struct FileBody: Sendable, Hashable {
         FileBody(source: .path(path), offset: offset, length: length)
     }
 
+    /// The file's path, if the body names one (rather than a descriptor).
+    public var path: String? {
+        if case .path(let path) = source { return path }
+        return nil
+    }
+
+    /// The caller's descriptor, if the body is one.
+    public var descriptor: Int32? {
+        if case .descriptor(let descriptor) = source { return descriptor }
+        return nil
+    }
+
     /// An open descriptor of a regular file. The caller keeps ownership: the engine neither moves its file
     /// offset (it uses `pread`) nor closes it, and the caller must keep it open until the response has arrived.
     public static func descriptor(_ descriptor: Int32, offset: Int64 = 0, length: Int64? = nil) -> FileBody {
         FileBody(source: .descriptor(descriptor), offset: offset, length: length)
+    }
+}
+
+extension CurlewRequest.Body {
+    /// Whether the body can be sent more than once: bytes, files and forms without stream parts.
+    public var isReplayable: Bool {
+        switch self {
+        case .bytes, .file: true
+        case .stream: false
+        case .multipart(let form): form.isReplayable
+        }
     }
 }

@@ -14,6 +14,16 @@ public struct CurlewResponse: Sendable {
     /// The final response's header block as received, parsed on access.
     let rawHeaders: [UInt8]
 
+    /// Creates a response that did not come from the network: for mock transports and tests.
+    public init(
+        status: HTTPResponse.Status, headerFields: HTTPFields = [:], body: [UInt8] = [],
+        metrics: TransferMetrics = TransferMetrics(), url: String
+    ) {
+        var block = "HTTP/1.1 \(status.code) \(status.reasonPhrase)\r\n"
+        for field in headerFields { block += "\(field.name.rawName): \(field.value)\r\n" }
+        self.init(status: status, rawHeaders: Array((block + "\r\n").utf8), body: body, metrics: metrics, url: url)
+    }
+
     init(status: HTTPResponse.Status, rawHeaders: [UInt8], body: [UInt8], metrics: TransferMetrics, url: String) {
         self.status = status
         self.rawHeaders = rawHeaders
@@ -64,6 +74,28 @@ public struct TransferMetrics: Sendable, Hashable {
     public var redirectCount: Int
     /// The local port of the connection, which identifies it on loopback.
     public var localPort: Int
+
+    /// Creates metrics; every value defaults to zero (for mock transports and tests).
+    public init(
+        queued: Duration = .zero, dnsLookup: Duration = .zero, connected: Duration = .zero,
+        tlsHandshakeDone: Duration = .zero, firstByte: Duration = .zero, total: Duration = .zero,
+        reusedConnection: Bool = false, httpVersion: HTTPVersion = .unknown, bytesSent: Int64 = 0,
+        bytesReceived: Int64 = 0, headerBytesReceived: Int = 0, redirectCount: Int = 0, localPort: Int = 0
+    ) {
+        self.queued = queued
+        self.dnsLookup = dnsLookup
+        self.connected = connected
+        self.tlsHandshakeDone = tlsHandshakeDone
+        self.firstByte = firstByte
+        self.total = total
+        self.reusedConnection = reusedConnection
+        self.httpVersion = httpVersion
+        self.bytesSent = bytesSent
+        self.bytesReceived = bytesReceived
+        self.headerBytesReceived = headerBytesReceived
+        self.redirectCount = redirectCount
+        self.localPort = localPort
+    }
 }
 
 /// Parses an HTTP/1-style header block ("Name: value\r\n" lines after a status line).
