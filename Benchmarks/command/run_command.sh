@@ -14,7 +14,7 @@
 # BENCH_COMMAND_SCENARIOS (default "s7 s8"), BENCH_CURLEW_BIN (a curlew binary to use instead of building one
 # with `swift build -c release --product curlew`), BENCH_TIMEOUT (seconds per run, 300).
 #
-# Output: Benchmarks/results/command-latest.md (not for quick runs unless BENCH_LATEST=1), raw files under
+# Output: Benchmarks/results/command-latest.md (full runs of both scenarios only, unless BENCH_LATEST=1), raw files under
 # Benchmarks/results/raw/<stamp>-command/ (git-ignored).
 set -euo pipefail
 unset http_proxy https_proxy HTTP_PROXY HTTPS_PROXY all_proxy ALL_PROXY no_proxy NO_PROXY
@@ -174,7 +174,8 @@ done
     echo "raw_dir=results/raw/$STAMP-command"
 } >"$RAW_DIR/meta.txt"
 python3 "$COMMAND_DIR/report_command.py" "$RAW_DIR" >"$RAW_DIR/report.md"
-if [ "$QUICK" != "1" ] || [ "${BENCH_LATEST:-0}" = "1" ]; then
+# Only a full run (both scenarios, not quick) replaces the committed report, unless BENCH_LATEST=1 says so.
+if { [ "$QUICK" != "1" ] && [[ " $SCENARIOS " == *" s7 "* ]] && [[ " $SCENARIOS " == *" s8 "* ]]; } || [ "${BENCH_LATEST:-0}" = "1" ]; then
     cp "$RAW_DIR/report.md" "$BENCH_DIR/results/command-latest.md"
     log "wrote $BENCH_DIR/results/command-latest.md"
 fi
