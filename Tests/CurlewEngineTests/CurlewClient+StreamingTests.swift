@@ -178,6 +178,28 @@ struct CurlewClientStreamingTests {
         }
     }
 
+    /// libcurl 7.88 keeps a handle's receive buffer when its transfer ends on a connection other streams still
+    /// use, and then refuses CURLOPT_BUFFERSIZE on it; streaming on such a pooled handle must still work.
+    @Test
+    func streamsRunOnHandlesReusedFromMultiplexedTransfers() async throws {
+        let nginx = try await NginxServer.shared()
+        try await withClient(.thread, configure: { $0.tls.caFile = nginx.caFile; $0.loopCount = 1 }) { client in
+            let small = try CurlewRequest(url: "\(nginx.httpsBaseURL)/small")
+            _ = try await client.execute(small)
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for _ in 0..<20 { group.addTask { _ = try await client.execute(small) } }
+                try await group.waitForAll()
+            }
+            // Concurrent, so they take every pooled handle, not only the one that finished last.
+            try await withThrowingTaskGroup(of: Int.self) { group in
+                for _ in 0..<20 {
+                    group.addTask { try await client.stream(small).body.collect(upTo: 1024).count }
+                }
+                for try await count in group { #expect(count == LoopbackServer.smallBody.utf8.count) }
+            }
+        }
+    }
+
     // MARK: downloads
 
     @Test(arguments: allLoops)

@@ -228,6 +228,45 @@ struct RequestBodyStreamTests {
             #expect(try response.json()["bytes"] as? Int == bytes.count)
         }
     }
+
+    /// 50 uploads multiplexed on one HTTP/2 connection, each producer slower than the network, so every stream
+    /// pauses and resumes while the others go on.
+    @Test
+    func fiftyPausedHTTP2UploadsAllArriveWhole() async throws {
+        let nginx = try await NginxServer.shared()
+        let chunk = try randomBytes(8 * 1024)
+        try await withClient(.thread, configure: { $0.tls.caFile = nginx.caFile; $0.loopCount = 1 }) { client in
+            // Warm the connection so all 50 streams share it (libcurl 7.88 counts a cold one as full at 100).
+            _ = try await client.execute(try CurlewRequest(url: "\(nginx.httpsBaseURL)/small"))
+            try await withThrowingTaskGroup(of: (Int?, TransferMetrics).self) { group in
+                for _ in 0..<50 {
+                    group.addTask {
+                        let (stream, writer) = RequestBodyStream.makeStream(bufferLimit: 8 * 1024)
+                        let request = try CurlewRequest(
+                            method: .post, url: "\(nginx.httpsBaseURL)/upload", body: .stream(stream))
+                        async let response = client.execute(request)
+                        for _ in 0..<8 {
+                            try await writer.write(chunk)
+                            try await Task.sleep(for: .milliseconds(5))  // a slow producer, not synchronisation
+                        }
+                        writer.finish()
+                        let finished = try await response
+                        return (try finished.json()["bytes"] as? Int, finished.metrics)
+                    }
+                }
+                var ports = Set<Int>()
+                var completed = 0
+                for try await (bytes, metrics) in group {
+                    #expect(bytes == 8 * chunk.count)
+                    #expect(metrics.httpVersion == .http2)
+                    ports.insert(metrics.localPort)
+                    completed += 1
+                }
+                #expect(completed == 50)
+                #expect(ports.count == 1)
+            }
+        }
+    }
 }
 
 /// A thread-safe counter for producers observed from the test.

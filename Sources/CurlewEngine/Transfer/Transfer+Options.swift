@@ -137,8 +137,10 @@ extension Transfer {
             apply(easy.set(CURLOPT_XFERINFODATA, pointer: userdata))
         }
         if case .collect = sink {} else {
-            // Streamed and downloaded bodies are usually large: fewer, bigger callbacks.
-            apply(easy.set(CURLOPT_BUFFERSIZE, 256 * 1024))
+            // Streamed and downloaded bodies are usually large: fewer, bigger callbacks. Only an optimisation:
+            // libcurl 7.88 refuses a new size (CURLE_BAD_FUNCTION_ARGUMENT) on a handle whose last transfer ended
+            // on a still-shared HTTP/2 connection, which keeps its receive buffer across curl_easy_reset.
+            _ = easy.set(CURLOPT_BUFFERSIZE, 256 * 1024)
         }
         if let userAgent = settings.userAgent, request.headerFields[.userAgent] == nil {
             apply(easy.set(CURLOPT_USERAGENT, userAgent))
