@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/eventfd.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 // MARK: easy handle options
@@ -174,6 +175,17 @@ static inline void curlew_disable_openssl_atexit(void) {
 /// mid-write would kill the process.
 static inline void curlew_ignore_sigpipe(void) {
     signal(SIGPIPE, SIG_IGN);
+}
+
+/* The CPUs this process may run on (taskset, cpusets): the raw syscall, since glibc declares
+ * sched_getaffinity and CPU_COUNT only under _GNU_SOURCE, which Swift's Glibc module is not built with. */
+static inline int curlew_allowed_cpu_count(void) {
+    unsigned long mask[32];
+    long bytes = syscall(SYS_sched_getaffinity, 0, sizeof(mask), mask);
+    if (bytes <= 0) return -1;
+    int count = 0;
+    for (long i = 0; i < bytes / (long)sizeof(unsigned long); i++) count += __builtin_popcountl(mask[i]);
+    return count;
 }
 
 #endif

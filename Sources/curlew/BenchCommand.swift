@@ -112,7 +112,7 @@ struct BenchCommand: AsyncParsableCommand {
         configuration.maxConnectionsPerHost = connections
         configuration.httpVersion = h2c ? .http2PriorKnowledge : http2 ? .http2 : .http1_1
         configuration.proxy = .none
-        configuration.loopCount = loops ?? allowedCPUCount()
+        if let loops { configuration.loopCount = loops }
         configuration.tls.caFile = caFile
         if insecure {
             configuration.tls.verifyPeer = false

@@ -126,26 +126,6 @@ final class InterruptMonitor: Sendable {
     }
 }
 
-/// The CPUs this process may run on (`taskset`, cpusets), which ProcessInfo.activeProcessorCount does not reflect
-/// here: one event loop per allowed CPU, not per CPU of the machine. Read from `Cpus_allowed_list` in
-/// /proc/self/status ("0-1", "1", "0,2-3"), since Swift's Glibc module does not import `sched_getaffinity`.
-func allowedCPUCount() -> Int {
-    let fallback = max(1, ProcessInfo.processInfo.activeProcessorCount)
-    guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
-        let line = status.split(separator: "\n").first(where: { $0.hasPrefix("Cpus_allowed_list:") })
-    else { return fallback }
-    var count = 0
-    for range in line.dropFirst("Cpus_allowed_list:".count).trimmingCharacters(in: .whitespaces).split(separator: ",") {
-        let bounds = range.split(separator: "-").compactMap { Int($0) }
-        switch bounds.count {
-        case 1: count += 1
-        case 2 where bounds[1] >= bounds[0]: count += bounds[1] - bounds[0] + 1
-        default: return fallback
-        }
-    }
-    return count > 0 ? count : fallback
-}
-
 /// Formats byte counts with decimal units (MB = 10^6 bytes), as network tools do.
 func formatBytes(_ bytes: Int64) -> String {
     let value = Double(bytes)

@@ -110,7 +110,6 @@ struct UploadCommand: AsyncParsableCommand {
 
         var configuration = CurlewClient.Configuration()
         configuration.maxConnectionsPerHost = concurrency
-        configuration.loopCount = allowedCPUCount()
         configuration.proxy = .none
         configuration.tls.caFile = caFile
         if insecure {

@@ -256,3 +256,20 @@ struct CurlewClientTests {
         }
     }
 }
+
+@Suite("Default configuration")
+struct DefaultConfigurationTests {
+    /// `taskset` and cpusets limit the CPUs a process may use; one loop per CPU of the machine would put
+    /// several loops on one core.
+    @Test
+    func theDefaultLoopCountIsTheNumberOfCPUsTheProcessMayRunOn() throws {
+        let status = try String(contentsOfFile: "/proc/self/status", encoding: .utf8)
+        let line = try #require(status.split(separator: "\n").first { $0.hasPrefix("Cpus_allowed_list:") })
+        var allowed = 0
+        for range in line.dropFirst("Cpus_allowed_list:".count).split(separator: ",") {
+            let bounds = range.trimmingCharacters(in: .whitespaces).split(separator: "-").compactMap { Int($0) }
+            allowed += bounds.count == 2 ? bounds[1] - bounds[0] + 1 : 1
+        }
+        #expect(CurlewClient.Configuration().loopCount == allowed)
+    }
+}

@@ -1,3 +1,4 @@
+import CLibCurl
 import Foundation
 
 extension CurlewClient {
@@ -169,7 +170,11 @@ extension CurlewClient {
     }
 }
 
-/// The number of cores this process may run on (honours `taskset`).
+/// The number of cores this process may run on: its CPU affinity (`taskset`, cpusets), which
+/// `ProcessInfo.activeProcessorCount` does not reflect on Linux.
 enum ProcessInfoCores {
-    static var activeProcessorCount: Int { max(1, ProcessInfo.processInfo.activeProcessorCount) }
+    static var activeProcessorCount: Int {
+        let allowed = Int(curlew_allowed_cpu_count())
+        return allowed > 0 ? allowed : max(1, ProcessInfo.processInfo.activeProcessorCount)
+    }
 }
