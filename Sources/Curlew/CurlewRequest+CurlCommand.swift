@@ -10,44 +10,73 @@ extension CurlewRequest {
     /// //   --data-binary '{"email":"a@b.c","password":"x"}' --compressed --location --max-redirs 10 'https://…/login'
     /// ```
     /// The line reproduces what the engine sends with its default configuration: the method, every header field
-    /// (and `-H 'User-Agent:'` to drop the one curl adds on its own), the body as text, as `$'…'` escapes for
-    /// binary bytes or as `--data-binary @file` for file bodies, `--compressed` when the response may be
-    /// compressed, `--http1.1`, `--http2` or `--http2-prior-knowledge`, redirects and timeouts. Every argument is
-    /// quoted for a POSIX shell.
+    /// (and `-H 'User-Agent:'` to drop the one curl adds on its own), the body, `--compressed` when the response
+    /// may be compressed, `--http1.1`, `--http2` or `--http2-prior-knowledge`, redirects and timeouts. Every
+    /// argument is quoted for a POSIX shell, except binary bytes, which need bash's `$'…'`.
     ///
-    /// - Parameter bodyFile: the path to show for a file body (the engine does not expose it); `@-` when `nil`.
+    /// Bodies:
+    /// - bytes as text, or as `$'…'` escapes when they are not printable UTF-8;
+    /// - a file as `--data-binary @path`;
+    /// - a `multipart/form-data` form as curl's own form (curl picks its own boundary): text fields as
+    ///   `--form-string name=value`, files as `-F 'name=@"path";filename="…";type=…'`, other in-memory parts as
+    ///   `-F 'name="…";filename="…";type=…'`, each part's extra header fields as `;headers="…"`;
+    /// - what a command line cannot carry (a stream, a file given by descriptor or as a range, bytes holding NUL)
+    ///   as `@-`, standard input, and the line ends with a shell comment saying what to pipe in.
+    ///
+    /// - Parameter bodyFile: a file holding the bytes of a body the line cannot carry, used instead of `@-`.
     public func curlCommand(bodyFile: String? = nil) -> String {
         var arguments = ["curl"]
+        var placeholders: [String] = []
         let hasBody = body != nil
         switch method {
         case .get where !hasBody: break
         case .head: arguments.append("--head")
-        default: arguments += ["-X", method.rawValue]
+        default: arguments += ["-X", ShellQuoting.quote(method.rawValue)]
         }
-        // A form of text fields becomes curl's own form (`--form-string`), with curl's boundary in the
-        // Content-Type; other forms cannot be rebuilt from outside the engine and go through standard input.
-        let textFields = textFormFields()
+        // A form curl can build itself replaces the engine's Content-Type, whose boundary curl does not use.
+        var formArguments: [String]?
+        if case .multipart(let form)? = body { formArguments = Self.curlForm(form, placeholders: &placeholders) }
         for field in headerFields {
-            if textFields != nil, field.name == .contentType { continue }
-            arguments += ["-H", field.value.isEmpty ? "\(field.name);" : "\(field.name): \(field.value)"]
+            if formArguments != nil, field.name == .contentType,
+                field.value.lowercased().hasPrefix("multipart/form-data")
+            {
+                continue
+            }
+            arguments += ["-H", ShellQuoting.quote(field.value.isEmpty ? "\(field.name);" : "\(field.name): \(field.value)")]
         }
         if headerFields[.userAgent] == nil { arguments += ["-H", "User-Agent:"] }
         if hasBody {
             // The engine never sends Expect unless asked, and no Content-Type the request does not name.
             if headerFields[.expect] == nil { arguments += ["-H", "Expect:"] }
-            if headerFields[.contentType] == nil, textFields == nil { arguments += ["-H", "Content-Type:"] }
+            if headerFields[.contentType] == nil, formArguments == nil { arguments += ["-H", "Content-Type:"] }
         }
-        if let textFields {
-            for field in textFields { arguments += ["--form-string", "\(field.name)=\(field.value)"] }
+        if let formArguments {
+            arguments += formArguments
+        } else if let body {
+            let standardInput = ShellQuoting.quote("@" + (bodyFile ?? "-"))
+            let argument: String
+            switch body {
+            case .bytes(let bytes) where !bytes.contains(0):
+                argument = ShellQuoting.quote(bytes: bytes)
+            case .bytes(let bytes):
+                argument = standardInput
+                placeholders.append("the body (\(bytes.count) bytes with NUL, which no argument can hold)")
+            case .file(let file):
+                if let path = Self.wholeFilePath(file) {
+                    argument = ShellQuoting.quote("@" + path)
+                } else {
+                    argument = standardInput
+                    placeholders.append("the body (\(Self.describe(file)))")
+                }
+            case .stream:
+                argument = standardInput
+                placeholders.append("the body (a stream)")
+            case .multipart:
+                argument = standardInput
+                placeholders.append("the encoded multipart form (a field name holds \"=\", which curl's -F cannot)")
+            }
+            arguments += ["--data-binary", argument]
         }
-        var bodyArgument: String?
-        // `if case` rather than a switch: body kinds the engine adds later render as standard input.
-        if case .bytes(let bytes)? = body {
-            bodyArgument = ShellQuoting.quote(bytes: bytes)
-        } else if hasBody, textFields == nil {
-            bodyArgument = ShellQuoting.quote("@" + (bodyFile ?? "-"))
-        }
-        if let bodyArgument { arguments += ["--data-binary", bodyArgument] }
         if decompression != .disabled { arguments.append("--compressed") }
         switch httpVersion ?? .http2 {
         case .http1_1: arguments.append("--http1.1")
@@ -59,26 +88,81 @@ extension CurlewRequest {
         let timeouts = self.timeouts ?? CurlewClient.Timeouts()
         if let connect = timeouts.connect { arguments += ["--connect-timeout", Self.seconds(connect)] }
         if let total = timeouts.total { arguments += ["--max-time", Self.seconds(total)] }
-        arguments.append(url)
-        return arguments.enumerated().map { index, argument in
-            // The body argument is quoted already (it may need $'…').
-            if index > 0, arguments[index - 1] == "--data-binary" { return argument }
-            return index == 0 ? argument : ShellQuoting.quote(argument)
-        }.joined(separator: " ")
+        arguments.append(ShellQuoting.quote(url))
+        var line = arguments.joined(separator: " ")
+        if !placeholders.isEmpty {
+            // A comment, so the line still runs (reading standard input) and says what it stands for.
+            let source = bodyFile.map { "from \($0)" } ?? "on standard input"
+            line += " # placeholder, pipe in \(source): " + placeholders.joined(separator: "; ")
+                .replacingOccurrences(of: "\n", with: " ")
+        }
+        return line
     }
 
-    /// The fields of a multipart body made only of text fields (no file name, type or extra headers).
-    private func textFormFields() -> [(name: String, value: String)]? {
-        guard case .multipart(let form)? = body, !form.parts.isEmpty else { return nil }
-        var fields: [(name: String, value: String)] = []
+    /// curl's `-F` and `--form-string` arguments for a form, already quoted; `nil` when curl cannot build it
+    /// (a field name with `=`, where curl ends the name).
+    private static func curlForm(_ form: MultipartForm, placeholders: inout [String]) -> [String]? {
+        guard !form.parts.isEmpty, !form.parts.contains(where: { $0.name.contains("=") }) else { return nil }
+        var arguments: [String] = []
         for part in form.parts {
-            guard part.fileName == nil, part.contentType == nil, part.headerFields.isEmpty,
-                case .bytes(let bytes) = part.content, let value = String(validating: bytes, as: UTF8.self),
-                !part.name.contains("=")
-            else { return nil }
-            fields.append((part.name, value))
+            let isPlainField = part.fileName == nil && part.contentType == nil && part.headerFields.isEmpty
+            var value: [UInt8]
+            switch part.content {
+            case .bytes(let bytes) where isPlainField && !bytes.contains(0)
+                && String(validating: bytes, as: UTF8.self) != nil:
+                // Taken literally: a leading @ or < and ";type=" mean nothing to --form-string.
+                arguments += ["--form-string", ShellQuoting.quote(part.name + "=" + String(decoding: bytes, as: UTF8.self))]
+                continue
+            case .bytes(let bytes) where !bytes.contains(0):
+                value = Array("\"".utf8) + escapedForCurl(bytes) + Array("\"".utf8)
+            case .file(let file) where wholeFilePath(file) != nil:
+                // "@" makes a file part (curl names it after the file unless told); "<" sends the content alone.
+                let path = escapedForCurl(Array(wholeFilePath(file)!.utf8))
+                value = Array((part.fileName == nil ? "<\"" : "@\"").utf8) + path + Array("\"".utf8)
+            case .bytes, .file, .stream:
+                value = Array((part.fileName == nil ? "<-" : "@-").utf8)
+                let what: String
+                switch part.content {
+                case .file(let file): what = describe(file)
+                case .stream: what = "a stream"
+                case .bytes: what = "bytes with NUL"
+                }
+                placeholders.append("form part \"\(part.name)\" (\(what))")
+            }
+            if let fileName = part.fileName {
+                value += Array(";filename=\"".utf8) + escapedForCurl(Array(fileName.utf8)) + Array("\"".utf8)
+            }
+            if let contentType = part.contentType { value += Array(";type=\(contentType)".utf8) }
+            for field in part.headerFields {
+                value += Array(";headers=\"".utf8) + escapedForCurl(Array("\(field.name): \(field.value)".utf8))
+                    + Array("\"".utf8)
+            }
+            arguments += ["-F", ShellQuoting.quote(bytes: Array(part.name.utf8) + Array("=".utf8) + value)]
         }
-        return fields
+        return arguments
+    }
+
+    /// A double-quoted word for curl's form syntax: `\` and `"` escaped with a backslash.
+    private static func escapedForCurl(_ bytes: [UInt8]) -> [UInt8] {
+        var escaped: [UInt8] = []
+        escaped.reserveCapacity(bytes.count)
+        for byte in bytes {
+            if byte == UInt8(ascii: "\\") || byte == UInt8(ascii: "\"") { escaped.append(UInt8(ascii: "\\")) }
+            escaped.append(byte)
+        }
+        return escaped
+    }
+
+    /// The path of a file body that sends the whole file, which `@path` reproduces.
+    private static func wholeFilePath(_ file: FileBody) -> String? {
+        guard let path = file.path, file.offset == 0, file.length == nil else { return nil }
+        return path
+    }
+
+    private static func describe(_ file: FileBody) -> String {
+        let range = file.length.map { "bytes \(file.offset)..<\(file.offset + $0)" } ?? "from byte \(file.offset)"
+        if let path = file.path { return "\(range) of \(path)" }
+        return "\(range) of descriptor \(file.descriptor ?? -1)"
     }
 
     private static func seconds(_ duration: Duration) -> String {
@@ -129,9 +213,6 @@ extension String {
 extension HTTPProvider {
     /// The `curl` command line for a route, as this provider would send it before interceptors run.
     public func curlCommand(for route: Route) throws(ProviderError) -> String {
-        let request = try makeRequest(for: route)
-        var bodyFile: String?
-        if case .file(let path)? = route.body?.storage { bodyFile = path }
-        return request.curlCommand(bodyFile: bodyFile)
+        try makeRequest(for: route).curlCommand()
     }
 }

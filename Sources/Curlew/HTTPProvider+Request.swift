@@ -177,7 +177,12 @@ struct RequestPipeline<Provider: HTTPProvider> {
         let requestSide = self.requestSide
         let plugins = self.plugins
         let context = InterceptorContext(route: route, attempt: 1, maxAttempts: 1)
-        var request = try makeBaseRequest()
+        var request: CurlewRequest
+        do {
+            request = try makeBaseRequest()
+        } catch {
+            throw failure(error, plugins, context)
+        }
         do {
             for interceptor in requestSide { try await interceptor.adapt(&request, context: context) }
         } catch {
@@ -221,7 +226,14 @@ struct RequestPipeline<Provider: HTTPProvider> {
         let plugins = self.plugins
         let maxAttempts = max(1, provider.maxAttempts)
         let transport = provider.transport
-        let baseRequest = try makeBaseRequest()
+        let baseRequest: CurlewRequest
+        do {
+            baseRequest = try makeBaseRequest()
+        } catch {
+            // An invalid route is an error like any other: shouldContinue and the plugins hear of it.
+            let context = InterceptorContext(route: route, attempt: 1, maxAttempts: maxAttempts)
+            return try finish(.failure(error), plugins, context)
+        }
 
         var attempt = 1
         while true {
@@ -373,13 +385,9 @@ struct RequestPipeline<Provider: HTTPProvider> {
         return .interceptor(error)
     }
 
-    /// Bytes, files and forms of them can be sent again; a one-shot stream cannot.
+    /// Bytes, files and forms of them can be sent again; a one-shot stream cannot (the engine's own rule).
     private static func canResend(_ request: CurlewRequest) -> Bool {
-        guard let body = request.body else { return true }
-        if case .bytes = body { return true }
-        if case .file = body { return true }
-        if case .multipart(let form) = body { return form.hasOnlyReplayableParts }
-        return false
+        request.body?.isReplayable ?? true
     }
 }
 

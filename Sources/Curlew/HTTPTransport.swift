@@ -45,13 +45,13 @@ extension HTTPTransport {
 
 extension CurlewClient: HTTPTransport {
     public func send(_ request: CurlewRequest, context: InterceptorContext) async throws -> RouteResponse {
-        RouteResponse(engineResponse: try await execute(request), request: request)
+        RouteResponse(try await execute(request), request: request)
     }
 
     public func download(_ request: CurlewRequest, to path: String, context: InterceptorContext) async throws
         -> RouteResponse
     {
-        RouteResponse(engineResponse: try await download(request, to: path), request: request)
+        RouteResponse(try await download(request, to: path), request: request)
     }
 
     public func stream(_ request: CurlewRequest, context: InterceptorContext) async throws -> RouteStreamingResponse {

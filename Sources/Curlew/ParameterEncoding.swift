@@ -101,7 +101,9 @@ enum PercentEncoding {
     }
 
     /// Encodes what a URL path may not hold (spaces, unicode, `?`, `#`), keeping `/` and `%XX` escapes the
-    /// caller already made, so `"/user/\(id)"` works for any id and pre-encoded paths are not encoded twice.
+    /// caller already made, so `"/user/\(id)"` works for ids of letters, digits, spaces and unicode, and
+    /// pre-encoded paths are not encoded twice. A value that may hold `/`, `?` or `%` goes through
+    /// ``Route/segment(_:)``.
     static func encodePath(_ path: String) -> String {
         encode(path, keeping: isAllowedInPath, keepingEscapes: true)
     }

@@ -18,7 +18,8 @@ public import HTTPTypes
 ///
 /// The path is relative to the provider's ``HTTPProvider/baseURL`` unless it is a full `http(s)://` URL.
 /// Characters a path may not hold (spaces, unicode, `#`) are percent-encoded; `%XX` escapes already in it
-/// are kept. A query written in the path is kept, and ``parameters`` encoded for the URL are appended to it.
+/// are kept, and the first `?` starts the query: a value that may hold `/`, `?` or `%` goes in through
+/// ``segment(_:)``. A query written in the path is kept, and ``parameters`` encoded for the URL are appended to it.
 public struct Route: Sendable {
     /// Relative to the provider's base URL, or a full URL.
     public var path: String
@@ -35,7 +36,8 @@ public struct Route: Sendable {
     public var body: RouteBody?
     /// Compresses the body on the way out (`.gzip()`), with `Content-Encoding` set.
     public var bodyCompression: CurlewRequest.BodyCompression?
-    /// The longest the whole request may take, retries excluded (each attempt has the full time).
+    /// The longest the whole request may take, retries excluded (each attempt has the full time). The connect and
+    /// idle timeouts stay as the provider's client is configured.
     public var timeout: Duration?
     /// Interceptors of this route, applied between the call's and the provider's
     /// (see ``Interceptor`` for the order).
@@ -82,6 +84,17 @@ public struct Route: Sendable {
         self.responseProcessors = responseProcessors
         self.responseValidators = responseValidators
         self.mockData = mockData
+    }
+
+    /// A value percent-encoded to stand as one path segment: everything but RFC 3986's unreserved characters
+    /// is escaped, `/`, `?`, `#` and `%` included, so no value can add a segment, start the query or be read as
+    /// an escape.
+    ///
+    /// ```swift
+    /// Route(path: "/files/\(Route.segment(name))")   // "a/b?.txt" → "/files/a%2Fb%3F.txt"
+    /// ```
+    public static func segment(_ value: String) -> String {
+        PercentEncoding.encodeQueryComponent(value)
     }
 
     /// Whether the path is a full URL, which the provider's base URL does not prefix.

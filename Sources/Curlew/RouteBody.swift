@@ -55,18 +55,8 @@ public struct RouteBody: Sendable {
     public var isReplayable: Bool {
         switch storage {
         case .bytes, .encodable, .file: true
-        case .multipart(let form): form.hasOnlyReplayableParts
+        case .multipart(let form): form.isReplayable
         case .stream: false
-        }
-    }
-}
-
-extension MultipartForm {
-    /// Whether every part can be read again: no stream parts.
-    var hasOnlyReplayableParts: Bool {
-        !parts.contains { part in
-            if case .stream = part.content { return true }
-            return false
         }
     }
 }

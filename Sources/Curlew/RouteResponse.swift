@@ -13,22 +13,14 @@ public struct RouteResponse: Sendable {
     /// What a response arrived with, behind one reference: a response is copied at every step of the pipeline,
     /// and one retain is cheaper than copying (and retaining) a dozen fields each time.
     private final class Head: Sendable {
-        let status: HTTPResponse.Status
-        let metrics: TransferMetrics?
-        let url: String
-        /// The engine's response, whose header block is parsed only when asked for: most callers never read the
-        /// headers of a response they decode.
-        let engineResponse: CurlewResponse?
+        /// The engine's response (or one a mock made), whose header block is parsed only when asked for: most
+        /// callers never read the headers of a response they decode.
+        let response: CurlewResponse
+        /// The fields a response made in code was given, kept as they are rather than parsed back.
         let fields: HTTPFields?
 
-        init(
-            status: HTTPResponse.Status, metrics: TransferMetrics?, url: String, engineResponse: CurlewResponse?,
-            fields: HTTPFields?
-        ) {
-            self.status = status
-            self.metrics = metrics
-            self.url = url
-            self.engineResponse = engineResponse
+        init(response: CurlewResponse, fields: HTTPFields?) {
+            self.response = response
             self.fields = fields
         }
     }
@@ -48,22 +40,25 @@ public struct RouteResponse: Sendable {
     let jsonDecoder: JSONDecoder
 
     /// Creates a response, as mock transports and response interceptors do.
+    ///
+    /// - Parameter metrics: what the transfer would have measured; all zero unless given.
     public init(
         status: HTTPResponse.Status, headerFields: HTTPFields = [:], body: [UInt8] = [],
-        metrics: TransferMetrics? = nil, url: String, request: CurlewRequest
+        metrics: TransferMetrics = TransferMetrics(), url: String, request: CurlewRequest
     ) {
-        self.head = Head(status: status, metrics: metrics, url: url, engineResponse: nil, fields: headerFields)
+        let response = CurlewResponse(status: status, body: body, metrics: metrics, url: url)
+        self.head = Head(response: response, fields: headerFields)
         self.sent = SentRequest(request)
         self.body = body
         self.jsonDecoder = ProviderDefaults.jsonDecoder
     }
 
-    init(engineResponse: CurlewResponse, request: CurlewRequest) {
-        self.head = Head(
-            status: engineResponse.status, metrics: engineResponse.metrics, url: engineResponse.url,
-            engineResponse: engineResponse, fields: nil)
+    /// Wraps an engine response (from ``CurlewEngine/CurlewClient``, or one a transport made with
+    /// `CurlewResponse(status:headerFields:body:metrics:url:)`) as the answer to `request`.
+    public init(_ response: CurlewResponse, request: CurlewRequest) {
+        self.head = Head(response: response, fields: nil)
         self.sent = SentRequest(request)
-        self.body = engineResponse.body
+        self.body = response.body
         self.jsonDecoder = ProviderDefaults.jsonDecoder
     }
 
@@ -80,11 +75,12 @@ public struct RouteResponse: Sendable {
     }
 
     /// The status of the final response (after redirects).
-    public var status: HTTPResponse.Status { head.status }
-    /// The engine's timings and connection facts; `nil` for responses a mock made.
-    public var metrics: TransferMetrics? { head.metrics }
+    public var status: HTTPResponse.Status { head.response.status }
+    /// The engine's timings, sizes and connection facts; a mock transport reports the bytes it served and its
+    /// delay as the total, and a response made in code reports what it was given (zeros by default).
+    public var metrics: TransferMetrics { head.response.metrics }
     /// The URL of the final response.
-    public var url: String { head.url }
+    public var url: String { head.response.url }
 
     /// The request as it was sent, after every request interceptor.
     public internal(set) var request: CurlewRequest {
@@ -95,7 +91,7 @@ public struct RouteResponse: Sendable {
     /// The header fields; names compare case-insensitively (`headerFields[.contentType]`,
     /// `headerFields[HTTPField.Name("x-custom")!]`).
     public var headerFields: HTTPFields {
-        get { replacedFields ?? head.fields ?? head.engineResponse?.headerFields ?? [:] }
+        get { replacedFields ?? head.fields ?? head.response.headerFields }
         set { replacedFields = newValue }
     }
 

@@ -17,6 +17,9 @@ import Synchronization
 /// let friends = try await API(transport: mock).request(.friends).json()
 /// ```
 ///
+/// Responses carry metrics as the engine's would: the request and response body sizes (a file or stream body
+/// counts as 0, it is not read) and the stub's delay as the time to the first byte and in total.
+///
 /// A request is answered by the most recently added stub that matches it; else, when its route names
 /// ``Route/mockData`` (LKAPI), by `<fixturesDirectory>/<mockData>.json` with status 200; else it fails with a
 /// `CurlewError` of code `invalidRequest` that names it, never silently.
@@ -63,17 +66,22 @@ public final class MockTransport: HTTPTransport {
         }
         if let delay = reply.delay { try await Task.sleep(for: delay) }
         if let error = reply.error { throw error }
+        // In-memory bodies count as sent; a file or stream body is not read, so its size is unknown (0).
+        var sent: Int64 = 0
+        if case .bytes(let bytes)? = request.body { sent = Int64(bytes.count) }
         if let onProgress = request.onProgress {
-            // One final report, as the engine's last call: in-memory bodies count, others are unknown.
-            var sent: Int64 = 0
-            if case .bytes(let bytes)? = request.body { sent = Int64(bytes.count) }
+            // One final report, as the engine's last call.
             onProgress(
                 TransferProgress(
                     bytesSent: sent, totalBytesToSend: sent, bytesReceived: Int64(reply.body.count),
                     totalBytesToReceive: Int64(reply.body.count), isComplete: true))
         }
+        let elapsed = reply.delay ?? .zero
+        let metrics = TransferMetrics(
+            firstByte: elapsed, total: elapsed, bytesSent: sent, bytesReceived: Int64(reply.body.count))
         return RouteResponse(
-            status: reply.status, headerFields: reply.headerFields, body: reply.body, url: request.url, request: request)
+            status: reply.status, headerFields: reply.headerFields, body: reply.body, metrics: metrics,
+            url: request.url, request: request)
     }
 
     private func fixtureResponse(named name: String) throws -> StubResponse {

@@ -32,7 +32,13 @@ import Testing
         request.redirects = .disabled
         #expect(request.curlCommand() == #"curl -X PUT -H User-Agent: -H Expect: -H Content-Type: --data-binary $'\xFFA\'' --http1.1 --connect-timeout 10 http://h/x"#)
         request.body = .file(.path("/tmp/a b"))
-        #expect(request.curlCommand(bodyFile: "/tmp/a b").contains("--data-binary '@/tmp/a b'"))
+        #expect(request.curlCommand().contains("--data-binary '@/tmp/a b' --http1.1"))
+        request.body = .file(.path("/tmp/a b", offset: 2, length: 3))
+        #expect(request.curlCommand().contains("--data-binary @- --http1.1"))
+        #expect(request.curlCommand().hasSuffix("# placeholder, pipe in on standard input: the body (bytes 2..<5 of /tmp/a b)"))
+        #expect(request.curlCommand(bodyFile: "/tmp/part").contains("--data-binary @/tmp/part --http1.1"))
+        request.body = .bytes([0x41, 0x00])
+        #expect(request.curlCommand().hasSuffix("# placeholder, pipe in on standard input: the body (2 bytes with NUL, which no argument can hold)"))
     }
 
     struct Case: Sendable, CustomTestStringConvertible {
@@ -80,14 +86,19 @@ import Testing
         #expect(fromCurl["headers"]["Content-Type"].stringValue.hasPrefix("multipart/form-data; boundary="))
     }
 
-    /// Runs the line through bash (for `$'…'`), returning what curl printed.
-    private static func run(_ command: String) throws -> Data {
+    /// Runs the line through bash (for `$'…'`), with `input` on standard input, returning what curl printed.
+    static func run(_ command: String, input: [UInt8]? = nil) throws -> Data {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/bin/bash")
-        process.arguments = ["-c", command + " --silent --show-error"]
+        // The options go first: a line may end with a comment.
+        process.arguments = ["-c", "curl --silent --show-error " + command.dropFirst("curl ".count)]
         let output = Pipe()
         process.standardOutput = output
+        let stdin = Pipe()
+        process.standardInput = stdin
         try process.run()
+        try stdin.fileHandleForWriting.write(contentsOf: input ?? [])
+        try stdin.fileHandleForWriting.close()
         let data = output.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
         #expect(process.terminationStatus == 0, "\(command) failed")

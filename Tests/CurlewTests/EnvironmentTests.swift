@@ -65,6 +65,32 @@ import Testing
         }
     }
 
+    private struct Session: Decodable { let token: String }
+
+    @Test func theTestingEnvironmentServesRouteFixturesThroughTheProvider() async throws {
+        try await withFileAsync(Self.yaml) { path in
+            let directory = (path as NSString).deletingLastPathComponent + "/fixtures"
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            try #"{"token":"from-fixture"}"#.write(toFile: directory + "/login.json", atomically: true, encoding: .utf8)
+            let environment = try Environment.load(file: path, processEnvironment: ["CURLEW_ENVIRONMENT": "Testing"])
+            let provider = TestProvider(baseURL: environment.baseURL, transport: environment.transport())
+            let session = try await provider.requestObject(
+                of: Session.self, Route(path: "/login", method: .post, params: ["user": "a"], mockData: "login"))
+            #expect(session.token == "from-fixture")
+            // A route without a fixture fails loudly instead of reaching the network.
+            await #expect(throws: ProviderError.self) { try await provider.request(Route(path: "/me")) }
+        }
+    }
+
+    private func withFileAsync(_ text: String, _ body: (String) async throws -> Void) async throws {
+        let directory = NSTemporaryDirectory() + "curlew-env-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/env.yaml"
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        try await body(path)
+    }
+
     @Test func jsonFilesWorkToo() throws {
         let json = #"{"environments": {"local": {"baseURL": "http://127.0.0.1:1", "token": "t"}}, "default": "local"}"#
         try withFile(json, name: "env.json") { path in

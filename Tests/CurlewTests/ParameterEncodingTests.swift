@@ -88,4 +88,15 @@ import Testing
         #expect(echo.url.removingPercentEncoding?.hasSuffix("/anything/user/Zoë & Co?existing=1&more=2") == true)
         #expect(echo.args == ["existing": "1", "more": "2"])
     }
+
+    @Test(arguments: BackendKind.allCases)
+    func aSegmentCannotAddSegmentsStartTheQueryOrPassForAnEscape(kind: BackendKind) async throws {
+        let provider = TestProvider(try await Backend.make(kind))
+        let id = "a/b?c=1#d%41 é"
+        #expect(Route.segment(id) == "a%2Fb%3Fc%3D1%23d%2541%20%C3%A9")
+        let response = try await provider.request(Route(path: "/anything/user/\(Route.segment(id))", params: ["x": "1"]))
+        #expect(response.request.url.hasSuffix("/anything/user/a%2Fb%3Fc%3D1%23d%2541%20%C3%A9?x=1"))
+        let echo = try Echo(response)
+        #expect(echo.args == ["x": "1"])
+    }
 }

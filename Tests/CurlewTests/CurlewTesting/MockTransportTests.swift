@@ -2,6 +2,7 @@ import Curlew
 import CurlewEngine
 import CurlewTesting
 import Foundation
+import HTTPTypes
 import Testing
 
 @Suite struct MockTransportTests {
@@ -17,7 +18,9 @@ import Testing
         let response = try await provider(mock).request(Route(path: "/users/1", params: ["expand": "all"]))
         #expect(try response.json() == ["id": 1, "name": "Ada"])
         #expect(response.header("etag") == "\"v1\"")
-        #expect(response.metrics == nil)
+        #expect(response.metrics.bytesReceived == Int64(response.body.count))
+        #expect(response.metrics.bytesSent == 0)
+        #expect(response.metrics.total == .zero)
         do {
             try await provider(mock).request(Route(path: "/users/2", method: .delete))
             Issue.record("403 should fail as it would from a server")
@@ -42,12 +45,16 @@ import Testing
 
     @Test func delaysAreObservedAndInjectedErrorsArriveAsTransportErrors() async throws {
         let mock = MockTransport(stubs: [
-            .get("/slow", json: [:], delay: .milliseconds(200)),
+            .stub(.put, "/slow", json: [:], delay: .milliseconds(200)),
             .failing(.get, "/timeout", with: CurlewError(code: .timeout(.total), detail: "total timeout"), delay: .milliseconds(10)),
         ])
         let started = ContinuousClock.now
-        try await provider(mock).request(Route(path: "/slow"))
+        let slow = try await provider(mock).request(Route(path: "/slow", method: .put, params: ["a": 1]))
         #expect(ContinuousClock.now - started >= .milliseconds(200))
+        #expect(slow.metrics.total == .milliseconds(200))
+        #expect(slow.metrics.firstByte == .milliseconds(200))
+        #expect(slow.metrics.bytesSent == Int64(#"{"a":1}"#.utf8.count))
+        #expect(slow.metrics.bytesReceived == 2)
         do {
             try await provider(mock).request(Route(path: "/timeout"))
             Issue.record("should fail")
@@ -74,6 +81,60 @@ import Testing
         } throws: { error in
             guard case .transport(let inner, _) = error as? ProviderError else { return false }
             return inner.detail.contains("no stub for GET https://api.example.com/nothing")
+        }
+    }
+
+    private struct DeezerError: Error, Equatable { let message: String }
+
+    /// A provider with the API-wide behaviour the mock must not skip: a validation of 200-with-error bodies.
+    private struct ValidatingProvider: HTTPProvider {
+        let baseURL = "https://api.example.com"
+        let transport: any HTTPTransport
+        let interceptors: [any Interceptor]
+
+        func validate(_ response: RouteResponse) throws {
+            if let message = try? response.json()["error"]["message"].string { throw DeezerError(message: message) }
+        }
+    }
+
+    private struct Track: Decodable { let id: Int }
+
+    @Test func theMockRunsInterceptorsRetriesValidationAndDecodingAsTheEngineDoes() async throws {
+        let mock = MockTransport(stubs: [
+            Stub(.get, "/track/1", responses: [StubResponse(status: .serviceUnavailable), .json(["id": 1])]),
+            .get("/track/2", json: ["error": ["message": "no data"]]),
+            .get("/tracks", json: [["id": 1], ["id": "two"]]),
+        ])
+        let provider = ValidatingProvider(transport: mock, interceptors: [
+            HeadersInterceptor(["X-Api-Key": "k"]),
+            RetryPolicy(baseDelay: .milliseconds(1), maxDelay: .milliseconds(1)),
+        ])
+
+        // Request interceptors adapt what the mock receives; the policy retries its 503.
+        #expect(try await provider.requestObject(of: Track.self, Route(path: "/track/1")).id == 1)
+        #expect(mock.receivedRequests.count == 2)
+        #expect(mock.receivedRequests.allSatisfy { $0.headerFields[HTTPField.Name("X-Api-Key")!] == "k" })
+
+        // The provider's validation turns a 200 into the user's error.
+        do {
+            try await provider.request(Route(path: "/track/2"))
+            Issue.record("the error body should fail validation")
+        } catch .validation(let error as DeezerError, let response) {
+            #expect(error == DeezerError(message: "no data"))
+            #expect(response.status == .ok)
+        } catch {
+            Issue.record("unexpected \(error)")
+        }
+
+        // Decoding reports where it failed.
+        do {
+            _ = try await provider.requestArray(of: Track.self, Route(path: "/tracks"))
+            Issue.record("the second id is not a number")
+        } catch .decoding(let failure) {
+            #expect(failure.codingPath == "[1].id")
+            #expect(failure.bodyExcerpt.contains("two"))
+        } catch {
+            Issue.record("unexpected \(error)")
         }
     }
 }

@@ -1,4 +1,5 @@
-import Curlew
+@testable import Curlew
+import HTTPTypes
 import CurlewTesting
 import InMemoryLogging
 import Logging
@@ -33,5 +34,18 @@ import Testing
         #expect(received["x-visible"] == "yes")
         let everything = entries.map { "\($0.message) \($0.metadata)" }.joined()
         #expect(!everything.contains("t0k3n") && !everything.contains("s3cr3t"))
+    }
+
+    @Test func redactionIgnoresTheCaseOfNames() {
+        let interceptor = LoggingInterceptor(logger: Logger(label: "test"), redactedHeaders: ["x-API-key"])
+        var fields = HTTPFields()
+        for name in ["AUTHORIZATION", "cOOKIE", "sEt-CoOkIe", "Proxy-Authorization", "X-Api-KEY", "X-Other"] {
+            fields.append(HTTPField(name: HTTPField.Name(name)!, value: "secret"))
+        }
+        let metadata = interceptor.metadata(for: fields)
+        #expect(metadata.count == 6)
+        for (name, value) in metadata {
+            #expect(value == (name == "x-other" ? "secret" : "<redacted>"), "\(name)")
+        }
     }
 }

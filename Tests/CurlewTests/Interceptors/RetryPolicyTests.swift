@@ -3,6 +3,7 @@ import CurlewEngine
 import CurlewTestSupport
 import CurlewTesting
 import Foundation
+import HTTPTypes
 import Synchronization
 import Testing
 
@@ -98,6 +99,13 @@ import Testing
         await #expect(throws: ProviderError.self) { try await provider.request(Route(path: "/down")) }
         #expect(mock.receivedRequests.count == 3)
 
+        // A POST is not retried after a transport failure either.
+        let refusedPost = MockTransport(stubs: [.failing(.post, "/down", with: CurlewError(code: .connectionRefused, detail: "refused"))])
+        provider = TestProvider(baseURL: "http://api.local", transport: refusedPost)
+        provider.interceptors = [fast]
+        await #expect(throws: ProviderError.self) { try await provider.request(Route(path: "/down", method: .post)) }
+        #expect(refusedPost.receivedRequests.count == 1)
+
         let invalid = MockTransport(stubs: [.failing(.get, "/bad", with: CurlewError(code: .invalidResponse, detail: "garbage"))])
         provider = TestProvider(baseURL: "http://api.local", transport: invalid)
         provider.interceptors = [fast]
@@ -122,5 +130,73 @@ import Testing
         let now = Date(timeIntervalSince1970: 1_445_412_480)  // Wed, 21 Oct 2015 07:28:00 GMT
         #expect(RetryPolicy.retryAfterDelay("Wed, 21 Oct 2015 07:28:30 GMT", now: now) == .seconds(30))
         #expect(RetryPolicy.retryAfterDelay("soon") == nil)
+    }
+
+    @Test func retriesThePolicyAndOtherInterceptorsAskForShareTheProvidersBound() async throws {
+        // 401, 503, 401, 503, …: an interceptor retries the 401s, the policy the 503s.
+        let mock = MockTransport(stubs: [
+            Stub(matching: { _ in true }, respond: { _, calls in StubResponse(status: calls % 2 == 0 ? .unauthorized : .serviceUnavailable) })
+        ])
+        var provider = TestProvider(baseURL: "http://api.local", transport: mock)
+        var generous = fast
+        generous.maxAttempts = 100
+        let retryOn401 = AnyInterceptor(response: { response, _ in response.status == .unauthorized ? .retry : .pass })
+        provider.interceptors = [generous, retryOn401]
+        provider.maxAttempts = 5
+        await #expect {
+            try await provider.request(Route(path: "/contested"))
+        } throws: { error in
+            (error as? ProviderError)?.status == .unauthorized
+        }
+        #expect(mock.receivedRequests.count == 5)
+
+        // An interceptor that always asks for a retry cannot loop either.
+        let always = MockTransport(stubs: [.get("/loop", status: .ok)])
+        provider = TestProvider(baseURL: "http://api.local", transport: always)
+        provider.interceptors = [AnyInterceptor(response: { _, _ in .retry })]
+        #expect(try await provider.request(Route(path: "/loop")).status == .ok)
+        #expect(always.receivedRequests.count == provider.maxAttempts)
+    }
+
+    private static func httpDate(_ date: Date) -> String {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        return formatter.string(from: date)
+    }
+
+    private static func decision(
+        _ policy: RetryPolicy, status: HTTPResponse.Status, retryAfter: String, attempt: Int = 1
+    ) async throws -> InterceptorDecision {
+        let request = try CurlewRequest(url: "http://api.local/x")
+        let response = RouteResponse(
+            status: status, headerFields: [.retryAfter: retryAfter], url: request.url, request: request)
+        return try await policy.intercept(
+            response, context: InterceptorContext(route: Route(path: "/x"), attempt: attempt, maxAttempts: 3))
+    }
+
+    @Test func retryAfterDatesAndSecondsAreCappedByMaxRetryAfter() async throws {
+        let policy = RetryPolicy(maxRetryAfter: .seconds(60))
+        /// The delay of a retry decision; `nil` when the response is passed on.
+        func retryDelay(_ status: HTTPResponse.Status, _ retryAfter: String, attempt: Int = 1) async throws -> Duration? {
+            switch try await Self.decision(policy, status: status, retryAfter: retryAfter, attempt: attempt) {
+            case .retry(let delay): delay ?? .zero
+            default: nil
+            }
+        }
+        // A date in the past means now; a date within the cap is waited for; beyond it, the response goes on.
+        #expect(try await retryDelay(.serviceUnavailable, Self.httpDate(Date(timeIntervalSinceNow: -30))) == .zero)
+        let soon = try await retryDelay(.tooManyRequests, Self.httpDate(Date(timeIntervalSinceNow: 30)))
+        #expect(soon.map { $0 > .seconds(27) && $0 <= .seconds(30) } == true)
+        #expect(try await retryDelay(.tooManyRequests, Self.httpDate(Date(timeIntervalSinceNow: 7200))) == nil)
+        #expect(try await retryDelay(.serviceUnavailable, "60") == .seconds(60))
+        #expect(try await retryDelay(.serviceUnavailable, "61") == nil)
+        // Unreadable: the policy's own backoff.
+        #expect(try await retryDelay(.serviceUnavailable, "later").map { $0 <= .milliseconds(200) } == true)
+        // Retry-After on other statuses is not the policy's business: backoff.
+        #expect(try await retryDelay(.badGateway, "3600").map { $0 <= .milliseconds(200) } == true)
+        // The last attempt is never retried.
+        #expect(try await retryDelay(.serviceUnavailable, "1", attempt: 3) == nil)
     }
 }

@@ -1,0 +1,48 @@
+import Curlew
+import CurlewEngine
+import CurlewTesting
+import Synchronization
+import Testing
+
+@Suite struct HTTPProviderPipelineTests {
+    @Test func anInvalidRouteGoesThroughShouldContinueAndThePluginsLikeAnyError() async throws {
+        let heard = EntryLog()
+        var provider = TestProvider(baseURL: "http://api.local", transport: MockTransport())
+        provider.plugins = [AnyPlugin(didReceive: { result, _ in heard.append((try? result.get()) == nil ? "failure" : "success") })]
+        provider.stopsOn = { error in
+            guard case .invalidRoute = error else { return false }
+            heard.append("shouldContinue")
+            return true
+        }
+        // A JSON body on GET is refused before anything is built.
+        let route = Route(path: "/search", params: ["q": "x"], encoding: .json)
+        do {
+            try await provider.request(route)
+            Issue.record("a JSON body on GET should be refused")
+        } catch .stopped(.invalidRoute(let reason)) {
+            #expect(reason.contains("cannot carry"))
+        } catch {
+            Issue.record("unexpected \(error)")
+        }
+        do {
+            _ = try await provider.stream(route)
+            Issue.record("a JSON body on GET should be refused")
+        } catch .stopped(.invalidRoute) {
+        } catch {
+            Issue.record("unexpected \(error)")
+        }
+        #expect(heard.entries == ["shouldContinue", "failure", "shouldContinue", "failure"])
+    }
+
+    @Test func aRouteTimeoutKeepsTheClientsConnectAndIdleTimeouts() async throws {
+        var configuration = CurlewClient.Configuration()
+        configuration.loopCount = 1
+        configuration.timeouts = CurlewClient.Timeouts(connect: .seconds(3), total: .seconds(100), idle: .seconds(7))
+        let client = CurlewClient(configuration: configuration)
+        let provider = TestProvider(baseURL: "http://127.0.0.1:1", transport: client)
+        let request = try provider.makeRequest(for: Route(path: "/slow", timeout: .seconds(5)))
+        #expect(request.timeouts == CurlewClient.Timeouts(connect: .seconds(3), total: .seconds(5), idle: .seconds(7)))
+        #expect(try provider.makeRequest(for: Route(path: "/slow")).timeouts == nil)
+        await client.shutdown()
+    }
+}
