@@ -223,6 +223,20 @@ struct CurlewClientStreamingTests {
     }
 
     @Test(arguments: allLoops)
+    func anEmptyDownloadIsAnEmptyFile(loop: CurlewClient.Configuration.EventLoopKind) async throws {
+        let directory = try TemporaryDirectory()
+        try await withLoopbackServer { server in
+            try await withClient(loop) { client in
+                let response = try await client.download(
+                    try CurlewRequest(url: "\(server.baseURL)/bytes/0"), to: directory.path + "/empty")
+                #expect(response.status == .ok)
+            }
+        }
+        #expect(try directory.entries() == ["empty"])
+        #expect(try Data(contentsOf: URL(fileURLWithPath: directory.path + "/empty")).isEmpty)
+    }
+
+    @Test(arguments: allLoops)
     func aFailedOrRefusedDownloadLeavesNoFile(loop: CurlewClient.Configuration.EventLoopKind) async throws {
         let directory = try TemporaryDirectory()
         let path = directory.path + "/download.bin"

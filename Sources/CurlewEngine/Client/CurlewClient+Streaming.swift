@@ -42,7 +42,10 @@ extension CurlewClient {
             if !renamed { unlink(temporaryPath) }
         }
         let response = try await run(request, sink: .file(sink), box: TransferBox())
-        guard sink.writesToFile else { return response }
+        // An empty body never reaches the write callback, where the sink decides: a 2xx with no body is an
+        // empty file.
+        let isSuccess = sink.hasDecided ? sink.writesToFile : (200..<300).contains(response.status.code)
+        guard isSuccess else { return response }
         // Blocking, but in the caller's task and only once per download, never on the event loop.
         guard fsync(descriptor) == 0 else { throw Self.downloadError("cannot flush \(temporaryPath)", errno: errno) }
         guard rename(temporaryPath, path) == 0 else {
