@@ -41,7 +41,7 @@ extension CurlewClient {
             close(descriptor)
             if !renamed { unlink(temporaryPath) }
         }
-        let response = try await run(request, sink: .file(sink), box: TransferBox())
+        let response = try await run(request, sink: .file(sink), box: nil)
         // An empty body never reaches the write callback, where the sink decides: a 2xx with no body is an
         // empty file.
         let isSuccess = sink.hasDecided ? sink.writesToFile : (200..<300).contains(response.status.code)

@@ -104,34 +104,23 @@ public final class CurlewClient: Sendable {
     ///
     /// - Throws: ``CurlewError`` for every transport failure; `CancellationError` when the task was cancelled.
     public func execute(_ request: CurlewRequest) async throws -> CurlewResponse {
-        let submittedAt = monotonicNanoseconds()
-        guard let loop = pickLoop() else {
-            throw CurlewError(code: .clientShutdown, detail: "the client was shut down")
-        }
-        let transfer = Transfer(request: request, settings: settings, submittedAt: submittedAt)
-        transfer.loop = loop
-        return try await withTaskCancellationHandler {
-            try await withTransferContinuation { continuation in
-                transfer.continuation = continuation
-                loop.load.submitted()
-                loop.submit(transfer)
-            }
-        } onCancel: {
-            loop.cancel(transfer)
-        }
+        try await run(request, sink: .collect, box: nil)
     }
 
     /// Runs a transfer whose body goes to `sink`; returns when the caller's part is done (the whole response, or
-    /// the head of a streamed one).
-    func run(_ request: CurlewRequest, sink: ResponseSink, box: TransferBox) async throws -> CurlewResponse {
+    /// the head of a streamed one). `box` lets a streamed body's consumer reach the transfer later.
+    @inline(__always)
+    func run(_ request: CurlewRequest, sink: ResponseSink, box: TransferBox?) async throws -> CurlewResponse {
         let submittedAt = monotonicNanoseconds()
         guard let loop = pickLoop() else {
             throw CurlewError(code: .clientShutdown, detail: "the client was shut down")
         }
         let transfer = Transfer(request: request, settings: settings, submittedAt: submittedAt, sink: sink)
         transfer.loop = loop
-        box.transfer = transfer
-        box.loop = loop
+        if let box {
+            box.transfer = transfer
+            box.loop = loop
+        }
         return try await withTaskCancellationHandler {
             try await withTransferContinuation { continuation in
                 transfer.continuation = continuation
