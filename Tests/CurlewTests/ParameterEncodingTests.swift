@@ -27,6 +27,12 @@ import Testing
                 == "none=&user%5Badmin%5D=false&user%5Bname%5D=a&user%5Btags%5D%5B%5D=x")
     }
 
+    @Test func arraysOfObjectsNestBothWays() {
+        let parameters: [String: JSONValue] = ["items": [["a": 1], ["a": "x y"]]]
+        #expect(QueryEncoder.encode(parameters, arrays: .brackets) == "items%5B%5D%5Ba%5D=1&items%5B%5D%5Ba%5D=x%20y")
+        #expect(QueryEncoder.encode(parameters, arrays: .repeatedKey) == "items%5Ba%5D=1&items%5Ba%5D=x%20y")
+    }
+
     @Test func keysAreSortedSoTheSameParametersGiveTheSameQuery() {
         #expect(QueryEncoder.encode(["b": 2, "a": 1, "c": 1.5], arrays: .brackets) == "a=1&b=2&c=1.5")
     }

@@ -1,6 +1,8 @@
 import Curlew
 import CurlewEngine
 import CurlewTestSupport
+import CurlewTesting
+import HTTPTypes
 import Synchronization
 import Testing
 
@@ -31,6 +33,79 @@ import Testing
             #expect(authenticator.token == "fresh")
             #expect(server.requestCount <= 100)
         }
+    }
+
+    /// Suspends callers of ``wait()`` until ``arrive()`` has been called `target` times.
+    private final class Barrier: Sendable {
+        private let state = Mutex<(count: Int, waiters: [CheckedContinuation<Void, Never>])>((0, []))
+        private let target: Int
+
+        init(_ target: Int) { self.target = target }
+
+        func arrive() {
+            let ready = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+                state.count += 1
+                guard state.count >= target else { return [] }
+                defer { state.waiters = [] }
+                return state.waiters
+            }
+            for waiter in ready { waiter.resume() }
+        }
+
+        func wait() async {
+            await withCheckedContinuation { continuation in
+                let ready = state.withLock { state in
+                    if state.count >= target { return true }
+                    state.waiters.append(continuation)
+                    return false
+                }
+                if ready { continuation.resume() }
+            }
+        }
+    }
+
+    /// Counts 401s before the authenticator sees them (the provider's response side runs its list backwards).
+    private struct Counting401s: Interceptor {
+        let barrier: Barrier
+        func intercept(_ response: RouteResponse, context: InterceptorContext) async throws -> InterceptorDecision {
+            if response.status == .unauthorized { barrier.arrive() }
+            return .pass
+        }
+    }
+
+    @Test func fiftyCallsHoldingA401AtOnceShareOneRefresh() async throws {
+        let count = 50
+        // Every stale request is answered only once all 50 have been sent, and the refresh ends only once all
+        // 50 401s have reached the authenticator: the other 49 meet a refresh in flight, every time.
+        let sent = Barrier(count)
+        let received = Barrier(count)
+        let refreshes = Atomic(0)
+        let mock = MockTransport(stubs: [
+            Stub(matching: { _ in true }, respond: { request, _ in
+                if request.headerFields[.authorization] == "Bearer fresh" { return .json(["ok": true]) }
+                sent.arrive()
+                await sent.wait()
+                return StubResponse(status: .unauthorized)
+            })
+        ])
+        let authenticator = BearerTokenAuthenticator(token: "stale") { expired in
+            #expect(expired == "stale")
+            refreshes.add(1, ordering: .relaxed)
+            await received.wait()
+            return "fresh"
+        }
+        var configured = TestProvider(baseURL: "https://api.example.com", transport: mock)
+        configured.interceptors = [authenticator, Counting401s(barrier: received)]
+        let provider = configured
+        let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+            for index in 0..<count {
+                group.addTask { try await provider.request(Route(path: "/private/\(index)")).status.code }
+            }
+            return try await group.reduce(into: [Int]()) { $0.append($1) }
+        }
+        #expect(statuses == Array(repeating: 200, count: count))
+        #expect(refreshes.load(ordering: .relaxed) == 1)
+        #expect(mock.receivedRequests.count == 2 * count)
     }
 
     private struct RefreshFailed: Error {}
