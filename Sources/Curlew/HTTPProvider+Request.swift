@@ -90,7 +90,8 @@ extension HTTPProvider {
             responseValidators: responseValidators, progress: progress)
     }
 
-    /// Sends a route and decodes the body as `T` (Nikka's `responseObject`, Konex's `requestObject`).
+    /// Sends a route and decodes the body as `T` (Nikka's `responseObject`, Konex's `requestObject`). A body that
+    /// does not decode goes through ``shouldContinue(with:)`` as ``ProviderError/decoding(_:)``.
     public func requestObject<T: Decodable>(
         of type: T.Type,
         _ route: Route,
@@ -99,10 +100,11 @@ extension HTTPProvider {
         responseProcessors: [any ResponseProcessor] = [],
         responseValidators: [any ResponseValidator] = []
     ) async throws(ProviderError) -> T {
-        try await request(
-            route, interceptors: interceptors, plugins: plugins, responseProcessors: responseProcessors,
-            responseValidators: responseValidators
-        ).decode(T.self)
+        try decoding(
+            T.self,
+            try await request(
+                route, interceptors: interceptors, plugins: plugins, responseProcessors: responseProcessors,
+                responseValidators: responseValidators))
     }
 
     /// Sends a route and decodes the body as an array of `T` (Konex's `requestArray`).
@@ -114,10 +116,20 @@ extension HTTPProvider {
         responseProcessors: [any ResponseProcessor] = [],
         responseValidators: [any ResponseValidator] = []
     ) async throws(ProviderError) -> [T] {
-        try await request(
-            route, interceptors: interceptors, plugins: plugins, responseProcessors: responseProcessors,
-            responseValidators: responseValidators
-        ).decode([T].self)
+        try decoding(
+            [T].self,
+            try await request(
+                route, interceptors: interceptors, plugins: plugins, responseProcessors: responseProcessors,
+                responseValidators: responseValidators))
+    }
+
+    /// The body as `T`; a decoding failure goes through ``shouldContinue(with:)`` like the call's other errors.
+    private func decoding<T: Decodable>(_ type: T.Type, _ response: RouteResponse) throws(ProviderError) -> T {
+        do {
+            return try response.decode(T.self)
+        } catch {
+            throw shouldContinue(with: error) ? error : .stopped(error)
+        }
     }
 
     /// ``requestObject(of:_:interceptors:plugins:responseProcessors:responseValidators:)`` for a ``Routable``.

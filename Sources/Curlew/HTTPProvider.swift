@@ -50,7 +50,8 @@ public protocol HTTPProvider: Sendable {
     /// "error", as Deezer answers. The caller gets ``ProviderError/validation(_:_:)`` with your error inside.
     func validate(_ response: RouteResponse) throws
     /// Called with every error before the caller gets it. Return `false` to stop there (sign out on a 401, say):
-    /// the caller then gets ``ProviderError/stopped(_:)``, so it always gets an answer.
+    /// the caller then gets ``ProviderError/stopped(_:)``, so it always gets an answer. Decoding failures of
+    /// `requestObject` and `requestArray` come here too; a `decode` you call on a response yourself does not.
     func shouldContinue(with error: ProviderError) -> Bool
 }
 

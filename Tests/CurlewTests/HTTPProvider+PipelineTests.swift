@@ -34,6 +34,32 @@ import Testing
         #expect(heard.entries == ["shouldContinue", "failure", "shouldContinue", "failure"])
     }
 
+    private struct Item: Decodable { let id: Int }
+
+    @Test func decodingFailuresOfRequestObjectAndArrayGoThroughShouldContinue() async throws {
+        let mock = MockTransport(stubs: [.get("/item", json: ["id": "one"]), .get("/items", json: [["id": 1], ["id": nil]])])
+        var provider = TestProvider(baseURL: "http://api.local", transport: mock)
+        let asked = EntryLog()
+        provider.stopsOn = { error in
+            guard case .decoding(let failure) = error else { return false }
+            asked.append(failure.codingPath)
+            return true
+        }
+        await #expect {
+            try await provider.requestObject(of: Item.self, Route(path: "/item"))
+        } throws: { error in
+            guard case .stopped(.decoding) = error as? ProviderError else { return false }
+            return true
+        }
+        await #expect {
+            try await provider.requestArray(of: Item.self, Route(path: "/items"))
+        } throws: { error in
+            guard case .stopped(.decoding) = error as? ProviderError else { return false }
+            return true
+        }
+        #expect(asked.entries == ["id", "[1].id"])
+    }
+
     @Test func aRouteTimeoutKeepsTheClientsConnectAndIdleTimeouts() async throws {
         var configuration = CurlewClient.Configuration()
         configuration.loopCount = 1
