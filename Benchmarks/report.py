@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Turns one run.sh results folder (results/raw/<stamp>) into the Markdown report.
 
-    python3 Benchmarks/report.py Benchmarks/results/raw/<stamp> > Benchmarks/results/latest.md
+    python3 Benchmarks/report.py Benchmarks/results/raw/<stamp> [more folders] > Benchmarks/results/latest.md
 
 Reads manifest.tsv (one line per client run), meta.txt, and per run: <prefix>.out (the client's
 JSON line, or wrk / h2load output), <prefix>.err and <prefix>.time (`/usr/bin/time -v`).
@@ -357,9 +357,17 @@ def summarize(runs):
 
 
 def main():
+    # More than one folder: each later folder adds only the scenarios the earlier ones lack (meta from the
+    # first), e.g. scenarios measured in separate sittings.
     folder = Path(sys.argv[1])
     meta = read_meta(folder)
-    rows = list(csv.DictReader(open(folder / "manifest.tsv"), delimiter="\t"))
+    rows = []
+    for extra in sys.argv[1:]:
+        have = {row["scenario"] for row in rows}
+        rows += [row for row in csv.DictReader(open(Path(extra) / "manifest.tsv"), delimiter="\t")
+                 if row["scenario"] not in have]
+    if len(sys.argv) > 2:
+        meta["raw_dir"] = ", ".join("results/raw/" + Path(extra).name for extra in sys.argv[1:])
     clk_tck = int(meta.get("clk_tck", "100"))
 
     # scenario -> client -> list of (status, run)
@@ -390,7 +398,8 @@ def main():
     others = [run["other_pct"] for run in parsed if "other_pct" in run]
     noisy = [value for value in others if value > BUSY_PERCENT]
     if noisy:
-        out.append(f"- **warning: the machine was busy**: in {len(noisy)} of {len(others)} runs other processes used more "
+        out.append(f"- **warning: the machine was busy**: in {len(noisy)} of {len(others)} runs (upload runs marked noisy "
+                   "and repeated included) other processes used more "
                    f"than {BUSY_PERCENT}% of a CPU (up to {max(noisy):.0f}%; column 'other CPU %'), so req/s there is "
                    "unreliable; CPU µs/request is the more robust figure. Rerun on a quiet machine.")
     out.append(f"- libcurl: {meta.get('libcurl', '?')}")
@@ -398,7 +407,9 @@ def main():
                f"access_log off, keepalive_requests 10000000 (Benchmarks/nginx/nginx.sh)")
     out.append(f"- toolchain: {meta.get('swift', '?')}; {meta.get('wrk', '?')}; {meta.get('h2load', '?')}")
     out.append(f"- command: `{meta.get('command', '?')}`")
-    out.append(f"- method: {meta.get('reps', '?')} repetitions, clients alternating within each repetition; "
+    only_uploads = all(row["scenario"] in UPLOADS for row in rows)
+    reps = meta.get("upload_reps", "?") if only_uploads else meta.get("reps", "?")
+    out.append(f"- method: {reps} repetitions, clients alternating within each repetition; "
                f"medians; every client does the same N requests at the same concurrency against the same server; "
                f"pinned = client under `taskset -c {meta.get('client_cpu', '1')}`; "
                f"CPU = user + sys and context switches (voluntary + involuntary) from `/usr/bin/time -v` "
