@@ -122,10 +122,7 @@ public struct RequestBodyWriter: Sendable {
 /// empty.
 final class BodyChannel: Sendable {
     private struct State {
-        var chunks: [[UInt8]] = []
-        var firstChunk = 0
-        var offsetInFirstChunk = 0
-        var bufferedBytes = 0
+        var queue = ChunkQueue()
         var isFinished = false
         var failure: String?
         /// The consumer is gone (the transfer ended); writers are refused.
@@ -159,9 +156,8 @@ final class BodyChannel: Sendable {
             enum Step { case added(BodyWaker?), full, closed }
             let step = state.withLock { state -> Step in
                 if state.isClosed || state.isFinished || state.failure != nil { return .closed }
-                guard state.bufferedBytes < bufferLimit else { return .full }
-                state.chunks.append(chunk)
-                state.bufferedBytes += chunk.count
+                guard state.queue.byteCount < bufferLimit else { return .full }
+                state.queue.append(chunk)
                 state.producedBytes += Int64(chunk.count)
                 return .added(Self.takeWaker(&state))
             }
@@ -175,7 +171,7 @@ final class BodyChannel: Sendable {
                 let proceed = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
                     let resumeNow = state.withLock { state -> Bool? in
                         if state.isClosed { return false }
-                        if state.bufferedBytes < bufferLimit { return true }
+                        if state.queue.byteCount < bufferLimit { return true }
                         state.writers.append(continuation)
                         return nil
                     }
@@ -232,7 +228,7 @@ final class BodyChannel: Sendable {
                 return .abort(.requestBody(
                     "the body stream produced more than the \(declaredLength) bytes announced as its length"))
             }
-            guard state.bufferedBytes > 0 else {
+            guard !state.queue.isEmpty else {
                 if state.isFinished {
                     if let declaredLength, state.producedBytes != declaredLength {
                         return .abort(.requestBody(
@@ -243,32 +239,9 @@ final class BodyChannel: Sendable {
                 state.readerIsWaiting = true
                 return .pause
             }
-            var copied = 0
-            while copied < buffer.count, state.firstChunk < state.chunks.count {
-                let chunk = state.chunks[state.firstChunk]
-                let count = min(buffer.count - copied, chunk.count - state.offsetInFirstChunk)
-                chunk.withUnsafeBytes { source in
-                    (buffer.baseAddress! + copied).copyMemory(
-                        from: source.baseAddress! + state.offsetInFirstChunk, byteCount: count)
-                }
-                copied += count
-                state.offsetInFirstChunk += count
-                if state.offsetInFirstChunk == chunk.count {
-                    state.chunks[state.firstChunk] = []
-                    state.firstChunk += 1
-                    state.offsetInFirstChunk = 0
-                }
-            }
-            if state.firstChunk == state.chunks.count {
-                state.chunks.removeAll(keepingCapacity: true)
-                state.firstChunk = 0
-            } else if state.firstChunk > 64 {
-                state.chunks.removeFirst(state.firstChunk)
-                state.firstChunk = 0
-            }
-            state.bufferedBytes -= copied
+            let copied = state.queue.copy(into: buffer)
             state.hasDelivered = true
-            if state.bufferedBytes < bufferLimit, !state.writers.isEmpty {
+            if state.queue.byteCount < bufferLimit, !state.writers.isEmpty {
                 swap(&writersToResume, &state.writers)
             }
             return .bytes(copied)
@@ -293,8 +266,7 @@ final class BodyChannel: Sendable {
         let (writers, producer) = state.withLock { state -> ([CheckedContinuation<Bool, Never>], Task<Void, Never>?) in
             state.isClosed = true
             state.waker = nil
-            state.chunks.removeAll()
-            state.bufferedBytes = 0
+            state.queue.removeAll()
             defer {
                 state.writers.removeAll()
                 state.producer = nil

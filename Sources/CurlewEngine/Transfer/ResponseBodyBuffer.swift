@@ -6,9 +6,7 @@ import Synchronization
 /// (`CURL_WRITEFUNC_PAUSE`), and the consumer asks the loop to resume it once it has taken half of them.
 final class ResponseBodyBuffer: Sendable {
     private struct State {
-        var chunks: [[UInt8]] = []
-        var firstChunk = 0
-        var bufferedBytes = 0
+        var queue = ChunkQueue()
         /// The write callback refused bytes; the loop must be asked to resume the transfer.
         var isPaused = false
         var completion: Result<TransferMetrics, any Error>?
@@ -34,12 +32,11 @@ final class ResponseBodyBuffer: Sendable {
                 state.waiter = nil
                 return .some(waiter)
             }
-            guard state.bufferedBytes < limit else {
+            guard state.queue.byteCount < limit else {
                 state.isPaused = true
                 return nil
             }
-            state.chunks.append(Array(bytes))
-            state.bufferedBytes += bytes.count
+            state.queue.append(Array(bytes))
             return .some(nil)
         }
         switch handOver {
@@ -75,20 +72,9 @@ final class ResponseBodyBuffer: Sendable {
 
     /// Takes the oldest buffered chunk, or says the body ended, or that there is nothing yet.
     private static func step(_ state: inout State, limit: Int) -> Step {
-        if state.firstChunk < state.chunks.count {
-            let chunk = state.chunks[state.firstChunk]
-            state.chunks[state.firstChunk] = []
-            state.firstChunk += 1
-            if state.firstChunk == state.chunks.count {
-                state.chunks.removeAll(keepingCapacity: true)
-                state.firstChunk = 0
-            } else if state.firstChunk > 64 {
-                state.chunks.removeFirst(state.firstChunk)
-                state.firstChunk = 0
-            }
-            state.bufferedBytes -= chunk.count
+        if let chunk = state.queue.popFirst() {
             // Resume at half the limit, not at the first free byte: fewer pause/resume round trips.
-            let resume = state.isPaused && state.bufferedBytes <= limit / 2
+            let resume = state.isPaused && state.queue.byteCount <= limit / 2
             if resume { state.isPaused = false }
             return .chunk(chunk, resume: resume)
         }
