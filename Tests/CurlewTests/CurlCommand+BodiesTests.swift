@@ -73,7 +73,7 @@ import Testing
         #expect(!command.contains("--data-binary") && !command.contains("#"))
         #expect(command.contains(#"-F 'upload=@""#))
         let fromCurlew = try await provider.request(route).json()
-        let fromCurl = try JSONDecoder().decode(JSONValue.self, from: try CurlCommandTests.run(command))
+        let fromCurl = try JSONDecoder().decode(JSONValue.self, from: try await CurlCommandTests.run(command))
         Self.expectSameEcho(fromCurl, fromCurlew, command, isForm: true)
         #expect(fromCurl["files"]["upload"] == "line one\nline two; with \"quotes\"\n")
         #expect(fromCurl["files"]["memo"] == "a;b,\"c\"\\d\n@e")
@@ -92,7 +92,7 @@ import Testing
             let provider = TestProvider(baseURL: server.baseURL)
             let route = Route(path: "/upload", method: .post, multipartForm: Self.form(files))
             try await provider.request(route)
-            _ = try CurlCommandTests.run(try provider.curlCommand(for: route))
+            _ = try await CurlCommandTests.run(try provider.curlCommand(for: route))
         }
         let bodies = received.entries
         #expect(bodies.count == 2)
@@ -112,7 +112,7 @@ import Testing
             let command = try provider.curlCommand(for: route)
             #expect(command.contains("--data-binary '@\(files.directory)/") && !command.contains("#"))
             let fromCurlew = try await provider.request(route).json()
-            let fromCurl = try JSONDecoder().decode(JSONValue.self, from: try CurlCommandTests.run(command))
+            let fromCurl = try JSONDecoder().decode(JSONValue.self, from: try await CurlCommandTests.run(command))
             Self.expectSameEcho(fromCurl, fromCurlew, command, isForm: false)
         }
     }
@@ -140,7 +140,7 @@ import Testing
         #expect(formCommand.hasSuffix(#"# placeholder, pipe in on standard input: form part "upload" (a stream)"#))
 
         for (route, command, isForm) in [(body, bodyCommand, false), (formRoute, formCommand, true)] {
-            let fromCurl = try JSONDecoder().decode(JSONValue.self, from: try CurlCommandTests.run(command, input: bytes))
+            let fromCurl = try JSONDecoder().decode(JSONValue.self, from: try await CurlCommandTests.run(command, input: bytes))
             let fromCurlew = try await provider.request(route).json()
             Self.expectSameEcho(fromCurl, fromCurlew, command, isForm: isForm, isStream: true)
         }

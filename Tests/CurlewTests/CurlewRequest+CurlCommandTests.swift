@@ -61,7 +61,7 @@ import Testing
         let provider = TestProvider(baseURL: server.baseURL)
         let fromCurlew = try await provider.request(route).json()
         let command = try provider.curlCommand(for: route)
-        let fromCurl = try JSONDecoder().decode(JSONValue.self, from: try Self.run(command))
+        let fromCurl = try JSONDecoder().decode(JSONValue.self, from: try await Self.run(command))
         for key in ["method", "url", "args", "form", "data", "json", "files"] {
             #expect(fromCurl[key] == fromCurlew[key], "\(key) differs for \(command)")
         }
@@ -79,7 +79,7 @@ import Testing
         #expect(command.contains("--form-string"))
         #expect(!command.contains("--data-binary"))
         let fromCurlew = try await provider.request(route).json()
-        let fromCurl = try JSONDecoder().decode(JSONValue.self, from: try Self.run(command))
+        let fromCurl = try JSONDecoder().decode(JSONValue.self, from: try await Self.run(command))
         #expect(fromCurl["form"] == fromCurlew["form"])
         #expect(fromCurl["form"] == ["title": "Zoë's \"album\" & more", "note": "@not-a-file"])
         #expect(fromCurl["method"] == "POST")
@@ -87,21 +87,33 @@ import Testing
     }
 
     /// Runs the line through bash (for `$'…'`), with `input` on standard input, returning what curl printed.
-    static func run(_ command: String, input: [UInt8]? = nil) throws -> Data {
+    ///
+    /// Waits for curl without blocking a thread: the suite runs in parallel on a 2-thread cooperative pool, and a
+    /// blocking wait there delays every other test's continuations.
+    static func run(_ command: String, input: [UInt8]? = nil) async throws -> Data {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("curlew-curl-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let inputURL = directory.appendingPathComponent("stdin")
+        let outputURL = directory.appendingPathComponent("stdout")
+        try Data(input ?? []).write(to: inputURL)
+        _ = FileManager.default.createFile(atPath: outputURL.path, contents: nil)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/bin/bash")
         // The options go first: a line may end with a comment.
         process.arguments = ["-c", "curl --silent --show-error " + command.dropFirst("curl ".count)]
-        let output = Pipe()
-        process.standardOutput = output
-        let stdin = Pipe()
-        process.standardInput = stdin
-        try process.run()
-        try stdin.fileHandleForWriting.write(contentsOf: input ?? [])
-        try stdin.fileHandleForWriting.close()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0, "\(command) failed")
-        return data
+        process.standardInput = try FileHandle(forReadingFrom: inputURL)
+        process.standardOutput = try FileHandle(forWritingTo: outputURL)
+        let status = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Int32, any Error>) in
+            process.terminationHandler = { finished in continuation.resume(returning: finished.terminationStatus) }
+            do {
+                try process.run()
+            } catch {
+                process.terminationHandler = nil
+                continuation.resume(throwing: error)
+            }
+        }
+        #expect(status == 0, "\(command) failed")
+        return try Data(contentsOf: outputURL)
     }
 }

@@ -64,7 +64,8 @@ public struct TransferMetrics: Sendable, Hashable {
     public var reusedConnection: Bool
     /// The HTTP version of the final response.
     public var httpVersion: HTTPVersion
-    /// Request bytes sent (body).
+    /// Request body bytes sent, as on the wire: a chunked body (a stream of unknown length, a compressed body)
+    /// counts its chunk framing too.
     public var bytesSent: Int64
     /// Response body bytes as they came over the wire (before decompression; `body.count` is the decoded size).
     public var bytesReceived: Int64
