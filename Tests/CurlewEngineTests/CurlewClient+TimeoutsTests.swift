@@ -9,12 +9,10 @@ struct CurlewClientTimeoutsTests {
     func totalTimeoutFiresOnASlowResponse(loop: CurlewClient.Configuration.EventLoopKind) async throws {
         let httpbin = try await HTTPBinServer.shared()
         try await withClient(loop, configure: { $0.timeouts.total = .milliseconds(400) }) { client in
-            let clock = ContinuousClock()
-            let start = clock.now
-            let code = await curlewErrorCode {
-                _ = try await client.execute(try CurlewRequest(url: "\(httpbin.baseURL)/delay/3"))
+            let url = "\(httpbin.baseURL)/delay/3"
+            let (code, elapsed) = try await measured {
+                await curlewErrorCode { _ = try await client.execute(try CurlewRequest(url: url)) }
             }
-            let elapsed = clock.now - start
             #expect(code == .timeout(.total))
             #expect(elapsed >= .milliseconds(390))
             #expect(elapsed < .milliseconds(2500))
@@ -38,12 +36,10 @@ struct CurlewClientTimeoutsTests {
         let server = try await LoopbackServer.start()
         defer { Task { try? await server.shutdown() } }
         try await withClient(loop, configure: { $0.timeouts.idle = .milliseconds(300) }) { client in
-            let clock = ContinuousClock()
-            let start = clock.now
-            let code = await curlewErrorCode {
-                _ = try await client.execute(try CurlewRequest(url: "\(server.baseURL)/fault/never-answer"))
+            let url = "\(server.baseURL)/fault/never-answer"
+            let (code, elapsed) = try await measured {
+                await curlewErrorCode { _ = try await client.execute(try CurlewRequest(url: url)) }
             }
-            let elapsed = clock.now - start
             #expect(code == .timeout(.idle))
             #expect(elapsed >= .milliseconds(290))
             #expect(elapsed < .milliseconds(2000))
@@ -66,13 +62,12 @@ struct CurlewClientTimeoutsTests {
     func connectTimeoutFiresWhenTheHandshakeStalls(loop: CurlewClient.Configuration.EventLoopKind) async throws {
         let listener = try StalledListener()
         try await withClient(loop, configure: { $0.timeouts.connect = .milliseconds(300) }) { client in
-            let clock = ContinuousClock()
-            let start = clock.now
-            let code = await curlewErrorCode {
-                _ = try await client.execute(try CurlewRequest(url: "http://127.0.0.1:\(listener.port)/"))
+            let url = "http://127.0.0.1:\(listener.port)/"
+            let (code, elapsed) = try await measured {
+                await curlewErrorCode { _ = try await client.execute(try CurlewRequest(url: url)) }
             }
             #expect(code == .timeout(.connect))
-            #expect(clock.now - start < .milliseconds(2000))
+            #expect(elapsed < .milliseconds(2000))
         }
         _ = listener
     }
@@ -88,11 +83,12 @@ struct CurlewClientTimeoutsTests {
             try await waitUntil(timeout: .seconds(5)) { server.requestsServed >= 1 }
             var queued = try CurlewRequest(url: "\(server.baseURL)/small")
             queued.timeouts = .init(total: .milliseconds(300))
-            let clock = ContinuousClock()
-            let start = clock.now
-            let code = await curlewErrorCode { _ = try await client.execute(queued) }
+            let request = queued
+            let (code, elapsed) = try await measured {
+                await curlewErrorCode { _ = try await client.execute(request) }
+            }
             #expect(code == .timeout(.total))
-            #expect(clock.now - start < .milliseconds(1200))
+            #expect(elapsed < .milliseconds(1200))
             #expect(try await occupying.status == .ok)
         }
     }
@@ -125,5 +121,16 @@ struct CurlewClientTimeoutsTests {
             }
             #expect(code == .connectionRefused)
         }
+    }
+}
+
+/// Runs `operation` on a thread of its own and times it there, so the figure is the engine's and not the
+/// cooperative pool's backlog while the rest of the suite runs.
+private func measured<T: Sendable>(_ operation: @escaping @Sendable () async -> T) async throws -> (T, Duration) {
+    try await onDedicatedThread {
+        let clock = ContinuousClock()
+        let start = clock.now
+        let value = await operation()
+        return (value, clock.now - start)
     }
 }

@@ -1,3 +1,4 @@
+import NIOPosix
 import Synchronization
 
 /// Polls `condition` until it returns true, failing after `timeout`.
@@ -112,4 +113,11 @@ private final class TimeoutRace<T: Sendable>: Sendable {
         timer?.cancel()
         continuation?.resume(with: result)
     }
+}
+
+/// Runs blocking or CPU-heavy work (writing or hashing large files, waiting for a process) on NIO's thread
+/// pool instead of the cooperative pool: the suite runs in parallel on a machine with two cores, and two such
+/// test bodies on the cooperative threads would stall every other test's continuations.
+public func offCooperativePool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+    try await NIOThreadPool.singleton.runIfActive(work)
 }

@@ -8,8 +8,9 @@ func checksum(_ bytes: ArraySlice<UInt8>) -> String {
     return hash.hexDigest
 }
 
-/// A file in a fresh temporary directory, removed when the value is released.
-final class TemporaryFile {
+/// A file in a fresh temporary directory, removed when the value is released. Tests mutate it from one task at
+/// a time.
+final class TemporaryFile: @unchecked Sendable {
     let path: String
     private(set) var bytes: [UInt8]
 
