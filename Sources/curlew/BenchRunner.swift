@@ -122,7 +122,8 @@ final class BenchRunner: Sendable {
                 if let deadline, intended >= deadline { break }
             }
             do {
-                let response = try await client.execute(request)
+                // Bodies are counted, never kept: a load generator has no use for them.
+                let response = try await client.executeDiscardingBody(request)
                 let metrics = response.metrics
                 tally.statusCounts[min(max(response.status.code, 0), 999)] += 1
                 tally.bytesSent += metrics.bytesSent

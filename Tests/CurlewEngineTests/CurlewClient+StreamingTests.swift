@@ -200,6 +200,26 @@ struct CurlewClientStreamingTests {
         }
     }
 
+    @Test(arguments: allLoops)
+    func aDiscardedBodyIsCountedNotKeptAndTheNextRequestCollectsAgain(
+        loop: CurlewClient.Configuration.EventLoopKind
+    ) async throws {
+        try await withLoopbackServer { server in
+            try await withClient(loop, configure: { $0.loopCount = 1 }) { client in
+                let request = try CurlewRequest(url: "\(server.baseURL)/bytes/100000")
+                for _ in 0..<3 {
+                    // Alternating on one pooled handle: the plain-GET options fit both, the sink is per transfer.
+                    let discarded = try await client.executeDiscardingBody(request)
+                    #expect(discarded.status == .ok)
+                    #expect(discarded.body.isEmpty)
+                    #expect(discarded.metrics.bytesReceived == 100_000)
+                    let collected = try await client.execute(request)
+                    #expect(sameBytes(collected.body, patternBytes(100_000)))
+                }
+            }
+        }
+    }
+
     // MARK: downloads
 
     @Test(arguments: allLoops)

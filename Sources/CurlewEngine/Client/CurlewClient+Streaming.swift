@@ -19,6 +19,13 @@ extension CurlewClient {
             head: head, body: ResponseBodyStream(owner: StreamedTransfer(buffer: buffer) { box.cancel() }))
     }
 
+    /// Sends a request and reads the response body without keeping it: for load generators and calls whose body
+    /// does not matter. The returned response's `body` is empty; `metrics.bytesReceived` counts what arrived. The
+    /// size limits of ``execute(_:)`` still apply, so a body the server announces as too large is refused early.
+    public func executeDiscardingBody(_ request: CurlewRequest) async throws -> CurlewResponse {
+        try await run(request, sink: .discard, box: nil)
+    }
+
     /// Downloads a response body into a file, in constant memory.
     ///
     /// The bytes go to a temporary file beside `path` (`<path>.curlew-<random>.partial`), which is flushed to

@@ -65,7 +65,7 @@ extension Transfer {
         if let error = prepareDeadlinesAndLimits(timeouts, now: now) { return error }
 
         var isPlainGET = request.usesClientDefaultsForPlainGET
-        if case .collect = sink {} else { isPlainGET = false }
+        if !sink.usesCollectingOptions { isPlainGET = false }
         if isPlainGET && easy.isConfiguredForPlainGET {
             return configureRepeatedPlainGET(easy, userdata: userdata, now: now)
         }
@@ -136,7 +136,7 @@ extension Transfer {
             apply(curlew_easy_setopt_xferinfo_callback(easy.raw, transferProgressCallback))
             apply(easy.set(CURLOPT_XFERINFODATA, pointer: userdata))
         }
-        if case .collect = sink {} else {
+        if !sink.usesCollectingOptions {
             // Streamed and downloaded bodies are usually large: fewer, bigger callbacks. Only an optimisation:
             // libcurl 7.88 refuses a new size (CURLE_BAD_FUNCTION_ARGUMENT) on a handle whose last transfer ended
             // on a still-shared HTTP/2 connection, which keeps its receive buffer across curl_easy_reset.
@@ -246,7 +246,7 @@ extension Transfer {
         lastActivity = now - min(now, idleTimeout - idleTimeout / 4)
         // The client's limit bounds memory, so it applies to collected bodies only; a streamed or downloaded body
         // is bounded only by the request's own limit.
-        if case .collect = sink {
+        if sink.usesCollectingOptions {
             bodyLimit = request.maxResponseBodySize ?? settings.maxResponseBodySize
         } else {
             bodyLimit = request.maxResponseBodySize ?? Int.max

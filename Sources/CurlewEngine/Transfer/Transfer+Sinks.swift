@@ -8,6 +8,16 @@ enum ResponseSink {
     case stream(ResponseBodyBuffer)
     /// Written to a file (``CurlewClient/download(_:to:)``).
     case file(FileSink)
+    /// Read and dropped; only the count is kept (``CurlewClient/executeDiscardingBody(_:)``).
+    case discard
+
+    /// Whether the transfer's options are those of a collected body, so a pooled plain-GET handle fits as is.
+    var usesCollectingOptions: Bool {
+        switch self {
+        case .collect, .discard: true
+        case .stream, .file: false
+        }
+    }
 }
 
 extension Transfer {
@@ -21,6 +31,8 @@ extension Transfer {
         switch sink {
         case .collect:
             return 0
+        case .discard:
+            return bytes.count
         case .stream(let buffer):
             if continuation != nil { deliverHead() }
             guard buffer.offer(bytes) else {
