@@ -137,6 +137,12 @@ final class BenchRunner: Sendable {
                 }
             } catch let error as CurlewError {
                 tally.failures[error.code.reportName, default: 0] += 1
+                if let metrics = error.metrics {
+                    // A failed request may still have opened a connection and moved bytes.
+                    tally.bytesSent += metrics.bytesSent
+                    tally.bytesReceived += metrics.bytesReceived + Int64(metrics.headerBytesReceived)
+                    if !metrics.reusedConnection && metrics.localPort != 0 { tally.connectionsOpened += 1 }
+                }
                 failed.add(1, ordering: .relaxed)
             } catch {
                 tally.failures["cancelled", default: 0] += 1

@@ -114,4 +114,27 @@ struct CurlewClientFaultsTests {
         #expect(laterCode == .clientShutdown)
         await client.shutdown()  // a second shutdown is harmless
     }
+
+    @Test(arguments: allLoops)
+    func aFailedTransferSaysHowFarItGot(loop: CurlewClient.Configuration.EventLoopKind) async throws {
+        try await withLoopbackServer { server in
+            try await withClient(loop) { client in
+                let broken = await caughtError {
+                    _ = try await client.execute(try CurlewRequest(url: "\(server.baseURL)/fault/close-mid-body"))
+                } as? CurlewError
+                let metrics = try #require(broken?.metrics)
+                #expect(!metrics.reusedConnection)
+                #expect(metrics.bytesReceived > 0)
+                #expect(metrics.localPort > 0)
+
+                var slow = try CurlewRequest(url: "\(server.baseURL)/fault/never-answer")
+                slow.timeouts = .init(total: .milliseconds(200))
+                let timedOut = await caughtError { _ = try await client.execute(slow) } as? CurlewError
+                #expect(timedOut?.code == .timeout(.total))
+                #expect(timedOut?.metrics?.connected ?? .zero > .zero)
+            }
+        }
+        let invalid = await caughtError { _ = try await CurlewClient.shared.execute(try CurlewRequest(url: "file:///etc/passwd")) }
+        #expect((invalid as? CurlewError)?.metrics == nil)
+    }
 }

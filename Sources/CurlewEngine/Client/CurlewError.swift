@@ -70,6 +70,9 @@ public struct CurlewError: Error, Sendable, Hashable, CustomStringConvertible {
     public let osErrno: Int32?
     /// A human-readable explanation from Curlew.
     public let detail: String
+    /// How far the transfer got before it failed (connection opened or reused, bytes each way, timings); `nil`
+    /// when it failed before reaching libcurl (an invalid request, a client shut down, an unreadable body).
+    public var metrics: TransferMetrics?
 
     public init(
         code: Code, detail: String, curlCode: Int? = nil, curlMessage: String? = nil, osErrno: Int32? = nil

@@ -114,7 +114,7 @@ final class MultiCore {
             let outcome: Result<CurlewResponse, any Error> =
                 result == CURLE_OK
                 ? .success(transfer.makeResponse(easy))
-                : .failure(transfer.makeError(result, easy: easy, now: clock.now))
+                : .failure(transfer.makeError(result, easy: easy, now: clock.now).with(transfer.makeMetrics(easy)))
             recycle(transfer)
             resume(transfer, with: outcome)
         }
@@ -136,6 +136,7 @@ final class MultiCore {
             // A callback that libcurl ran inside curl_easy_pause may have failed for a reason of our own.
             error = transfer.makeError(CURLcode(rawValue: UInt32(code)), easy: easy, now: clock.now)
         }
+        if let failure = error as? CurlewError { error = failure.with(transfer.makeMetrics(easy)) }
         curl_multi_remove_handle(multi, easy.raw)
         Unmanaged.passUnretained(transfer).release()
         recycle(transfer)
@@ -328,4 +329,12 @@ final class LoopLoad: Sendable {
     func submitted() { count.wrappingAdd(1, ordering: .relaxed) }
 
     func finished() { count.wrappingSubtract(1, ordering: .relaxed) }
+}
+
+extension CurlewError {
+    func with(_ metrics: TransferMetrics) -> CurlewError {
+        var error = self
+        error.metrics = metrics
+        return error
+    }
 }

@@ -329,6 +329,15 @@ extension Transfer {
 
     /// Gathers the response and metrics once libcurl reports the transfer done.
     func makeResponse(_ easy: EasyHandle) -> CurlewResponse {
+        let metrics = makeMetrics(easy)
+        let url = metrics.redirectCount > 0 ? (easy.info(string: CURLINFO_EFFECTIVE_URL) ?? request.url) : request.url
+        return CurlewResponse(
+            status: HTTPResponse.Status(code: easy.info(CURLINFO_RESPONSE_CODE)),
+            rawHeaders: rawHeaders, body: responseBody, metrics: metrics, url: url)
+    }
+
+    /// The transfer's timings and sizes so far, from libcurl.
+    func makeMetrics(_ easy: EasyHandle) -> TransferMetrics {
         let versionCode = easy.info(CURLINFO_HTTP_VERSION)
         let httpVersion: TransferMetrics.HTTPVersion =
             switch versionCode {
@@ -338,8 +347,7 @@ extension Transfer {
             case Int(CURL_HTTP_VERSION_3): .http3
             default: .unknown
             }
-        let redirectCount = easy.info(CURLINFO_REDIRECT_COUNT)
-        let metrics = TransferMetrics(
+        return TransferMetrics(
             queued: .nanoseconds(Int64(startedAt &- submittedAt)),
             dnsLookup: easy.info(microseconds: CURLINFO_NAMELOOKUP_TIME_T),
             connected: easy.info(microseconds: CURLINFO_CONNECT_TIME_T),
@@ -351,13 +359,9 @@ extension Transfer {
             bytesSent: easy.info(offset: CURLINFO_SIZE_UPLOAD_T),
             bytesReceived: easy.info(offset: CURLINFO_SIZE_DOWNLOAD_T),
             headerBytesReceived: easy.info(CURLINFO_HEADER_SIZE),
-            redirectCount: redirectCount,
+            redirectCount: easy.info(CURLINFO_REDIRECT_COUNT),
             localPort: easy.info(CURLINFO_LOCAL_PORT)
         )
-        let url = redirectCount > 0 ? (easy.info(string: CURLINFO_EFFECTIVE_URL) ?? request.url) : request.url
-        return CurlewResponse(
-            status: HTTPResponse.Status(code: easy.info(CURLINFO_RESPONSE_CODE)),
-            rawHeaders: rawHeaders, body: responseBody, metrics: metrics, url: url)
     }
 
     /// How far a transfer got, for timeout messages: "connected, request sent, 0 body bytes received".
