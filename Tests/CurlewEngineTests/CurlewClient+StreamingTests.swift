@@ -178,6 +178,31 @@ struct CurlewClientStreamingTests {
         }
     }
 
+    /// A consumer that stops reading must not hold up the other streams of its HTTP/2 connection.
+    @Test
+    func aStalledStreamDoesNotBlockItsConnectionsOtherStreams() async throws {
+        let nginx = try await NginxServer.shared()
+        let name = "stall-\(UUID().uuidString).bin"
+        let file = nginx.scratchDirectory + "/" + name
+        try Data(patternBytes(4 * 1024 * 1024)).write(to: URL(fileURLWithPath: file))
+        defer { unlink(file) }
+        let url = "\(nginx.httpsBaseURL)/dav/\(name)"
+        try await withClient(.thread, configure: { $0.tls.caFile = nginx.caFile; $0.loopCount = 1 }) { client in
+            _ = try await client.execute(try CurlewRequest(url: "\(nginx.httpsBaseURL)/small"))
+            let stalled = try await client.stream(try CurlewRequest(url: url), bufferLimit: 16 * 1024)
+            var iterator = stalled.body.makeAsyncIterator()
+            _ = try await iterator.next()  // then never again
+            let (count, port, version) = try await withTimeout(.seconds(10), "a second stream on the same connection") {
+                let response = try await client.stream(try CurlewRequest(url: url))
+                let count = try await response.body.collect(upTo: 8 * 1024 * 1024).count
+                return (count, response.headMetrics.localPort, response.headMetrics.httpVersion)
+            }
+            #expect(count == 4 * 1024 * 1024)
+            #expect(version == .http2)
+            #expect(port == stalled.headMetrics.localPort)
+        }
+    }
+
     /// libcurl 7.88 keeps a handle's receive buffer when its transfer ends on a connection other streams still
     /// use, and then refuses CURLOPT_BUFFERSIZE on it; streaming on such a pooled handle must still work.
     @Test

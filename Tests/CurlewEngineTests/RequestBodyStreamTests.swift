@@ -177,6 +177,40 @@ struct RequestBodyStreamTests {
         }
     }
 
+    /// libcurl 7.88 does not report a transfer done while its send side is paused, even when the server has
+    /// answered in full without reading the body; the engine resumes the upload when the final response arrives.
+    @Test(arguments: allLoops)
+    func aServerThatAnswersBeforeReadingAPausedStreamEndsTheRequest(
+        loop: CurlewClient.Configuration.EventLoopKind
+    ) async throws {
+        let httpbin = try await HTTPBinServer.shared()
+        try await withClient(loop) { client in
+            let (stream, writer) = RequestBodyStream.makeStream()
+            let request = try CurlewRequest(method: .post, url: "\(httpbin.baseURL)/status/413", body: .stream(stream))
+            try await writer.write(Array("the producer then goes quiet".utf8))
+            let status = try await withTimeout(.seconds(10), "the early answer") {
+                try await client.execute(request).status.code
+            }
+            #expect(status == 413)
+        }
+    }
+
+    @Test
+    func aRequestToAShutDownClientReleasesItsWriterAndEndsItsProgress() async throws {
+        let client = CurlewClient()
+        await client.shutdown()
+        let (stream, writer) = RequestBodyStream.makeStream(bufferLimit: 16)
+        var request = try CurlewRequest(method: .post, url: "http://127.0.0.1:9/upload", body: .stream(stream))
+        let updates = request.progressUpdates()
+        #expect(await curlewErrorCode { _ = try await client.execute(request) } == .clientShutdown)
+        var last: TransferProgress?
+        for await progress in updates { last = progress }
+        #expect(last?.isComplete == true)
+        await #expect(throws: CurlewError.self) {
+            for _ in 0..<10 { try await writer.write(Array(repeating: 1, count: 16)) }
+        }
+    }
+
     /// Waiting for one's own producer is not the server being silent.
     @Test(arguments: allLoops)
     func anUploadPausedForItsProducerIsNotIdle(loop: CurlewClient.Configuration.EventLoopKind) async throws {

@@ -53,10 +53,13 @@ extension CurlewClient {
         // empty file.
         let isSuccess = sink.hasDecided ? sink.writesToFile : (200..<300).contains(response.status.code)
         guard isSuccess else { return response }
-        // Blocking, but in the caller's task and only once per download, never on the event loop.
-        guard fsync(descriptor) == 0 else { throw Self.downloadError("cannot flush \(temporaryPath)", errno: errno) }
-        guard rename(temporaryPath, path) == 0 else {
-            throw Self.downloadError("cannot rename \(temporaryPath) to \(path)", errno: errno)
+        // fsync can block for seconds on a large file: never on an event loop thread, which a caller running on
+        // one of ``executors`` would otherwise be on.
+        try await withTaskExecutorPreference(globalConcurrentExecutor) {
+            guard fsync(descriptor) == 0 else { throw Self.downloadError("cannot flush \(temporaryPath)", errno: errno) }
+            guard rename(temporaryPath, path) == 0 else {
+                throw Self.downloadError("cannot rename \(temporaryPath) to \(path)", errno: errno)
+            }
         }
         renamed = true
         return response

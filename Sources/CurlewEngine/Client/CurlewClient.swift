@@ -112,10 +112,13 @@ public final class CurlewClient: Sendable {
     @inline(__always)
     func run(_ request: CurlewRequest, sink: ResponseSink, box: TransferBox?) async throws -> CurlewResponse {
         let submittedAt = monotonicNanoseconds()
-        guard let loop = pickLoop() else {
-            throw CurlewError(code: .clientShutdown, detail: "the client was shut down")
-        }
         let transfer = Transfer(request: request, settings: settings, submittedAt: submittedAt, sink: sink)
+        guard let loop = pickLoop() else {
+            let error = CurlewError(code: .clientShutdown, detail: "the client was shut down")
+            // Ended before it started: the last progress report, and body-stream writers released.
+            transfer.finish(with: .failure(error))
+            throw error
+        }
         transfer.loop = loop
         if let box {
             box.transfer = transfer

@@ -201,7 +201,9 @@ final class MultiCore {
         }
         let stillPaused = (transfer.sendPaused ? CURLPAUSE_SEND : 0) | (transfer.receivePaused ? CURLPAUSE_RECV : 0)
         let code = curl_easy_pause(easy.raw, Int32(stillPaused))
-        if code != CURLE_OK {
+        // libcurl refuses when the transfer has no connection at the moment (waiting for one after a redirect):
+        // then it is not paused either, and its next request calls the callbacks again.
+        if code != CURLE_OK && code != CURLE_BAD_FUNCTION_ARGUMENT {
             apply(transfer.stateMachine.resumeFailed(curlCode: Int(code.rawValue)), to: transfer)
         }
     }

@@ -118,9 +118,8 @@ final class ThreadEventLoop: CurlEventLoop, TaskExecutor, @unchecked Sendable {
             globalConcurrentExecutor.enqueue(job)
         case .submit(let transfer):
             load.finished()
-            transfer.continuation?.resume(
-                throwing: CurlewError(code: .clientShutdown, detail: "the client was shut down"))
-            transfer.continuation = nil
+            // The whole ending: final progress, unclaimed body streams released, a stream buffer completed.
+            transfer.finish(with: .failure(CurlewError(code: .clientShutdown, detail: "the client was shut down")))
         case .cancel, .unpause:
             break
         }

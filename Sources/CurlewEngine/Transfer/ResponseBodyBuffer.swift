@@ -98,15 +98,23 @@ final class ResponseBodyBuffer: Sendable {
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<[UInt8]?, any Error>) in
                 var resume = false
+                var isSecondReader = false
                 let step = state.withLock { state -> Step in
                     let step = Self.step(&state, limit: limit)
-                    if case .wait = step {
+                    if case .wait = step, state.waiter != nil {
+                        isSecondReader = true
+                    } else if case .wait = step {
                         state.waiter = continuation
                         // Nothing buffered: a paused transfer must go on, whatever the threshold.
                         resume = state.isPaused
                         state.isPaused = false
                     }
                     return step
+                }
+                if isSecondReader {
+                    continuation.resume(throwing: CurlewError(
+                        code: .invalidRequest, detail: "a streamed body is read by one iterator at a time"))
+                    return
                 }
                 switch step {
                 case .chunk(let chunk, let resumeAfterTaking):

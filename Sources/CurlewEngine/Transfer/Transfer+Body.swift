@@ -43,8 +43,13 @@ final class OpenedBody {
             }
             switch compression.algorithm {
             case .gzip(let level):
-                return GzipBodySource.open(source, level: level).map {
-                    OpenedBody(source: $0, impliedContentType: contentType, contentEncoding: "gzip")
+                switch GzipBodySource.open(source, level: level) {
+                case .success(let gzip):
+                    return .success(OpenedBody(source: gzip, impliedContentType: contentType, contentEncoding: "gzip"))
+                case .failure(let error):
+                    // A claimed stream must release its writer and producer.
+                    source.close()
+                    return .failure(error)
                 }
             }
         }

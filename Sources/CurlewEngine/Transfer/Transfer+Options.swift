@@ -104,8 +104,9 @@ extension Transfer {
                 if OpenedBody.benefitsFromLargeBuffer(body) || request.bodyCompression != nil {
                     apply(easy.set(CURLOPT_UPLOAD_BUFFERSIZE, 256 * 1024))
                 }
-                if let loop {
-                    // Any thread may wake a paused upload; the loop resumes it, never a libcurl callback.
+                if let loop, !body.isReplayable {
+                    // Only streams pause. Any thread may wake a paused upload; the loop resumes it, never a libcurl
+                    // callback.
                     openedBody?.setWaker(BodyWaker { [loop, self] in loop.unpause(self, .send) })
                 }
             }
@@ -136,10 +137,13 @@ extension Transfer {
             apply(curlew_easy_setopt_xferinfo_callback(easy.raw, transferProgressCallback))
             apply(easy.set(CURLOPT_XFERINFODATA, pointer: userdata))
         }
-        if !sink.usesCollectingOptions {
-            // Streamed and downloaded bodies are usually large: fewer, bigger callbacks. Only an optimisation:
-            // libcurl 7.88 refuses a new size (CURLE_BAD_FUNCTION_ARGUMENT) on a handle whose last transfer ended
-            // on a still-shared HTTP/2 connection, which keeps its receive buffer across curl_easy_reset.
+        if !sink.usesCollectingOptions, case .disabled = request.decompression ?? settings.decompression {
+            // Streamed and downloaded bodies are usually large: fewer, bigger callbacks. Not while libcurl decodes:
+            // after the write callback pauses it keeps decoding the rest of its buffer into its pause buffer, so a
+            // 256 KiB buffer of a highly compressed body could expand into tens of MiB held in libcurl.
+            // Only an optimisation: libcurl 7.88 refuses a new size (CURLE_BAD_FUNCTION_ARGUMENT) on a handle whose
+            // last transfer ended on a still-shared HTTP/2 connection, which keeps its receive buffer across
+            // curl_easy_reset.
             _ = easy.set(CURLOPT_BUFFERSIZE, 256 * 1024)
         }
         if let userAgent = settings.userAgent, request.headerFields[.userAgent] == nil {

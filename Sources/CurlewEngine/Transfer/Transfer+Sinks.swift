@@ -23,6 +23,8 @@ enum ResponseSink {
 extension Transfer {
     /// The write callback for streamed and downloaded bodies.
     func receiveStreamedBody(_ bytes: UnsafeRawBufferPointer) -> Int {
+        // Being called means libcurl is not paused (it also forgets its pause bits on a new request).
+        receivePaused = false
         receivedBodyBytes += Int64(bytes.count)
         if receivedBodyBytes > Int64(bodyLimit) {
             limitExceeded = true
@@ -55,14 +57,20 @@ extension Transfer {
         }
     }
 
-    /// At the end of a header block: hands the head to a streaming caller unless libcurl goes on to another
-    /// response (an interim 1xx, or a redirect it follows).
-    func deliverHeadIfFinal() {
+    /// At the end of a header block. For a final response: a streaming caller gets the head, and an upload paused
+    /// for its producer is resumed, since libcurl 7.88 does not report a transfer done while its send side is
+    /// paused, even when the server has answered in full before reading the body (a 413, a 401).
+    func finalHeaderBlockEnded() {
         guard let easy else { return }
         let status = easy.info(CURLINFO_RESPONSE_CODE)
         if status < 200 { return }
+        // A followed redirect, or a 417 libcurl may retry without Expect, is not the final response; the head
+        // then goes out with the first body byte (libcurl never hands over the bodies it ignores) or at the end.
         if (300..<400).contains(status), (request.redirects ?? settings.redirects).follow { return }
-        deliverHead()
+        if status == 417 { return }
+        responseStarted = true
+        if sendPaused, let loop { loop.unpause(self, .send) }
+        if case .stream = sink, continuation != nil { deliverHead() }
     }
 
     /// Resumes a streaming caller with the status and header fields; the body follows through the buffer.

@@ -44,6 +44,9 @@ final class Transfer: @unchecked Sendable {
     /// the body's producer or the response's consumer; a paused transfer is not idle.
     var sendPaused = false
     var receivePaused = false
+    /// Whether the final response's header block has arrived: from then on an upload that waits for its
+    /// producer is idle like any other transfer, since the server has answered.
+    var responseStarted = false
     var lastProgressReport: UInt64 = 0
     /// The last progress report, read from libcurl before the handle goes back to the pool.
     var finalProgress: TransferProgress?
@@ -112,7 +115,8 @@ final class Transfer: @unchecked Sendable {
         } else if count <= 2 {
             if idleTimeout != 0, let loopClock { markActivity(loopClock.now) }
             if decodedLimit != nil { applyDecodedLimitIfEncoded() }
-            if case .stream = sink, continuation != nil { deliverHeadIfFinal() }
+            // Only uploads and streamed responses care (a getinfo call the plain GET path does without).
+            if openedBody != nil || continuation != nil && !sink.usesCollectingOptions { finalHeaderBlockEnded() }
         }
         rawHeaders.append(contentsOf: line)
         return count
@@ -132,7 +136,9 @@ final class Transfer: @unchecked Sendable {
         if idleTimeout != 0, let loopClock { markActivity(loopClock.now) }
         guard let buffer, let openedBody else { return 0 }
         let result = openedBody.read(into: buffer, capacity: capacity)
-        if result == Int(CURL_READFUNC_PAUSE) { sendPaused = true }
+        // Every call says where libcurl stands: it forgets its pause bits when it starts a new request (a redirect,
+        // a retry), so the flag follows the last answer rather than only ever being set.
+        sendPaused = result == Int(CURL_READFUNC_PAUSE)
         return result
     }
 
@@ -142,7 +148,7 @@ final class Transfer: @unchecked Sendable {
     /// a connection is not idleness. A silent server is thus detected between 1 and 1.25 idle periods after the
     /// request went out.
     func idleDeadlinePassed(now: UInt64) -> Bool {
-        if sendPaused || receivePaused {
+        if receivePaused || (sendPaused && !responseStarted) {
             // Waiting for our own producer or consumer is not the server being silent.
             lastActivity = now
             return false
