@@ -130,6 +130,7 @@ final class BodyChannel: Sendable {
         var isClaimed = false
         var hasDelivered = false
         var producedBytes: Int64 = 0
+        var deliveredBytes: Int64 = 0
         /// The read callback answered "pause" and waits for the waker.
         var readerIsWaiting = false
         var waker: BodyWaker?
@@ -239,7 +240,19 @@ final class BodyChannel: Sendable {
                 state.readerIsWaiting = true
                 return .pause
             }
-            let copied = state.queue.copy(into: buffer)
+            var room = buffer.count
+            if let declaredLength, !state.isFinished {
+                // The last byte waits for the producer to finish: libcurl asks for nothing more once it has the
+                // announced length, and a producer about to write more must still fail the request.
+                let deliverable = declaredLength - 1 - state.deliveredBytes
+                guard deliverable > 0 else {
+                    state.readerIsWaiting = true
+                    return .pause
+                }
+                room = Int(min(Int64(room), deliverable))
+            }
+            let copied = state.queue.copy(into: UnsafeMutableRawBufferPointer(rebasing: buffer[..<room]))
+            state.deliveredBytes += Int64(copied)
             state.hasDelivered = true
             if state.queue.byteCount < bufferLimit, !state.writers.isEmpty {
                 swap(&writersToResume, &state.writers)

@@ -23,8 +23,6 @@ enum ResponseSink {
 extension Transfer {
     /// The write callback for streamed and downloaded bodies.
     func receiveStreamedBody(_ bytes: UnsafeRawBufferPointer) -> Int {
-        // Being called means libcurl is not paused (it also forgets its pause bits on a new request).
-        receivePaused = false
         receivedBodyBytes += Int64(bytes.count)
         if receivedBodyBytes > Int64(bodyLimit) {
             limitExceeded = true

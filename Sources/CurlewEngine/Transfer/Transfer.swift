@@ -136,9 +136,7 @@ final class Transfer: @unchecked Sendable {
         if idleTimeout != 0, let loopClock { markActivity(loopClock.now) }
         guard let buffer, let openedBody else { return 0 }
         let result = openedBody.read(into: buffer, capacity: capacity)
-        // Every call says where libcurl stands: it forgets its pause bits when it starts a new request (a redirect,
-        // a retry), so the flag follows the last answer rather than only ever being set.
-        sendPaused = result == Int(CURL_READFUNC_PAUSE)
+        if result == Int(CURL_READFUNC_PAUSE) { sendPaused = true }
         return result
     }
 
