@@ -44,4 +44,25 @@ struct CurlewClientOptionsTests {
             #expect(response.metrics.bytesSent == 1_200_000)
         }
     }
+
+    /// libcurl 7.88 resends a request whose explicit `Expect: 100-continue` a server refuses, without end; the
+    /// engine stops at the first 417 with a typed error.
+    @Test(arguments: allLoops)
+    func aRefusedExpectationFailsOnceInsteadOfRetryingForever(
+        loop: CurlewClient.Configuration.EventLoopKind
+    ) async throws {
+        try await withScriptedServer({ _ in ScriptedResponse(status: 417) }) { server in
+            try await withClient(loop) { client in
+                var request = try CurlewRequest(method: .post, url: server.baseURL, body: .bytes(Array("x".utf8)))
+                request.expectContinue = .enabled(timeout: .milliseconds(100))
+                let sent = request
+                let error = try await withTimeout(.seconds(10), "the 417") {
+                    await caughtError { _ = try await client.execute(sent) } as? CurlewError
+                }
+                #expect(error?.code == .invalidRequest)
+                #expect(error?.detail.contains("417") == true)
+                #expect(server.requestCount == 1)
+            }
+        }
+    }
 }

@@ -130,6 +130,7 @@ extension Transfer {
             apply(curlew_easy_setopt_slist(easy.raw, CURLOPT_HTTPHEADER, list))
         }
         if case .enabled(let timeout) = expectContinue, sendsBody {
+            sentExpectContinue = true
             apply(easy.set(CURLOPT_EXPECT_100_TIMEOUT_MS, curlMilliseconds(fromNanoseconds: timeout.saturatingNanoseconds)))
         }
         if request.onProgress != nil {
@@ -384,6 +385,12 @@ extension Transfer {
         // "write error"): say why.
         if let failure = openedBody?.failure { return failure }
         if let failure = sinkError(for: result) { return failure }
+        if expectationRejected {
+            return CurlewError(
+                code: .invalidRequest,
+                detail: "the server refused `Expect: 100-continue` (417); send this request with expectContinue disabled",
+                curlCode: Int(result.rawValue))
+        }
         if limitExceeded, result == CURLE_WRITE_ERROR {
             return CurlewError(
                 code: .bodyTooLarge, detail: "the response body exceeds the limit of \(bodyLimit) bytes",

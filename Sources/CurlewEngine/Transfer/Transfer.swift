@@ -47,6 +47,9 @@ final class Transfer: @unchecked Sendable {
     /// Whether the final response's header block has arrived: from then on an upload that waits for its
     /// producer is idle like any other transfer, since the server has answered.
     var responseStarted = false
+    /// Whether the request carries the engine's own `Expect: 100-continue`, and whether the server refused it.
+    var sentExpectContinue = false
+    var expectationRejected = false
     var lastProgressReport: UInt64 = 0
     /// The last progress report, read from libcurl before the handle goes back to the pool.
     var finalProgress: TransferProgress?
@@ -115,6 +118,11 @@ final class Transfer: @unchecked Sendable {
         } else if count <= 2 {
             if idleTimeout != 0, let loopClock { markActivity(loopClock.now) }
             if decodedLimit != nil { applyDecodedLimitIfEncoded() }
+            if sentExpectContinue, let easy, easy.info(CURLINFO_RESPONSE_CODE) == 417 {
+                // libcurl 7.88 would resend the request without end: it drops only an Expect header it added itself.
+                expectationRejected = true
+                return 0
+            }
             // Only uploads and streamed responses care (a getinfo call the plain GET path does without).
             if openedBody != nil || continuation != nil && !sink.usesCollectingOptions { finalHeaderBlockEnded() }
         }
