@@ -140,6 +140,25 @@ struct RequestBodyStreamTests {
         }
     }
 
+    /// The last byte of a declared length waits for the producer; a producer that goes on writing must fail the
+    /// request even when its buffer holds a single byte.
+    @Test(arguments: allLoops)
+    func aWriterPastTheDeclaredLengthFailsTheRequestWithATinyBuffer(
+        loop: CurlewClient.Configuration.EventLoopKind
+    ) async throws {
+        try await withLoopbackServer { server in
+            try await withClient(loop) { client in
+                let (stream, writer) = RequestBodyStream.makeStream(length: 3, bufferLimit: 1)
+                let request = try CurlewRequest(method: .post, url: "\(server.baseURL)/upload", body: .stream(stream))
+                async let code = curlewErrorCode { _ = try await client.execute(request) }
+                try await withTimeout(.seconds(10), "the writer") {
+                    for byte in Array("abcd".utf8) { try? await writer.write([byte]) }
+                }
+                #expect(await code == .requestBodyFailed)
+            }
+        }
+    }
+
     @Test(arguments: allLoops)
     func aStreamIsSentOnceAndASecondExecutionFailsWithoutSending(
         loop: CurlewClient.Configuration.EventLoopKind

@@ -157,7 +157,9 @@ final class BodyChannel: Sendable {
             enum Step { case added(BodyWaker?), full, closed }
             let step = state.withLock { state -> Step in
                 if state.isClosed || state.isFinished || state.failure != nil { return .closed }
-                guard state.queue.byteCount < bufferLimit else { return .full }
+                // A reader that waits with bytes buffered is holding back a declared length's last byte: more bytes
+                // must get in (and fail the request) rather than wait behind it.
+                guard state.queue.byteCount < bufferLimit || state.readerIsWaiting else { return .full }
                 state.queue.append(chunk)
                 state.producedBytes += Int64(chunk.count)
                 return .added(Self.takeWaker(&state))
@@ -172,7 +174,7 @@ final class BodyChannel: Sendable {
                 let proceed = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
                     let resumeNow = state.withLock { state -> Bool? in
                         if state.isClosed { return false }
-                        if state.queue.byteCount < bufferLimit { return true }
+                        if state.queue.byteCount < bufferLimit || state.readerIsWaiting { return true }
                         state.writers.append(continuation)
                         return nil
                     }
@@ -247,6 +249,7 @@ final class BodyChannel: Sendable {
                 let deliverable = declaredLength - 1 - state.deliveredBytes
                 guard deliverable > 0 else {
                     state.readerIsWaiting = true
+                    swap(&writersToResume, &state.writers)
                     return .pause
                 }
                 room = Int(min(Int64(room), deliverable))
