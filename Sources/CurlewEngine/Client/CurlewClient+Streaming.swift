@@ -29,7 +29,8 @@ extension CurlewClient {
     /// Downloads a response body into a file, in constant memory.
     ///
     /// The bytes go to a temporary file beside `path` (`<path>.curlew-<random>.partial`), which is flushed to
-    /// disk (`fsync`) and renamed to `path` only when the whole body has arrived with a 2xx status. A failed or
+    /// disk (`fsync`) and renamed to `path` (and the directory flushed) only when the whole body has arrived with a
+    /// 2xx status. A failed or
     /// cancelled download removes it, so a file at `path` is always complete. A response that is not 2xx is
     /// returned with its body in memory (within ``Configuration/maxResponseBodySize``) and `path` is left as it
     /// was. The returned response's `body` is empty on success; its metrics count the bytes.
@@ -59,6 +60,15 @@ extension CurlewClient {
             guard fsync(descriptor) == 0 else { throw Self.downloadError("cannot flush \(temporaryPath)", errno: errno) }
             guard rename(temporaryPath, path) == 0 else {
                 throw Self.downloadError("cannot rename \(temporaryPath) to \(path)", errno: errno)
+            }
+            // The rename itself survives a crash only once the directory is flushed too; best effort, since the
+            // file is already complete under its name.
+            let slash = path.lastIndex(of: "/")
+            let directory = slash.map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
+            let directoryDescriptor = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+            if directoryDescriptor >= 0 {
+                _ = fsync(directoryDescriptor)
+                close(directoryDescriptor)
             }
         }
         renamed = true
