@@ -58,17 +58,7 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(help: "Event loops (threads) of the client; default one per CPU the process may use.")
     var loops: Int?
 
-    @Option(name: .customLong("cacert"), help: "A PEM file of CA certificates to trust for https.")
-    var caFile: String?
-
-    @Flag(name: [.customShort("k"), .customLong("insecure")], help: "Do not verify the server's certificate.")
-    var insecure = false
-
-    @Option(name: .customLong("progress-interval"), help: "How often progress is reported.")
-    var progressInterval: DurationArgument = DurationArgument(.seconds(1), text: "1s")
-
-    @Flag(name: .customLong("no-progress"), help: "Print no progress, only the summary.")
-    var noProgress = false
+    @OptionGroup var shared: SharedOptions
 
     func validate() throws {
         guard connections >= 1 else { throw ValidationError("-c/--connections must be at least 1") }
@@ -79,7 +69,6 @@ struct BenchCommand: AsyncParsableCommand {
         if http2 && h2c { throw ValidationError("--http2 and --h2c exclude each other") }
         if let loops, loops < 1 { throw ValidationError("--loops must be at least 1") }
         if let timeout, timeout.duration <= .zero { throw ValidationError("--timeout must be longer than 0") }
-        if progressInterval.duration < .milliseconds(10) { throw ValidationError("--progress-interval must be at least 10ms") }
         if HTTPRequest.Method(method.uppercased()) == nil { throw ValidationError("invalid method \(method.debugDescription)") }
         for header in headers {
             guard let colon = header.firstIndex(of: ":"), colon != header.startIndex else {
@@ -113,17 +102,13 @@ struct BenchCommand: AsyncParsableCommand {
         configuration.httpVersion = h2c ? .http2PriorKnowledge : http2 ? .http2 : .http1_1
         configuration.proxy = .none
         if let loops { configuration.loopCount = loops }
-        configuration.tls.caFile = caFile
-        if insecure {
-            configuration.tls.verifyPeer = false
-            configuration.tls.verifyHost = false
-        }
+        shared.applyTLS(to: &configuration)
         let client = CurlewClient(configuration: configuration)
 
         let stop: BenchPlan.Stop =
             if let requests { .count(requests) } else { .duration(duration?.duration ?? .seconds(10)) }
         let plan = BenchPlan(request: request, connections: connections, stop: stop, rate: rate)
-        let progress = ProgressOutput(enabled: !noProgress)
+        let progress = ProgressOutput(enabled: !shared.noProgress)
         if !json {
             print("curlew bench \(target)")
             print("  \(describe(plan: plan, loops: client.executors.count))")
@@ -132,7 +117,7 @@ struct BenchCommand: AsyncParsableCommand {
         let runner = BenchRunner(client: client, plan: plan)
         let interrupts = InterruptMonitor { _ in runner.requestStop() }
         let reporter = Task {
-            await runner.reportProgress(every: progressInterval.duration, to: progress)
+            await runner.reportProgress(every: shared.progressInterval.duration, to: progress)
         }
         let result = await runner.run()
         reporter.cancel()

@@ -54,23 +54,12 @@ struct UploadCommand: AsyncParsableCommand {
     @Option(help: "Start at most this many files per second (to spare a server).")
     var rate: Double?
 
-    @Option(name: .customLong("cacert"), help: "A PEM file of CA certificates to trust for https.")
-    var caFile: String?
-
-    @Flag(name: [.customShort("k"), .customLong("insecure")], help: "Do not verify the server's certificate.")
-    var insecure = false
-
-    @Option(name: .customLong("progress-interval"), help: "How often progress is reported.")
-    var progressInterval: DurationArgument = DurationArgument(.seconds(1), text: "1s")
-
-    @Flag(name: .customLong("no-progress"), help: "Print no progress, only the summary.")
-    var noProgress = false
+    @OptionGroup var shared: SharedOptions
 
     func validate() throws {
         guard concurrency >= 1 else { throw ValidationError("--concurrency must be at least 1") }
         guard retries >= 0 && retries <= 10 else { throw ValidationError("--retries must be between 0 and 10") }
         if let rate, !(rate > 0 && rate.isFinite) { throw ValidationError("--rate must be a positive number of files per second") }
-        if progressInterval.duration < .milliseconds(10) { throw ValidationError("--progress-interval must be at least 10ms") }
         if !fields.isEmpty && mode != .multipart { throw ValidationError("--field needs --mode multipart") }
         for field in fields where !field.contains("=") || field.hasPrefix("=") {
             throw ValidationError("--field \(field.debugDescription) is not name=value")
@@ -111,11 +100,7 @@ struct UploadCommand: AsyncParsableCommand {
         var configuration = CurlewClient.Configuration()
         configuration.maxConnectionsPerHost = concurrency
         configuration.proxy = .none
-        configuration.tls.caFile = caFile
-        if insecure {
-            configuration.tls.verifyPeer = false
-            configuration.tls.verifyHost = false
-        }
+        shared.applyTLS(to: &configuration)
         let client = CurlewClient(configuration: configuration)
         let totalBytes = pending.reduce(Int64(0)) { $0 + $1.size }
         if !json {
@@ -126,7 +111,7 @@ struct UploadCommand: AsyncParsableCommand {
         }
 
         let runner = UploadRunner(client: client, plan: plan, items: pending, journal: journal)
-        let progress = ProgressOutput(enabled: !noProgress)
+        let progress = ProgressOutput(enabled: !shared.noProgress)
         let work = Task { await runner.run() }
         let interrupts = InterruptMonitor { presses in
             if presses == 1 {
@@ -138,7 +123,7 @@ struct UploadCommand: AsyncParsableCommand {
             }
         }
         let reporter = Task {
-            await Self.reportProgress(runner, totalFiles: pending.count, totalBytes: totalBytes, every: progressInterval.duration, to: progress)
+            await Self.reportProgress(runner, totalFiles: pending.count, totalBytes: totalBytes, every: shared.progressInterval.duration, to: progress)
         }
         let started = ContinuousClock.now
         let tally = await work.value
