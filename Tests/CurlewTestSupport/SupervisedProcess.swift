@@ -3,9 +3,9 @@ import NIOPosix
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+public import Glibc
 #elseif canImport(Musl)
-import Musl
+public import Musl
 #endif
 
 /// Where the helper scripts live: `Tests/servers/`, found from this file's location at build
@@ -216,22 +216,9 @@ enum Spawn {
         // server's accepted socket keeps that connection from ever closing (no FIN), which hung fault tests.
         try closeInheritedDescriptors(&actions)
 
-        // The spawning thread may block signals (Dispatch and NIO threads do) and the test
-        // process may ignore SIGPIPE; the child must start with a clean slate or it might not
-        // react to SIGTERM.
         var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
+        initializeWithDefaultSignals(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
-        var emptyMask = sigset_t()
-        sigemptyset(&emptyMask)
-        posix_spawnattr_setsigmask(&attributes, &emptyMask)
-        var defaults = sigset_t()
-        sigemptyset(&defaults)
-        for signal in [SIGPIPE, SIGTERM, SIGINT, SIGHUP, SIGCHLD] {
-            sigaddset(&defaults, signal)
-        }
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
 
         let environment = ProcessInfo.processInfo.environment.map { "\($0.key)=\($0.value)" } + ["PYTHONUNBUFFERED=1"]
         var pid: pid_t = 0
@@ -345,8 +332,9 @@ enum Probe {
     }
 }
 
-/// `posix_spawn_file_actions_addclosefrom_np` (glibc 2.34+), which Swift's Glibc module does not import.
-private func closeInheritedDescriptors(_ actions: inout posix_spawn_file_actions_t) throws {
+/// Closes every descriptor above stderr in a spawned child: `posix_spawn_file_actions_addclosefrom_np`
+/// (glibc 2.34+), which Swift's Glibc module does not import.
+public func closeInheritedDescriptors(_ actions: inout posix_spawn_file_actions_t) throws {
     typealias AddCloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
     guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np") else {
         throw TestSupportError("posix_spawn_file_actions_addclosefrom_np is missing (glibc 2.34 or later is required)")
@@ -356,4 +344,21 @@ private func closeInheritedDescriptors(_ actions: inout posix_spawn_file_actions
     guard status == 0 else {
         throw TestSupportError("posix_spawn_file_actions_addclosefrom_np failed: \(String(cString: strerror(status)))")
     }
+}
+
+/// Spawn attributes for a child that starts with default signal handling and nothing blocked: the spawning thread
+/// may block signals (Dispatch and NIO threads do) and the test process may ignore SIGPIPE, and a child that
+/// inherits either might not react to SIGTERM. Destroy with `posix_spawnattr_destroy`.
+public func initializeWithDefaultSignals(_ attributes: inout posix_spawnattr_t) {
+    posix_spawnattr_init(&attributes)
+    var emptyMask = sigset_t()
+    sigemptyset(&emptyMask)
+    posix_spawnattr_setsigmask(&attributes, &emptyMask)
+    var defaults = sigset_t()
+    sigemptyset(&defaults)
+    for signal in [SIGPIPE, SIGTERM, SIGINT, SIGHUP, SIGCHLD] {
+        sigaddset(&defaults, signal)
+    }
+    posix_spawnattr_setsigdefault(&attributes, &defaults)
+    posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
 }
