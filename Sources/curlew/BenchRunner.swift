@@ -21,10 +21,18 @@ struct BenchPlan: Sendable {
     let rate: Double?
 }
 
-/// What one worker saw; workers keep their own and they are added up at the end, so the hot loop shares
-/// nothing but two relaxed counters.
+/// What the workers of one event loop saw, added up at the end.
+///
+/// One per loop rather than one per worker: a histogram with 3 significant digits is about 140 KiB once it
+/// covers a minute, and growing 64 small ones value by value cost more CPU than the requests' own bookkeeping.
 struct BenchTally: Sendable {
-    var histogram = LatencyHistogram(numberOfSignificantValueDigits: .three)
+    var histogram: LatencyHistogram = {
+        // Sized for latencies up to a minute up front; slower requests still grow it.
+        var histogram = LatencyHistogram(
+            lowestDiscernibleValue: 1, highestTrackableValue: 60_000_000, numberOfSignificantValueDigits: .three)
+        histogram.autoResize = true
+        return histogram
+    }()
     var succeeded = 0
     var failures: [String: Int] = [:]
     /// Indexed by status code (100...999): an array add per response instead of a dictionary update.
@@ -44,6 +52,38 @@ struct BenchTally: Sendable {
         bytesReceived += other.bytesReceived
         connectionsOpened += other.connectionsOpened
     }
+
+    mutating func record(_ response: CurlewResponse) {
+        let metrics = response.metrics
+        statusCounts[min(max(response.status.code, 0), 999)] += 1
+        bytesSent += metrics.bytesSent
+        bytesReceived += metrics.bytesReceived + Int64(metrics.headerBytesReceived)
+        if !metrics.reusedConnection { connectionsOpened += 1 }
+        if response.status.code < 400 {
+            succeeded += 1
+        } else {
+            failures["http\(response.status.code / 100)xx", default: 0] += 1
+        }
+    }
+
+    mutating func record(_ error: any Error) {
+        guard let error = error as? CurlewError else {
+            failures["cancelled", default: 0] += 1
+            return
+        }
+        failures[error.code.reportName, default: 0] += 1
+        if let metrics = error.metrics {
+            // A failed request may still have opened a connection and moved bytes.
+            bytesSent += metrics.bytesSent
+            bytesReceived += metrics.bytesReceived + Int64(metrics.headerBytesReceived)
+            if !metrics.reusedConnection && metrics.localPort != 0 { connectionsOpened += 1 }
+        }
+    }
+}
+
+/// The tally of one loop's workers.
+final class SharedTally: Sendable {
+    let state = Mutex(BenchTally())
 }
 
 struct BenchResult: Sendable {
@@ -77,81 +117,73 @@ final class BenchRunner: Sendable {
         let clock = ContinuousClock()
         let start = clock.now
         startedAt.withLock { $0 = start }
+        let startNanoseconds = monotonicNanoseconds()
         let executors = client.executors
-        let tally = await withTaskGroup(of: BenchTally.self) { group in
+        let tallies = (0..<max(executors.count, 1)).map { _ in SharedTally() }
+        await withTaskGroup(of: Void.self) { group in
             for worker in 0..<plan.connections {
+                let tally = tallies[worker % tallies.count]
                 // On the loops' own executors a finished transfer resumes its worker on the loop thread, whose next
                 // request then enters libcurl without a thread hop (docs/design/0001-event-loop.md).
                 if executors.isEmpty {
-                    group.addTask { await self.work(start: start) }
+                    group.addTask { await self.work(start: startNanoseconds, tally: tally) }
                 } else {
                     group.addTask(executorPreference: executors[worker % executors.count]) {
-                        await self.work(start: start)
+                        await self.work(start: startNanoseconds, tally: tally)
                     }
                 }
             }
-            var total = BenchTally()
-            for await tally in group { total.add(tally) }
-            return total
         }
-        return BenchResult(tally: tally, elapsed: clock.now - start)
+        var total = BenchTally()
+        for tally in tallies { tally.state.withLock { total.add($0) } }
+        return BenchResult(tally: total, elapsed: clock.now - start)
     }
 
-    private func work(start: ContinuousClock.Instant) async -> BenchTally {
-        let clock = ContinuousClock()
+    /// One connection's worth of requests. The workers of a loop share its tally; they take turns on the loop's
+    /// thread, so its lock is never contended there.
+    private func work(start: UInt64, tally: SharedTally) async {
         let request = plan.request
-        var tally = BenchTally()
-        let deadline: ContinuousClock.Instant? =
-            if case .duration(let duration) = plan.stop { start + duration } else { nil }
+        let deadline: UInt64? = if case .duration(let duration) = plan.stop { start + duration.nanoseconds } else { nil }
         let limit: Int? = if case .count(let count) = plan.stop { count } else { nil }
         let nanosecondsPerRequest = plan.rate.map { 1e9 / $0 }
         while !stopRequested.load(ordering: .relaxed) {
             let ticket = nextTicket.wrappingAdd(1, ordering: .relaxed).oldValue
             if let limit, ticket >= limit { break }
-            let intended: ContinuousClock.Instant
+            let intended: UInt64
             if let nanosecondsPerRequest {
                 // The schedule is fixed in advance: a late request keeps its intended time, so its wait for a free
                 // worker counts as latency.
-                intended = start + .nanoseconds(Int64(Double(ticket) * nanosecondsPerRequest))
+                intended = start + UInt64(Double(ticket) * nanosecondsPerRequest)
                 if let deadline, intended >= deadline { break }
-                if intended > clock.now {
-                    do { try await Task.sleep(until: intended, clock: clock) } catch { break }
+                let now = monotonicNanoseconds()
+                if intended > now {
+                    do { try await Task.sleep(nanoseconds: intended - now) } catch { break }
                 }
             } else {
-                intended = clock.now
+                intended = monotonicNanoseconds()
                 if let deadline, intended >= deadline { break }
             }
+            let outcome: Result<CurlewResponse, any Error>
             do {
                 // Bodies are counted, never kept: a load generator has no use for them.
-                let response = try await client.executeDiscardingBody(request)
-                let metrics = response.metrics
-                tally.statusCounts[min(max(response.status.code, 0), 999)] += 1
-                tally.bytesSent += metrics.bytesSent
-                tally.bytesReceived += metrics.bytesReceived + Int64(metrics.headerBytesReceived)
-                if !metrics.reusedConnection { tally.connectionsOpened += 1 }
-                if response.status.code < 400 {
-                    tally.succeeded += 1
-                } else {
-                    tally.failures["http\(response.status.code / 100)xx", default: 0] += 1
+                outcome = .success(try await client.executeDiscardingBody(request))
+            } catch {
+                outcome = .failure(error)
+            }
+            let latency = (monotonicNanoseconds() &- intended) / 1_000
+            tally.state.withLock { tally in
+                switch outcome {
+                case .success(let response):
+                    tally.record(response)
+                    if response.status.code >= 400 { failed.add(1, ordering: .relaxed) }
+                case .failure(let error):
+                    tally.record(error)
                     failed.add(1, ordering: .relaxed)
                 }
-            } catch let error as CurlewError {
-                tally.failures[error.code.reportName, default: 0] += 1
-                if let metrics = error.metrics {
-                    // A failed request may still have opened a connection and moved bytes.
-                    tally.bytesSent += metrics.bytesSent
-                    tally.bytesReceived += metrics.bytesReceived + Int64(metrics.headerBytesReceived)
-                    if !metrics.reusedConnection && metrics.localPort != 0 { tally.connectionsOpened += 1 }
-                }
-                failed.add(1, ordering: .relaxed)
-            } catch {
-                tally.failures["cancelled", default: 0] += 1
-                failed.add(1, ordering: .relaxed)
+                tally.histogram.record(latency)
             }
-            tally.histogram.record((clock.now - intended).microseconds)
             completed.add(1, ordering: .relaxed)
         }
-        return tally
     }
 
     /// Reports progress until cancelled.

@@ -12,7 +12,8 @@ final class MultiCore {
     /// The loop's time, read once per loop iteration (``tick()``) and shared with libcurl's callbacks, which
     /// record activity for the idle timeout without reading the clock for every chunk and header line.
     let clock = LoopClock()
-    private var pool: [EasyHandle] = []
+    /// Loop-only and used twice per request: no runtime exclusivity check.
+    @exclusivity(unchecked) private var pool: [EasyHandle] = []
     private(set) var isShuttingDown = false
     /// Set by loops that open and close connection sockets themselves (the Dispatch loop).
     var socketOwner: SocketOwner?

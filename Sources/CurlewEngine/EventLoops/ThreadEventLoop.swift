@@ -42,9 +42,9 @@ final class ThreadEventLoop: CurlEventLoop, TaskExecutor, @unchecked Sendable {
     /// taken for the loop). Other threads only compare it with their own.
     private let threadID = Atomic<UInt>(0)
 
-    // Loop-thread only.
-    private var localMessages: [Message] = []
-    private var drainedMessages: [Message] = []
+    // Loop-thread only, and touched on every request: no runtime exclusivity check (nothing here re-enters).
+    @exclusivity(unchecked) private var localMessages: [Message] = []
+    @exclusivity(unchecked) private var drainedMessages: [Message] = []
     private var startedTransfers = false
 
     init?(settings: ClientSettings, index: Int, loopCount: Int) {
