@@ -102,23 +102,27 @@ public final class CurlewClient: Sendable {
     /// ``CurlewError/Code/bodyTooLarge``. Cancelling the calling task removes the transfer at once and throws
     /// `CancellationError`.
     ///
+    /// Like every request method of the client, it runs on the caller's executor (`nonisolated(nonsending)`):
+    /// no hop on the way in, and a task on a loop's executor stays on that thread.
+    ///
     /// - Throws: ``CurlewError`` for every transport failure; `CancellationError` when the task was cancelled.
-    public func execute(_ request: CurlewRequest) async throws -> CurlewResponse {
+    nonisolated(nonsending) public func execute(_ request: CurlewRequest) async throws -> CurlewResponse {
         try await run(request, sink: .collect, box: nil)
     }
 
     /// Runs a transfer whose body goes to `sink`; returns when the caller's part is done (the whole response, or
     /// the head of a streamed one). `box` lets a streamed body's consumer reach the transfer later.
     @inline(__always)
-    func run(_ request: CurlewRequest, sink: ResponseSink, box: TransferBox?) async throws -> CurlewResponse {
-        let submittedAt = monotonicNanoseconds()
-        let transfer = Transfer(request: request, settings: settings, submittedAt: submittedAt, sink: sink)
+    nonisolated(nonsending) func run(_ request: CurlewRequest, sink: ResponseSink, box: TransferBox?) async throws -> CurlewResponse {
         guard let loop = pickLoop() else {
+            let transfer = Transfer(
+                request: request, settings: settings, submittedAt: monotonicNanoseconds(), sink: sink)
             let error = CurlewError(code: .clientShutdown, detail: "the client was shut down")
             // Ended before it started: the last progress report, and body-stream writers released.
             transfer.finish(with: .failure(error))
             throw error
         }
+        let transfer = Transfer(request: request, settings: settings, submittedAt: loop.submissionTime, sink: sink)
         transfer.loop = loop
         if let box {
             box.transfer = transfer
@@ -136,7 +140,7 @@ public final class CurlewClient: Sendable {
     }
 
     @inline(__always)
-    private func withTransferContinuation(
+    nonisolated(nonsending) private func withTransferContinuation(
         _ body: (TransferContinuation) -> Void
     ) async throws -> CurlewResponse {
         #if DEBUG

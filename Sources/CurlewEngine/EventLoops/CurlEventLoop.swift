@@ -6,6 +6,9 @@ protocol CurlEventLoop: AnyObject, Sendable {
     var taskExecutor: (any TaskExecutor)? { get }
     /// Whether the calling thread is this loop's own.
     var isCurrent: Bool { get }
+    /// The time a request submitted now counts from: the loop's own clock when called on the loop (read once per
+    /// iteration, so a clock read per request is saved), the system's otherwise.
+    var submissionTime: UInt64 { get }
     /// Hands a transfer to the loop; the transfer's continuation is resumed exactly once.
     func submit(_ transfer: Transfer)
     /// Asks the loop to cancel a transfer; harmless if it already finished.

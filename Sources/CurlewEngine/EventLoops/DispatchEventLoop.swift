@@ -58,6 +58,8 @@ final class DispatchEventLoop: CurlEventLoop, @unchecked Sendable {
 
     var taskExecutor: (any TaskExecutor)? { nil }
 
+    var submissionTime: UInt64 { monotonicNanoseconds() }
+
     var isCurrent: Bool { false }
 
     func submit(_ transfer: Transfer) {

@@ -82,6 +82,10 @@ final class ThreadEventLoop: CurlEventLoop, TaskExecutor, @unchecked Sendable {
         threadID.load(ordering: .relaxed) == UInt(pthread_self())
     }
 
+    var submissionTime: UInt64 {
+        isCurrent ? core.clock.now : monotonicNanoseconds()
+    }
+
     // MARK: hand-over from any thread
 
     func submit(_ transfer: Transfer) { post(.submit(transfer)) }

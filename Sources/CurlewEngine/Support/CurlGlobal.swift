@@ -25,7 +25,7 @@ enum CurlGlobal {
     static let capabilities: Capabilities = {
         curlew_disable_openssl_atexit()
         curlew_ignore_sigpipe()
-        let code = curl_global_init(Int(CURL_GLOBAL_ALL))
+        let code = curlew_global_init(Int(CURL_GLOBAL_ALL))
         precondition(code == CURLE_OK, "curl_global_init failed with code \(code.rawValue)")
         guard let info = curlew_version_info() else {
             return Capabilities(
