@@ -12,7 +12,8 @@
 # Environment (all optional): BENCH_QUICK=1 (1 repetition, small counts), BENCH_REPS (3), BENCH_S7_FILES (10000;
 # quick 1000), BENCH_N_C64 (120000; quick 10000), BENCH_WRK_SECONDS (3; quick 1), BENCH_CLIENT_CPU (1), NGINX_CPU (0),
 # BENCH_COMMAND_SCENARIOS (default "s7 s8"), BENCH_CURLEW_BIN (a curlew binary to use instead of building one
-# with `swift build -c release --product curlew`), BENCH_TIMEOUT (seconds per run, 300).
+# with the flags `make demo` uses: `swift build -c release --product curlew --static-swift-stdlib -Xswiftc -use-ld=lld`),
+# BENCH_TIMEOUT (seconds per run, 300).
 #
 # Output: Benchmarks/results/command-latest.md (full runs of both scenarios only, unless BENCH_LATEST=1), raw files under
 # Benchmarks/results/raw/<stamp>-command/ (git-ignored).
@@ -51,7 +52,9 @@ if [ -n "${BENCH_CURLEW_BIN:-}" ]; then
     CURLEW=$BENCH_CURLEW_BIN
 else
     log "building curlew (release)"
-    swift build -c release --product curlew --package-path "$ROOT_DIR" >"$RAW_DIR/build.log" 2>&1
+    # The binary `make demo` builds: the Swift runtime linked in statically (see the Makefile).
+    swift build -c release --product curlew --static-swift-stdlib -Xswiftc -use-ld=lld --package-path "$ROOT_DIR" \
+        >"$RAW_DIR/build.log" 2>&1
     CURLEW=$(swift build -c release --package-path "$ROOT_DIR" --show-bin-path)/curlew
 fi
 [ -x "$CURLEW" ] || { echo "run_command.sh: no curlew binary at $CURLEW" >&2; exit 1; }

@@ -20,7 +20,8 @@ final class MultiCore {
 
     /// Every transfer in the multi handle, in an intrusive list so adding and removing cost O(1)
     /// (libcurl 7.88 has no `curl_multi_get_handles`).
-    private var runningHead: Transfer?
+    /// Unowned like the links themselves (see `Transfer.next`).
+    unowned(unsafe) private var runningHead: Transfer?
     /// No idle or total deadline falls before this; the list is scanned only once it passes.
     private(set) var nextDeadlineCheck: UInt64 = .max
 
