@@ -109,9 +109,12 @@ struct MultipartFormTests {
         loop: CurlewClient.Configuration.EventLoopKind
     ) async throws {
         var form = MultipartForm()
-        let hostile = "before\r\n--\(form.boundary)--\r\nafter"
+        let original = form.boundary
+        let hostile = "before\r\n--\(original)--\r\nafter"
         form.append(value: hostile, forKey: "payload")
         form.append(value: "still here", forKey: "next")
+        // Replaced as the part was added, so what the form says is what goes out.
+        #expect(form.boundary != original)
         let httpbin = try await HTTPBinServer.shared()
         try await withClient(loop) { client in
             let json = try await client.execute(
@@ -119,8 +122,51 @@ struct MultipartFormTests {
             ).json()
             #expect(json["form"] as? [String: String] == ["payload": hostile, "next": "still here"])
             let contentType = (json["headers"] as? [String: String])?["Content-Type"] ?? ""
-            #expect(contentType.hasPrefix("multipart/form-data; boundary="))
-            #expect(!contentType.contains(form.boundary))
+            #expect(contentType == form.contentType)
+            #expect(!contentType.contains(original))
+        }
+    }
+
+    @Test
+    func aContentTypeCopiedFromTheFormAfterTheLastPartIsSentAsIs() async throws {
+        var form = MultipartForm()
+        form.append(value: "x", forKey: "a")
+        let bytes = Array("--\(form.boundary)".utf8)
+        form.append(data: bytes, forKey: "b", fileName: "b.bin")
+        try await withLoopbackServer { server in
+            try await withClient(.thread) { client in
+                var request = try CurlewRequest(method: .post, url: "\(server.baseURL)/echo", body: .multipart(form))
+                try request.setHeader("Content-Type", form.contentType)
+                let response = try await client.execute(request)
+                let parts = try parseMultipart(response.body, boundary: form.boundary)
+                try #require(parts.count == 2)
+                #expect(parts[0].body == Array("x".utf8))
+                #expect(parts[1].body == bytes)
+            }
+        }
+    }
+
+    @Test
+    func aContentTypeNamingAnotherBoundaryIsRefusedBeforeSending() async throws {
+        var form = MultipartForm()
+        let stale = form.contentType
+        form.append(value: "contains --\(form.boundary) inside", forKey: "a")
+        try await withLoopbackServer { server in
+            try await withClient(.thread) { client in
+                for contentType in [stale, "multipart/form-data", "multipart/form-data; boundary=\"other\""] {
+                    var request = try CurlewRequest(method: .post, url: "\(server.baseURL)/echo", body: .multipart(form))
+                    try request.setHeader("Content-Type", contentType)
+                    let error = await caughtError { _ = try await client.execute(request) } as? CurlewError
+                    #expect(error?.code == .invalidRequest, "\(contentType)")
+                    #expect(error?.detail.contains("boundary") == true)
+                }
+                // Quoted, in another case, among other parameters: the same boundary is accepted.
+                var request = try CurlewRequest(method: .post, url: "\(server.baseURL)/echo", body: .multipart(form))
+                try request.setHeader("Content-Type", "Multipart/Form-Data; charset=utf-8; BOUNDARY=\"\(form.boundary)\"")
+                let response = try await client.execute(request)
+                #expect(try parseMultipart(response.body, boundary: form.boundary).count == 1)
+            }
+            #expect(server.requestsServed == 1)
         }
     }
 

@@ -79,12 +79,35 @@ public struct MultipartForm: Sendable {
         }
     }
 
-    /// The `Content-Type` header value of the form, with its boundary.
+    /// The `Content-Type` header value of the form, with its boundary. Curlew sets it on requests with this form; a
+    /// caller who sets it themselves should read it after adding the last part, since the append methods replace a
+    /// generated boundary that a part contains. A request whose `Content-Type` names another boundary fails with
+    /// ``CurlewError/Code/invalidRequest`` rather than sending a form no server can read.
     public var contentType: String { "multipart/form-data; boundary=\(boundary)" }
 
     /// Appends a text field.
     public mutating func append(value: String, forKey name: String, headerFields: HTTPFields = [:]) {
-        parts.append(Part(name: name, headerFields: headerFields, content: .bytes(Array(value.utf8))))
+        appendInMemory(Part(name: name, headerFields: headerFields, content: .bytes(Array(value.utf8))))
+    }
+
+    /// Appends a part whose bytes are known now, and replaces a generated boundary they contain at once, so that
+    /// ``boundary`` and ``contentType`` already say what will be sent.
+    private mutating func appendInMemory(_ part: Part) {
+        parts.append(part)
+        guard boundaryIsGenerated, case .bytes(let bytes) = part.content, bytes.contains(subsequence: Array(boundary.utf8))
+        else { return }
+        for _ in 0..<8 {
+            boundary = Self.randomBoundary()
+            if !Self.inMemoryParts(of: parts, contain: boundary) { return }
+        }
+    }
+
+    static func inMemoryParts(of parts: [Part], contain boundary: String) -> Bool {
+        let needle = Array(boundary.utf8)
+        return parts.contains { part in
+            if case .bytes(let bytes) = part.content { return bytes.contains(subsequence: needle) }
+            return false
+        }
     }
 
     /// Appends bytes in memory, as a file part if `fileName` is given.
@@ -92,7 +115,7 @@ public struct MultipartForm: Sendable {
         data: [UInt8], forKey name: String, fileName: String? = nil, mimeType: String? = nil,
         headerFields: HTTPFields = [:]
     ) {
-        parts.append(Part(
+        appendInMemory(Part(
             name: name, fileName: fileName, contentType: mimeType ?? fileName.map { _ in Self.defaultFileType },
             headerFields: headerFields, content: .bytes(data)))
     }
@@ -213,11 +236,9 @@ final class MultipartBodySource: BodySource {
         guard MultipartForm.isValidBoundary(boundary) else {
             return .failure(.invalidRequest("invalid multipart boundary \(boundary.debugDescription)"))
         }
+        // Only parts added to `parts` directly can still contain a generated boundary here.
         var attempts = 0
-        while form.parts.contains(where: { part in
-            if case .bytes(let bytes) = part.content { return bytes.contains(subsequence: Array(boundary.utf8)) }
-            return false
-        }) {
+        while MultipartForm.inMemoryParts(of: form.parts, contain: boundary) {
             guard form.boundaryIsGenerated, attempts < 8 else {
                 return .failure(.invalidRequest("the multipart boundary occurs in the content of a part"))
             }

@@ -124,6 +124,7 @@ extension Transfer {
         }
 
         // Header fields.
+        if let conflict = multipartBoundaryConflict() { return conflict }
         let expectContinue = request.expectContinue ?? settings.expectContinue
         if let list = buildHeaderList(hasBody: sendsBody, expectContinue: expectContinue) {
             headerList = list
@@ -293,6 +294,30 @@ extension Transfer {
     }
 
     /// Builds the header list libcurl sends; libcurl keeps the pointer, so it lives until the transfer ends.
+    /// A caller's own multipart `Content-Type` must name the boundary the form goes out with (one copied from
+    /// `form.contentType` before a part replaced the generated boundary would not): a server could not read the form.
+    private func multipartBoundaryConflict() -> CurlewError? {
+        guard let implied = openedBody?.impliedContentType, implied.hasPrefix("multipart/"),
+            let given = request.headerFields[.contentType], given.lowercased().hasPrefix("multipart/")
+        else { return nil }
+        let sent = Self.boundaryParameter(of: implied)
+        guard Self.boundaryParameter(of: given) != sent else { return nil }
+        return CurlewError.invalidRequest(
+            "the Content-Type header \(given.debugDescription) does not name the boundary the form is sent with "
+                + "(\(sent ?? "")); read form.contentType after adding the last part, or leave Content-Type to Curlew")
+    }
+
+    static func boundaryParameter(of contentType: String) -> String? {
+        for parameter in contentType.split(separator: ";").dropFirst() {
+            let trimmed = parameter.trimmingCharacters(in: .whitespaces)
+            guard trimmed.lowercased().hasPrefix("boundary=") else { continue }
+            var value = trimmed.dropFirst("boundary=".count)
+            if value.count >= 2, value.hasPrefix("\""), value.hasSuffix("\"") { value = value.dropFirst().dropLast() }
+            return String(value)
+        }
+        return nil
+    }
+
     private func buildHeaderList(
         hasBody: Bool, expectContinue: CurlewClient.ExpectContinue
     ) -> UnsafeMutablePointer<curl_slist>? {
