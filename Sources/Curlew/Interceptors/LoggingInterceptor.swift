@@ -1,11 +1,14 @@
 public import CurlewEngine
 public import Logging
+import Foundation
 import HTTPTypes
 
 /// Logs each request and its response through swift-log, with credentials redacted.
 ///
 /// `Authorization`, `Proxy-Authorization`, `Cookie` and `Set-Cookie` values (and any names you add) are
-/// logged as `<redacted>`. Requests are logged at `requestLevel` (`.debug` by default) with their header fields
+/// logged as `<redacted>`, and so are a password in the URL (`user:password@host`) and the values of query
+/// parameters that usually carry credentials (``defaultRedactedQueryParameters``, and any names you add), such as
+/// `access_token` or a presigned URL's `X-Amz-Signature`. Requests are logged at `requestLevel` (`.debug` by default) with their header fields
 /// in the metadata, responses at `responseLevel` (`.info`) with status and duration, transport failures at
 /// `.warning`. Bodies are never logged.
 ///
@@ -17,22 +20,33 @@ public struct LoggingInterceptor: Interceptor {
     private let logger: Logger
     private let requestLevel: Logger.Level
     private let responseLevel: Logger.Level
-    private let redactedHeaders: Set<String>
+    /// Query parameter names (compared without regard to case) whose values are never logged.
+    public static let defaultRedactedQueryParameters: Set<String> = [
+        "access_token", "id_token", "refresh_token", "token", "api_key", "apikey", "key", "password", "secret",
+        "client_secret", "code", "signature", "sig", "x-amz-signature", "x-amz-credential", "x-amz-security-token",
+    ]
 
-    /// - Parameter redactedHeaders: lower-case header names to redact, in addition to the defaults.
+    private let redactedHeaders: Set<String>
+    private let redactedQueryParameters: Set<String>
+
+    /// - Parameters:
+    ///   - redactedHeaders: header names to redact, in addition to the defaults.
+    ///   - redactedQueryParameters: query parameter names to redact, in addition to the defaults.
     public init(
         logger: Logger, requestLevel: Logger.Level = .debug, responseLevel: Logger.Level = .info,
-        redactedHeaders: Set<String> = []
+        redactedHeaders: Set<String> = [], redactedQueryParameters: Set<String> = []
     ) {
         self.logger = logger
         self.requestLevel = requestLevel
         self.responseLevel = responseLevel
         self.redactedHeaders = Self.defaultRedactedHeaders.union(redactedHeaders.map { $0.lowercased() })
+        self.redactedQueryParameters =
+            Self.defaultRedactedQueryParameters.union(redactedQueryParameters.map { $0.lowercased() })
     }
 
     public func adapt(_ request: inout CurlewRequest, context: InterceptorContext) async throws {
         logger.log(
-            level: requestLevel, "→ \(request.method) \(request.url)",
+            level: requestLevel, "→ \(request.method) \(redacted(url: request.url))",
             metadata: [
                 "curlew.attempt": "\(context.attempt)",
                 "curlew.request.headers": .dictionary(metadata(for: request.headerFields)),
@@ -45,7 +59,7 @@ public struct LoggingInterceptor: Interceptor {
         let elapsed = ContinuousClock.now - context.startedAt
         logger.log(
             level: responseLevel,
-            "← \(response.status.code) \(response.request.method) \(response.url) in \(Self.milliseconds(elapsed)) ms",
+            "← \(response.status.code) \(response.request.method) \(redacted(url: response.url)) in \(Self.milliseconds(elapsed)) ms",
             metadata: [
                 "curlew.attempt": "\(context.attempt)",
                 "curlew.response.headers": .dictionary(metadata(for: response.headerFields)),
@@ -65,6 +79,36 @@ public struct LoggingInterceptor: Interceptor {
     static func milliseconds(_ duration: Duration) -> Int64 {
         let (seconds, attoseconds) = duration.components
         return seconds * 1000 + attoseconds / 1_000_000_000_000_000
+    }
+
+    /// The URL with a user-info password and the values of credential-carrying query parameters replaced by
+    /// `<redacted>`; everything else, encoding included, as it was.
+    func redacted(url: String) -> String {
+        var rest = Substring(url)
+        var result = ""
+        if let schemeEnd = rest.range(of: "://") {
+            result += rest[..<schemeEnd.upperBound]
+            rest = rest[schemeEnd.upperBound...]
+            let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? rest.endIndex
+            let authority = rest[..<authorityEnd]
+            if let at = authority.lastIndex(of: "@"), let colon = authority[..<at].firstIndex(of: ":") {
+                result += authority[...colon] + "<redacted>" + authority[at...]
+            } else {
+                result += authority
+            }
+            rest = rest[authorityEnd...]
+        }
+        guard let queryStart = rest.firstIndex(of: "?") else { return result + rest }
+        result += rest[...queryStart]
+        rest = rest[rest.index(after: queryStart)...]
+        let queryEnd = rest.firstIndex(of: "#") ?? rest.endIndex
+        let parameters = rest[..<queryEnd].split(separator: "&", omittingEmptySubsequences: false).map { parameter in
+            guard let equals = parameter.firstIndex(of: "="),
+                redactedQueryParameters.contains(parameter[..<equals].removingPercentEncoding?.lowercased() ?? "")
+            else { return String(parameter) }
+            return parameter[...equals] + "<redacted>"
+        }
+        return result + parameters.joined(separator: "&") + rest[queryEnd...]
     }
 
     func metadata(for fields: HTTPFields) -> Logger.Metadata {
