@@ -95,15 +95,21 @@ public struct RetryPolicy: Interceptor {
         return ceiling * Double.random(in: 0.5...1.0)
     }
 
-    /// `Retry-After` as delay-seconds or an HTTP date; `nil` when neither.
+    /// `Retry-After` as delay-seconds or an HTTP date in any of the three forms a recipient must accept
+    /// (RFC 9110, section 5.6.7: IMF-fixdate, the obsolete RFC 850 form and C's asctime); `nil` when neither.
     static func retryAfterDelay(_ value: String, now: Date = Date()) -> Duration? {
-        let trimmed = value.trimmingCharacters(in: .whitespaces)
+        // asctime pads a one-digit day with a space ("Nov  6"); one space between fields is enough to parse.
+        let trimmed = value.split(separator: " ", omittingEmptySubsequences: true).joined(separator: " ")
         if let seconds = Int(trimmed), seconds >= 0 { return .seconds(seconds) }
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "GMT")
-        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
-        guard let date = formatter.date(from: trimmed) else { return nil }
-        return .milliseconds(max(0, Int(date.timeIntervalSince(now) * 1000)))
+        for format in ["EEE, dd MMM yyyy HH:mm:ss zzz", "EEEE, dd-MMM-yy HH:mm:ss zzz", "EEE MMM d HH:mm:ss yyyy"] {
+            let formatter = DateFormatter()
+            formatter.locale = Locale(identifier: "en_US_POSIX")
+            formatter.timeZone = TimeZone(identifier: "GMT")
+            formatter.dateFormat = format
+            if let date = formatter.date(from: trimmed) {
+                return .milliseconds(max(0, Int(date.timeIntervalSince(now) * 1000)))
+            }
+        }
+        return nil
     }
 }

@@ -132,6 +132,17 @@ import Testing
         #expect(RetryPolicy.retryAfterDelay("soon") == nil)
     }
 
+    @Test func retryAfterAcceptsTheObsoleteDateFormsTooAndNeverANegativeDelay() {
+        let now = Date(timeIntervalSince1970: 1_445_412_480)  // Wed, 21 Oct 2015 07:28:00 GMT
+        #expect(RetryPolicy.retryAfterDelay("Wednesday, 21-Oct-15 07:28:45 GMT", now: now) == .seconds(45))
+        #expect(RetryPolicy.retryAfterDelay("Wed Oct 21 07:29:00 2015", now: now) == .seconds(60))
+        // asctime pads a one-digit day with a second space.
+        let earlyInMonth = Date(timeIntervalSince1970: 1_444_116_480)  // Tue, 06 Oct 2015 07:28:00 GMT
+        #expect(RetryPolicy.retryAfterDelay("Tue Oct  6 07:28:10 2015", now: earlyInMonth) == .seconds(10))
+        #expect(RetryPolicy.retryAfterDelay("Wed, 21 Oct 2015 07:27:00 GMT", now: now) == .zero)
+        #expect(RetryPolicy.retryAfterDelay("-5") == nil)
+    }
+
     @Test func retriesThePolicyAndOtherInterceptorsAskForShareTheProvidersBound() async throws {
         // 401, 503, 401, 503, …: an interceptor retries the 401s, the policy the 503s.
         let mock = MockTransport(stubs: [
