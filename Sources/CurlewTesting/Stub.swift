@@ -68,7 +68,8 @@ public struct Stub: Sendable {
     }
 
     /// A stub for `method` and `path`: the URL's path (`/me/friends`), a full URL without query, or either
-    /// ending in `*` to match a prefix. Given several responses, it answers them in turn and then keeps
+    /// ending in `*` to match a prefix. Written encoded or not (`/files/my file` or `/files/my%20file`), it matches
+    /// the request's percent-encoded URL. Given several responses, it answers them in turn and then keeps
     /// answering the last (a 503 and then a 200, say).
     public init(_ method: HTTPRequest.Method?, _ path: String, responses: [StubResponse]) {
         precondition(!responses.isEmpty, "a stub needs at least one response")
@@ -130,8 +131,12 @@ public struct Stub: Sendable {
     static func path(_ pattern: String, matches url: String) -> Bool {
         let (withoutQuery, path) = urlPath(url)
         let subject = pattern.contains("://") ? withoutQuery : path
-        if pattern.hasSuffix("*") { return subject.hasPrefix(pattern.dropLast()) }
-        return subject == pattern
+        func matches(_ subject: String, _ pattern: String) -> Bool {
+            pattern.hasSuffix("*") ? subject.hasPrefix(pattern.dropLast()) : subject == pattern
+        }
+        if matches(subject, pattern) { return true }
+        guard let decodedSubject = subject.removingPercentEncoding else { return false }
+        return matches(decodedSubject, pattern.removingPercentEncoding ?? pattern)
     }
 }
 

@@ -33,6 +33,21 @@ import Testing
         #expect(mock.receivedRequests.map(\.url) == ["https://api.example.com/users/1?expand=all", "https://api.example.com/users/2"])
     }
 
+    @Test func stubsWrittenWithOrWithoutPercentEncodingMatchTheEncodedRequest() async throws {
+        let mock = MockTransport(stubs: [
+            .get("/files/my report.pdf", json: ["plain": true]),
+            .get("/users/jos%C3%A9", json: ["encoded": true]),
+            .get("/tags/ü*", json: ["prefix": true]),
+        ])
+        let provider = provider(mock)
+        let segment = Route.segment("my report.pdf")
+        #expect(try await provider.request(Route(path: "/files/\(segment)")).json() == ["plain": true])
+        #expect(try await provider.request(Route(path: "/users/\(Route.segment("josé"))")).json() == ["encoded": true])
+        #expect(try await provider.request(Route(path: "/tags/\(Route.segment("über"))/x")).json() == ["prefix": true])
+        #expect(mock.receivedRequests.first?.url == "https://api.example.com/files/my%20report.pdf")
+        await #expect(throws: (any Error).self) { try await provider.request(Route(path: "/files/other.pdf")) }
+    }
+
     @Test func laterStubsWinAndSequencesKeepTheirLastAnswer() async throws {
         let mock = MockTransport()
         mock.stub(.get("/status", json: ["v": 1]))
