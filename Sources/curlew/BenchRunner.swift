@@ -143,7 +143,8 @@ final class BenchRunner: Sendable {
     /// thread, so its lock is never contended there.
     nonisolated(nonsending) private func work(start: UInt64, tally: SharedTally) async {
         let request = plan.request
-        let deadline: UInt64? = if case .duration(let duration) = plan.stop { start + duration.nanoseconds } else { nil }
+        let deadline: UInt64? =
+            if case .duration(let duration) = plan.stop { start + duration.nanoseconds } else { nil }
         let limit: Int? = if case .count(let count) = plan.stop { count } else { nil }
         let nanosecondsPerRequest = plan.rate.map { 1e9 / $0 }
         // Without a rate a worker sends its next request as soon as it has counted the last one: the time that

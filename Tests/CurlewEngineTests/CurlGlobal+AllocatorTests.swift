@@ -36,11 +36,13 @@ import Testing
         free(block)
     }
 
+    private func pattern(at index: Int) -> UInt8 { UInt8(truncatingIfNeeded: index &* 31 &+ 7) }
+
     private func fill(_ block: UnsafeMutableRawPointer, count: Int) {
-        for index in 0..<count { block.storeBytes(of: UInt8(truncatingIfNeeded: index &* 31 &+ 7), toByteOffset: index, as: UInt8.self) }
+        for index in 0..<count { block.storeBytes(of: pattern(at: index), toByteOffset: index, as: UInt8.self) }
     }
 
     private func isFilled(_ block: UnsafeMutableRawPointer, count: Int) -> Bool {
-        (0..<count).allSatisfy { block.load(fromByteOffset: $0, as: UInt8.self) == UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) }
+        (0..<count).allSatisfy { block.load(fromByteOffset: $0, as: UInt8.self) == pattern(at: $0) }
     }
 }

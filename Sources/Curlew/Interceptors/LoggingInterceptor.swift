@@ -8,24 +8,23 @@ import HTTPTypes
 /// `Authorization`, `Proxy-Authorization`, `Cookie` and `Set-Cookie` values (and any names you add) are
 /// logged as `<redacted>`, and so are a password in the URL (`user:password@host`) and the values of query
 /// parameters that usually carry credentials (``defaultRedactedQueryParameters``, and any names you add), such as
-/// `access_token` or a presigned URL's `X-Amz-Signature`. Requests are logged at `requestLevel` (`.debug` by default) with their header fields
-/// in the metadata, responses at `responseLevel` (`.info`) with status and duration, transport failures at
-/// `.warning`. Bodies are never logged.
+/// `access_token` or a presigned URL's `X-Amz-Signature`. Requests are logged at `requestLevel` (`.debug` by
+/// default) with their header fields in the metadata, responses at `responseLevel` (`.info`) with status and
+/// duration, transport failures at `.warning`. Bodies are never logged.
 ///
 /// Added globally, it sees requests exactly as sent (see ``Interceptor`` for the order).
 public struct LoggingInterceptor: Interceptor {
     /// Header names whose values are never logged.
     public static let defaultRedactedHeaders: Set<String> = ["authorization", "proxy-authorization", "cookie", "set-cookie"]
-
-    private let logger: Logger
-    private let requestLevel: Logger.Level
-    private let responseLevel: Logger.Level
     /// Query parameter names (compared without regard to case) whose values are never logged.
     public static let defaultRedactedQueryParameters: Set<String> = [
         "access_token", "id_token", "refresh_token", "token", "api_key", "apikey", "key", "password", "secret",
         "client_secret", "code", "signature", "sig", "x-amz-signature", "x-amz-credential", "x-amz-security-token",
     ]
 
+    private let logger: Logger
+    private let requestLevel: Logger.Level
+    private let responseLevel: Logger.Level
     private let redactedHeaders: Set<String>
     private let redactedQueryParameters: Set<String>
 
@@ -57,9 +56,10 @@ public struct LoggingInterceptor: Interceptor {
         -> InterceptorDecision
     {
         let elapsed = ContinuousClock.now - context.startedAt
+        let url = redacted(url: response.url)
         logger.log(
             level: responseLevel,
-            "← \(response.status.code) \(response.request.method) \(redacted(url: response.url)) in \(Self.milliseconds(elapsed)) ms",
+            "← \(response.status.code) \(response.request.method) \(url) in \(Self.milliseconds(elapsed)) ms",
             metadata: [
                 "curlew.attempt": "\(context.attempt)",
                 "curlew.response.headers": .dictionary(metadata(for: response.headerFields)),

@@ -94,7 +94,8 @@ public struct MultipartForm: Sendable {
     /// ``boundary`` and ``contentType`` already say what will be sent.
     private mutating func appendInMemory(_ part: Part) {
         parts.append(part)
-        guard boundaryIsGenerated, case .bytes(let bytes) = part.content, bytes.contains(subsequence: Array(boundary.utf8))
+        guard boundaryIsGenerated, case .bytes(let bytes) = part.content,
+            bytes.contains(subsequence: Array(boundary.utf8))
         else { return }
         for _ in 0..<8 {
             boundary = Self.randomBoundary()

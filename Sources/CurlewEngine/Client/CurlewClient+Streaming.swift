@@ -11,7 +11,9 @@ extension CurlewClient {
     /// request's own ``CurlewRequest/maxResponseBodySize`` does.
     ///
     /// - Throws: like ``execute(_:)`` until the head has arrived; later failures are thrown by the body.
-    nonisolated(nonsending) public func stream(_ request: CurlewRequest, bufferLimit: Int = 1 << 20) async throws -> CurlewStreamingResponse {
+    nonisolated(nonsending) public func stream(
+        _ request: CurlewRequest, bufferLimit: Int = 1 << 20
+    ) async throws -> CurlewStreamingResponse {
         let box = TransferBox()
         let buffer = ResponseBodyBuffer(limit: bufferLimit) { box.unpause(.receive) }
         let head = try await run(request, sink: .stream(buffer), box: box)
@@ -22,7 +24,9 @@ extension CurlewClient {
     /// Sends a request and reads the response body without keeping it: for load generators and calls whose body
     /// does not matter. The returned response's `body` is empty; `metrics.bytesReceived` counts what arrived. The
     /// size limits of ``execute(_:)`` still apply, so a body the server announces as too large is refused early.
-    nonisolated(nonsending) public func executeDiscardingBody(_ request: CurlewRequest) async throws -> CurlewResponse {
+    nonisolated(nonsending) public func executeDiscardingBody(
+        _ request: CurlewRequest
+    ) async throws -> CurlewResponse {
         try await run(request, sink: .discard, box: nil)
     }
 
@@ -37,7 +41,9 @@ extension CurlewClient {
     ///
     /// - Throws: like ``execute(_:)``, and ``CurlewError/Code/downloadFailed`` if the file cannot be created,
     ///   written, flushed or renamed.
-    nonisolated(nonsending) public func download(_ request: CurlewRequest, to path: String) async throws -> CurlewResponse {
+    nonisolated(nonsending) public func download(
+        _ request: CurlewRequest, to path: String
+    ) async throws -> CurlewResponse {
         let temporaryPath = "\(path).curlew-\(MultipartForm.randomBoundary().dropFirst(7).prefix(12)).partial"
         let descriptor = open(temporaryPath, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else {

@@ -113,7 +113,9 @@ public final class CurlewClient: Sendable {
     /// Runs a transfer whose body goes to `sink`; returns when the caller's part is done (the whole response, or
     /// the head of a streamed one). `box` lets a streamed body's consumer reach the transfer later.
     @inline(__always)
-    nonisolated(nonsending) func run(_ request: CurlewRequest, sink: ResponseSink, box: TransferBox?) async throws -> CurlewResponse {
+    nonisolated(nonsending) func run(
+        _ request: CurlewRequest, sink: ResponseSink, box: TransferBox?
+    ) async throws -> CurlewResponse {
         guard let loop = pickLoop() else {
             let transfer = Transfer(
                 request: request, settings: settings, submittedAt: monotonicNanoseconds(), sink: sink)

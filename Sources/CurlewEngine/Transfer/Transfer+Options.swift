@@ -293,7 +293,6 @@ extension Transfer {
             curlCode: Int(status.rawValue), curlMessage: String(cString: curl_easy_strerror(status)))
     }
 
-    /// Builds the header list libcurl sends; libcurl keeps the pointer, so it lives until the transfer ends.
     /// A caller's own multipart `Content-Type` must name the boundary the form goes out with (one copied from
     /// `form.contentType` before a part replaced the generated boundary would not): a server could not read the form.
     private func multipartBoundaryConflict() -> CurlewError? {
@@ -318,6 +317,7 @@ extension Transfer {
         return nil
     }
 
+    /// Builds the header list libcurl sends; libcurl keeps the pointer, so it lives until the transfer ends.
     private func buildHeaderList(
         hasBody: Bool, expectContinue: CurlewClient.ExpectContinue
     ) -> UnsafeMutablePointer<curl_slist>? {
