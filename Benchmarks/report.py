@@ -171,14 +171,7 @@ def parse_run(row, clk_tck):
         ok_2xx = int(codes.group(1)) if codes else 0
         run["failures"] = int(req.group(5)) + int(req.group(6)) + (run["requests"] - ok_2xx)
     else:
-        report = None
-        for line in out.splitlines():
-            line = line.strip()
-            if line.startswith("{"):
-                try:
-                    report = json.loads(line)
-                except json.JSONDecodeError:
-                    pass
+        report = last_json_line(out)
         if report is None:
             run["reason"] = f"exit {rc}: {first_line(err_path) or 'no JSON line'}"
             return run
@@ -216,6 +209,19 @@ def parse_run(row, clk_tck):
     return run
 
 
+def last_json_line(out):
+    """The last line of a client's stdout that parses as a JSON object (the clients print their report last)."""
+    report = None
+    for line in out.splitlines():
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                report = json.loads(line)
+            except json.JSONDecodeError:
+                pass
+    return report
+
+
 def parse_upload_run(row, clk_tck):
     """One upload run -> dict with ok, reason, mbps, seconds, rss_mib, cpu_s, nginx_pct, other_pct, server."""
     prefix = Path(row["prefix"])
@@ -228,14 +234,7 @@ def parse_upload_run(row, clk_tck):
     out_path = Path(str(prefix) + ".out")
     err_path = Path(str(prefix) + ".err")
     out = out_path.read_text(errors="replace") if out_path.exists() else ""
-    report = None
-    for line in out.splitlines():
-        line = line.strip()
-        if line.startswith("{"):
-            try:
-                report = json.loads(line)
-            except json.JSONDecodeError:
-                pass
+    report = last_json_line(out)
     if report is None:
         run["reason"] = f"exit {rc}: {first_line(err_path) or 'no JSON line'}"
         return run
