@@ -12,6 +12,8 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
+#include <errno.h>
 #include <sys/eventfd.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -50,6 +52,26 @@ static inline CURLcode curlew_easy_setopt_opensocket_callback(CURL *handle, curl
 }
 static inline CURLcode curlew_easy_setopt_closesocket_callback(CURL *handle, curl_closesocket_callback cb) {
     return curl_easy_setopt(handle, CURLOPT_CLOSESOCKETFUNCTION, cb);
+}
+
+typedef int (*curlew_prereq_callback)(void *clientp, char *conn_primary_ip, char *conn_local_ip, int conn_primary_port,
+                                      int conn_local_port);
+static inline CURLcode curlew_easy_setopt_prereq_callback(CURL *handle, curlew_prereq_callback cb) {
+    return curl_easy_setopt(handle, CURLOPT_PREREQFUNCTION, cb);
+}
+
+static inline CURLcode curlew_easy_setopt_sockopt_callback(CURL *handle, curl_sockopt_callback cb) {
+    return curl_easy_setopt(handle, CURLOPT_SOCKOPTFUNCTION, cb);
+}
+
+/// Whether a connection has nothing waiting to be read: 1 when a non-blocking peek finds no byte and no end of
+/// stream, 0 when bytes (or the peer's FIN, or an error) are waiting. Costs one system call, reads nothing.
+static inline int curlew_socket_is_quiet(int fd) {
+    if (fd < 0) return 0;
+    char byte;
+    ssize_t got = recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return 1;
+    return 0;
 }
 
 /// Restricts a transfer and its redirects to http and https. The bitmask options are deprecated in favour of

@@ -85,7 +85,7 @@ extension CurlewRequest {
         }
         let redirects = self.redirects ?? CurlewClient.Redirects()
         if redirects.follow { arguments += ["--location", "--max-redirs", String(redirects.maximum)] }
-        let timeouts = self.timeouts ?? CurlewClient.Timeouts()
+        let timeouts = self.timeouts.applied(to: CurlewClient.Timeouts())
         if let connect = timeouts.connect { arguments += ["--connect-timeout", Self.seconds(connect)] }
         if let total = timeouts.total { arguments += ["--max-time", Self.seconds(total)] }
         arguments.append(ShellQuoting.quote(url))

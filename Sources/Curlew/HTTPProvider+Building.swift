@@ -79,11 +79,8 @@ extension HTTPProvider {
         }
         request.bodyCompression = route.bodyCompression
         if let timeout = route.timeout {
-            // Only the total changes: connect and idle stay as the client is configured (the engine's defaults
-            // for a transport that is not a client).
-            var timeouts = (transport as? CurlewClient)?.configuration.timeouts ?? CurlewClient.Timeouts()
-            timeouts.total = timeout
-            request.timeouts = timeouts
+            // Only the total changes: the engine keeps the client's connect and idle timeouts.
+            request.timeouts.total = timeout
         }
         return request
     }

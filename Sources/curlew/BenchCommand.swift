@@ -152,7 +152,7 @@ struct BenchCommand: AsyncParsableCommand {
             try request.addHeader(name, value)
         }
         if let body { request.body = .bytes(body) }
-        if let timeout { request.timeouts = CurlewClient.Timeouts(connect: timeout.duration, total: timeout.duration) }
+        if let timeout { request.timeouts = .init(connect: timeout.duration, total: timeout.duration) }
         return request
     }
 

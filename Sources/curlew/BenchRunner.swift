@@ -40,6 +40,8 @@ struct BenchTally: Sendable {
     var bytesSent: Int64 = 0
     var bytesReceived: Int64 = 0
     var connectionsOpened = 0
+    /// Requests the engine sent once more on a fresh connection because the pooled one was dead or dirty.
+    var freshConnectionRetries = 0
 
     var requests: Int { Int(histogram.totalCount) }
 
@@ -51,6 +53,7 @@ struct BenchTally: Sendable {
         bytesSent += other.bytesSent
         bytesReceived += other.bytesReceived
         connectionsOpened += other.connectionsOpened
+        freshConnectionRetries += other.freshConnectionRetries
     }
 
     mutating func record(_ response: CurlewResponse) {
@@ -59,6 +62,7 @@ struct BenchTally: Sendable {
         bytesSent += metrics.bytesSent
         bytesReceived += metrics.bytesReceived + Int64(metrics.headerBytesReceived)
         if !metrics.reusedConnection { connectionsOpened += 1 }
+        freshConnectionRetries += metrics.freshConnectionRetries
         if response.status.code < 400 {
             succeeded += 1
         } else {
@@ -77,6 +81,7 @@ struct BenchTally: Sendable {
             bytesSent += metrics.bytesSent
             bytesReceived += metrics.bytesReceived + Int64(metrics.headerBytesReceived)
             if !metrics.reusedConnection && metrics.localPort != 0 { connectionsOpened += 1 }
+            freshConnectionRetries += metrics.freshConnectionRetries
         }
     }
 }

@@ -35,6 +35,9 @@ struct BenchSummary: Encodable {
     var bytesSent: Int64
     var bytesReceived: Int64
     var connectionsOpened: Int
+    /// Requests the engine sent once more on a fresh connection (a pooled one was closed, reset, GOAWAY'd or had
+    /// stray bytes): not failures, but a sign of how the server treats connections.
+    var freshConnectionRetries: Int
     var interrupted = false
     var embeddedServer: EmbeddedServer?
 
@@ -64,6 +67,7 @@ struct BenchSummary: Encodable {
         self.bytesSent = tally.bytesSent
         self.bytesReceived = tally.bytesReceived
         self.connectionsOpened = tally.connectionsOpened
+        self.freshConnectionRetries = tally.freshConnectionRetries
     }
 
     var text: String {
@@ -82,7 +86,11 @@ struct BenchSummary: Encodable {
         row("status codes", statusCodes.isEmpty ? "none" : statusCodes.sorted { $0.key < $1.key }.map { "\($0.key): \(formatCount($0.value))" }.joined(separator: ", "))
         row("failures", failures.isEmpty ? "none" : failures.sorted { $0.key < $1.key }.map { "\($0.key): \(formatCount($0.value))" }.joined(separator: ", "))
         row("bytes", "sent \(formatBytes(bytesSent)), received \(formatBytes(bytesReceived))")
-        row("connections", "\(formatCount(connectionsOpened)) opened")
+        row(
+            "connections",
+            "\(formatCount(connectionsOpened)) opened"
+                + (freshConnectionRetries == 0
+                    ? "" : ", \(formatCount(freshConnectionRetries)) requests retried on a fresh connection"))
         if let embeddedServer {
             row("server", "embedded server counted \(formatCount(embeddedServer.requests)) requests on \(formatCount(embeddedServer.connections)) connections")
         }

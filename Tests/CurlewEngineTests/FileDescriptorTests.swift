@@ -56,6 +56,35 @@ struct FileDescriptorTests {
         #expect(TestProcess.openFileDescriptorCount() <= before)
     }
 
+    /// `shutdown()` itself closes what the client opened: a service that counts descriptors after shutting a
+    /// client down, while still holding it, sees none left (the loops' eventfds included).
+    @Test(arguments: allLoops)
+    func shutdownClosesEveryDescriptorWhileTheClientIsStillHeld(
+        loop: CurlewClient.Configuration.EventLoopKind
+    ) async throws {
+        try await withLoopbackServer { server in
+            try await Task.sleep(for: .milliseconds(1))
+            try await withClient(loop) { client in
+                _ = try await client.execute(try CurlewRequest(url: "\(server.baseURL)/small"))
+            }
+            let descriptorsBefore = TestProcess.openFileDescriptors()
+            var configuration = CurlewClient.Configuration()
+            configuration.eventLoop = loop
+            let client = CurlewClient(configuration: configuration)
+            for _ in 0..<10 { _ = try await client.execute(try CurlewRequest(url: "\(server.baseURL)/small")) }
+            await client.shutdown()
+            let newDescriptors = { TestProcess.openFileDescriptors().filter { descriptorsBefore[$0.key] != $0.value } }
+            // The client's own descriptors (eventfds, epoll, timers) are closed the moment shutdown() returns.
+            // ("?": closed between the listing and the readlink, so gone.)
+            let clientOwned = newDescriptors().filter { !$0.value.hasPrefix("socket:") && $0.value != "?" }
+            #expect(clientOwned.isEmpty, "open after shutdown(): \(clientOwned)")
+            // Sockets: the in-process server closes its ends after the client's, hence the bounded wait.
+            try? await waitUntil(timeout: .seconds(5)) { newDescriptors().isEmpty }
+            #expect(newDescriptors().isEmpty, "still open after shutdown: \(newDescriptors())")
+            withExtendedLifetime(client) {}
+        }
+    }
+
     /// A client released without shutdown() stops its loops and closes every connection by itself.
     @Test(arguments: allLoops)
     func aClientReleasedWithoutShutdownCleansUp(loop: CurlewClient.Configuration.EventLoopKind) async throws {

@@ -17,7 +17,7 @@ import Testing
         try request.addHeader("X-Quote", "it's")
         request.body = .bytes(Array(#"{"a":"b c"}"#.utf8))
         request.httpVersion = .http2
-        request.timeouts = CurlewClient.Timeouts(connect: .milliseconds(1500), total: .seconds(30), idle: nil)
+        request.timeouts = .init(CurlewClient.Timeouts(connect: .milliseconds(1500), total: .seconds(30), idle: nil))
         #expect(
             request.curlCommand()
                 == #"curl -X POST -H 'Content-Type: application/json' -H 'X-Quote: it'\''s' -H User-Agent: -H Expect: --data-binary '{"a":"b c"}' --compressed --http2 --location --max-redirs 10 --connect-timeout 1.5 --max-time 30 'https://api.example.com/login?x=1'"#

@@ -82,8 +82,9 @@ import Testing
 
     @Test func aRouteTimeoutBecomesTheTotalTimeoutOnly() throws {
         let request = try provider.makeRequest(for: Route(path: "/x", timeout: .seconds(2)))
-        #expect(request.timeouts?.total == .seconds(2))
-        #expect(request.timeouts?.connect == CurlewClient.Timeouts().connect)
+        #expect(request.timeouts.total == .some(.seconds(2)))
+        #expect(request.timeouts.connect == nil)
+        #expect(request.timeouts.idle == nil)
     }
 
     @Test func relativeRoutesNeedABaseURL() {

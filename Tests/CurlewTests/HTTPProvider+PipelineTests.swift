@@ -67,8 +67,11 @@ import Testing
         let client = CurlewClient(configuration: configuration)
         let provider = TestProvider(baseURL: "http://127.0.0.1:1", transport: client)
         let request = try provider.makeRequest(for: Route(path: "/slow", timeout: .seconds(5)))
-        #expect(request.timeouts == CurlewClient.Timeouts(connect: .seconds(3), total: .seconds(5), idle: .seconds(7)))
-        #expect(try provider.makeRequest(for: Route(path: "/slow")).timeouts == nil)
+        #expect(request.timeouts == .init(total: .seconds(5)))
+        #expect(
+            request.timeouts.applied(to: configuration.timeouts)
+                == CurlewClient.Timeouts(connect: .seconds(3), total: .seconds(5), idle: .seconds(7)))
+        #expect(try provider.makeRequest(for: Route(path: "/slow")).timeouts.isEmpty)
         await client.shutdown()
     }
 }

@@ -30,6 +30,17 @@ extension CurlewClient {
         public var maxConcurrentStreamsPerConnection: Int = 1000
         /// Idle connections each loop keeps cached for reuse.
         public var maxCachedConnectionsPerLoop: Int = 256
+        /// The longest a connection may sit idle in the pool and still be reused (`CURLOPT_MAXAGE_CONN`, whole
+        /// seconds, at least 1). libcurl does not watch pooled connections, so a server that closes idle ones sooner
+        /// than this makes the next request find a dead connection. The default of 4 s stays under the shortest
+        /// keep-alive timeouts in wide use (Apache httpd, Node.js and hypercorn close after 5 s); a request that
+        /// still meets a dead connection goes out once more on a fresh one (see
+        /// ``TransferMetrics/freshConnectionRetries``).
+        public var maxConnectionIdleAge: Duration = .seconds(4)
+        /// The longest any connection is reused after it was opened (`CURLOPT_MAXLIFETIME_CONN`, whole seconds);
+        /// `nil` (the default) for no limit. A limit spreads long-running clients over a pool of servers behind one
+        /// DNS name as its addresses change.
+        public var maxConnectionLifetime: Duration? = nil
         /// The HTTP version requests ask for, unless a request says otherwise.
         public var httpVersion: HTTPVersion = .http2
         /// Timeouts, unless a request says otherwise.

@@ -62,8 +62,9 @@ public struct CurlewRequest: Sendable {
     /// The least time between two ``onProgress`` calls.
     public var progressInterval: Duration = .milliseconds(100)
 
-    /// Overrides ``CurlewClient/Configuration/timeouts`` for this request.
-    public var timeouts: CurlewClient.Timeouts?
+    /// Overrides ``CurlewClient/Configuration/timeouts`` for this request, field by field: setting
+    /// `request.timeouts.total` keeps the client's connect and idle timeouts.
+    public var timeouts = TimeoutOverrides()
     /// Overrides ``CurlewClient/Configuration/redirects`` for this request.
     public var redirects: CurlewClient.Redirects?
     /// Overrides ``CurlewClient/Configuration/httpVersion`` for this request.
@@ -117,7 +118,7 @@ public struct CurlewRequest: Sendable {
     /// A GET without body or header fields that overrides none of the client's settings: the request shape whose
     /// libcurl options are the same every time.
     var usesClientDefaultsForPlainGET: Bool {
-        method == .get && body == nil && headerFields.isEmpty && timeouts == nil && redirects == nil
+        method == .get && body == nil && headerFields.isEmpty && timeouts.isEmpty && redirects == nil
             && httpVersion == nil && maxResponseBodySize == nil && decompression == nil && expectContinue == nil
             && onProgress == nil
     }
@@ -190,6 +191,43 @@ extension CurlewRequest.Body {
         case .bytes, .file: true
         case .stream: false
         case .multipart(let form): form.isReplayable
+        }
+    }
+}
+
+extension CurlewRequest {
+    /// Per-request timeouts. Each field left `nil` inherits the client's value; `.some(nil)` (``noLimit``) lifts
+    /// that limit for this request only.
+    public struct TimeoutOverrides: Sendable, Hashable {
+        /// A value that lifts a limit: `request.timeouts.total = TimeoutOverrides.noLimit`.
+        public static let noLimit: Duration?? = .some(nil)
+
+        /// Overrides ``CurlewClient/Timeouts/connect``.
+        public var connect: Duration??
+        /// Overrides ``CurlewClient/Timeouts/total``.
+        public var total: Duration??
+        /// Overrides ``CurlewClient/Timeouts/idle``.
+        public var idle: Duration??
+
+        /// Overrides the fields given; the others inherit the client's.
+        public init(connect: Duration?? = nil, total: Duration?? = nil, idle: Duration?? = nil) {
+            self.connect = connect
+            self.total = total
+            self.idle = idle
+        }
+
+        /// Overrides all three fields with `timeouts`' values.
+        public init(_ timeouts: CurlewClient.Timeouts) {
+            self.init(connect: .some(timeouts.connect), total: .some(timeouts.total), idle: .some(timeouts.idle))
+        }
+
+        /// Whether every field inherits.
+        public var isEmpty: Bool { connect == nil && total == nil && idle == nil }
+
+        /// The timeouts in force for a request of a client with `defaults`.
+        public func applied(to defaults: CurlewClient.Timeouts) -> CurlewClient.Timeouts {
+            CurlewClient.Timeouts(
+                connect: connect ?? defaults.connect, total: total ?? defaults.total, idle: idle ?? defaults.idle)
         }
     }
 }

@@ -75,13 +75,18 @@ public struct TransferMetrics: Sendable, Hashable {
     public var redirectCount: Int
     /// The local port of the connection, which identifies it on loopback.
     public var localPort: Int
+    /// How many times the request went out again on a fresh connection because the pooled one it was given was
+    /// dead or unusable (closed, reset, idle-closed, GOAWAY'd, or holding bytes no request asked for) before any
+    /// byte of a response arrived: 0 or 1. The timings and sizes above are those of the last attempt.
+    public var freshConnectionRetries: Int
 
     /// Creates metrics; every value defaults to zero (for mock transports and tests).
     public init(
         queued: Duration = .zero, dnsLookup: Duration = .zero, connected: Duration = .zero,
         tlsHandshakeDone: Duration = .zero, firstByte: Duration = .zero, total: Duration = .zero,
         reusedConnection: Bool = false, httpVersion: HTTPVersion = .unknown, bytesSent: Int64 = 0,
-        bytesReceived: Int64 = 0, headerBytesReceived: Int = 0, redirectCount: Int = 0, localPort: Int = 0
+        bytesReceived: Int64 = 0, headerBytesReceived: Int = 0, redirectCount: Int = 0, localPort: Int = 0,
+        freshConnectionRetries: Int = 0
     ) {
         self.queued = queued
         self.dnsLookup = dnsLookup
@@ -96,6 +101,7 @@ public struct TransferMetrics: Sendable, Hashable {
         self.headerBytesReceived = headerBytesReceived
         self.redirectCount = redirectCount
         self.localPort = localPort
+        self.freshConnectionRetries = freshConnectionRetries
     }
 }
 

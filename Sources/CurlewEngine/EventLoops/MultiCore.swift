@@ -12,6 +12,8 @@ final class MultiCore {
     /// The loop's time, read once per loop iteration (``tick()``) and shared with libcurl's callbacks, which
     /// record activity for the idle timeout without reading the clock for every chunk and header line.
     let clock = LoopClock()
+    /// The sockets of this loop's connections, for the check of reused HTTP/1 connections.
+    let connections = ConnectionRegistry()
     /// Loop-only and used twice per request: no runtime exclusivity check.
     @exclusivity(unchecked) private var pool: [EasyHandle] = []
     private(set) var isShuttingDown = false
@@ -63,6 +65,7 @@ final class MultiCore {
             }
             transfer.easy = easy
             transfer.loopClock = clock
+            transfer.connections = connections
             let userdata = Unmanaged.passRetained(transfer).toOpaque()
             if let configurationError = transfer.configure(easy, userdata: userdata, now: now) {
                 Unmanaged<Transfer>.fromOpaque(userdata).release()
@@ -110,16 +113,47 @@ final class MultiCore {
             let result = curlew_msg_result(message)
             let transfer = Unmanaged<Transfer>.fromOpaque(userdata).takeUnretainedValue()
             curl_multi_remove_handle(multi, handle)
-            // A resolved transfer has already left the multi handle and given up libcurl's reference.
-            guard transfer.stateMachine.curlCompleted() == .finish, let easy = transfer.easy else { continue }
-            defer { Unmanaged.passUnretained(transfer).release() }
-            let outcome: Result<CurlewResponse, any Error> =
-                result == CURLE_OK
-                ? .success(transfer.makeResponse(easy))
-                : .failure(transfer.makeError(result, easy: easy, now: clock.now).with(transfer.makeMetrics(easy)))
-            recycle(transfer)
-            resume(transfer, with: outcome)
+            guard let easy = transfer.easy else { continue }
+            let facts = result == CURLE_OK ? nil : transfer.completionFacts(result, easy: easy)
+            switch transfer.stateMachine.curlCompleted(failure: facts) {
+            case .ignore:
+                // A resolved transfer has already left the multi handle and given up libcurl's reference.
+                continue
+            case .retryOnFreshConnection:
+                retryOnFreshConnection(transfer, easy: easy, after: result)
+            case .finish:
+                let outcome: Result<CurlewResponse, any Error> =
+                    result == CURLE_OK
+                    ? .success(transfer.makeResponse(easy))
+                    : .failure(transfer.makeError(result, easy: easy).with(transfer.makeMetrics(easy)))
+                recycle(transfer)
+                resume(transfer, with: outcome)
+                Unmanaged.passUnretained(transfer).release()
+            }
         }
+    }
+
+    /// Sends a request once more on a new connection: the same easy handle and options (libcurl keeps them when a
+    /// handle leaves the multi handle), the body rewound, a fresh connection forced. The handle keeps libcurl's
+    /// reference and its place in the running list.
+    private func retryOnFreshConnection(_ transfer: Transfer, easy: EasyHandle, after result: CURLcode) {
+        guard transfer.prepareRetry(easy) else {
+            failRetry(transfer, easy: easy, transfer.makeError(result, easy: easy))
+            return
+        }
+        let code = curl_multi_add_handle(multi, easy.raw)
+        guard code == CURLM_OK else {
+            failRetry(transfer, easy: easy, transfer.makeError(result, easy: easy))
+            return
+        }
+    }
+
+    private func failRetry(_ transfer: Transfer, easy: EasyHandle, _ error: CurlewError) {
+        guard transfer.stateMachine.startFailed() == .finish else { return }
+        let failure = error.with(transfer.makeMetrics(easy))
+        recycle(transfer)
+        resume(transfer, throwing: failure)
+        Unmanaged.passUnretained(transfer).release()
     }
 
     /// The caller's task was cancelled.
@@ -136,7 +170,7 @@ final class MultiCore {
         }
         if case .resumeFailed(let code) = failure {
             // A callback that libcurl ran inside curl_easy_pause may have failed for a reason of our own.
-            error = transfer.makeError(CURLcode(rawValue: UInt32(code)), easy: easy, now: clock.now)
+            error = transfer.makeError(CURLcode(rawValue: UInt32(code)), easy: easy)
         }
         if let failure = error as? CurlewError { error = failure.with(transfer.makeMetrics(easy)) }
         curl_multi_remove_handle(multi, easy.raw)
@@ -193,15 +227,9 @@ final class MultiCore {
     /// libcurl may call the read or write callback from inside `curl_easy_pause`; both are ready for that.
     func unpause(_ transfer: Transfer, _ direction: PauseDirection) {
         guard transfer.isLinked, let easy = transfer.easy else { return }
-        switch direction {
-        case .send:
-            guard transfer.sendPaused else { return }
-            transfer.sendPaused = false
-        case .receive:
-            guard transfer.receivePaused else { return }
-            transfer.receivePaused = false
-        }
-        let stillPaused = (transfer.sendPaused ? CURLPAUSE_SEND : 0) | (transfer.receivePaused ? CURLPAUSE_RECV : 0)
+        let action = transfer.stateMachine.resume(direction)
+        guard case .unpause(let stillPausedSend, let stillPausedReceive) = action else { return }
+        let stillPaused = (stillPausedSend ? CURLPAUSE_SEND : 0) | (stillPausedReceive ? CURLPAUSE_RECV : 0)
         let code = curl_easy_pause(easy.raw, Int32(stillPaused))
         // libcurl refuses when the transfer has no connection at the moment (waiting for one after a redirect):
         // then it is not paused either, and its next request calls the callbacks again.
@@ -248,9 +276,7 @@ final class MultiCore {
             cursor = transfer.next
             if let total = transfer.totalDeadline, total <= now {
                 expired.append((transfer, .total))
-            } else if transfer.idleTimeout != 0, transfer.lastActivity + transfer.idleTimeout <= now,
-                transfer.idleDeadlinePassed(now: now)
-            {
+            } else if transfer.stateMachine.idleDeadlinePassed(now: now, requestSent: transfer.requestWasSent()) {
                 expired.append((transfer, .idle))
             } else {
                 next = min(next, transfer.nextDeadline)
@@ -317,6 +343,24 @@ struct SocketOwner {
     let open: curl_opensocket_callback
     let close: curl_closesocket_callback
     let context: UnsafeMutableRawPointer
+}
+
+/// The socket of each of a loop's connections, keyed by its local and remote ports (what libcurl's pre-request
+/// callback says of a connection). Entries are replaced when a new connection takes the same ports and never
+/// removed: a pooled connection's entry is valid while it is pooled, and stale entries are bounded by the port
+/// space. Loop-only.
+final class ConnectionRegistry {
+    @exclusivity(unchecked) private var sockets: [Int: Int32] = [:]
+
+    @inline(__always)
+    static func key(localPort: Int32, remotePort: Int32) -> Int {
+        Int(localPort) << 16 | Int(remotePort & 0xFFFF)
+    }
+
+    func register(_ socket: Int32, for key: Int) { sockets[key] = socket }
+
+    @inline(__always)
+    func socket(for key: Int) -> Int32? { sockets[key] }
 }
 
 /// A loop's current time; only its loop reads and writes it.

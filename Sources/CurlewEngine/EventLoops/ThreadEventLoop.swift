@@ -12,7 +12,8 @@ import Synchronization
 ///
 /// The wakeup is an eventfd the loop owns and polls beside libcurl's sockets, not `curl_multi_wakeup`: a poster
 /// decides to wake under the inbox lock but writes after releasing it, and by then the loop may have stopped and
-/// freed its multi handle, while the eventfd lives as long as this object.
+/// freed its multi handle. The eventfd is closed when the loop has stopped and no such write is still under way
+/// (whoever finishes last closes it), so `shutdown()` returns with every descriptor of the client closed.
 final class ThreadEventLoop: CurlEventLoop, TaskExecutor, @unchecked Sendable {
     private enum Message {
         case submit(Transfer)
@@ -26,6 +27,9 @@ final class ThreadEventLoop: CurlEventLoop, TaskExecutor, @unchecked Sendable {
         var isSleeping = false
         var isStopping = false
         var hasStopped = false
+        /// Wakeup writes decided under the lock and not yet done: the eventfd stays open until they are.
+        var wakesInFlight = 0
+        var wakeupClosed = false
         var shutdownWaiters: [CheckedContinuation<Void, Never>] = []
     }
 
@@ -73,7 +77,8 @@ final class ThreadEventLoop: CurlEventLoop, TaskExecutor, @unchecked Sendable {
     }
 
     deinit {
-        close(wakeupDescriptor)
+        // A loop whose thread never ran (or ran without stopping) still owns its eventfd.
+        if !inbox.withLock({ $0.wakeupClosed }) { close(wakeupDescriptor) }
     }
 
     var taskExecutor: (any TaskExecutor)? { self }
@@ -106,13 +111,32 @@ final class ThreadEventLoop: CurlEventLoop, TaskExecutor, @unchecked Sendable {
             inbox.messages.append(message)
             guard inbox.isSleeping else { return .queued }
             inbox.isSleeping = false
+            inbox.wakesInFlight += 1
             return .wake
         }
         switch outcome {
         case .queued: break
-        case .wake: curlew_wakeup_signal(wakeupDescriptor)
+        case .wake: signalWakeup()
         case .rejected: reject(message)
         }
+    }
+
+    /// Writes to the eventfd for a wake decided under the lock (`wakesInFlight` counted it), then closes the
+    /// eventfd if the loop stopped meanwhile and this was the last such write.
+    private func signalWakeup() {
+        curlew_wakeup_signal(wakeupDescriptor)
+        let closeNow = inbox.withLock { inbox -> Bool in
+            inbox.wakesInFlight -= 1
+            return Self.takeClose(&inbox)
+        }
+        if closeNow { close(wakeupDescriptor) }
+    }
+
+    /// Whether the eventfd may be closed now, marking it closed if so: the loop has stopped and no write is due.
+    private static func takeClose(_ inbox: inout Inbox) -> Bool {
+        guard inbox.hasStopped, inbox.wakesInFlight == 0, !inbox.wakeupClosed else { return false }
+        inbox.wakeupClosed = true
+        return true
     }
 
     /// What a stopped loop does with late messages: tasks keep running on the global pool, transfers fail.
@@ -139,19 +163,20 @@ final class ThreadEventLoop: CurlEventLoop, TaskExecutor, @unchecked Sendable {
                 inbox.shutdownWaiters.append(continuation)
                 return Self.markStopping(&inbox)
             }
-            if shouldWake { curlew_wakeup_signal(wakeupDescriptor) }
+            if shouldWake { signalWakeup() }
         }
     }
 
     /// Asks the loop to stop without waiting, for a client released without `shutdown()`.
     func requestShutdown() {
-        if inbox.withLock({ Self.markStopping(&$0) }) { curlew_wakeup_signal(wakeupDescriptor) }
+        if inbox.withLock({ Self.markStopping(&$0) }) { signalWakeup() }
     }
 
     private static func markStopping(_ inbox: inout Inbox) -> Bool {
         inbox.isStopping = true
         let wake = inbox.isSleeping
         inbox.isSleeping = false
+        if wake { inbox.wakesInFlight += 1 }
         return wake
     }
 
@@ -241,14 +266,18 @@ final class ThreadEventLoop: CurlEventLoop, TaskExecutor, @unchecked Sendable {
             processMessages()
         }
         core.cleanup()
-        let (waiters, late) = inbox.withLock { inbox -> ([CheckedContinuation<Void, Never>], [Message]) in
+        let (waiters, late, closeNow) = inbox.withLock {
+            inbox -> ([CheckedContinuation<Void, Never>], [Message], Bool) in
             inbox.hasStopped = true
             defer {
                 inbox.shutdownWaiters.removeAll()
                 inbox.messages.removeAll()
             }
-            return (inbox.shutdownWaiters, inbox.messages)
+            return (inbox.shutdownWaiters, inbox.messages, Self.takeClose(&inbox))
         }
+        // Closed before the waiters resume, so `shutdown()` returns with it closed (unless a poster is still
+        // writing to it this instant; that poster closes it right after).
+        if closeNow { close(wakeupDescriptor) }
         threadID.store(0, ordering: .relaxed)
         for message in late { reject(message) }
         for waiter in waiters { waiter.resume() }

@@ -21,6 +21,9 @@ final class ClientSettings: Sendable {
     let maxConnectionsPerHost: Int?
     let maxConnectionsTotal: Int?
     let maxCachedConnectionsPerLoop: Int
+    /// `CURLOPT_MAXAGE_CONN` and `CURLOPT_MAXLIFETIME_CONN`, in whole seconds (lifetime 0: no limit).
+    let maxConnectionIdleAgeSeconds: Int
+    let maxConnectionLifetimeSeconds: Int
     let maxConcurrentStreamsPerConnection: Int
     let capabilities: CurlGlobal.Capabilities
     /// `CURLEW_LIBCURL_VERBOSE=1` in the environment turns on libcurl's own trace (to stderr) for every transfer.
@@ -43,6 +46,10 @@ final class ClientSettings: Sendable {
         maxConnectionsPerHost = configuration.maxConnectionsPerHost
         maxConnectionsTotal = configuration.maxConnectionsTotal
         maxCachedConnectionsPerLoop = configuration.maxCachedConnectionsPerLoop
+        maxConnectionIdleAgeSeconds = max(Int(configuration.maxConnectionIdleAge.components.seconds), 1)
+        maxConnectionLifetimeSeconds = configuration.maxConnectionLifetime.map {
+            max(Int(clamping: $0.components.seconds), 1)
+        } ?? 0
         maxConcurrentStreamsPerConnection = configuration.maxConcurrentStreamsPerConnection
         capabilities = CurlGlobal.capabilities
         libcurlVerbose = ProcessInfo.processInfo.environment["CURLEW_LIBCURL_VERBOSE"] == "1"
@@ -61,13 +68,17 @@ extension Transfer {
         // The loop reads its clock once per iteration, which can be a moment before another thread submitted.
         let now = max(loopTime, submittedAt)
         let settings = settings
-        let timeouts = request.timeouts ?? settings.timeouts
+        let timeouts = request.timeouts.isEmpty ? settings.timeouts : request.timeouts.applied(to: settings.timeouts)
         if let error = prepareDeadlinesAndLimits(timeouts, now: now) { return error }
 
         var isPlainGET = request.usesClientDefaultsForPlainGET
         if !sink.usesCollectingOptions { isPlainGET = false }
+        let httpVersion = request.httpVersion ?? settings.httpVersion
+        checksReusedConnections = CredentialPolicy.isHTTP1Only(request.url, version: httpVersion)
+        let redirects = request.redirects ?? settings.redirects
+        followsRedirects = redirects.follow
         if isPlainGET && easy.isConfiguredForPlainGET {
-            return configureRepeatedPlainGET(easy, userdata: userdata, now: now)
+            return configureRepeatedPlainGET(easy, userdata: userdata)
         }
         if easy.isConfiguredForPlainGET { easy.reset() }
         self.easy?.isConfiguredForPlainGET = isPlainGET
@@ -83,6 +94,10 @@ extension Transfer {
         apply(easy.set(CURLOPT_WRITEDATA, pointer: userdata))
         apply(curlew_easy_setopt_write_callback(easy.raw, CURLOPT_HEADERFUNCTION, transferHeaderCallback))
         apply(easy.set(CURLOPT_HEADERDATA, pointer: userdata))
+        apply(curlew_easy_setopt_prereq_callback(easy.raw, transferPrereqCallback))
+        apply(easy.set(CURLOPT_PREREQDATA, pointer: userdata))
+        apply(curlew_easy_setopt_sockopt_callback(easy.raw, transferSocketOptionCallback))
+        apply(easy.set(CURLOPT_SOCKOPTDATA, pointer: userdata))
         apply(easy.set(CURLOPT_NOSIGNAL, true))
         apply(curlew_easy_allow_only_http(easy.raw))
         apply(easy.set(CURLOPT_URL, request.url))
@@ -126,7 +141,8 @@ extension Transfer {
         // Header fields.
         if let conflict = multipartBoundaryConflict() { return conflict }
         let expectContinue = request.expectContinue ?? settings.expectContinue
-        if let list = buildHeaderList(hasBody: sendsBody, expectContinue: expectContinue) {
+        carriesCredentials = request.headerFields.contains(where: CredentialPolicy.isCredential)
+        if let list = buildHeaderList(hasBody: sendsBody, expectContinue: expectContinue, withholdingCredentials: false) {
             headerList = list
             apply(curlew_easy_setopt_slist(easy.raw, CURLOPT_HTTPHEADER, list))
         }
@@ -153,7 +169,11 @@ extension Transfer {
         }
 
         // Protocol version and connection reuse.
-        switch request.httpVersion ?? settings.httpVersion {
+        apply(easy.set(CURLOPT_MAXAGE_CONN, settings.maxConnectionIdleAgeSeconds))
+        if settings.maxConnectionLifetimeSeconds > 0 {
+            apply(easy.set(CURLOPT_MAXLIFETIME_CONN, settings.maxConnectionLifetimeSeconds))
+        }
+        switch httpVersion {
         case .http1_1:
             apply(easy.set(CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_1_1)))
         case .http2:
@@ -170,16 +190,14 @@ extension Transfer {
             }
         }
 
-        // Timeouts: the total clock started at submission.
+        // Timeouts. libcurl enforces only the connect timeout: the total and idle deadlines are the engine's own
+        // (MultiCore.checkDeadlines), so a libcurl timeout always means connect, and the engine knows which of its
+        // deadlines fired.
         if let connect = timeouts.connect {
             apply(easy.set(CURLOPT_CONNECTTIMEOUT_MS, curlMilliseconds(fromNanoseconds: connect.saturatingNanoseconds)))
         }
-        if let totalDeadline {
-            apply(easy.set(CURLOPT_TIMEOUT_MS, curlMilliseconds(fromNanoseconds: totalDeadline - now)))
-        }
 
         // Redirects.
-        let redirects = request.redirects ?? settings.redirects
         if redirects.follow {
             apply(easy.set(CURLOPT_FOLLOWLOCATION, true))
             apply(easy.set(CURLOPT_MAXREDIRS, max(redirects.maximum, 0)))
@@ -244,12 +262,11 @@ extension Transfer {
             totalDeadline = deadline
         }
         // Idle timeouts beyond a century are no idle timeout, so deadline arithmetic cannot overflow.
-        idleTimeout =
+        let idleTimeout: UInt64 =
             timeouts.idle.map { $0.saturatingNanoseconds }.flatMap { $0 > 3_155_760_000_000_000_000 ? nil : max($0, 1) }
             ?? 0
         startedAt = now
-        // The idle clock starts once the request is on its way; look for that in a quarter period.
-        lastActivity = now - min(now, idleTimeout - idleTimeout / 4)
+        stateMachine.startIdleClock(timeout: idleTimeout, now: now)
         // The client's limit bounds memory, so it applies to collected bodies only; a streamed or downloaded body
         // is bounded only by the request's own limit.
         if sink.usesCollectingOptions {
@@ -267,9 +284,7 @@ extension Transfer {
     /// already what it must be (the pool belongs to one client, so the defaults are the same), so the handle is
     /// neither reset nor configured again. That is libcurl's own reuse pattern, and it saves about half a
     /// microsecond per request.
-    private func configureRepeatedPlainGET(
-        _ easy: EasyHandle, userdata: UnsafeMutableRawPointer, now: UInt64
-    ) -> CurlewError? {
+    private func configureRepeatedPlainGET(_ easy: EasyHandle, userdata: UnsafeMutableRawPointer) -> CurlewError? {
         easy.errorBuffer[0] = 0
         var status = CURLE_OK
         @inline(__always) func apply(_ code: CURLcode) {
@@ -278,10 +293,9 @@ extension Transfer {
         apply(easy.set(CURLOPT_PRIVATE, pointer: userdata))
         apply(easy.set(CURLOPT_WRITEDATA, pointer: userdata))
         apply(easy.set(CURLOPT_HEADERDATA, pointer: userdata))
+        apply(easy.set(CURLOPT_PREREQDATA, pointer: userdata))
+        apply(easy.set(CURLOPT_SOCKOPTDATA, pointer: userdata))
         apply(easy.set(CURLOPT_URL, request.url))
-        if let totalDeadline {
-            apply(easy.set(CURLOPT_TIMEOUT_MS, curlMilliseconds(fromNanoseconds: totalDeadline - now)))
-        }
         return Self.optionError(status)
     }
 
@@ -318,8 +332,10 @@ extension Transfer {
     }
 
     /// Builds the header list libcurl sends; libcurl keeps the pointer, so it lives until the transfer ends.
-    private func buildHeaderList(
-        hasBody: Bool, expectContinue: CurlewClient.ExpectContinue
+    ///
+    /// - Parameter withholdingCredentials: leave out the fields `CredentialPolicy` withholds from other origins.
+    func buildHeaderList(
+        hasBody: Bool, expectContinue: CurlewClient.ExpectContinue, withholdingCredentials: Bool
     ) -> UnsafeMutablePointer<curl_slist>? {
         var list: UnsafeMutablePointer<curl_slist>?
         func append(_ line: String) {
@@ -328,6 +344,7 @@ extension Transfer {
             }
         }
         for field in request.headerFields {
+            if withholdingCredentials && CredentialPolicy.isCredential(field) { continue }
             // "Name:" would make libcurl drop the header; "Name;" is its syntax for an empty value.
             append(field.value.isEmpty ? "\(field.name.rawName);" : "\(field.name.rawName): \(field.value)")
         }
@@ -353,6 +370,11 @@ extension Transfer {
             curl_slist_free_all(headerList)
             self.headerList = nil
         }
+        if let headerListWithoutCredentials {
+            curl_slist_free_all(headerListWithoutCredentials)
+            self.headerListWithoutCredentials = nil
+        }
+        credentialsWithheld = false
         openedBody?.close()
         loop = nil
     }
@@ -390,7 +412,8 @@ extension Transfer {
             bytesReceived: easy.info(offset: CURLINFO_SIZE_DOWNLOAD_T),
             headerBytesReceived: easy.info(CURLINFO_HEADER_SIZE),
             redirectCount: easy.info(CURLINFO_REDIRECT_COUNT),
-            localPort: easy.info(CURLINFO_LOCAL_PORT)
+            localPort: easy.info(CURLINFO_LOCAL_PORT),
+            freshConnectionRetries: stateMachine.freshConnectionRetries
         )
     }
 
@@ -405,26 +428,35 @@ extension Transfer {
     }
 
     /// Turns a failed libcurl result into the error the caller sees.
-    func makeError(_ result: CURLcode, easy: EasyHandle, now: UInt64) -> CurlewError {
+    func makeError(_ result: CURLcode, easy: EasyHandle) -> CurlewError {
         // The body or the sink stopped the transfer (libcurl says "aborted by callback", "send failed rewind",
         // "write error"): say why.
         if let failure = openedBody?.failure { return failure }
         if let failure = sinkError(for: result) { return failure }
-        if expectationRejected {
+        switch stateMachine.stopCause {
+        case .expectationRejected:
             return CurlewError(
                 code: .invalidRequest,
                 detail: "the server refused `Expect: 100-continue` (417); send this request with expectContinue disabled",
                 curlCode: Int(result.rawValue))
-        }
-        if limitExceeded, result == CURLE_WRITE_ERROR {
+        case .bodyLimitExceeded where result == CURLE_WRITE_ERROR:
             return CurlewError(
                 code: .bodyTooLarge, detail: "the response body exceeds the limit of \(bodyLimit) bytes",
                 curlCode: Int(result.rawValue))
+        case .ambiguousFraming(let detail) where result == CURLE_WRITE_ERROR:
+            return CurlewError(
+                code: .invalidResponse, detail: "\(detail); the connection was closed", curlCode: Int(result.rawValue))
+        case .staleConnection:
+            return CurlewError(
+                code: .connectionClosed,
+                detail: "a fresh connection too had unread bytes or was closed before the request was written",
+                curlCode: Int(result.rawValue))
+        default:
+            break
         }
-        let timeoutKind: CurlewError.TimeoutKind =
-            if let totalDeadline, now &+ 1_000_000 >= totalDeadline { .total } else { .connect }
+        // libcurl enforces only the connect timeout; the total and idle ones are the engine's own.
         return CurlewError.fromCurl(
             result, message: easy.errorMessage, osErrno: Int32(easy.info(CURLINFO_OS_ERRNO)),
-            timeoutKind: timeoutKind, lastStatus: easy.info(CURLINFO_RESPONSE_CODE))
+            timeoutKind: .connect, lastStatus: easy.info(CURLINFO_RESPONSE_CODE))
     }
 }

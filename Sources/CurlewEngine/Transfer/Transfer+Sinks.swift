@@ -25,7 +25,7 @@ extension Transfer {
     func receiveStreamedBody(_ bytes: UnsafeRawBufferPointer) -> Int {
         receivedBodyBytes += Int64(bytes.count)
         if receivedBodyBytes > Int64(bodyLimit) {
-            limitExceeded = true
+            stateMachine.bodyLimitExceeded()
             return 0
         }
         switch sink {
@@ -38,7 +38,7 @@ extension Transfer {
             guard buffer.offer(bytes) else {
                 // libcurl keeps these bytes and offers them again once resumed.
                 receivedBodyBytes -= Int64(bytes.count)
-                receivePaused = true
+                stateMachine.paused(.receive)
                 return Int(CURL_WRITEFUNC_PAUSE)
             }
             return bytes.count
@@ -47,28 +47,12 @@ extension Transfer {
             if file.writesToFile { return file.write(bytes) ? bytes.count : 0 }
             // Not a success: the body is the server's explanation, kept in memory like any collected body.
             if responseBody.count + bytes.count > settings.maxResponseBodySize {
-                limitExceeded = true
+                stateMachine.bodyLimitExceeded()
                 return 0
             }
             responseBody.append(contentsOf: bytes)
             return bytes.count
         }
-    }
-
-    /// At the end of a header block. For a final response: a streaming caller gets the head, and an upload paused
-    /// for its producer is resumed, since libcurl 7.88 does not report a transfer done while its send side is
-    /// paused, even when the server has answered in full before reading the body (a 413, a 401).
-    func finalHeaderBlockEnded() {
-        guard let easy else { return }
-        let status = easy.info(CURLINFO_RESPONSE_CODE)
-        if status < 200 { return }
-        // A followed redirect, or a 417 libcurl may retry without Expect, is not the final response; the head
-        // then goes out with the first body byte (libcurl never hands over the bodies it ignores) or at the end.
-        if (300..<400).contains(status), (request.redirects ?? settings.redirects).follow { return }
-        if status == 417 { return }
-        responseStarted = true
-        if sendPaused, let loop { loop.unpause(self, .send) }
-        if case .stream = sink, continuation != nil { deliverHead() }
     }
 
     /// Resumes a streaming caller with the status and header fields; the body follows through the buffer.

@@ -21,10 +21,21 @@ final class Transfer: @unchecked Sendable {
     /// When the caller submitted it: the total timeout counts from here.
     let submittedAt: UInt64
 
-    var stateMachine = TransferStateMachine()
+    /// Every decision about the transfer's course (see `TransferStateMachine`). Loop-only, and touched by every
+    /// callback: no runtime exclusivity check (a callback never re-enters the transfer).
+    @exclusivity(unchecked) var stateMachine = TransferStateMachine()
     var continuation: TransferContinuation?
     var easy: EasyHandle?
     var headerList: UnsafeMutablePointer<curl_slist>?
+    /// The header list without the credentials (`CredentialPolicy`), built the first time a redirect leaves the
+    /// request's origin (nil when nothing else is left).
+    var headerListWithoutCredentials: UnsafeMutablePointer<curl_slist>?
+    var credentialsWithheld = false
+    /// Whether the request carries a field `CredentialPolicy` withholds from other origins.
+    var carriesCredentials = false
+    /// Whether a reused connection is checked for unread bytes before a request goes out on it: HTTP/1 only (an
+    /// HTTP/2 connection has frames of its own waiting, which libcurl reads).
+    var checksReusedConnections = false
 
     // Appended to from libcurl's callbacks, a few times per request. Only the loop touches them and no access
     // overlaps another (a callback never re-enters the transfer), so the runtime's exclusivity check is skipped.
@@ -33,7 +44,6 @@ final class Transfer: @unchecked Sendable {
     var bodyLimit = 0
     /// The bound on decoded bytes of a content-encoded body, when smaller than `bodyLimit`.
     var decodedLimit: Int?
-    var limitExceeded = false
     /// Body bytes handed to a streaming or file sink, for the size limit.
     var receivedBodyBytes: Int64 = 0
     /// The request body, opened when the transfer starts and closed when it ends.
@@ -42,35 +52,28 @@ final class Transfer: @unchecked Sendable {
     let sink: ResponseSink
     /// The loop running the transfer, which wakers and consumers ask to resume a paused transfer.
     var loop: (any CurlEventLoop)?
-    /// Whether a callback paused the transfer (`CURL_READFUNC_PAUSE` / `CURL_WRITEFUNC_PAUSE`) and it waits for
-    /// the body's producer or the response's consumer; a paused transfer is not idle.
-    var sendPaused = false
-    var receivePaused = false
-    /// Whether the final response's header block has arrived: from then on an upload that waits for its
-    /// producer is idle like any other transfer, since the server has answered.
-    var responseStarted = false
-    /// Whether the request carries the engine's own `Expect: 100-continue`, and whether the server refused it.
+    /// Whether the request carries the engine's own `Expect: 100-continue`.
     var sentExpectContinue = false
-    var expectationRejected = false
+    /// Whether libcurl follows redirects for this request (a 3xx head is then not the final one).
+    var followsRedirects = false
     var lastProgressReport: UInt64 = 0
     /// The last progress report, read from libcurl before the handle goes back to the pool.
     var finalProgress: TransferProgress?
 
     var startedAt: UInt64 = 0
     var totalDeadline: UInt64?
-    var idleTimeout: UInt64 = 0
-    var lastActivity: UInt64 = 0
     /// The owning loop's clock, read by the callbacks instead of the system clock.
     /// Unowned: the loop's core owns its clock and outlives every transfer it runs; only the loop reads it while the
     /// transfer runs. Saves a retain/release pair per request.
     unowned(unsafe) var loopClock: LoopClock?
-    /// Whether the idle clock runs: only once the request is on its way. Before that (waiting for a free
-    /// connection, resolving, connecting) the connect and total timeouts apply, not the idle one.
-    var idleClockStarted = false
+    /// The loop's sockets by connection, for the check of reused connections; unowned like the clock.
+    unowned(unsafe) var connections: ConnectionRegistry?
+    /// The socket libcurl opened last for this transfer.
+    var openedSocket: Int32?
 
     /// The earliest of the idle and total deadlines, as of the last activity.
     var nextDeadline: UInt64 {
-        min(totalDeadline ?? .max, idleTimeout == 0 ? .max : lastActivity + idleTimeout)
+        min(totalDeadline ?? .max, stateMachine.idleDeadline)
     }
 
     /// Links of the loop's list of running transfers. Unowned: a linked transfer is kept alive by the reference taken
@@ -91,11 +94,12 @@ final class Transfer: @unchecked Sendable {
 
     @inline(__always)
     func receiveBody(_ data: UnsafeMutablePointer<CChar>?, count: Int) -> Int {
-        if idleTimeout != 0, let loopClock { markActivity(loopClock.now) }
+        recordActivity()
         guard count > 0, let data else { return count }
+        stateMachine.bodyReceived()
         if case .collect = sink {} else { return receiveStreamedBody(UnsafeRawBufferPointer(start: data, count: count)) }
         if responseBody.count + count > bodyLimit {
-            limitExceeded = true
+            stateMachine.bodyLimitExceeded()
             return 0  // CURLE_WRITE_ERROR: libcurl stops the transfer
         }
         if responseBody.isEmpty { reserveBodyCapacity() }
@@ -114,26 +118,51 @@ final class Transfer: @unchecked Sendable {
     func receiveHeaderLine(_ data: UnsafeMutablePointer<CChar>?, count: Int) -> Int {
         guard count > 0, let data else { return count }
         let line = UnsafeRawBufferPointer(start: data, count: count)
-        if count >= 5, line[0] == UInt8(ascii: "H"), line[1] == UInt8(ascii: "T"), line[2] == UInt8(ascii: "T"),
-            line[3] == UInt8(ascii: "P"), line[4] == UInt8(ascii: "/")
-        {
+        switch HeaderLine.classify(line) {
+        case .statusLine:
             // A new status line starts a new header block (100 Continue, redirects): keep only the last.
             rawHeaders.removeAll(keepingCapacity: true)
             if rawHeaders.capacity == 0 { rawHeaders.reserveCapacity(512) }
-            if idleTimeout != 0, let loopClock { markActivity(loopClock.now) }
-        } else if count <= 2 {
-            if idleTimeout != 0, let loopClock { markActivity(loopClock.now) }
+            recordActivity()
+            stateMachine.statusLineReceived()
+        case .endOfBlock:
+            recordActivity()
             if decodedLimit != nil { applyDecodedLimitIfEncoded() }
-            if sentExpectContinue, let easy, easy.info(CURLINFO_RESPONSE_CODE) == 417 {
-                // libcurl 7.88 would resend the request without end: it drops only an Expect header it added itself.
-                expectationRejected = true
-                return 0
+            // Only uploads, streamed responses and the engine's 417 check care (a getinfo call the plain GET path
+            // does without).
+            if sentExpectContinue || openedBody != nil || (continuation != nil && !sink.usesCollectingOptions) {
+                if !headerBlockEnded() { return 0 }
             }
-            // Only uploads and streamed responses care (a getinfo call the plain GET path does without).
-            if openedBody != nil || continuation != nil && !sink.usesCollectingOptions { finalHeaderBlockEnded() }
+        case .contentLength(let value):
+            if stateMachine.contentLengthReceived(value) == .abort { return 0 }
+        case .transferEncoding:
+            if stateMachine.transferEncodingReceived() == .abort { return 0 }
+        case .otherField:
+            break
         }
         rawHeaders.append(contentsOf: line)
         return count
+    }
+
+    /// At the end of a header block: a streaming caller gets the final head, an upload paused for its producer is
+    /// resumed (libcurl 7.88 does not report a transfer done while its send side is paused, even when the server
+    /// has answered in full before reading the body: a 413, a 401). Returns false to stop the transfer.
+    private func headerBlockEnded() -> Bool {
+        guard let easy else { return true }
+        let status = easy.info(CURLINFO_RESPONSE_CODE)
+        let action = stateMachine.headerBlockEnded(
+            status: status, followsRedirect: followsRedirects && (300..<400).contains(status),
+            sentExpectContinue: sentExpectContinue)
+        switch action {
+        case .accept:
+            return true
+        case .abort:
+            return false
+        case .finalResponse(let resumeSend):
+            if resumeSend, let loop { loop.unpause(self, .send) }
+            if case .stream = sink, continuation != nil { deliverHead() }
+            return true
+        }
     }
 
     /// At the end of a header block: a content-encoded body gets the smaller decoded-size bound.
@@ -147,43 +176,67 @@ final class Transfer: @unchecked Sendable {
 
     @inline(__always)
     func sendBody(into buffer: UnsafeMutablePointer<CChar>?, capacity: Int) -> Int {
-        if idleTimeout != 0, let loopClock { markActivity(loopClock.now) }
+        recordActivity()
         guard let buffer, let openedBody else { return 0 }
         let result = openedBody.read(into: buffer, capacity: capacity)
-        if result == Int(CURL_READFUNC_PAUSE) { sendPaused = true }
+        if result == Int(CURL_READFUNC_PAUSE) { stateMachine.paused(.send) }
         return result
     }
 
-    /// Called when the idle deadline seems to have passed; returns whether it really has. The idle clock starts
-    /// with the first byte a callback sees, or when a deadline check finds the request sent
-    /// (`CURLINFO_PRETRANSFER_TIME_T`, checked every quarter period); until then it is held back, since waiting for
-    /// a connection is not idleness. A silent server is thus detected between 1 and 1.25 idle periods after the
-    /// request went out.
-    func idleDeadlinePassed(now: UInt64) -> Bool {
-        if receivePaused || (sendPaused && !responseStarted) {
-            // Waiting for our own producer or consumer is not the server being silent.
-            lastActivity = now
-            return false
+    /// The pre-request callback: libcurl is about to write a request (the first, or one after a redirect) on a
+    /// connection it picked. A reused HTTP/1 connection with bytes waiting is refused before anything is written
+    /// (the bytes belong to no request of ours), and a redirect that leaves the request's origin goes out without
+    /// its credentials.
+    func requestStarting(localPort: Int32, remotePort: Int32) -> Int32 {
+        guard let easy else { return CURL_PREREQFUNC_OK }
+        let redirectCount = easy.info(CURLINFO_REDIRECT_COUNT)
+        var effectiveURL: String?
+        if redirectCount > 0 {
+            effectiveURL = easy.info(string: CURLINFO_EFFECTIVE_URL)
+            if carriesCredentials, let effectiveURL { applyCredentialPolicy(to: easy, at: effectiveURL) }
         }
-        if !idleClockStarted {
-            // Not libcurl's timestamps: they count from when the transfer left libcurl's queue for a connection.
-            // The clock starts now, at the latest one idle period after the request went out.
-            if let easy, easy.info(microseconds: CURLINFO_PRETRANSFER_TIME_T) > .zero {
-                idleClockStarted = true
-                lastActivity = now
-            } else {
-                // Look again in a quarter period, so the clock starts at most that late.
-                lastActivity = now - min(now, idleTimeout - idleTimeout / 4)
+        var check = TransferStateMachine.ConnectionCheck.notChecked
+        let checks = effectiveURL.map { CredentialPolicy.isHTTP1Only($0, version: request.httpVersion ?? settings.httpVersion) }
+            ?? checksReusedConnections
+        if checks, let connections {
+            let key = ConnectionRegistry.key(localPort: localPort, remotePort: remotePort)
+            // CURLINFO_NUM_CONNECTS is 0 while the transfer has opened no connection: libcurl handed it a pooled one.
+            if easy.info(CURLINFO_NUM_CONNECTS) == 0 {
+                if let socket = connections.socket(for: key) {
+                    check = curlew_socket_is_quiet(socket) == 1 ? .clean : .unreadBytesOrClosed
+                }
+            } else if let openedSocket {
+                connections.register(openedSocket, for: key)
             }
-            return false
         }
-        return lastActivity + idleTimeout <= now
+        switch stateMachine.requestStarting(connection: check) {
+        case .proceed: return CURL_PREREQFUNC_OK
+        case .abandonConnection: return CURL_PREREQFUNC_ABORT
+        }
+    }
+
+    /// Swaps in the header list without credentials when a redirect leaves the request's origin. libcurl reads
+    /// the list when it writes the request, right after this callback.
+    private func applyCredentialPolicy(to easy: EasyHandle, at effectiveURL: String) {
+        guard !CredentialPolicy.mayCarryCredentials(from: request.url, to: effectiveURL) else { return }
+        if !credentialsWithheld {
+            credentialsWithheld = true
+            headerListWithoutCredentials = buildHeaderList(
+                hasBody: openedBody != nil, expectContinue: request.expectContinue ?? settings.expectContinue,
+                withholdingCredentials: true)
+        }
+        _ = curlew_easy_setopt_slist(easy.raw, CURLOPT_HTTPHEADER, headerListWithoutCredentials)
     }
 
     @inline(__always)
-    private func markActivity(_ now: UInt64) {
-        lastActivity = now
-        idleClockStarted = true
+    private func recordActivity() {
+        if stateMachine.idleTimeout != 0, let loopClock { stateMachine.activity(at: loopClock.now) }
+    }
+
+    /// Whether libcurl has written the request (its pre-transfer phase is over), for the idle clock.
+    func requestWasSent() -> Bool {
+        guard let easy else { return false }
+        return easy.info(microseconds: CURLINFO_PRETRANSFER_TIME_T) > .zero
     }
 
     /// Rewinds the request body for a 307/308 redirect or an authentication retry.
@@ -222,6 +275,17 @@ let transferProgressCallback: curl_xferinfo_callback = { userdata, downloadTotal
             downloadTotal: Int64(downloadTotal), downloaded: Int64(downloaded), uploaded: Int64(uploaded))
     }
     return 0
+}
+
+let transferPrereqCallback: curlew_prereq_callback = { userdata, _, _, remotePort, localPort in
+    withTransfer(userdata) { $0.requestStarting(localPort: localPort, remotePort: remotePort) }
+}
+
+/// Called for every socket libcurl opens for the transfer: remembered, so the connection's socket is known when
+/// it is reused (libcurl 7.88's CURLINFO_ACTIVESOCKET names the handle's previous connection, not the current one).
+let transferSocketOptionCallback: curl_sockopt_callback = { userdata, socket, _ in
+    withTransfer(userdata) { $0.openedSocket = socket }
+    return CURL_SOCKOPT_OK
 }
 
 let transferSeekCallback: curl_seek_callback = { userdata, offset, origin in

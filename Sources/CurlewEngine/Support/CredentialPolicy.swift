@@ -1,0 +1,71 @@
+import CLibCurl
+import HTTPTypes
+
+/// The one rule for credentials and redirects, owned by the engine: a request's credentials go only to its own
+/// origin (scheme, host and port).
+///
+/// Withheld from a redirect to another origin, and so never sent over http after https: `Authorization`,
+/// `Cookie`, `Proxy-Authorization`, and any field the caller marks sensitive with
+/// `HTTPField.indexingStrategy = .disallow` (HTTP/2's "never index", the marker swift-http-types has for secrets).
+/// Credentials in the URL's user-info are libcurl's: it sends them only to the original host, scheme and port.
+enum CredentialPolicy {
+    /// The fields withheld whatever their indexing strategy.
+    static let credentialFields: [HTTPField.Name] = [.authorization, .cookie, .proxyAuthorization]
+
+    /// Whether `field` is withheld from other origins.
+    static func isCredential(_ field: HTTPField) -> Bool {
+        field.indexingStrategy == .disallow || credentialFields.contains(field.name)
+    }
+
+    /// Whether a request to `original` may carry its credentials to `target`: the same scheme, host and port
+    /// (default ports made explicit, host names compared without case). Anything libcurl cannot parse is another
+    /// origin.
+    static func mayCarryCredentials(from original: String, to target: String) -> Bool {
+        guard let from = Origin(original), let to = Origin(target) else { return false }
+        return from == to
+    }
+
+    /// Whether requests to `url` go over HTTP/1 on a connection of their own at a time, so that bytes waiting on a
+    /// pooled connection can only be stray: http URLs (HTTP/2 over cleartext only with prior knowledge) and
+    /// anything asked as HTTP/1.1. An https request with HTTP/2 allowed may land on a multiplexed connection, whose
+    /// waiting frames (other streams, PING, SETTINGS) are libcurl's to read.
+    static func isHTTP1Only(_ url: String, version: CurlewClient.HTTPVersion) -> Bool {
+        switch version {
+        case .http1_1: true
+        case .http2PriorKnowledge: false
+        case .http2: hasHTTPScheme(url)
+        }
+    }
+
+    private static func hasHTTPScheme(_ url: String) -> Bool {
+        var utf8 = url.utf8.makeIterator()
+        for expected in "http:".utf8 {
+            guard let byte = utf8.next(), byte | 0x20 == expected | 0x20 else { return false }
+        }
+        return true
+    }
+
+    struct Origin: Equatable {
+        let scheme: String
+        let host: String
+        let port: String
+
+        init?(_ url: String) {
+            guard let handle = curl_url() else { return nil }
+            defer { curl_url_cleanup(handle) }
+            guard curl_url_set(handle, CURLUPART_URL, url, 0) == CURLUE_OK else { return nil }
+            func part(_ which: CURLUPart, _ flags: UInt32 = 0) -> String? {
+                var pointer: UnsafeMutablePointer<CChar>?
+                guard curl_url_get(handle, which, &pointer, flags) == CURLUE_OK, let pointer else { return nil }
+                defer { curl_free(pointer) }
+                return String(cString: pointer)
+            }
+            guard let scheme = part(CURLUPART_SCHEME), let host = part(CURLUPART_HOST),
+                let port = part(CURLUPART_PORT, UInt32(CURLU_DEFAULT_PORT))
+            else { return nil }
+            self.scheme = scheme.lowercased()
+            self.host = host.lowercased()
+            self.port = port
+        }
+    }
+}

@@ -1,0 +1,85 @@
+/// What one line handed to libcurl's header callback is, as far as the engine's decisions go: read from the
+/// line's first bytes, so the common field costs one comparison.
+enum HeaderLine: Equatable {
+    /// `HTTP/…`: a new header block starts.
+    case statusLine
+    /// The empty line that ends a block.
+    case endOfBlock
+    /// `Content-Length`, with its value; nil when it is not one number (a list of equal numbers is one number,
+    /// RFC 9110 §8.6).
+    case contentLength(Int64?)
+    /// `Transfer-Encoding`.
+    case transferEncoding
+    /// Any other field (or a continuation line).
+    case otherField
+
+    @inline(__always)
+    static func classify(_ line: UnsafeRawBufferPointer) -> HeaderLine {
+        let count = line.count
+        if count <= 2 { return .endOfBlock }
+        let first = line[0] | 0x20
+        if first == UInt8(ascii: "h"), count >= 5, line[0] == UInt8(ascii: "H"), line[1] == UInt8(ascii: "T"),
+            line[2] == UInt8(ascii: "T"), line[3] == UInt8(ascii: "P"), line[4] == UInt8(ascii: "/")
+        {
+            return .statusLine
+        }
+        if first == UInt8(ascii: "c"), hasNamePrefix(line, contentLengthName) {
+            return .contentLength(parseLength(line, from: contentLengthName.count))
+        }
+        if first == UInt8(ascii: "t"), hasNamePrefix(line, transferEncodingName) {
+            return .transferEncoding
+        }
+        return .otherField
+    }
+
+    private static let contentLengthName: [UInt8] = Array("content-length:".utf8)
+    private static let transferEncodingName: [UInt8] = Array("transfer-encoding:".utf8)
+
+    private static func hasNamePrefix(_ line: UnsafeRawBufferPointer, _ name: [UInt8]) -> Bool {
+        guard line.count > name.count else { return false }
+        for index in 0..<name.count where line[index] | 0x20 != name[index] {
+            // ':' | 0x20 is ':' and '-' | 0x20 is '-': only letters fold.
+            return false
+        }
+        return true
+    }
+
+    /// The value after the colon: digits, optional whitespace around, possibly a comma-separated list of the same
+    /// number.
+    private static func parseLength(_ line: UnsafeRawBufferPointer, from start: Int) -> Int64? {
+        var result: Int64?
+        var current: Int64?
+        var index = start
+        func isSpace(_ byte: UInt8) -> Bool {
+            byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") || byte == UInt8(ascii: "\r")
+                || byte == UInt8(ascii: "\n")
+        }
+        func finishElement() -> Bool {
+            guard let value = current else { return false }
+            if let result, result != value { return false }
+            result = value
+            current = nil
+            return true
+        }
+        var sawDigitsEnded = false
+        while index < line.count {
+            let byte = line[index]
+            if byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") {
+                if sawDigitsEnded { return nil }
+                let (times10, overflow1) = (current ?? 0).multipliedReportingOverflow(by: 10)
+                let (sum, overflow2) = times10.addingReportingOverflow(Int64(byte - UInt8(ascii: "0")))
+                if overflow1 || overflow2 { return nil }
+                current = sum
+            } else if byte == UInt8(ascii: ",") {
+                guard finishElement() else { return nil }
+                sawDigitsEnded = false
+            } else if isSpace(byte) {
+                if current != nil { sawDigitsEnded = true }
+            } else {
+                return nil
+            }
+            index += 1
+        }
+        return finishElement() ? result : nil
+    }
+}

@@ -1,0 +1,253 @@
+import CurlewEngine
+import CurlewTestSupport
+import HTTPTypes
+import Testing
+
+/// Pooled connections that servers close, reset or leave bytes on: the next request gets its own response from
+/// the server, on a fresh connection when it must, and never a failure it could have avoided.
+@Suite("Connection reuse against servers that misbehave")
+struct CurlewClientConnectionReuseTests {
+    /// A complete response no request asked for: a desync would hand it to the next request.
+    static let strayResponse = WireStep.responseText(body: "wrong")
+
+    enum StrayTiming: String, CaseIterable, CustomTestStringConvertible {
+        case sameSegment, laterSegment, after300Milliseconds
+        var testDescription: String { rawValue }
+    }
+
+    /// Answers `/first` with a body plus stray bytes (timed as asked), everything else with its own path.
+    static func strayScript(_ timing: StrayTiming) -> @Sendable (WireRequest) -> [WireStep] {
+        { request in
+            guard request.target == "/first" else { return [.response(body: "own:\(request.target)")] }
+            let mark = WireStep.mark("stray-\(request.connection)-\(request.indexOnConnection)")
+            switch timing {
+            case .sameSegment:
+                return [.send(Array((WireStep.responseText(body: "first") + strayResponse).utf8)), mark]
+            case .laterSegment:
+                return [.response(body: "first"), .wait(milliseconds: 20), .send(Array(strayResponse.utf8)), mark]
+            case .after300Milliseconds:
+                return [.response(body: "first"), .wait(milliseconds: 300), .send(Array(strayResponse.utf8)), mark]
+            }
+        }
+    }
+
+    @Test(arguments: allLoops, StrayTiming.allCases)
+    func bytesAfterABodyNeverAnswerTheNextRequest(
+        loop: CurlewClient.Configuration.EventLoopKind, timing: StrayTiming
+    ) async throws {
+        try await withWireScriptServer(Self.strayScript(timing)) { server in
+            try await withClient(loop) { client in
+                for round in 0..<5 {
+                    let first = try await client.execute(try CurlewRequest(url: "\(server.baseURL)/first"))
+                    #expect(first.text == "first", "round \(round)")
+                    // The stray bytes are on the wire before the next request is submitted (server-side mark).
+                    let last = try #require(server.requests.last)
+                    try await server.waitForMark("stray-\(last.connection)-\(last.indexOnConnection)")
+                    let next = try await client.execute(try CurlewRequest(url: "\(server.baseURL)/next-\(round)"))
+                    #expect(next.text == "own:/next-\(round)", "round \(round): \(timing)")
+                    #expect(next.status == .ok)
+                }
+            }
+            // Every request reached the server, each answered once.
+            #expect(server.requests.map(\.target).filter { $0.hasPrefix("/next-") }.count == 5)
+        }
+    }
+
+    @Test(arguments: allLoops)
+    func aConnectionWithUnreadBytesIsReplacedBeforeTheRequestIsWritten(
+        loop: CurlewClient.Configuration.EventLoopKind
+    ) async throws {
+        try await withWireScriptServer(Self.strayScript(.after300Milliseconds)) { server in
+            try await withClient(loop) { client in
+                _ = try await client.execute(try CurlewRequest(url: "\(server.baseURL)/first"))
+                try await server.waitForMark("stray-0-0")
+                // Not idempotent: goes out again only because nothing was written on the refused connection.
+                let post = try CurlewRequest(method: .post, url: "\(server.baseURL)/post", body: .bytes([1, 2, 3]))
+                let response = try await client.execute(post)
+                #expect(response.text == "own:/post")
+                #expect(response.metrics.freshConnectionRetries == 1)
+                #expect(!response.metrics.reusedConnection)
+            }
+            // The refused connection saw no second request; the POST arrived once, on connection 1.
+            let posts = server.requests.filter { $0.target == "/post" }
+            #expect(posts.count == 1)
+            #expect(posts.first?.connection == 1)
+        }
+    }
+
+    enum BetweenRequests: String, CaseIterable, CustomTestStringConvertible {
+        case close, reset
+        var testDescription: String { rawValue }
+    }
+
+    @Test(arguments: allLoops, BetweenRequests.allCases)
+    func connectionsClosedOrResetBetweenRequestsCostNoRequest(
+        loop: CurlewClient.Configuration.EventLoopKind, ending: BetweenRequests
+    ) async throws {
+        let script: @Sendable (WireRequest) -> [WireStep] = { request in
+            let mark = WireStep.mark("ended-\(request.connection)")
+            // The client reads the response before the connection ends (a reset would discard unread bytes).
+            return [.response(body: "own:\(request.target)"), .wait(milliseconds: 30), mark,
+                    ending == .close ? .close : .reset]
+        }
+        try await withWireScriptServer(script) { server in
+            try await withClient(loop) { client in
+                for round in 0..<4 {
+                    let method: HTTPRequest.Method = round % 2 == 0 ? .get : .post
+                    let request = try CurlewRequest(
+                        method: method, url: "\(server.baseURL)/r\(round)", body: method == .post ? .bytes([7]) : nil)
+                    let response = try await client.execute(request)
+                    #expect(response.text == "own:/r\(round)", "\(method) round \(round)")
+                    try await server.waitForMark("ended-\(server.connectionCount - 1)")
+                }
+            }
+            #expect(server.requests.count == 4, "each request reached the server exactly once")
+        }
+    }
+
+    @Test(arguments: allLoops)
+    func conflictingContentLengthsFailAsInvalidResponseAndTheConnectionIsNotReused(
+        loop: CurlewClient.Configuration.EventLoopKind
+    ) async throws {
+        let script: @Sendable (WireRequest) -> [WireStep] = { request in
+            switch request.target {
+            case "/conflicting":
+                [.send(Array("HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 7\r\n\r\nhello, world".utf8))]
+            case "/both":
+                [.send(Array(
+                    "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n"
+                        .utf8))]
+            case "/list":
+                [.send(Array("HTTP/1.1 200 OK\r\nContent-Length: 5, 5\r\n\r\nhello".utf8))]
+            default:
+                [.response(body: "own:\(request.target)")]
+            }
+        }
+        try await withWireScriptServer(script) { server in
+            try await withClient(loop) { client in
+                for path in ["/conflicting", "/both"] {
+                    let error = await caughtError {
+                        _ = try await client.execute(try CurlewRequest(url: "\(server.baseURL)\(path)"))
+                    }
+                    let curlewError = try #require(error as? CurlewError, "\(path): \(String(describing: error))")
+                    #expect(curlewError.code == .invalidResponse, "\(path): \(curlewError)")
+                    let connectionsBefore = server.connectionCount
+                    let next = try await client.execute(try CurlewRequest(url: "\(server.baseURL)/after"))
+                    #expect(next.text == "own:/after")
+                    #expect(server.connectionCount == connectionsBefore + 1, "\(path): the connection was closed")
+                }
+                // A list of the same length is one length (RFC 9110 §8.6).
+                #expect(try await client.execute(try CurlewRequest(url: "\(server.baseURL)/list")).text == "hello")
+            }
+        }
+    }
+}
+
+/// The engine's credential rule over every redirect status: credentials reach only the request's origin.
+@Suite("Credentials across redirects")
+struct CurlewClientCredentialRedirectTests {
+    static let redirectCodes = [301, 302, 303, 307, 308]
+
+    static func credentialRequest(url: String) throws -> CurlewRequest {
+        var request = try CurlewRequest(url: url)
+        request.headerFields[.authorization] = "Bearer secret-token"
+        request.headerFields[.cookie] = "session=secret-cookie"
+        request.headerFields[.proxyAuthorization] = "Basic c2VjcmV0"
+        var apiKey = HTTPField(name: HTTPField.Name("X-Api-Key")!, value: "secret-key")
+        apiKey.indexingStrategy = .disallow
+        request.headerFields.append(apiKey)
+        request.headerFields[HTTPField.Name("X-Trace")!] = "kept"
+        return request
+    }
+
+    static let secretNames = ["authorization", "cookie", "proxy-authorization", "x-api-key"]
+
+    /// Redirects `/go-CODE` to `TARGET/landed`, answers `/landed` itself.
+    static func redirector(to target: @escaping @Sendable () -> String) -> @Sendable (WireRequest) -> [WireStep] {
+        { request in
+            if request.target.hasPrefix("/go-"), let code = Int(request.target.dropFirst(4)) {
+                return [.response(status: code, headers: [("Location", "\(target())/landed")], body: "")]
+            }
+            return [.response(body: "landed")]
+        }
+    }
+
+    enum Destination: String, CaseIterable, CustomTestStringConvertible {
+        case otherHost, otherPort
+        var testDescription: String { rawValue }
+    }
+
+    @Test(arguments: allLoops, Destination.allCases)
+    func credentialsReachOnlyTheRequestsOrigin(
+        loop: CurlewClient.Configuration.EventLoopKind, destination: Destination
+    ) async throws {
+        // Linux answers on all of 127.0.0.0/8: another address is another host without any setup.
+        let landingHost = destination == .otherHost ? "127.0.0.2" : "127.0.0.1"
+        try await withWireScriptServer(host: landingHost, { _ in [.response(body: "landed")] }) { landing in
+            let origin = try await WireScriptServer.start(Self.redirector { landing.baseURL })
+            defer { Task { try? await origin.shutdown() } }
+            try await withClient(loop) { client in
+                for code in Self.redirectCodes {
+                    let request = try Self.credentialRequest(url: "\(origin.baseURL)/go-\(code)")
+                    let response = try await client.execute(request)
+                    #expect(response.status == .ok, "\(code)")
+                    #expect(response.metrics.redirectCount == 1, "\(code)")
+                }
+            }
+            let landed = landing.requests
+            #expect(landed.count == Self.redirectCodes.count)
+            for request in landed {
+                for name in Self.secretNames {
+                    #expect(request.header(name) == nil, "\(name) crossed to \(destination)")
+                }
+                #expect(request.header("x-trace") == "kept")
+            }
+            // The origin itself got every credential.
+            for request in origin.requests {
+                for name in Self.secretNames { #expect(request.header(name) != nil, "\(name) at the origin") }
+            }
+        }
+    }
+
+    @Test(arguments: allLoops)
+    func credentialsStayWithTheOriginOnASameOriginRedirect(loop: CurlewClient.Configuration.EventLoopKind) async throws {
+        let server = try await WireScriptServer.start { request in
+            if request.target.hasPrefix("/go-"), let code = Int(request.target.dropFirst(4)) {
+                return [.response(status: code, headers: [("Location", "/landed")], body: "")]
+            }
+            return [.response(body: "landed")]
+        }
+        defer { Task { try? await server.shutdown() } }
+        try await withClient(loop) { client in
+            for code in Self.redirectCodes {
+                let response = try await client.execute(try Self.credentialRequest(url: "\(server.baseURL)/go-\(code)"))
+                #expect(response.text == "landed", "\(code)")
+            }
+        }
+        let landed = server.requests.filter { $0.target == "/landed" }
+        #expect(landed.count == Self.redirectCodes.count)
+        for request in landed {
+            for name in Self.secretNames { #expect(request.header(name) != nil, "\(name) dropped on the same origin") }
+        }
+    }
+
+    @Test(arguments: allLoops)
+    func noCredentialGoesOverHTTPAfterHTTPS(loop: CurlewClient.Configuration.EventLoopKind) async throws {
+        let nginx = try await NginxServer.shared()
+        try await withWireScriptServer({ _ in [.response(body: "landed")] }) { landing in
+            try await withClient(loop, configure: { $0.tls.caFile = nginx.caFile }) { client in
+                for code in Self.redirectCodes {
+                    let target = "127.0.0.1:\(landing.port)"
+                    let request = try Self.credentialRequest(url: "\(nginx.httpsBaseURL)/redirect-\(code)?target=\(target)")
+                    let response = try await client.execute(request)
+                    #expect(response.text == "landed", "\(code)")
+                }
+            }
+            #expect(landing.requests.count == Self.redirectCodes.count)
+            for request in landing.requests {
+                for name in Self.secretNames { #expect(request.header(name) == nil, "\(name) went over http") }
+                #expect(request.header("x-trace") == "kept")
+            }
+        }
+    }
+}

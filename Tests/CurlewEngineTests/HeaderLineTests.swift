@@ -1,0 +1,42 @@
+import Testing
+
+@testable import CurlewEngine
+
+@Suite("Header line classification")
+struct HeaderLineTests {
+    static func classify(_ text: String) -> HeaderLine {
+        Array(text.utf8).withUnsafeBytes { HeaderLine.classify($0) }
+    }
+
+    @Test func statusLinesAndBlockEnds() {
+        #expect(Self.classify("HTTP/1.1 200 OK\r\n") == .statusLine)
+        #expect(Self.classify("HTTP/2 200 \r\n") == .statusLine)
+        #expect(Self.classify("\r\n") == .endOfBlock)
+        #expect(Self.classify("\n") == .endOfBlock)
+        #expect(Self.classify("Host: x\r\n") == .otherField)
+    }
+
+    @Test func contentLengthInAnyCaseWithItsValue() {
+        #expect(Self.classify("Content-Length: 42\r\n") == .contentLength(42))
+        #expect(Self.classify("content-length:7\r\n") == .contentLength(7))
+        #expect(Self.classify("CONTENT-LENGTH: \t 0 \r\n") == .contentLength(0))
+        #expect(Self.classify("Content-Length: 5, 5\r\n") == .contentLength(5))
+    }
+
+    @Test func contentLengthThatIsNotOneNumberHasNoValue() {
+        #expect(Self.classify("Content-Length: 5, 7\r\n") == .contentLength(nil))
+        #expect(Self.classify("Content-Length: -1\r\n") == .contentLength(nil))
+        #expect(Self.classify("Content-Length: 1 2\r\n") == .contentLength(nil))
+        #expect(Self.classify("Content-Length: \r\n") == .contentLength(nil))
+        #expect(Self.classify("Content-Length: 99999999999999999999999\r\n") == .contentLength(nil))
+        #expect(Self.classify("Content-Length: 0x10\r\n") == .contentLength(nil))
+    }
+
+    @Test func transferEncodingAndLookalikes() {
+        #expect(Self.classify("Transfer-Encoding: chunked\r\n") == .transferEncoding)
+        #expect(Self.classify("transfer-encoding: gzip, chunked\r\n") == .transferEncoding)
+        #expect(Self.classify("Content-Type: text/plain\r\n") == .otherField)
+        #expect(Self.classify("Content-Length-Extra: 5\r\n") == .otherField)
+        #expect(Self.classify("Trailer: x\r\n") == .otherField)
+    }
+}
