@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Side-by-side benchmark of Curlew against raw libcurl, AsyncHTTPClient, URLSession, wrk and h2load.
-# Invoked by `make bench` from the root; see /work/shared/BENCHMARKS.md for the method.
+# Invoked by `make bench` from the root; Benchmarks/README.md describes the method.
 #
 #   Benchmarks/run.sh            full run (3 alternating repetitions, ~2-4 s per run for fast clients)
 #   BENCH_QUICK=1 Benchmarks/run.sh    smoke run: 1 repetition, small request counts

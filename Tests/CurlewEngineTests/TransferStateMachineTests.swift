@@ -298,6 +298,28 @@ struct TransferStateMachineDecisionTests {
         #expect(machine.idleDeadlinePassed(now: .max - 1, requestSent: true) == false)
     }
 
+    @Test func aTransferThatNeverReachedALoopEndsThroughTheMachine() {
+        var unsent = TransferStateMachine()
+        #expect(unsent.rejected() == .fail(.clientShutdown))
+        #expect(unsent.state == .finished)
+        #expect(unsent.cancelRequested() == .none)
+
+        var cancelled = TransferStateMachine()
+        _ = cancelled.cancelRequested()
+        #expect(cancelled.rejected() == .fail(.cancelled))
+
+        var started = Self.running()
+        #expect(started.rejected() == .ignore)
+    }
+
+    @Test func everyFailureHasItsOneError() {
+        #expect(TransferStateMachine.Failure.cancelled.error is CancellationError)
+        #expect((TransferStateMachine.Failure.clientShutdown.error as? CurlewError)?.code == .clientShutdown)
+        #expect((TransferStateMachine.Failure.abortedByShutdown.error as? CurlewError)?.code == .cancelled)
+        #expect((TransferStateMachine.Failure.timeout(.total).error as? CurlewError)?.code == .timeout(.total))
+        #expect((TransferStateMachine.Failure.resumeFailed(43).error as? CurlewError)?.curlCode == 43)
+    }
+
     @Test func theBodyLimitIsTheStopCause() {
         var machine = Self.running()
         machine.bodyLimitExceeded()

@@ -119,10 +119,12 @@ public final class CurlewClient: Sendable {
         guard let loop = pickLoop() else {
             let transfer = Transfer(
                 request: request, settings: settings, submittedAt: monotonicNanoseconds(), sink: sink)
-            let error = CurlewError(code: .clientShutdown, detail: "the client was shut down")
-            // Ended before it started: the last progress report, and body-stream writers released.
-            transfer.finish(with: .failure(error))
-            throw error
+            // Ended before it started, through the state machine like every ending: the last progress report, and
+            // body-stream writers released.
+            let failure: TransferStateMachine.Failure
+            if case .fail(let reason) = transfer.stateMachine.rejected() { failure = reason } else { failure = .clientShutdown }
+            transfer.finish(with: .failure(failure.error))
+            throw failure.error
         }
         let transfer = Transfer(request: request, settings: settings, submittedAt: loop.submissionTime, sink: sink)
         transfer.loop = loop

@@ -57,7 +57,7 @@ final class MultiCore {
         case .ignore:
             break
         case .fail(let failure):
-            resume(transfer, throwing: error(for: failure))
+            resume(transfer, throwing: failure.error)
         case .start:
             guard let easy = pool.popLast() ?? EasyHandle.make(share: settings.share) else {
                 failStart(transfer, CurlewError(code: .transport, detail: "libcurl could not create an easy handle"))
@@ -163,7 +163,7 @@ final class MultiCore {
 
     private func apply(_ action: TransferStateMachine.StopAction, to transfer: Transfer) {
         guard case .removeAndFail(let failure) = action, let easy = transfer.easy else { return }
-        var error = error(for: failure)
+        var error = failure.error
         if case .timeout(let kind) = failure {
             // Say how far the transfer got; that is what tells a slow server from a dead one.
             error = CurlewError(code: .timeout(kind), detail: "\(kind.rawValue) timeout, \(transfer.progress(easy))")
@@ -177,27 +177,6 @@ final class MultiCore {
         Unmanaged.passUnretained(transfer).release()
         recycle(transfer)
         resume(transfer, throwing: error)
-    }
-
-    private func error(for failure: TransferStateMachine.Failure) -> any Error {
-        switch failure {
-        case .cancelled:
-            CancellationError()
-        case .clientShutdown:
-            CurlewError(code: .clientShutdown, detail: "the client was shut down")
-        case .abortedByShutdown:
-            CurlewError(code: .cancelled, detail: "the client was shut down while the request was running")
-        case .timeout(.idle):
-            CurlewError(code: .timeout(.idle), detail: "idle timeout: no data moved")
-        case .timeout(let kind):
-            CurlewError(code: .timeout(kind), detail: "\(kind.rawValue) timeout")
-        case .unwatchableSocket:
-            CurlewError(code: .transport, detail: "the event loop could not watch the transfer's socket")
-        case .resumeFailed(let curlCode):
-            CurlewError(
-                code: .transport, detail: "libcurl could not resume the paused transfer", curlCode: curlCode,
-                curlMessage: String(cString: curl_easy_strerror(CURLcode(rawValue: UInt32(curlCode)))))
-        }
     }
 
     /// Returns the easy handle to the pool. A handle configured for a plain GET keeps its options (and pointers to

@@ -147,7 +147,9 @@ final class ThreadEventLoop: CurlEventLoop, TaskExecutor, @unchecked Sendable {
         case .submit(let transfer):
             load.finished()
             // The whole ending: final progress, unclaimed body streams released, a stream buffer completed.
-            transfer.finish(with: .failure(CurlewError(code: .clientShutdown, detail: "the client was shut down")))
+            if case .fail(let failure) = transfer.stateMachine.rejected() {
+                transfer.finish(with: .failure(failure.error))
+            }
         case .cancel, .unpause:
             break
         }

@@ -1,3 +1,5 @@
+import CLibCurl
+
 /// The life of one transfer, as a value that does no I/O: events in, actions out.
 ///
 /// Every event is delivered on the transfer's loop, so the machine needs no lock; what makes completion
@@ -178,6 +180,17 @@ struct TransferStateMachine: Sendable, Equatable {
             return .start
         case .running, .finished:
             // A transfer is submitted once; a second submission must not resume or restart it.
+            return .ignore
+        }
+    }
+
+    /// The transfer never reached a loop (the client or its loop had stopped): it ends here.
+    mutating func rejected() -> StartAction {
+        switch state {
+        case .created(let cancelRequested):
+            state = .finished
+            return .fail(cancelRequested ? .cancelled : .clientShutdown)
+        case .running, .finished:
             return .ignore
         }
     }
@@ -412,5 +425,30 @@ struct TransferStateMachine: Sendable, Equatable {
             return false
         }
         return true
+    }
+}
+
+extension TransferStateMachine.Failure {
+    /// The error the caller sees for a transfer the engine ended without libcurl's word: the one place these
+    /// errors are made.
+    var error: any Error {
+        switch self {
+        case .cancelled:
+            CancellationError()
+        case .clientShutdown:
+            CurlewError(code: .clientShutdown, detail: "the client was shut down")
+        case .abortedByShutdown:
+            CurlewError(code: .cancelled, detail: "the client was shut down while the request was running")
+        case .timeout(.idle):
+            CurlewError(code: .timeout(.idle), detail: "idle timeout: no data moved")
+        case .timeout(let kind):
+            CurlewError(code: .timeout(kind), detail: "\(kind.rawValue) timeout")
+        case .unwatchableSocket:
+            CurlewError(code: .transport, detail: "the event loop could not watch the transfer's socket")
+        case .resumeFailed(let curlCode):
+            CurlewError(
+                code: .transport, detail: "libcurl could not resume the paused transfer", curlCode: curlCode,
+                curlMessage: String(cString: curl_easy_strerror(CURLcode(rawValue: UInt32(curlCode)))))
+        }
     }
 }
