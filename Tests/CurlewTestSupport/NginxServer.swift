@@ -213,6 +213,12 @@ enum NginxConfig {
         """
     }
 
+    /// `/redirect-CODE?target=HOST:PORT` answers CODE with `Location: http://HOST:PORT/landed`, for the tests of the
+    /// credential rule on https → http redirects.
+    static let credentialRedirects = [301, 302, 303, 307, 308].map { code in
+        "location = /redirect-\(code) { return \(code) http://$arg_target/landed; }"
+    }.joined(separator: "\n")
+
     static func locations(prefix: String) -> String {
         """
         location = /small {
@@ -238,31 +244,7 @@ enum NginxConfig {
             access_log \(prefix)/dav-access.log curlew_dav;
         }
 
-        location = /redirect-301 {
-            # Redirects to http://TARGET/landed (TARGET = host:port), for the credential rule's tests.
-            return 301 http://$arg_target/landed;
-        }
-
-        location = /redirect-302 {
-            # Redirects to http://TARGET/landed (TARGET = host:port), for the credential rule's tests.
-            return 302 http://$arg_target/landed;
-        }
-
-        location = /redirect-303 {
-            # Redirects to http://TARGET/landed (TARGET = host:port), for the credential rule's tests.
-            return 303 http://$arg_target/landed;
-        }
-
-        location = /redirect-307 {
-            # Redirects to http://TARGET/landed (TARGET = host:port), for the credential rule's tests.
-            return 307 http://$arg_target/landed;
-        }
-
-        location = /redirect-308 {
-            # Redirects to http://TARGET/landed (TARGET = host:port), for the credential rule's tests.
-            return 308 http://$arg_target/landed;
-        }
-
+        \(credentialRedirects)
         location = /upload {
             # nginx's own handlers (return, static) answer without reading the body, so the
             # body is proxied to a sink instead. proxy_request_buffering stays on (the default)

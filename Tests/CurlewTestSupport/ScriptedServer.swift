@@ -106,16 +106,7 @@ public func withScriptedServer<T>(
     _ handler: @escaping @Sendable (ScriptedRequest) -> ScriptedResponse,
     _ body: (ScriptedServer) async throws -> T
 ) async throws -> T {
-    let server = try await ScriptedServer.start(handler)
-    let result: T
-    do {
-        result = try await body(server)
-    } catch {
-        try? await server.shutdown()
-        throw error
-    }
-    try await server.shutdown()
-    return result
+    try await withStartedServer(start: { try await ScriptedServer.start(handler) }, shutdown: { try await $0.shutdown() }, body)
 }
 
 /// Lets the child channels count requests on a server created after them.

@@ -130,16 +130,7 @@ public func withWireScriptServer<T>(
     _ script: @escaping @Sendable (WireRequest) -> [WireStep],
     _ body: (WireScriptServer) async throws -> T
 ) async throws -> T {
-    let server = try await WireScriptServer.start(host: host, script)
-    let result: T
-    do {
-        result = try await body(server)
-    } catch {
-        try? await server.shutdown()
-        throw error
-    }
-    try await server.shutdown()
-    return result
+    try await withStartedServer(start: { try await WireScriptServer.start(host: host, script) }, shutdown: { try await $0.shutdown() }, body)
 }
 
 struct WireServerState: Sendable {
