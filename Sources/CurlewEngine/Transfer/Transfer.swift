@@ -70,6 +70,8 @@ final class Transfer: @unchecked Sendable {
     unowned(unsafe) var connections: ConnectionRegistry?
     /// The socket libcurl opened last for this transfer.
     var openedSocket: Int32?
+    /// The HTTP/1 connection of the transfer's last request, as `ConnectionRegistry` keys it.
+    var connectionKey: Int?
 
     /// The earliest of the idle and total deadlines, as of the last activity.
     var nextDeadline: UInt64 {
@@ -200,11 +202,17 @@ final class Transfer: @unchecked Sendable {
             ?? checksReusedConnections
         if checks, let connections {
             let key = ConnectionRegistry.key(localPort: localPort, remotePort: remotePort)
+            // A redirect that moves to another connection leaves the previous one idle.
+            if let previous = connectionKey, previous != key, let loopClock {
+                connections.requestEnded(on: previous, at: loopClock.now)
+            }
+            connectionKey = key
             // CURLINFO_NUM_CONNECTS is 0 while the transfer has opened no connection: libcurl handed it a pooled one.
             if easy.info(CURLINFO_NUM_CONNECTS) == 0 {
-                if let socket = connections.socket(for: key) {
+                if let loopClock, let socket = connections.socketToCheck(for: key, now: loopClock.now) {
                     check = curlew_socket_is_quiet(socket) == 1 ? .clean : .unreadBytesOrClosed
                 }
+                connections.requestStarted(on: key)
             } else if let openedSocket {
                 connections.register(openedSocket, for: key)
             }
