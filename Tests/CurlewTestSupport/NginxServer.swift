@@ -19,6 +19,7 @@ import Musl
 ///   (then chunked, no `content-length`) when the request accepts gzip.
 /// - `/dav/...`: WebDAV `PUT`/`DELETE`/`MKCOL` (and `GET`) on ``scratchDirectory``.
 /// - `/upload`: `POST`/`PUT` of any size; answers `{"bytes": N}` only after reading every byte.
+/// - `/hits/...`: 200 `hit` for any method, each request logged to ``hitsAccessLogPath``.
 ///
 /// Needs Debian's nginx (`apt-get install nginx-light`, built with http_v2 and dav) and the
 /// openssl CLI. `CURLEW_NGINX` and `CURLEW_OPENSSL` override the executables.
@@ -38,6 +39,12 @@ public final class NginxServer: Sendable {
     /// Every request to `/dav/` as one line, `METHOD STATUS REQUEST-URI` (the URI as sent, still
     /// percent-encoded), written unbuffered, so tests can count what reached the server.
     public var davAccessLogPath: String { (self.scratchDirectory as NSString).deletingLastPathComponent + "/dav-access.log" }
+    /// Every request to `/hits/` as one line, `MSEC CONNECTION METHOD STATUS REQUEST-URI HOST LENGTH`: when nginx
+    /// logged it in seconds (these requests are answered as they arrive, so that is their arrival), nginx's
+    /// connection serial number, the `Host` the request named and its length in bytes (line, headers, body).
+    /// Written unbuffered at the end of each request, so tests count arrivals, connections and targets
+    /// server-side (wait for the count: a line may follow its response).
+    public var hitsAccessLogPath: String { (self.scratchDirectory as NSString).deletingLastPathComponent + "/hits-access.log" }
     private let process: SupervisedProcess
 
     /// `http://127.0.0.1:httpPort`
@@ -158,6 +165,7 @@ enum NginxConfig {
         http {
             access_log off;
             log_format curlew_dav '$request_method $status $request_uri';
+            log_format curlew_hits '$msec $connection $request_method $status $request_uri $host $request_length';
             types {
                 application/json json;
                 text/plain txt;
@@ -236,6 +244,12 @@ enum NginxConfig {
             dav_access user:rw group:rw all:r;
             client_max_body_size 0;
             access_log \(prefix)/dav-access.log curlew_dav;
+        }
+
+        location /hits/ {
+            access_log \(prefix)/hits-access.log curlew_hits;
+            default_type text/plain;
+            return 200 "hit\\n";
         }
 
         location = /upload {
