@@ -3,9 +3,9 @@ SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 .DEFAULT_GOAL := demo
 
-APT_PACKAGES := libcurl4-openssl-dev zlib1g-dev nginx-light openssl curl
+APT_PACKAGES := libcurl4-openssl-dev zlib1g-dev nginx-light openssl curl chromium
 BENCH_APT_PACKAGES := wrk nghttp2-client time util-linux
-PIP_PACKAGES := httpbin gunicorn brotlicffi
+PIP_PACKAGES := httpbin gunicorn brotlicffi hdrhistogram
 SWIFT ?= swift
 # The toolchain's usual home on these machines, for shells that do not have it on PATH.
 export PATH := $(PATH):/opt/swift/usr/bin
@@ -66,7 +66,7 @@ deps-system:
 	$(call apt_install,$(APT_PACKAGES))
 
 deps-python:
-	@if ! python3 -c 'import httpbin, gunicorn, brotlicffi' 2>/dev/null; then \
+	@if ! python3 -c 'import httpbin, gunicorn, brotlicffi, hdrh' 2>/dev/null; then \
 		echo "installing Python test servers: $(PIP_PACKAGES)"; \
 		python3 -m pip install --quiet $(PIP_PACKAGES) 2>/dev/null \
 		|| python3 -m pip install --quiet --break-system-packages $(PIP_PACKAGES); \

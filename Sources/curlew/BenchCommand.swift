@@ -103,6 +103,9 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(name: .customLong("hdr-log"), help: "Write one latency HdrHistogram per --interval here (HdrHistogram interval log 1.3, microseconds).")
     var hdrLog: String?
 
+    @Option(help: "Write a self-contained HTML report here: rates, latencies and statuses over time, thresholds.")
+    var report: String?
+
     @Option(help: "The length of the intervals of --hdr-log and --report.")
     var interval: DurationArgument = DurationArgument(.seconds(1), text: "1s")
 
@@ -235,6 +238,7 @@ struct BenchCommand: AsyncParsableCommand {
         }
         let recorder = try BenchIntervalRecorder(runner: runner, every: interval.duration, hdrLogPath: hdrLog)
         let recording = Task { await recorder.record() }
+        let startedAt = Date()
         let result = await runner.run()
         reporter.cancel()
         recording.cancel()
@@ -251,6 +255,7 @@ struct BenchCommand: AsyncParsableCommand {
             loops: client.executors.count)
         summary.stages = stages
         summary.hdrLog = hdrLog
+        summary.report = report
         summary.thresholds = thresholds.map { $0.evaluate(BenchSummary.measurements(of: result)) }
         if let server {
             summary.embeddedServer = .init(requests: server.requestsServed, connections: server.acceptedConnections)
@@ -262,6 +267,16 @@ struct BenchCommand: AsyncParsableCommand {
             thresholds: summary.thresholds)
         if let histogramOut {
             try writeHistogram(result.histogram, to: histogramOut)
+        }
+        if let report {
+            let page = BenchReport(
+                title: "curlew bench \(target)", parameters: reportParameters(plan: plan, loops: client.executors.count, startedAt: startedAt),
+                summary: summary, intervals: recorder.intervals, histogram: result.histogram)
+            do {
+                try page.html.write(toFile: report, atomically: true, encoding: .utf8)
+            } catch {
+                throw CommandFailure("cannot write --report \(report.debugDescription): \(error.localizedDescription)")
+            }
         }
         if json {
             print(try jsonLine(summary))
@@ -346,6 +361,23 @@ struct BenchCommand: AsyncParsableCommand {
         let shape = stages.map { ", stages \($0)" } ?? ""
         let targets = plan.targets.count > 1 ? ", \(plan.targets.count) targets" : ""
         return "\(plan.connections) connections, \(loops) loop(s), \(version), \(amount)\(pace)\(shape)\(targets)"
+    }
+
+    private func reportParameters(plan: BenchPlan, loops: Int, startedAt: Date) -> [(String, String)] {
+        var rows: [(String, String)] = [
+            ("run", describe(plan: plan, loops: loops)),
+            ("started", ISO8601DateFormatter().string(from: startedAt)),
+            ("interval", interval.description),
+            ("client", "curlew \(CurlewVersion.curlew), libcurl \(CurlewVersion.libcurl)"),
+        ]
+        if let targetsFile {
+            rows.insert(("targets", "\(targetsFile) (\(plan.targets.count), \(targetsOrder.rawValue))"), at: 0)
+        } else {
+            rows.insert(("url", "\(plan.targets[0].method.rawValue) \(plan.targets[0].url)"), at: 0)
+        }
+        if let stages { rows.append(("stages", stages)) }
+        if let rate { rows.append(("rate", String(format: "%g requests/s", rate))) }
+        return rows
     }
 
     private func writeHistogram(_ histogram: LatencyHistogram, to path: String) throws {

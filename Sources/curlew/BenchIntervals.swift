@@ -127,8 +127,9 @@ final class BenchIntervalRecorder: Sendable {
     private func add(_ tally: BenchTally, at seconds: Double) {
         state.withLock { state in
             let interval = state.sampler.next(tally, at: seconds)
-            // An empty sliver at the very end (the run ended on a boundary) is not an interval.
-            if interval.requests == 0 && interval.endSeconds - interval.startSeconds < 0.001 && !state.intervals.isEmpty { return }
+            // An empty sliver at the end (the last requests finished just after a boundary) is not an interval: it
+            // would plot as a drop to 0 requests/s.
+            if interval.requests == 0 && interval.endSeconds - interval.startSeconds < intervalSeconds && !state.intervals.isEmpty { return }
             state.intervals.append(interval)
             guard state.failure == nil, let writer = state.writer else { return }
             do {
