@@ -115,6 +115,20 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(name: .customLong("histogram-out"), help: "Write the latency HdrHistogram (JSON, microseconds) here, for exact merging.")
     var histogramOut: String?
 
+    @Flag(name: .customLong("no-keepalive"), help: "Open a new connection for every request and close it after the response.")
+    var noKeepalive = false
+
+    @Option(
+        name: .customLong("connect-to"),
+        help: ArgumentHelp(
+            "HOST:PORT:HOST2:PORT2 — send requests for HOST:PORT to HOST2:PORT2 instead (repeatable).",
+            discussion: """
+                The URL's host stays in the Host header, TLS SNI and the certificate check, so a virtual host or \
+                one server of several is reached without DNS. An empty HOST or PORT matches any (libcurl's \
+                CURLOPT_CONNECT_TO).
+                """))
+    var connectTo: [String] = []
+
     @Option(help: "Event loops (threads) of the client; default one per CPU the process may use.")
     var loops: Int?
 
@@ -128,6 +142,10 @@ struct BenchCommand: AsyncParsableCommand {
         if let rate, !(rate > 0 && rate.isFinite) { throw ValidationError("--rate must be a positive number of requests per second") }
         if http2 && h2c { throw ValidationError("--http2 and --h2c exclude each other") }
         if let loops, loops < 1 { throw ValidationError("--loops must be at least 1") }
+        // Four fields at least: an IPv6 address in brackets brings colons of its own.
+        for entry in connectTo where entry.split(separator: ":", omittingEmptySubsequences: false).count < 4 {
+            throw ValidationError("--connect-to \(entry.debugDescription) is not HOST:PORT:HOST2:PORT2")
+        }
         if url != nil && targetsFile != nil { throw ValidationError("give a URL or --targets, not both") }
         if targetsFile != nil && (bodyFile != nil || method.uppercased() != "GET") {
             throw ValidationError("with --targets, each target sets its method and body (-m and --body-file apply to a single URL)")
@@ -217,6 +235,8 @@ struct BenchCommand: AsyncParsableCommand {
         configuration.maxConnectionsPerHost = workers
         configuration.httpVersion = h2c ? .http2PriorKnowledge : http2 ? .http2 : .http1_1
         configuration.proxy = .none
+        configuration.reusesConnections = !noKeepalive
+        configuration.connectTo = connectTo
         if let loops { configuration.loopCount = loops }
         shared.applyTLS(to: &configuration)
         let client = CurlewClient(configuration: configuration)
@@ -360,7 +380,8 @@ struct BenchCommand: AsyncParsableCommand {
         let pace = rate.map { String(format: ", %.0f requests/s scheduled", $0) } ?? ""
         let shape = stages.map { ", stages \($0)" } ?? ""
         let targets = plan.targets.count > 1 ? ", \(plan.targets.count) targets" : ""
-        return "\(plan.connections) connections, \(loops) loop(s), \(version), \(amount)\(pace)\(shape)\(targets)"
+        let reuse = noKeepalive ? ", a new connection per request" : ""
+        return "\(plan.connections) connections, \(loops) loop(s), \(version)\(reuse), \(amount)\(pace)\(shape)\(targets)"
     }
 
     private func reportParameters(plan: BenchPlan, loops: Int, startedAt: Date) -> [(String, String)] {
