@@ -39,10 +39,11 @@ struct BenchCommand: AsyncParsableCommand {
                 strings), "body" (text) or "bodyFile" (a path, relative to the targets file). Text format: \
                 'METHOD URL', then 'Name: value' header lines, then '@path' for a body file, and a blank line \
                 between targets. -H headers are added to every target.
-                """))
+                """,
+            valueName: "file"))
     var targetsFile: String?
 
-    @Option(name: .customLong("targets-order"), help: "round-robin (default) or random (reproducible with --seed).")
+    @Option(name: .customLong("targets-order"), help: "The order targets are sent in; random is reproducible with --seed.")
     var targetsOrder: TargetsOrderArgument = .roundRobin
 
     @Option(help: "The seed of --targets-order random (default 1).")
@@ -86,7 +87,8 @@ struct BenchCommand: AsyncParsableCommand {
                 duration; write a level twice for a plateau (5s:100rps,1m:100rps). The run ends with the last \
                 stage. With rates, -c caps the requests in flight; with connections, the highest level is the \
                 number of connections.
-                """))
+                """,
+            valueName: "stages"))
     var stages: String?
 
     @Option(
@@ -97,13 +99,18 @@ struct BenchCommand: AsyncParsableCommand {
                 Latency: p50, p90, p99, p99.9 (any percentile), mean, max, min with a duration. Rates: errors, \
                 2xx … 5xx or an exact status (503) with a percentage of all requests. Throughput: rps. Operators \
                 <, <=, >, >=. Any failed threshold makes the exit status 99.
-                """))
+                """,
+            valueName: "rule"))
     var thresholdTexts: [String] = []
 
-    @Option(name: .customLong("hdr-log"), help: "Write one latency HdrHistogram per --interval here (HdrHistogram interval log 1.3, microseconds).")
+    @Option(
+        name: .customLong("hdr-log"),
+        help: ArgumentHelp(
+            "Write one latency HdrHistogram per --interval here (HdrHistogram interval log 1.3, microseconds).",
+            valueName: "path"))
     var hdrLog: String?
 
-    @Option(help: "Write a self-contained HTML report here: rates, latencies and statuses over time, thresholds.")
+    @Option(help: ArgumentHelp("Write a self-contained HTML report here: rates, latencies and statuses over time, thresholds.", valueName: "path.html"))
     var report: String?
 
     @Option(help: "The length of the intervals of --hdr-log and --report.")
@@ -121,12 +128,13 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(
         name: .customLong("connect-to"),
         help: ArgumentHelp(
-            "HOST:PORT:HOST2:PORT2 — send requests for HOST:PORT to HOST2:PORT2 instead (repeatable).",
+            "Send requests for HOST:PORT to HOST2:PORT2 instead (repeatable).",
             discussion: """
                 The URL's host stays in the Host header, TLS SNI and the certificate check, so a virtual host or \
                 one server of several is reached without DNS. An empty HOST or PORT matches any (libcurl's \
                 CURLOPT_CONNECT_TO).
-                """))
+                """,
+            valueName: "HOST:PORT:HOST2:PORT2"))
     var connectTo: [String] = []
 
     @Option(help: "Event loops (threads) of the client; default one per CPU the process may use.")

@@ -207,3 +207,23 @@ extension BenchCommandTests {
         }
     }
 }
+
+extension BenchCommandTests {
+    @Test func ctrlCStopsTheRunPrintsTheSummaryAndExits130() async throws {
+        try await withLoopbackServer { server in
+            let command = try CurlewBinary.start([
+                "bench", server.baseURL + "/small", "-d", "60s", "--rate", "200", "-c", "4", "--progress-interval", "100ms",
+                "--threshold", "p99<10s", "--json",
+            ])
+            try await waitUntil(timeout: .seconds(20), "a progress line") { command.currentStderr.contains("progress: ") }
+            command.signal(SIGINT)
+            let output = try await command.finish(timeout: .seconds(20))
+            #expect(output.status == 130)
+            let json = try output.json()
+            #expect(json["interrupted"] as? Bool == true)
+            #expect(json["exitStatus"] as? Int == 130)
+            // Every request sent was counted, and the server saw exactly those.
+            #expect(json["requests"] as? Int == server.requestsServed)
+        }
+    }
+}
