@@ -208,7 +208,7 @@ final class BenchRunner: Sendable {
     nonisolated(nonsending) private func work(worker: Int, start: UInt64, tally: SharedTally) async {
         let targets = plan.targets
         let targetOrder = plan.targetOrder
-        let singleTarget = targets.count == 1 ? targets[0] : nil
+        let severalTargets = targets.count > 1
         let deadline: UInt64? =
             if case .duration(let duration) = plan.stop { start + duration.nanoseconds } else { nil }
         let limit: Int? = if case .count(let count) = plan.stop { count } else { nil }
@@ -246,12 +246,12 @@ final class BenchRunner: Sendable {
                 intended = previousEnd
                 if let deadline, intended >= deadline { break }
             }
-            let targetIndex = singleTarget == nil ? targetOrder.targetIndex(ofRequest: ticket, targetCount: targets.count) : 0
-            let request = singleTarget ?? targets[targetIndex]
+            let targetIndex = severalTargets ? targetOrder.targetIndex(ofRequest: ticket, targetCount: targets.count) : 0
             let outcome: Result<CurlewResponse, any Error>
             do {
-                // Bodies are counted, never kept: a load generator has no use for them.
-                outcome = .success(try await client.executeDiscardingBody(request))
+                // Bodies are counted, never kept: a load generator has no use for them. The request is passed
+                // straight from the array (borrowed), so choosing a target copies nothing.
+                outcome = .success(try await client.executeDiscardingBody(targets[targetIndex]))
             } catch {
                 outcome = .failure(error)
             }
@@ -267,7 +267,7 @@ final class BenchRunner: Sendable {
                     tally.record(error)
                     requestFailed = true
                 }
-                if singleTarget == nil {
+                if severalTargets {
                     tally.targetRequests[targetIndex] += 1
                     if requestFailed { tally.targetFailures[targetIndex] += 1 }
                 }
