@@ -39,8 +39,10 @@ demo: deps-system
 ## test: install test servers, build with zero warnings, run every test
 test: deps check-warnings
 	# File-descriptor accounting is process-wide, so that suite runs in a process of its own.
-	$(SWIFT) test --skip-build --skip FileDescriptorTests --skip MemoryTests
+	$(SWIFT) test --skip-build --skip FileDescriptorTests --skip MemoryTests --skip BenchStagesCommandTests
 	$(SWIFT) test --skip-build --filter FileDescriptorTests
+	# Arrivals per second against the plan (within 5 %) need a machine the other tests are not loading.
+	$(SWIFT) test --skip-build --filter BenchStagesCommandTests
 	# Peak RSS is process-wide too: the 1 GiB constant-memory tests run in a process of their own.
 	$(SWIFT) test --skip-build --filter MemoryTests
 

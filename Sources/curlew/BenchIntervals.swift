@@ -110,26 +110,32 @@ final class BenchIntervalRecorder: Sendable {
             let elapsed = runner.elapsedSeconds
             guard elapsed >= boundary else { continue }
             add(runner.snapshot(), at: elapsed)
-            boundary += intervalSeconds
+            // Woken late (a loaded machine), the interval just cut is longer, and the next boundary is the next one
+            // still ahead: no run of near-empty intervals to catch up.
+            boundary = ((elapsed / intervalSeconds).rounded(.down) + 1) * intervalSeconds
         }
     }
 
     /// Adds the last, partial interval from the run's final counts and closes the log; throws the first write
     /// error of the run.
     func finish(result: BenchResult) throws {
-        add(result.tally, at: max(result.elapsed.seconds, state.withLock { $0.intervals.last?.endSeconds ?? 0 }))
+        add(result.tally, at: max(result.elapsed.seconds, state.withLock { $0.intervals.last?.endSeconds ?? 0 }), isLast: true)
         try state.withLock { state in
             state.writer?.close()
             if let failure = state.failure { throw CommandFailure(failure) }
         }
     }
 
-    private func add(_ tally: BenchTally, at seconds: Double) {
+    private func add(_ tally: BenchTally, at seconds: Double, isLast: Bool = false) {
         state.withLock { state in
             let interval = state.sampler.next(tally, at: seconds)
-            // An empty sliver at the end (the last requests finished just after a boundary) is not an interval: it
-            // would plot as a drop to 0 requests/s.
-            if interval.requests == 0 && interval.endSeconds - interval.startSeconds < intervalSeconds && !state.intervals.isEmpty { return }
+            // An empty sliver at the end (the run ended just after a boundary) is not an interval: it would plot as
+            // a drop to 0 requests/s.
+            if isLast && interval.requests == 0 && interval.endSeconds - interval.startSeconds < intervalSeconds
+                && !state.intervals.isEmpty
+            {
+                return
+            }
             state.intervals.append(interval)
             guard state.failure == nil, let writer = state.writer else { return }
             do {

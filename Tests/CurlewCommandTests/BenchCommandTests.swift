@@ -29,7 +29,7 @@ import Testing
             for key in [
                 "url", "method", "connections", "loops", "requests", "succeeded", "failed", "failures", "statusCodes",
                 "durationSeconds", "requestsPerSecond", "latencyMicroseconds", "latencyFrom", "bytesSent",
-                "bytesReceived", "connectionsOpened", "interrupted",
+                "bytesReceived", "connectionsOpened", "interrupted", "thresholds", "exitStatus",
             ] {
                 #expect(json[key] != nil, "missing \(key)")
             }

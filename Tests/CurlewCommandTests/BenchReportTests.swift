@@ -110,7 +110,8 @@ import Testing
             }
             // One marker per interval on the rate chart, and the per-interval 2xx counts add up to the run's.
             let rateMarkers = html.components(separatedBy: "class=\"point\" data-series=\"requests/s\"").count - 1
-            #expect((8...9).contains(rateMarkers), "\(rateMarkers) intervals")
+            let duration = try #require(json["durationSeconds"] as? Double)
+            #expect((Int(duration / 0.25)...Int(duration / 0.25) + 1).contains(rateMarkers), "\(rateMarkers) intervals in \(duration) s")
             let okCounts = html.components(separatedBy: "data-series=\"2xx\" data-x=\"").dropFirst().compactMap { part -> Double? in
                 guard let range = part.range(of: "data-y=\"") else { return nil }
                 return Double(part[range.upperBound...].prefix { $0 != "\"" })
@@ -132,7 +133,7 @@ import Testing
             // The plotted series are in the picture: requests/s (blue), p50/p90/p99 lines, the 2xx series.
             let counts = try await pixelCounts(png, colors: ["#1f77b4", "#2ca02c", "#ff7f0e", "#d62728"])
             for (color, count) in counts {
-                #expect(count > 300, "only \(count) pixels of \(color)")
+                #expect(count > 100, "only \(count) pixels of \(color)")
             }
             #expect(server.requestsServed == 600)
         }
