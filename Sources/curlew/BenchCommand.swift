@@ -49,8 +49,11 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(help: "The seed of --targets-order random (default 1).")
     var seed: UInt64?
 
-    @Option(name: [.customShort("c"), .long], help: "Requests in flight at any time.")
-    var connections: Int = 16
+    @Option(name: [.customShort("c"), .long], help: "Requests in flight at any time (default 16).")
+    var connections: Int?
+
+    /// -c, or its default; closed-model stages set their own.
+    private var inFlight: Int { connections ?? 16 }
 
     @Option(name: [.customShort("n"), .long], help: "Send exactly this many requests.")
     var requests: Int?
@@ -143,7 +146,7 @@ struct BenchCommand: AsyncParsableCommand {
     @OptionGroup var shared: SharedOptions
 
     func validate() throws {
-        guard connections >= 1 else { throw ValidationError("-c/--connections must be at least 1") }
+        if let connections, connections < 1 { throw ValidationError("-c/--connections must be at least 1") }
         if let requests, requests < 1 { throw ValidationError("-n/--requests must be at least 1") }
         if requests != nil && duration != nil { throw ValidationError("give -n/--requests or -d/--duration, not both") }
         if let duration, duration.duration <= .zero { throw ValidationError("-d/--duration must be longer than 0") }
@@ -164,7 +167,7 @@ struct BenchCommand: AsyncParsableCommand {
             if rate != nil { throw ValidationError("give --rate or --stages, not both") }
             if requests != nil || duration != nil { throw ValidationError("--stages sets the run's length: drop -n/-d") }
             do {
-                if case .concurrency = try BenchStages.parse(stages), connectionsWereGiven {
+                if case .concurrency = try BenchStages.parse(stages), connections != nil {
                     throw ValidationError("--stages in connections sets the connections: drop -c")
                 }
             } catch let error as BenchStages.ParseError {
@@ -183,11 +186,6 @@ struct BenchCommand: AsyncParsableCommand {
                 throw ValidationError("header \(header.debugDescription) is not 'Name: value'")
             }
         }
-    }
-
-    /// Whether -c was on the command line (its default is not a choice the closed-model stages would override).
-    private var connectionsWereGiven: Bool {
-        CommandLine.arguments.contains { $0 == "-c" || $0 == "--connections" || $0.hasPrefix("--connections=") || ($0.hasPrefix("-c") && $0.count > 2 && !$0.hasPrefix("--")) }
     }
 
     private func parsedThresholds() throws(BenchThreshold.ParseError) -> [BenchThreshold] {
@@ -230,12 +228,12 @@ struct BenchCommand: AsyncParsableCommand {
         switch shape {
         case .arrivals(let schedule):
             arrivals = schedule
-            (workers, stop) = (connections, .schedule)
+            (workers, stop) = (inFlight, .schedule)
         case .concurrency(let schedule):
             concurrency = schedule
             (workers, stop) = (schedule.maxConcurrency, .duration(.nanoseconds(Int64(schedule.totalSeconds * 1e9))))
         case nil:
-            workers = connections
+            workers = inFlight
             stop = if let count = self.requests { .count(count) } else { .duration(duration?.duration ?? .seconds(10)) }
         }
 
