@@ -131,6 +131,8 @@ let package = Package(
             dependencies: [
                 // The command's pure parts (thresholds, schedules, target files, HdrHistogram encoding) are unit-tested.
                 "curlew",
+                // zlib, to inflate the HdrHistogram encoding in its test.
+                "CLibCurl",
                 "CurlewTestSupport",
                 "CurlewLoopbackServer",
                 .product(name: "Crypto", package: "swift-crypto"),
