@@ -262,6 +262,10 @@ struct BenchCommand: AsyncParsableCommand {
         let reporter = Task {
             await runner.reportProgress(every: shared.progressInterval.duration, to: progress)
         }
+        // Output files are created before the first request: a typo in a path should not cost a whole run.
+        if let report, !FileManager.default.createFile(atPath: report, contents: nil) {
+            throw CommandFailure("cannot create --report \(report.debugDescription)")
+        }
         let recorder = try BenchIntervalRecorder(runner: runner, every: interval.duration, hdrLogPath: hdrLog)
         let recording = Task { await recorder.record() }
         let startedAt = Date()

@@ -117,6 +117,19 @@ extension BenchCommandTests {
         #expect(perRun[0] == perRun[1])
     }
 
+    @Test func unwritableOutputFilesFailBeforeAnyRequestIsSent() async throws {
+        try await withLoopbackServer { server in
+            for option in ["--report", "--hdr-log"] {
+                let output = try await CurlewBinary.run([
+                    "bench", server.baseURL + "/small", "-n", "50", option, "/nonexistent/dir/out", "--no-progress",
+                ])
+                #expect(output.status == 1)
+                #expect(output.stderr.contains("/nonexistent/dir/out"), "\(output.stderr)")
+            }
+            #expect(server.requestsServed == 0)
+        }
+    }
+
     @Test func badTargetsFilesAreUsageErrorsNamingTheLine() async throws {
         let path = try Self.writeTemporary("{\"url\": \"http://127.0.0.1:1/\"}\n{\"url\": \"ftp://127.0.0.1/\"}\n", name: "bad.json")
         defer { try? FileManager.default.removeItem(atPath: (path as NSString).deletingLastPathComponent) }
