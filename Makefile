@@ -3,9 +3,9 @@ SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 .DEFAULT_GOAL := demo
 
-APT_PACKAGES := libcurl4-openssl-dev zlib1g-dev nginx-light openssl curl
+APT_PACKAGES := libcurl4-openssl-dev zlib1g-dev nginx-light openssl curl chromium
 BENCH_APT_PACKAGES := wrk nghttp2-client time util-linux
-PIP_PACKAGES := httpbin gunicorn brotlicffi hypercorn
+PIP_PACKAGES := httpbin gunicorn brotlicffi hypercorn hdrhistogram
 SWIFT ?= swift
 # The toolchain's usual home on these machines, for shells that do not have it on PATH.
 export PATH := $(PATH):/opt/swift/usr/bin
@@ -39,8 +39,10 @@ demo: deps-system
 ## test: install test servers, build with zero warnings, run every test
 test: deps check-warnings
 	# File-descriptor accounting is process-wide, so that suite runs in a process of its own.
-	$(SWIFT) test --skip-build --skip FileDescriptorTests --skip MemoryTests
+	$(SWIFT) test --skip-build --skip FileDescriptorTests --skip MemoryTests --skip BenchStagesCommandTests
 	$(SWIFT) test --skip-build --filter FileDescriptorTests
+	# Arrivals per second against the plan (within 5 %) need a machine the other tests are not loading.
+	$(SWIFT) test --skip-build --filter BenchStagesCommandTests
 	# Peak RSS is process-wide too: the 1 GiB constant-memory tests run in a process of their own.
 	$(SWIFT) test --skip-build --filter MemoryTests
 
@@ -66,7 +68,7 @@ deps-system:
 	$(call apt_install,$(APT_PACKAGES))
 
 deps-python:
-	@if ! python3 -c 'import httpbin, gunicorn, brotlicffi, hypercorn' 2>/dev/null; then \
+	@if ! python3 -c 'import httpbin, gunicorn, brotlicffi, hypercorn, hdrh' 2>/dev/null; then \
 		echo "installing Python test servers: $(PIP_PACKAGES)"; \
 		python3 -m pip install --quiet $(PIP_PACKAGES) 2>/dev/null \
 		|| python3 -m pip install --quiet --break-system-packages $(PIP_PACKAGES); \

@@ -77,6 +77,8 @@ let package = Package(
             name: "curlew",
             dependencies: [
                 "CurlewEngine",
+                // zlib for HdrHistogram's compressed log encoding; libcurl's version info for `curlew version`.
+                "CLibCurl",
                 "CurlewLoopbackServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
@@ -127,6 +129,10 @@ let package = Package(
         .testTarget(
             name: "CurlewCommandTests",
             dependencies: [
+                // The command's pure parts (thresholds, schedules, target files, HdrHistogram encoding) are unit-tested.
+                "curlew",
+                // zlib, to inflate the HdrHistogram encoding in its test.
+                "CLibCurl",
                 "CurlewTestSupport",
                 "CurlewLoopbackServer",
                 .product(name: "Crypto", package: "swift-crypto"),

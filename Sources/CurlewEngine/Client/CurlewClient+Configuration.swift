@@ -61,6 +61,15 @@ extension CurlewClient {
         /// The `User-Agent` sent when a request sets none. `nil` (the default, as in libcurl and AsyncHTTPClient)
         /// sends none, which also spares every request a string copy and a formatted header line.
         public var userAgent: String? = nil
+        /// Whether connections stay open for later requests (HTTP/1.1 keep-alive, HTTP/2 multiplexing). `false` opens
+        /// a new connection for every request and closes it after the response (libcurl's `CURLOPT_FRESH_CONNECT`
+        /// and `CURLOPT_FORBID_REUSE`), which is what a load test of connection setup wants.
+        public var reusesConnections: Bool = true
+        /// Connects somewhere else than the URL says while keeping the URL's host for `Host`, TLS SNI and the
+        /// certificate check: entries `HOST:PORT:CONNECT-TO-HOST:CONNECT-TO-PORT`, an empty field matching any host
+        /// or port (libcurl's `CURLOPT_CONNECT_TO`). Reaches a virtual host, or one server of several behind a name,
+        /// without DNS.
+        public var connectTo: [String] = []
 
         public init() {}
     }
