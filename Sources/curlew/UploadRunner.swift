@@ -26,6 +26,28 @@ struct UploadPlan: Sendable {
     }
 }
 
+/// The one retry policy of `curlew upload`, for plain targets and S3 alike.
+enum UploadRetryPolicy {
+    /// Statuses that say "try again later", whatever the request.
+    static let retryableStatuses: Set<Int> = [408, 429, 502, 503, 504]
+
+    /// Retried: failures before the request reached the server, and, for idempotent requests (a PUT, or any S3
+    /// request: the same bytes to the same name), a connection lost mid-way. Never a file problem.
+    static func isSafeToRetry(_ code: CurlewError.Code, idempotent: Bool) -> Bool {
+        switch code {
+        case .connectionRefused, .connectFailed, .dnsFailure, .timeout(.connect): true
+        case .connectionClosed, .timeout(.idle), .timeout(.total), .http2: idempotent
+        default: false
+        }
+    }
+
+    /// Exponential backoff with jitter, capped: 100 ms, 200 ms, 400 ms … at most 3.2 s, each 50-100 % of that.
+    static func backoff(beforeRetry attempt: Int) -> Duration {
+        let base = 0.1 * Double(1 << min(max(attempt, 1) - 1, 5))
+        return .seconds(base * Double.random(in: 0.5...1.0))
+    }
+}
+
 struct UploadFailure: Sendable, Encodable {
     let path: String
     let error: String
@@ -33,6 +55,8 @@ struct UploadFailure: Sendable, Encodable {
 
 struct UploadTally: Sendable {
     var uploaded = 0
+    /// `--skip-existing`: files the bucket already held.
+    var alreadyThere = 0
     var bytes: Int64 = 0
     var retries = 0
     var connectionsOpened = 0
@@ -41,6 +65,7 @@ struct UploadTally: Sendable {
 
     mutating func add(_ other: UploadTally) {
         uploaded += other.uploaded
+        alreadyThere += other.alreadyThere
         bytes += other.bytes
         retries += other.retries
         connectionsOpened += other.connectionsOpened
@@ -60,6 +85,8 @@ final class UploadRunner: Sendable {
     private let plan: UploadPlan
     private let items: [UploadItem]
     private let journal: UploadJournal?
+    /// Set for s3:// targets: files go through it instead of one request each.
+    private let s3: S3Uploader?
     private let nextIndex = Atomic<Int>(0)
     private let stopRequested = Atomic<Bool>(false)
     private let filesDone = Atomic<Int>(0)
@@ -67,11 +94,12 @@ final class UploadRunner: Sendable {
     private let filesFailed = Atomic<Int>(0)
     static let liveProgressThreshold: Int64 = 4 << 20
 
-    init(client: CurlewClient, plan: UploadPlan, items: [UploadItem], journal: UploadJournal?) {
+    init(client: CurlewClient, plan: UploadPlan, items: [UploadItem], journal: UploadJournal?, s3: S3Uploader? = nil) {
         self.client = client
         self.plan = plan
         self.items = items
         self.journal = journal
+        self.s3 = s3
     }
 
     /// Stops starting new files (Ctrl-C); transfers in flight go on.
@@ -130,6 +158,10 @@ final class UploadRunner: Sendable {
     }
 
     private func send(_ listed: UploadItem, into tally: inout UploadTally) async {
+        if let s3 {
+            await send(listed, to: s3, into: &tally)
+            return
+        }
         var attempt = 0
         while true {
             // The state just before sending is what the journal records: the engine fails the transfer if the file
@@ -162,10 +194,10 @@ final class UploadRunner: Sendable {
                     return
                 }
                 failure = "HTTP \(response.status.code)" + Self.bodyHint(response.body)
-                retryable = [408, 429, 502, 503, 504].contains(response.status.code)
+                retryable = UploadRetryPolicy.retryableStatuses.contains(Int(response.status.code))
             } catch let error as CurlewError {
                 failure = "\(error.code.reportName): \(error.detail)" + (error.curlMessage.map { " (\($0))" } ?? "")
-                retryable = isSafeToRetry(error.code)
+                retryable = UploadRetryPolicy.isSafeToRetry(error.code, idempotent: plan.mode == .put)
             } catch is CancellationError {
                 fail(listed, "cancelled (interrupted)", into: &tally)
                 return
@@ -179,22 +211,38 @@ final class UploadRunner: Sendable {
             }
             attempt += 1
             tally.retries += 1
-            // Exponential backoff with jitter, capped: 100 ms, 200 ms, 400 ms … at most 3.2 s.
-            let base = 0.1 * Double(1 << min(attempt - 1, 5))
-            do { try await Task.sleep(for: .seconds(base * Double.random(in: 0.5...1.0))) } catch {
+            do { try await Task.sleep(for: UploadRetryPolicy.backoff(beforeRetry: attempt)) } catch {
                 fail(listed, "cancelled (interrupted)", into: &tally)
                 return
             }
         }
     }
 
-    /// Retried: failures before the request reached the server, and, for PUT (idempotent: the same bytes to the
-    /// same name), a connection lost mid-way. Never a file problem or a refusal by the server.
-    private func isSafeToRetry(_ code: CurlewError.Code) -> Bool {
-        switch code {
-        case .connectionRefused, .connectFailed, .dnsFailure, .timeout(.connect): true
-        case .connectionClosed, .timeout(.idle), .timeout(.total), .http2: plan.mode == .put
-        default: false
+    private func send(_ listed: UploadItem, to s3: S3Uploader, into tally: inout UploadTally) async {
+        guard let item = UploadSource.currentState(of: listed) else {
+            fail(listed, "file vanished: \(String(cString: strerror(errno)))", into: &tally)
+            return
+        }
+        let counted = Atomic<Int>(0)
+        let outcome = await s3.upload(item) { [self] bytes in
+            counted.add(Int(bytes), ordering: .relaxed)
+            bytesDone.add(Int(bytes), ordering: .relaxed)
+        }
+        switch outcome {
+        case .uploaded:
+            tally.uploaded += 1
+            tally.bytes += item.size
+            filesDone.add(1, ordering: .relaxed)
+            // Parts resumed from an earlier run count as progress, not as bytes sent by this one.
+            bytesDone.add(Int(item.size) - counted.load(ordering: .relaxed), ordering: .relaxed)
+        case .alreadyThere:
+            tally.alreadyThere += 1
+            filesDone.add(1, ordering: .relaxed)
+        case .failed(let reason):
+            bytesDone.subtract(counted.load(ordering: .relaxed), ordering: .relaxed)
+            fail(listed, reason, into: &tally)
+            // Bad credentials, a missing bucket…: every other file would fail the same way.
+            if s3.client.runProblem != nil { requestStop() }
         }
     }
 

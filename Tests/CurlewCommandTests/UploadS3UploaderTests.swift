@@ -1,0 +1,259 @@
+import Crypto
+import CurlewTestSupport
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// `curlew upload … s3://…` against moto's S3 server, verified by boto3 (`Tests/servers/s3_inspect.py`) and by
+/// moto's own request log.
+@Suite struct UploadS3UploaderTests {
+    /// Names moto's signature checker gets right: it refuses valid signatures (boto3's too) for keys with
+    /// non-ASCII letters, `%`, `+`, `&`, `=`, `'`, `(`, `!`, `,`, `;`, `@`, `$`, `*` or `[`. Those are tested on the
+    /// unchecked server.
+    static let asciiAwkwardNames = [
+        "plain.txt", "with space.txt", "hash#tag.json", "index.html", "data.csv", "notes.md",
+        "deep/er/still/file.png", "empty.bin", "UPPER.JPG", "tilde~dash-under_score.tar.gz",
+    ]
+
+    static func run(_ moto: MotoServer, _ arguments: [String], environment: [String: String] = [:], timeout: Duration = .seconds(120)) async throws -> CommandOutput {
+        // HOME elsewhere: the machine's own ~/.aws must not be read.
+        try await CurlewBinary.run(
+            ["upload"] + arguments + ["--endpoint", moto.endpoint, "--no-progress"],
+            environment: moto.credentialEnvironment.merging(["HOME": "/nonexistent"]) { $1 }.merging(environment) { $1 }, timeout: timeout)
+    }
+
+    static func inventory(_ moto: MotoServer, _ bucket: String) throws -> [String: [String: Any]] {
+        let text = try moto.inspect("inventory", bucket: bucket)
+        return (try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: [String: Any]]) ?? [:]
+    }
+
+    static func openUploads(_ moto: MotoServer, _ bucket: String) throws -> Int {
+        ((try JSONSerialization.jsonObject(with: Data(try moto.inspect("uploads", bucket: bucket).utf8))) as? [Any])?.count ?? -1
+    }
+
+    static func hexSHA256(ofFile path: String) throws -> String {
+        try FileDigest.sha256(ofFile: path).map { String(format: "%02x", $0) }.joined()
+    }
+
+    /// A file of random bytes (a repeated pattern would hide swapped parts).
+    static func writeRandomFile(_ path: String, size: Int) throws {
+        try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        guard FileManager.default.createFile(atPath: path, contents: nil), let handle = FileHandle(forWritingAtPath: path) else {
+            throw TestSupportError("cannot create \(path)")
+        }
+        defer { try? handle.close() }
+        var generator = SystemRandomNumberGenerator()
+        var remaining = size
+        while remaining > 0 {
+            let count = min(remaining, 1 << 20)
+            handle.write(Data((0..<count / 8 + 1).flatMap { _ in withUnsafeBytes(of: generator.next() as UInt64) { Array($0) } }.prefix(count)))
+            remaining -= count
+        }
+    }
+
+    /// UploadPart requests moto answered with 2xx, per part number, for one bucket.
+    static func acceptedParts(_ moto: MotoServer, bucket: String) -> [Int: Int] {
+        var counts: [Int: Int] = [:]
+        for request in moto.loggedRequests({ method, target in method == "PUT" && target.hasPrefix("/\(bucket)/") && target.contains("partNumber=") })
+        where (200..<300).contains(request.status) {
+            let query = request.target.split(separator: "?").last ?? ""
+            for pair in query.split(separator: "&") where pair.hasPrefix("partNumber=") {
+                counts[Int(pair.dropFirst("partNumber=".count)) ?? -1, default: 0] += 1
+            }
+        }
+        return counts
+    }
+
+    @Test func uploadsAwkwardNamesAndALargeFileInPartsToSignatureCheckedMoto() async throws {
+        let moto = try await MotoServer.shared(.checked)
+        let bucket = try moto.makeBucket("tree")
+        let tree = try SourceTree(prefix: "curlew-s3-tree")
+        defer { tree.remove() }
+        for name in Self.asciiAwkwardNames {
+            try tree.write(name, name.hasPrefix("empty") ? [] : SourceTree.content(for: name, size: 4000))
+        }
+        let largeSize = (23 << 20) + 12345
+        try await offCooperativePool { try Self.writeRandomFile(tree.root + "/big/random.bin", size: largeSize) }
+
+        let output = try await Self.run(moto, [
+            tree.root, "s3://\(bucket)/backup", "--part-size", "5MiB", "--concurrency", "4", "--json",
+            "--metadata", "owner=curlew", "--metadata", "run=1", "--storage-class", "STANDARD_IA", "--journal", tree.root + ".journal",
+        ])
+        defer { try? FileManager.default.removeItem(atPath: tree.root + ".journal") }
+        #expect(output.status == 0, "\(output.stdout)\n\(output.stderr)")
+        let json = try output.json()
+        #expect(json["uploaded"] as? Int == Self.asciiAwkwardNames.count + 1)
+        #expect(json["failed"] as? Int == 0)
+
+        let stored = try Self.inventory(moto, bucket)
+        #expect(stored.count == Self.asciiAwkwardNames.count + 1)
+        for name in Self.asciiAwkwardNames + ["big/random.bin"] {
+            let object = stored["backup/" + name]
+            #expect(object?["sha256"] as? String == (try Self.hexSHA256(ofFile: tree.root + "/" + name)), "\(name) differs or is missing")
+            #expect((object?["metadata"] as? [String: String]) == ["owner": "curlew", "run": "1"], "\(name)")
+            #expect(object?["storage_class"] as? String == "STANDARD_IA", "\(name)")
+        }
+        #expect(stored["backup/hash#tag.json"]?["content_type"] as? String == "application/json")
+        #expect(stored["backup/UPPER.JPG"]?["content_type"] as? String == "image/jpeg")
+        #expect(stored["backup/empty.bin"]?["content_type"] as? String == "application/octet-stream")
+        // 23 MiB + a bit in 5 MiB parts: 5 parts, each accepted exactly once.
+        #expect((stored["backup/big/random.bin"]?["etag"] as? String)?.hasSuffix("-5\"") == true)
+        #expect(Self.acceptedParts(moto, bucket: bucket) == [1: 1, 2: 1, 3: 1, 4: 1, 5: 1])
+        #expect(try Self.openUploads(moto, bucket) == 0)
+    }
+
+    @Test func nonASCIINamesArriveIntactOnAStoreWithoutSignatureChecks() async throws {
+        let moto = try await MotoServer.shared(.unchecked)
+        let bucket = try moto.makeBucket("utf8")
+        let tree = try SourceTree(prefix: "curlew-s3-utf8")
+        defer { tree.remove() }
+        for name in UploadCommandTests.awkwardNames {
+            try tree.write(name, name.contains("empty") ? [] : SourceTree.content(for: name, size: 3000))
+        }
+        let output = try await Self.run(moto, [tree.root, "s3://\(bucket)/", "--concurrency", "4", "--json"])
+        #expect(output.status == 0, "\(output.stdout)\n\(output.stderr)")
+        let stored = try Self.inventory(moto, bucket)
+        #expect(Set(stored.keys) == Set(UploadCommandTests.awkwardNames))
+        for name in UploadCommandTests.awkwardNames {
+            #expect(stored[name]?["sha256"] as? String == (try Self.hexSHA256(ofFile: tree.root + "/" + name)), "\(name)")
+        }
+    }
+
+    @Test func aWrongSecretIsNamedOnceAndFailsTheRun() async throws {
+        let moto = try await MotoServer.shared(.checked)
+        let bucket = try moto.makeBucket("badkey")
+        let tree = try SourceTree(prefix: "curlew-s3-badkey")
+        defer { tree.remove() }
+        for index in 0..<20 { try tree.write("file\(index).txt", SourceTree.content(for: "f\(index)", size: 1000)) }
+        try await offCooperativePool { try Self.writeRandomFile(tree.root + "/big.bin", size: 12 << 20) }
+
+        let output = try await Self.run(
+            moto, [tree.root, "s3://\(bucket)/", "--part-size", "5MiB", "--concurrency", "4"],
+            environment: ["AWS_SECRET_ACCESS_KEY": "not-the-secret"])
+        #expect(output.status == 1)
+        #expect(output.stderr.components(separatedBy: "bad credentials").count - 1 == 1, "\(output.stderr)")
+        #expect(!output.stdout.contains("not-the-secret") && !output.stderr.contains("not-the-secret"))
+        #expect(!output.stdout.contains(moto.secretAccessKey) && !output.stderr.contains(moto.secretAccessKey))
+        #expect(try Self.inventory(moto, bucket).isEmpty)
+        #expect(try Self.openUploads(moto, bucket) == 0)
+    }
+
+    @Test func aMissingBucketIsNamedOnceAndFailsTheRun() async throws {
+        let moto = try await MotoServer.shared(.checked)
+        let tree = try SourceTree(prefix: "curlew-s3-nobucket")
+        defer { tree.remove() }
+        for index in 0..<10 { try tree.write("file\(index).txt", SourceTree.content(for: "f\(index)", size: 1000)) }
+        let output = try await Self.run(moto, [tree.root, "s3://no-such-bucket-\(UUID().uuidString.prefix(8).lowercased())/x"])
+        #expect(output.status == 1)
+        #expect(output.stderr.components(separatedBy: "missing bucket").count - 1 == 1, "\(output.stderr)")
+    }
+
+    @Test func aPartCorruptedInTransitFailsThatFileAndLeavesNothingBehind() async throws {
+        let moto = try await MotoServer.shared(.checked)
+        let bucket = try moto.makeBucket("corrupt")
+        let tree = try SourceTree(prefix: "curlew-s3-corrupt")
+        defer { tree.remove() }
+        try await offCooperativePool { try Self.writeRandomFile(tree.root + "/corrupt-in-transit.bin", size: 12 << 20) }
+        try tree.write("fine.txt", SourceTree.content(for: "fine", size: 5000))
+
+        let output = try await Self.run(moto, [tree.root, "s3://\(bucket)/", "--part-size", "5MiB", "--json"])
+        #expect(output.status == 1)
+        let json = try output.json()
+        #expect(json["uploaded"] as? Int == 1)
+        let failures = json["failures"] as? [[String: Any]] ?? []
+        #expect(failures.count == 1)
+        #expect(failures.first?["path"] as? String == "corrupt-in-transit.bin")
+        #expect((failures.first?["error"] as? String)?.contains("SHA-256") == true, "\(failures)")
+        let stored = try Self.inventory(moto, bucket)
+        #expect(Set(stored.keys) == ["fine.txt"])
+        #expect(try Self.openUploads(moto, bucket) == 0)
+    }
+
+    @Test func skipExistingSendsNothingTheBucketHoldsOnASecondRun() async throws {
+        let moto = try await MotoServer.shared(.checked)
+        let bucket = try moto.makeBucket("skip")
+        let tree = try SourceTree(prefix: "curlew-s3-skip")
+        defer { tree.remove() }
+        for index in 0..<15 { try tree.write("dir/file\(index).txt", SourceTree.content(for: "f\(index)", size: 2000 + index)) }
+        try await offCooperativePool { try Self.writeRandomFile(tree.root + "/big.bin", size: 11 << 20) }
+        let first = try await Self.run(moto, [tree.root, "s3://\(bucket)/", "--part-size", "5MiB", "--skip-existing", "--json"])
+        #expect(first.status == 0, "\(first.stdout)\n\(first.stderr)")
+        let writesAfterFirst = moto.loggedRequests { method, target in (method == "PUT" || method == "POST") && target.hasPrefix("/\(bucket)/") }.count
+        #expect(writesAfterFirst == 15 + 1 + 3 + 1)  // 15 PUTs; create, 3 parts, complete
+
+        // One file changes: only it goes again.
+        try tree.write("dir/file3.txt", SourceTree.content(for: "changed", size: 2500))
+        let second = try await Self.run(moto, [tree.root, "s3://\(bucket)/", "--part-size", "5MiB", "--skip-existing", "--json"])
+        #expect(second.status == 0, "\(second.stdout)\n\(second.stderr)")
+        let json = try second.json()
+        #expect(json["alreadyThere"] as? Int == 15)
+        #expect(json["uploaded"] as? Int == 1)
+        let writes = moto.loggedRequests { method, target in (method == "PUT" || method == "POST") && target.hasPrefix("/\(bucket)/") }
+        #expect(writes.count == writesAfterFirst + 1)
+        #expect(writes.last?.target == "/\(bucket)/dir/file3.txt")
+    }
+
+    @Test func dryRunSendsNoRequestAndFiltersApply() async throws {
+        let moto = try await MotoServer.shared(.checked)
+        let bucket = "dry-run-\(UUID().uuidString.prefix(8).lowercased())"
+        let tree = try SourceTree(prefix: "curlew-s3-dry")
+        defer { tree.remove() }
+        for name in ["a.jpg", "b.txt", "logs/c.log", "logs/d.jpg", "keep/e.jpg"] { try tree.write(name, Array(name.utf8)) }
+        let output = try await Self.run(moto, [
+            tree.root, "s3://\(bucket)/p", "--dry-run", "--include", "*.jpg", "--include", "logs/*", "--exclude", "keep/*",
+        ])
+        #expect(output.status == 0, "\(output.stderr)")
+        let lines = output.stdout.split(separator: "\n").filter { $0.hasPrefix("would send ") }
+        #expect(lines.count == 3, "\(output.stdout)")
+        #expect(lines.contains { $0.contains("s3://\(bucket)/p/a.jpg") })
+        #expect(lines.contains { $0.contains("s3://\(bucket)/p/logs/c.log") })
+        #expect(lines.contains { $0.contains("s3://\(bucket)/p/logs/d.jpg") })
+        #expect(moto.loggedRequests { _, target in target.contains(bucket) }.isEmpty)
+    }
+
+    @Test func resumesAMultipartUploadAfterKill9WithoutResendingAcceptedParts() async throws {
+        let moto = try await MotoServer.shared(.checked)
+        let bucket = try moto.makeBucket("resume")
+        let tree = try SourceTree(prefix: "curlew-s3-resume")
+        defer { tree.remove() }
+        let size = Int(ProcessInfo.processInfo.environment["CURLEW_RESUME_TEST_MIB"] ?? "") .map { $0 << 20 } ?? (60 << 20)
+        let kills = Int(ProcessInfo.processInfo.environment["CURLEW_RESUME_TEST_KILLS"] ?? "") ?? 3
+        try await offCooperativePool { try Self.writeRandomFile(tree.root + "/large.bin", size: size) }
+        let partCount = (size + (5 << 20) - 1) / (5 << 20)
+        let journal = tree.root + ".journal"
+        defer { try? FileManager.default.removeItem(atPath: journal) }
+        let arguments = [tree.root, "s3://\(bucket)/", "--part-size", "5MiB", "--concurrency", "2", "--journal", journal, "--no-progress"]
+        let environment = moto.credentialEnvironment.merging(["HOME": "/nonexistent"]) { $1 }
+
+        var killedAt: [Int] = []
+        for round in 1...kills {
+            // Kill once the journal holds this many parts: spread over the upload.
+            let target = max(1, partCount * round / (kills + 1))
+            let running = try CurlewBinary.start(["upload"] + arguments + ["--endpoint", moto.endpoint], environment: environment)
+            try await waitUntil(timeout: .seconds(120), pollInterval: .milliseconds(2), "the journal to hold \(target) parts") {
+                let text = (try? String(contentsOfFile: journal, encoding: .utf8)) ?? ""
+                return text.split(separator: "\n").filter { $0.hasPrefix("part\t") }.count >= target || !running.isRunning
+            }
+            running.signal(SIGKILL)
+            let result = try await running.finish()
+            if result.status == 0 { break }
+            #expect(result.status == 128 + SIGKILL)
+            killedAt.append(target)
+        }
+        let last = try await Self.run(moto, Array(arguments.dropLast()) + ["--json"])
+        #expect(last.status == 0, "\(last.stdout)\n\(last.stderr)")
+        #expect(killedAt.count == kills, "the upload finished before every kill: \(killedAt)")
+
+        let stored = try Self.inventory(moto, bucket)
+        #expect(stored["large.bin"]?["sha256"] as? String == (try Self.hexSHA256(ofFile: tree.root + "/large.bin")))
+        let accepted = Self.acceptedParts(moto, bucket: bucket)
+        #expect(accepted.keys.sorted() == Array(1...partCount))
+        #expect(accepted.values.allSatisfy { $0 == 1 }, "parts sent more than once: \(accepted.filter { $0.value > 1 })")
+        #expect(try Self.openUploads(moto, bucket) == 0)
+    }
+}
