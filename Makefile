@@ -5,7 +5,8 @@ SHELL := /bin/bash
 
 APT_PACKAGES := libcurl4-openssl-dev zlib1g-dev nginx-light openssl curl
 BENCH_APT_PACKAGES := wrk nghttp2-client time util-linux
-PIP_PACKAGES := httpbin gunicorn brotlicffi
+# moto's S3 server and boto3: the S3 store and the independent verifier of `curlew upload s3://…` tests.
+PIP_PACKAGES := httpbin gunicorn brotlicffi 'moto[server]' boto3
 SWIFT ?= swift
 # The toolchain's usual home on these machines, for shells that do not have it on PATH.
 export PATH := $(PATH):/opt/swift/usr/bin
@@ -15,7 +16,7 @@ BUILD_LOG := .build/curlew-build.log
 # lld, because GNU ld prints a mktemp warning from Foundation's static archive.
 CURLEW_RELEASE_FLAGS := -c release --product curlew --static-swift-stdlib -Xswiftc -use-ld=lld
 
-.PHONY: demo test build deps deps-system deps-python bench clean check-warnings
+.PHONY: demo test test-large build deps deps-system deps-python bench clean check-warnings
 
 DEMO_DIR := .build/demo-upload
 
@@ -44,6 +45,12 @@ test: deps check-warnings
 	# Peak RSS is process-wide too: the 1 GiB constant-memory tests run in a process of their own.
 	$(SWIFT) test --skip-build --filter MemoryTests
 
+## test-large: the S3 upload proofs at full size (minutes, GiBs of disk): a 1 GiB multipart upload killed with
+## kill -9 at 10 points and resumed without resending a part, and a 6 GiB object (over S3's 5 GiB single-PUT limit)
+test-large: deps check-warnings
+	CURLEW_RESUME_TEST_MIB=1024 CURLEW_RESUME_TEST_KILLS=10 CURLEW_LARGE_OBJECT_TEST_GIB=6 \
+		$(SWIFT) test --skip-build --filter 'UploadS3UploaderTests/(resumesAMultipartUploadAfterKill9|uploadsAnObjectOverFiveGiB)'
+
 ## build: debug build of everything, tests included
 build: deps-system
 	$(SWIFT) build --build-tests
@@ -66,7 +73,7 @@ deps-system:
 	$(call apt_install,$(APT_PACKAGES))
 
 deps-python:
-	@if ! python3 -c 'import httpbin, gunicorn, brotlicffi' 2>/dev/null; then \
+	@if ! python3 -c 'import httpbin, gunicorn, brotlicffi, moto.server, boto3' 2>/dev/null; then \
 		echo "installing Python test servers: $(PIP_PACKAGES)"; \
 		python3 -m pip install --quiet $(PIP_PACKAGES) 2>/dev/null \
 		|| python3 -m pip install --quiet --break-system-packages $(PIP_PACKAGES); \

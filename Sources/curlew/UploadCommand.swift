@@ -68,6 +68,9 @@ struct UploadCommand: AsyncParsableCommand {
     @Option(help: "Do not send files matching this glob (repeatable); excludes win over includes.")
     var exclude: [String] = []
 
+    @Option(help: "At most this many bytes per second across the run, e.g. 20MB (decimal) or 8MiB (binary).")
+    var bwlimit: ByteSizeArgument?
+
     @Flag(name: .customLong("dry-run"), help: "List what would be sent, and send nothing (no request at all).")
     var dryRun = false
 
@@ -108,6 +111,7 @@ struct UploadCommand: AsyncParsableCommand {
         for field in fields where !field.contains("=") || field.hasPrefix("=") {
             throw ValidationError("--field \(field.debugDescription) is not name=value")
         }
+        if let bwlimit, bwlimit.bytes < 1024 { throw ValidationError("--bwlimit must be at least 1kB per second") }
         let isS3 = url.map(S3Location.isS3) ?? false
         if !isS3 {
             let s3Only: [(String, Bool)] = [
@@ -158,6 +162,7 @@ struct UploadCommand: AsyncParsableCommand {
         shared.applyTLS(to: &configuration)
         let client = CurlewClient(configuration: configuration)
 
+        let budget = bwlimit.map { SendBudget(bytesPerSecond: $0.bytes) }
         var server: LoopbackServer?
         var s3: S3Uploader?
         let target: String
@@ -167,7 +172,7 @@ struct UploadCommand: AsyncParsableCommand {
             let region = region ?? resolved.region ?? "us-east-1"
             let endpoint = try S3Endpoint(endpoint: endpoint, region: region, bucket: location.bucket, addressing: s3Addressing)
             let signer = SigV4Signer(credentials: resolved.credentials, region: region, service: "s3")
-            let s3Client = S3Client(http: client, endpoint: endpoint, signer: signer, retries: retries, slots: TransferSlots(concurrency))
+            let s3Client = S3Client(http: client, endpoint: endpoint, signer: signer, retries: retries, slots: TransferSlots(concurrency), budget: budget)
             s3 = S3Uploader(
                 client: s3Client,
                 options: S3UploadOptions(
@@ -197,7 +202,7 @@ struct UploadCommand: AsyncParsableCommand {
         }
         let plan = UploadPlan(
             baseURL: target, mode: mode, headers: headers.map(Self.splitHeader), fields: fields.map(Self.splitField),
-            gzip: gzip, retries: retries, concurrency: concurrency, filesPerSecond: rate)
+            gzip: gzip, retries: retries, concurrency: concurrency, filesPerSecond: rate, budget: budget)
         let totalBytes = pending.reduce(Int64(0)) { $0 + $1.size }
         if !json {
             print("curlew upload \(source) → \(target)" + (s3 == nil ? " (\(mode.rawValue))" : ""))

@@ -20,6 +20,8 @@ struct UploadPlan: Sendable {
     let concurrency: Int
     /// Files started per second at most; nil starts the next one as soon as a transfer slot is free.
     let filesPerSecond: Double?
+    /// `--bwlimit`, shared by every request of the run.
+    let budget: SendBudget?
 
     func url(for item: UploadItem) -> String {
         mode == .put ? baseURL + PathEncoding.encodePath(item.relativePath) : baseURL
@@ -45,6 +47,30 @@ enum UploadRetryPolicy {
     static func backoff(beforeRetry attempt: Int) -> Duration {
         let base = 0.1 * Double(1 << min(max(attempt, 1) - 1, 5))
         return .seconds(base * Double.random(in: 0.5...1.0))
+    }
+}
+
+/// `--bwlimit`: one budget of bytes per second for the whole run, shared by every file and part.
+///
+/// Each request books its body's bytes before it starts: it may start once the bytes booked before it have had
+/// their time at the limit, so the run's average never exceeds it, and no credit builds up while the server is
+/// slower (no bursts after a stall). Each transfer is also capped at the limit by libcurl
+/// (`CurlewRequest.maxSendBytesPerSecond`), so one large body is spread over its time slot instead of sent at once.
+final class SendBudget: Sendable {
+    let bytesPerSecond: Int64
+    private let nextStart = Mutex<ContinuousClock.Instant?>(nil)
+
+    init(bytesPerSecond: Int64) { self.bytesPerSecond = bytesPerSecond }
+
+    /// Waits until a body of `bytes` may start.
+    func reserve(_ bytes: Int64) async throws {
+        let start = nextStart.withLock { next -> ContinuousClock.Instant in
+            let now = ContinuousClock.now
+            let start = max(now, next ?? now)
+            next = start + .nanoseconds(Int64(Double(bytes) / Double(bytesPerSecond) * 1e9))
+            return start
+        }
+        if start > .now { try await Task.sleep(until: start, clock: .continuous) }
     }
 }
 
@@ -177,6 +203,7 @@ final class UploadRunner: Sendable {
             let live = item.size >= Self.liveProgressThreshold && !plan.gzip ? LiveFileBytes(limit: item.size) : nil
             defer { if let live { bytesDone.subtract(live.settle(), ordering: .relaxed) } }
             do {
+                try await plan.budget?.reserve(item.size)
                 var request = try makeRequest(for: item)
                 if let live {
                     request.progressInterval = .milliseconds(200)
@@ -267,6 +294,7 @@ final class UploadRunner: Sendable {
         }
         for (name, value) in plan.headers { try request.addHeader(name, value) }
         if plan.gzip { request.bodyCompression = .gzip() }
+        request.maxSendBytesPerSecond = plan.budget?.bytesPerSecond
         return request
     }
 

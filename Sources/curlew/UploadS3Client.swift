@@ -55,6 +55,14 @@ enum S3Body: Sendable {
     /// A range of a file, streamed with `pread` by the engine.
     case file(path: String, offset: Int64, length: Int64, sha256: SHA256Hex)
 
+    var length: Int64 {
+        switch self {
+        case .none: 0
+        case .bytes(let bytes): Int64(bytes.count)
+        case .file(_, _, let length, _): length
+        }
+    }
+
     var payloadHash: String {
         switch self {
         case .none: SigV4Signer.emptyPayloadHash
@@ -100,15 +108,17 @@ final class S3Client: Sendable {
     let signer: SigV4Signer
     let retries: Int
     let slots: TransferSlots
+    let budget: SendBudget?
     private let problem = Mutex<String?>(nil)
     private let counts = Mutex(UploadTally())
 
-    init(http: CurlewClient, endpoint: S3Endpoint, signer: SigV4Signer, retries: Int, slots: TransferSlots) {
+    init(http: CurlewClient, endpoint: S3Endpoint, signer: SigV4Signer, retries: Int, slots: TransferSlots, budget: SendBudget?) {
         self.http = http
         self.endpoint = endpoint
         self.signer = signer
         self.retries = retries
         self.slots = slots
+        self.budget = budget
     }
 
     /// The run's problem, once one request has met it.
@@ -130,6 +140,9 @@ final class S3Client: Sendable {
             if Task.isCancelled { throw .cancelled }
             let failure: S3RequestFailure
             let retryable: Bool
+            if let budget, body.length > 0 {
+                do { try await budget.reserve(body.length) } catch { throw .cancelled }
+            }
             await slots.acquire()
             do {
                 let request = try makeRequest(method, key: key, query: query, headers: headers, body: body)
@@ -183,6 +196,7 @@ final class S3Client: Sendable {
         for (name, value) in signable.headers.dropFirst() + signer.authorizationHeaders(for: signable, at: Date()) {
             try request.addHeader(name, value)
         }
+        request.maxSendBytesPerSecond = budget?.bytesPerSecond
         switch body {
         case .none:
             // POST and PUT need a body to send Content-Length: 0.
