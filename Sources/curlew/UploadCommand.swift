@@ -4,6 +4,7 @@ import CurlewLoopbackServer
 import Foundation
 
 extension UploadMode: ExpressibleByArgument {}
+extension UploadChecksumHeader: ExpressibleByArgument {}
 
 struct UploadCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -68,6 +69,9 @@ struct UploadCommand: AsyncParsableCommand {
     @Option(help: "Do not send files matching this glob (repeatable); excludes win over includes.")
     var exclude: [String] = []
 
+    @Option(name: .customLong("checksum-header"), help: "put: send each file's digest for the server to check: md5 (Content-MD5) or sha256 (Digest and Content-Digest). s3:// targets always send SHA-256.")
+    var checksumHeader: UploadChecksumHeader?
+
     @Option(help: "At most this many bytes per second across the run, e.g. 20MB (decimal) or 8MiB (binary).")
     var bwlimit: ByteSizeArgument?
 
@@ -110,6 +114,9 @@ struct UploadCommand: AsyncParsableCommand {
         if !fields.isEmpty && mode != .multipart { throw ValidationError("--field needs --mode multipart") }
         for field in fields where !field.contains("=") || field.hasPrefix("=") {
             throw ValidationError("--field \(field.debugDescription) is not name=value")
+        }
+        if checksumHeader != nil && (mode != .put || gzip || (url.map(S3Location.isS3) ?? false)) {
+            throw ValidationError("--checksum-header is for plain PUT targets without --gzip (s3:// targets always carry SHA-256)")
         }
         if let bwlimit, bwlimit.bytes < 1024 { throw ValidationError("--bwlimit must be at least 1kB per second") }
         let isS3 = url.map(S3Location.isS3) ?? false
@@ -202,7 +209,8 @@ struct UploadCommand: AsyncParsableCommand {
         }
         let plan = UploadPlan(
             baseURL: target, mode: mode, headers: headers.map(Self.splitHeader), fields: fields.map(Self.splitField),
-            gzip: gzip, retries: retries, concurrency: concurrency, filesPerSecond: rate, budget: budget)
+            gzip: gzip, retries: retries, concurrency: concurrency, filesPerSecond: rate, budget: budget,
+            checksumHeader: checksumHeader)
         let totalBytes = pending.reduce(Int64(0)) { $0 + $1.size }
         if !json {
             print("curlew upload \(source) → \(target)" + (s3 == nil ? " (\(mode.rawValue))" : ""))

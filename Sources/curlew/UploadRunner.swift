@@ -9,6 +9,25 @@ enum UploadMode: String, Sendable, CaseIterable {
     case multipart
 }
 
+/// `--checksum-header`: a digest of the file in the PUT's headers, for servers that check it.
+enum UploadChecksumHeader: String, Sendable, CaseIterable {
+    /// `Content-MD5` (RFC 1864): what S3's PUT API, Azure and many WebDAV servers verify.
+    case md5
+    /// `Digest: SHA-256=…` (RFC 3230) and `Content-Digest: sha-256=:…:` (RFC 9530), old and new spellings.
+    case sha256
+
+    /// The headers for a file, read once with `pread` before it is sent.
+    func headers(forFile path: String, length: Int64) throws(S3RequestFailure) -> [(String, String)] {
+        switch self {
+        case .md5:
+            return [("Content-MD5", Data(try FileRangeDigest.md5(path: path, offset: 0, length: length)).base64EncodedString())]
+        case .sha256:
+            let digest = Data(try FileRangeDigest.sha256(path: path, offset: 0, length: length)).base64EncodedString()
+            return [("Digest", "SHA-256=\(digest)"), ("Content-Digest", "sha-256=:\(digest):")]
+        }
+    }
+}
+
 struct UploadPlan: Sendable {
     /// Ends with `/`, so a relative path can be appended.
     let baseURL: String
@@ -22,6 +41,7 @@ struct UploadPlan: Sendable {
     let filesPerSecond: Double?
     /// `--bwlimit`, shared by every request of the run.
     let budget: SendBudget?
+    let checksumHeader: UploadChecksumHeader?
 
     func url(for item: UploadItem) -> String {
         mode == .put ? baseURL + PathEncoding.encodePath(item.relativePath) : baseURL
@@ -293,6 +313,13 @@ final class UploadRunner: Sendable {
             request = try CurlewRequest(method: .post, url: plan.url(for: item), body: .multipart(form))
         }
         for (name, value) in plan.headers { try request.addHeader(name, value) }
+        if let checksumHeader = plan.checksumHeader {
+            do {
+                for (name, value) in try checksumHeader.headers(forFile: item.absolutePath, length: item.size) { try request.setHeader(name, value) }
+            } catch let failure as S3RequestFailure {
+                throw CommandFailure(failure.reason)
+            }
+        }
         if plan.gzip { request.bodyCompression = .gzip() }
         request.maxSendBytesPerSecond = plan.budget?.bytesPerSecond
         return request

@@ -208,7 +208,7 @@ final class S3Client: Sendable {
     }
 }
 
-/// SHA-256 (and, to check a part the store holds but the journal missed, MD5) of a file range, read with `pread`
+/// SHA-256 and MD5 (`--checksum-header md5`, and parts the store holds but the journal missed) of a file range, read with `pread`
 /// in 1 MiB blocks: constant memory whatever the size.
 enum FileRangeDigest {
     static let blockSize = 1 << 20
@@ -219,10 +219,10 @@ enum FileRangeDigest {
         return hasher.finalize()
     }
 
-    static func md5Hex(path: String, offset: Int64, length: Int64) throws(S3RequestFailure) -> String {
+    static func md5(path: String, offset: Int64, length: Int64) throws(S3RequestFailure) -> Insecure.MD5Digest {
         var hasher = Insecure.MD5()
         try read(path: path, offset: offset, length: length) { hasher.update(bufferPointer: $0) }
-        return SigV4Signer.hex(hasher.finalize())
+        return hasher.finalize()
     }
 
     private static func read(path: String, offset: Int64, length: Int64, _ consume: (UnsafeRawBufferPointer) -> Void) throws(S3RequestFailure) {

@@ -160,7 +160,7 @@ final class S3Uploader: Sendable {
                 matches = stored.checksum == checksum
             } else {
                 let etag = stored.etag.trimmingCharacters(in: CharacterSet(charactersIn: "\""))
-                matches = etag.count == 32 && (try? FileRangeDigest.md5Hex(path: item.absolutePath, offset: part.offset, length: part.length)) == etag.lowercased()
+                matches = etag.count == 32 && (try? FileRangeDigest.md5(path: item.absolutePath, offset: part.offset, length: part.length)).map(SigV4Signer.hex) == etag.lowercased()
             }
             if matches {
                 let adopted = CompletedPart(number: part.number, etag: stored.etag, checksum: checksum, size: part.length)

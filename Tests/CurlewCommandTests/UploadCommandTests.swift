@@ -356,3 +356,32 @@ import Musl
         try await server.shutdown()
     }
 }
+
+@Suite struct UploadChecksumHeaderTests {
+    @Test(arguments: ["md5", "sha256"])
+    func putCarriesTheFilesDigestWhenAsked(kind: String) async throws {
+        let server = try await RecordingServer.start()
+        defer { Task { try? await server.shutdown() } }
+        let tree = try SourceTree()
+        defer { tree.remove() }
+        let bytes = SourceTree.content(for: "digest", size: 100_000)
+        try tree.write("a.bin", bytes)
+        let output = try await CurlewBinary.run(["upload", tree.root, server.baseURL + "/up/", "--checksum-header", kind, "--no-progress"])
+        #expect(output.status == 0, "\(output.stdout)\n\(output.stderr)")
+        let request = try #require(server.requests.first { $0.method == "PUT" })
+        #expect(request.body == bytes)
+        if kind == "md5" {
+            #expect(request.header("Content-MD5") == Data(Insecure.MD5.hash(data: bytes)).base64EncodedString())
+        } else {
+            let digest = Data(SHA256.hash(data: bytes)).base64EncodedString()
+            #expect(request.header("Digest") == "SHA-256=\(digest)")
+            #expect(request.header("Content-Digest") == "sha-256=:\(digest):")
+        }
+    }
+
+    @Test func checksumHeadersAreRefusedWhereTheyWouldBeWrong() async throws {
+        let output = try await CurlewBinary.run(["upload", "/tmp", "http://127.0.0.1:9/", "--checksum-header", "md5", "--gzip"])
+        #expect(output.status == 64)
+        #expect(output.stderr.contains("--checksum-header"))
+    }
+}
