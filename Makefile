@@ -4,7 +4,7 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := demo
 
 APT_PACKAGES := libcurl4-openssl-dev zlib1g-dev nginx-light openssl curl
-BENCH_APT_PACKAGES := wrk nghttp2-client time util-linux
+BENCH_APT_PACKAGES := wrk nghttp2-client time util-linux rclone
 # moto's S3 server and boto3: the S3 store and the independent verifier of `curlew upload s3://…` tests.
 PIP_PACKAGES := httpbin gunicorn brotlicffi 'moto[server]' boto3
 SWIFT ?= swift
@@ -65,6 +65,8 @@ check-warnings: deps-system
 ## bench: side-by-side benchmarks (BENCHMARKS.md), writes Benchmarks/results/latest.md
 bench: deps
 	$(call apt_install,$(BENCH_APT_PACKAGES))
+	@python3 -c 'import awscli' 2>/dev/null || python3 -m pip install --quiet awscli 2>/dev/null \
+		|| python3 -m pip install --quiet --break-system-packages awscli
 	bash Benchmarks/run.sh
 
 deps: deps-system deps-python
