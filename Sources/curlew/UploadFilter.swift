@@ -41,22 +41,12 @@ struct ByteSizeArgument: ExpressibleByArgument, Sendable, Hashable, CustomString
     }
 
     init?(argument: String) {
-        let trimmed = argument.trimmingCharacters(in: .whitespaces)
         let units: [(suffix: String, scale: Double)] = [
             ("KiB", 0x1p10), ("MiB", 0x1p20), ("GiB", 0x1p30), ("TiB", 0x1p40), ("kB", 1e3), ("KB", 1e3), ("MB", 1e6),
             ("GB", 1e9), ("TB", 1e12), ("K", 0x1p10), ("k", 0x1p10), ("M", 0x1p20), ("G", 0x1p30), ("T", 0x1p40), ("B", 1),
         ]
-        var number = Substring(trimmed)
-        var scale = 1.0
-        for unit in units where trimmed.hasSuffix(unit.suffix) {
-            number = trimmed.dropLast(unit.suffix.count)
-            scale = unit.scale
-            break
-        }
-        guard let value = Double(number.trimmingCharacters(in: .whitespaces)), value.isFinite, value >= 0, value * scale < 9e18 else {
-            return nil
-        }
-        self.bytes = Int64((value * scale).rounded())
+        guard let bytes = parseScaledNumber(argument, units: units, defaultScale: 1, below: 9e18) else { return nil }
+        self.bytes = Int64(bytes)
         self.text = argument
     }
 
