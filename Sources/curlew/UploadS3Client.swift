@@ -129,14 +129,16 @@ final class S3Client: Sendable {
 
     /// Sends one request, signing each attempt anew (the signature carries the time).
     ///
-    /// - Parameter allowing: non-2xx statuses returned as a reply instead of thrown (404 for HEAD and ListParts).
+    /// - Parameters:
+    ///   - allowing: non-2xx statuses returned as a reply instead of thrown (404 for HEAD and ListParts).
+    ///   - cleanup: an abort or delete that tidies up after a failure: sent even once the run has stopped.
     func send(
         _ method: HTTPRequest.Method, key: String, query: [(name: String, value: String)] = [],
-        headers: [(name: String, value: String)] = [], body: S3Body = .none, allowing: Set<Int> = []
+        headers: [(name: String, value: String)] = [], body: S3Body = .none, allowing: Set<Int> = [], cleanup: Bool = false
     ) async throws(S3RequestFailure) -> S3Reply {
         var attempt = 0
         while true {
-            if let runProblem { throw .run(runProblem) }
+            if let runProblem, !cleanup { throw .run(runProblem) }
             if Task.isCancelled { throw .cancelled }
             let failure: S3RequestFailure
             let retryable: Bool

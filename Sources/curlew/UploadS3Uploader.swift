@@ -43,7 +43,11 @@ final class S3Uploader: Sendable {
         let key = options.location.key(for: item.relativePath)
         do {
             let plan = PartPlan(fileSize: item.size, requestedPartSize: options.partSize)
-            if options.skipExisting, try await storeHolds(item, key: key, plan: plan) { return .alreadyThere }
+            if options.skipExisting, try await storeHolds(item, key: key, plan: plan) {
+                // Recorded too, so a later run with the journal needs no HEAD for it.
+                journal?.record(item)
+                return .alreadyThere
+            }
             if plan.isMultipart {
                 try await uploadInParts(item, key: key, plan: plan, sent: sent)
             } else {
@@ -86,7 +90,12 @@ final class S3Uploader: Sendable {
     private func uploadInParts(_ item: UploadItem, key: String, plan: PartPlan, sent: @escaping @Sendable (Int64) -> Void) async throws(S3RequestFailure) {
         var uploadID: String
         var done: [Int: CompletedPart] = [:]
-        if let earlier = journal?.multipartUpload(of: item), earlier.partSize == plan.partSize,
+        let earlier = journal?.multipartUpload(of: item)
+        if let earlier, earlier.partSize != plan.partSize {
+            // Cut differently now (another --part-size): the old parts cannot be reused, and must not linger.
+            try? await abort(item, key: key, uploadID: earlier.uploadID)
+        }
+        if let earlier, earlier.partSize == plan.partSize,
             let held = try await partsHeld(key: key, uploadID: earlier.uploadID)
         {
             uploadID = earlier.uploadID
@@ -119,10 +128,15 @@ final class S3Uploader: Sendable {
             // Interrupted: the upload stays, and the journal lets the next run resume it.
             throw .cancelled
         } catch {
-            _ = try? await client.send(.delete, key: key, query: [("uploadId", uploadID)], allowing: [404])
-            journal?.recordAbort(item, uploadID: uploadID)
+            try? await abort(item, key: key, uploadID: uploadID)
             throw error
         }
+    }
+
+    /// AbortMultipartUpload: the store drops the parts (and stops billing them); the journal forgets the upload.
+    private func abort(_ item: UploadItem, key: String, uploadID: String) async throws(S3RequestFailure) {
+        _ = try await client.send(.delete, key: key, query: [("uploadId", uploadID)], allowing: [404], cleanup: true)
+        journal?.recordAbort(item, uploadID: uploadID)
     }
 
     /// The parts the store holds for an upload, or nil if the upload is gone (completed, aborted, expired).
@@ -233,7 +247,7 @@ final class S3Uploader: Sendable {
         let digestPart = reported.split(separator: "-").first.map(String.init) ?? reported
         if digestPart != expected {
             // A corrupt object must not stay under the file's name, where a later --skip-existing could take it.
-            _ = try? await client.send(.delete, key: key)
+            _ = try? await client.send(.delete, key: key, cleanup: true)
             throw .transport("the stored object's SHA-256 of parts \(reported) differs from the file's \(expected)-\(parts.count); the object was deleted")
         }
     }

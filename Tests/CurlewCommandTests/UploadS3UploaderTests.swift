@@ -41,19 +41,22 @@ import Musl
         try FileDigest.sha256(ofFile: path).map { String(format: "%02x", $0) }.joined()
     }
 
-    /// A file of random bytes (a repeated pattern would hide swapped parts).
+    /// A file of random bytes (a repeated pattern would hide swapped parts), copied from /dev/urandom in 1 MiB blocks.
     static func writeRandomFile(_ path: String, size: Int) throws {
         try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-        guard FileManager.default.createFile(atPath: path, contents: nil), let handle = FileHandle(forWritingAtPath: path) else {
-            throw TestSupportError("cannot create \(path)")
+        guard FileManager.default.createFile(atPath: path, contents: nil), let output = FileHandle(forWritingAtPath: path),
+            let random = FileHandle(forReadingAtPath: "/dev/urandom")
+        else { throw TestSupportError("cannot create \(path)") }
+        defer {
+            try? output.close()
+            try? random.close()
         }
-        defer { try? handle.close() }
-        var generator = SystemRandomNumberGenerator()
         var remaining = size
         while remaining > 0 {
-            let count = min(remaining, 1 << 20)
-            handle.write(Data((0..<count / 8 + 1).flatMap { _ in withUnsafeBytes(of: generator.next() as UInt64) { Array($0) } }.prefix(count)))
-            remaining -= count
+            let block = try random.read(upToCount: min(remaining, 1 << 20)) ?? Data()
+            guard !block.isEmpty else { throw TestSupportError("/dev/urandom gave nothing") }
+            try output.write(contentsOf: block)
+            remaining -= block.count
         }
     }
 
