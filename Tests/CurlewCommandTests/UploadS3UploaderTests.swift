@@ -147,8 +147,23 @@ import Musl
         let tree = try SourceTree(prefix: "curlew-s3-huge")
         defer { tree.remove() }
         try await offCooperativePool { try Self.writeRandomFile(tree.root + "/huge.bin", size: gibibytes << 30) }
-        let output = try await Self.run(moto, [tree.root, "s3://\(bucket)/", "--part-size", "64MiB", "--json"], timeout: .seconds(3600))
+        let running = try CurlewBinary.start(
+            ["upload", tree.root, "s3://\(bucket)/", "--part-size", "64MiB", "--json", "--no-progress", "--endpoint", moto.endpoint],
+            environment: moto.credentialEnvironment.merging(["HOME": "/nonexistent"]) { $1 })
+        // Constant memory: the process's peak resident set, read while it runs, stays far below the file's size.
+        var peakKiB = 0
+        try await waitUntil(timeout: .seconds(3600), pollInterval: .milliseconds(200), "curlew to finish") {
+            let status = (try? String(contentsOfFile: "/proc/\(running.pid)/status", encoding: .utf8)) ?? ""
+            if let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+                let kib = line.split(whereSeparator: { $0 == " " || $0 == "\t" }).dropFirst().first.flatMap({ Int($0) })
+            {
+                peakKiB = max(peakKiB, kib)
+            }
+            return !running.isRunning
+        }
+        let output = try await running.finish()
         #expect(output.status == 0, "\(output.stdout)\n\(output.stderr)")
+        #expect(peakKiB > 0 && peakKiB < 200 << 10, "peak RSS \(peakKiB) KiB")
         let stored = try await Self.inventory(moto, bucket)
         #expect(stored["huge.bin"]?["size"] as? Int == gibibytes << 30)
         #expect(stored["huge.bin"]?["sha256"] as? String == (try Self.hexSHA256(ofFile: tree.root + "/huge.bin")))
