@@ -73,20 +73,25 @@ enum UploadRetryPolicy {
 /// `--bwlimit`: one budget of bytes per second for the whole run, shared by every file and part.
 ///
 /// Each request books its body's bytes before it starts: it may start once the bytes booked before it have had
-/// their time at the limit, so the run's average never exceeds it, and no credit builds up while the server is
-/// slower (no bursts after a stall). Each transfer is also capped at the limit by libcurl
+/// their time at the limit, so the run's average does not exceed it. A run that fell behind (the server was slow,
+/// the process was not scheduled) may catch up by at most `catchUp` worth of bytes, never more: a token bucket
+/// whose capacity is that window, empty at the start. Each transfer is also capped at the limit by libcurl
 /// (`CurlewRequest.maxSendBytesPerSecond`), so one large body is spread over its time slot instead of sent at once.
 final class SendBudget: Sendable {
     let bytesPerSecond: Int64
+    private let catchUp: Duration
     private let nextStart = Mutex<ContinuousClock.Instant?>(nil)
 
-    init(bytesPerSecond: Int64) { self.bytesPerSecond = bytesPerSecond }
+    init(bytesPerSecond: Int64, catchUp: Duration = .milliseconds(250)) {
+        self.bytesPerSecond = bytesPerSecond
+        self.catchUp = catchUp
+    }
 
     /// Waits until a body of `bytes` may start.
     func reserve(_ bytes: Int64) async throws {
         let start = nextStart.withLock { next -> ContinuousClock.Instant in
             let now = ContinuousClock.now
-            let start = max(now, next ?? now)
+            let start = max(now - catchUp, next ?? now)
             next = start + .nanoseconds(Int64(Double(bytes) / Double(bytesPerSecond) * 1e9))
             return start
         }
