@@ -188,6 +188,28 @@ import Musl
         #expect(try Self.openUploads(moto, bucket) == 0)
     }
 
+    @Test func credentialsComeFromANamedProfileAndAreNeverPrinted() async throws {
+        let moto = try await MotoServer.shared(.checked)
+        let bucket = try moto.makeBucket("profile")
+        let tree = try SourceTree(prefix: "curlew-s3-profile")
+        defer { tree.remove() }
+        try tree.write("a.txt", Array("profile".utf8))
+        let home = tree.root + "-home"
+        defer { try? FileManager.default.removeItem(atPath: home) }
+        try FileManager.default.createDirectory(atPath: home + "/.aws", withIntermediateDirectories: true)
+        try Data("[default]\naws_access_key_id = AKIDWRONG\naws_secret_access_key = wrong\n[ci]\naws_access_key_id = \(moto.accessKeyID)\naws_secret_access_key = \(moto.secretAccessKey)\n".utf8)
+            .write(to: URL(fileURLWithPath: home + "/.aws/credentials"))
+        try Data("[profile ci]\nregion = us-east-1\n".utf8).write(to: URL(fileURLWithPath: home + "/.aws/config"))
+
+        let output = try await CurlewBinary.run(
+            ["upload", tree.root, "s3://\(bucket)/", "--endpoint", moto.endpoint, "--no-progress"],
+            environment: ["HOME": home, "AWS_PROFILE": "ci", "AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": "", "AWS_REGION": ""])
+        #expect(output.status == 0, "\(output.stdout)\n\(output.stderr)")
+        #expect(output.stdout.contains("credentials from profile ci"))
+        #expect(!output.stdout.contains(moto.secretAccessKey) && !output.stderr.contains(moto.secretAccessKey))
+        #expect(try await Self.inventory(moto, bucket)["a.txt"]?["sha256"] as? String == (try Self.hexSHA256(ofFile: tree.root + "/a.txt")))
+    }
+
     @Test func aMissingBucketIsNamedOnceAndFailsTheRun() async throws {
         let moto = try await MotoServer.shared(.checked)
         let tree = try SourceTree(prefix: "curlew-s3-nobucket")
