@@ -350,3 +350,38 @@ import Musl
         #expect(rate >= 6_000_000 * 0.9, "measured \(rate) B/s")
     }
 }
+
+/// Refusals moto cannot produce (it checks neither the clock nor the region), from a scripted S3 endpoint that
+/// answers every request as S3 does in those cases.
+@Suite struct UploadS3RunProblemTests {
+    static func refuse(status: Int, code: String, extra: String = "") -> @Sendable (ScriptedRequest) -> ScriptedResponse {
+        { _ in
+            ScriptedResponse(
+                status: status, headers: [("Content-Type", "application/xml")],
+                body: Array("<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>\(code)</Code><Message>refused</Message>\(extra)</Error>".utf8))
+        }
+    }
+
+    @Test(arguments: [
+        (403, "RequestTimeTooSkewed", "", "clock skew"),
+        (400, "AuthorizationHeaderMalformed", "<Region>eu-central-1</Region>", "wrong region: the bucket is in eu-central-1; use --region eu-central-1"),
+        (403, "InvalidAccessKeyId", "", "bad credentials"),
+    ])
+    func aRunWideRefusalStopsTheRunAndIsNamedOnce(status: Int, code: String, extra: String, named: String) async throws {
+        try await withScriptedServer(Self.refuse(status: status, code: code, extra: extra)) { server in
+            let tree = try SourceTree(prefix: "curlew-s3-refused")
+            defer { tree.remove() }
+            for index in 0..<30 { try tree.write("f\(index).txt", Array("file \(index)".utf8)) }
+            let output = try await CurlewBinary.run(
+                ["upload", tree.root, "s3://refused-bucket/", "--endpoint", server.baseURL, "--concurrency", "4", "--json", "--no-progress"],
+                environment: ["AWS_ACCESS_KEY_ID": "AKIDEXAMPLE", "AWS_SECRET_ACCESS_KEY": "example-secret", "HOME": "/nonexistent"])
+            #expect(output.status == 1)
+            #expect(output.stderr.components(separatedBy: named).count - 1 == 1, "\(output.stderr)")
+            let json = try output.json()
+            #expect((json["error"] as? String)?.hasPrefix(named) == true)
+            #expect(json["uploaded"] as? Int == 0)
+            // Only the requests already in flight when the first refusal came in were sent.
+            #expect(server.requestCount <= 4, "\(server.requestCount) requests")
+        }
+    }
+}
