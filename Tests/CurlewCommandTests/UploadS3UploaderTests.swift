@@ -241,6 +241,34 @@ import Musl
         #expect(try Self.openUploads(moto, bucket) == 0)
     }
 
+    @Test func aPartThatFailsForGoodIsRetriedAloneThenTheUploadIsAborted() async throws {
+        let moto = try await MotoServer.shared(.checked)
+        let bucket = try moto.makeBucket("partfail")
+        let tree = try SourceTree(prefix: "curlew-s3-partfail")
+        defer { tree.remove() }
+        try await offCooperativePool { try Self.writeRandomFile(tree.root + "/part-two-always-fails.bin", size: (10 << 20) + 100) }
+        let journal = tree.root + ".journal"
+        defer { try? FileManager.default.removeItem(atPath: journal) }
+
+        let output = try await Self.run(moto, [
+            tree.root, "s3://\(bucket)/", "--part-size", "5MiB", "--concurrency", "1", "--retries", "2", "--journal", journal, "--json",
+        ])
+        #expect(output.status == 1)
+        let failures = try output.json()["failures"] as? [[String: Any]] ?? []
+        #expect((failures.first?["error"] as? String)?.contains("after 3 attempts") == true, "\(failures)")
+        // Part 2 was tried three times; part 1 went once, and was not sent again for part 2's retries.
+        let partTwo = moto.loggedRequests { method, target in
+            method == "PUT" && target.hasPrefix("/\(bucket)/") && target.contains("partNumber=2&")
+        }
+        #expect(partTwo.count == 3)
+        #expect(Self.acceptedParts(moto, bucket: bucket)[1] == 1)
+        #expect(try Self.openUploads(moto, bucket) == 0)
+        let lines = try String(contentsOfFile: journal, encoding: .utf8).split(separator: "\n")
+        #expect(lines.contains { $0.hasPrefix("upload\t") })
+        #expect(lines.contains { $0.hasPrefix("abort\t") }, "the journal must not point at an aborted upload")
+        #expect(try await Self.inventory(moto, bucket).isEmpty)
+    }
+
     @Test func skipExistingSendsNothingTheBucketHoldsOnASecondRun() async throws {
         let moto = try await MotoServer.shared(.checked)
         let bucket = try moto.makeBucket("skip")

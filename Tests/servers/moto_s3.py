@@ -10,8 +10,9 @@ Usage (under supervise.py --listen 1):
 DIR/requests.log    one line per request, werkzeug's access-log format: the server-side count of every request.
 DIR/ready           written last: the server answers and the credentials exist.
 
-Fault: a part upload (PUT with partNumber) whose key contains "corrupt-in-transit" has one byte of its body
-flipped before moto stores it, as a bad network or proxy would; the client's checksums must catch it.
+Faults: a part upload (PUT with partNumber) whose key contains "corrupt-in-transit" has one byte of its body
+flipped before moto stores it, as a bad network or proxy would; the client's checksums must catch it. Part 2 of a
+key containing "part-two-always-fails" is answered 500 InternalError every time (and logged like any request).
 """
 
 import argparse
@@ -57,6 +58,12 @@ def main():
 
     def app(environ, start_response):
         query = environ.get("QUERY_STRING", "")
+        if (environ["REQUEST_METHOD"] == "PUT" and "partNumber=2&" in query + "&"
+                and "part-two-always-fails" in environ.get("PATH_INFO", "")):
+            length = int(environ.get("CONTENT_LENGTH") or 0)
+            environ["wsgi.input"].read(length)
+            start_response("500 Internal Server Error", [("Content-Type", "application/xml")])
+            return [b"<?xml version=\"1.0\"?><Error><Code>InternalError</Code><Message>scripted failure</Message></Error>"]
         if environ["REQUEST_METHOD"] == "PUT" and "partNumber=" in query and "corrupt-in-transit" in environ.get("PATH_INFO", ""):
             length = int(environ.get("CONTENT_LENGTH") or 0)
             body = bytearray(environ["wsgi.input"].read(length))
