@@ -29,16 +29,18 @@ import Musl
 
     /// Every object of the bucket, downloaded back and hashed by boto3 (off the cooperative pool: it takes a while).
     static func inventory(_ moto: MotoServer, _ bucket: String) async throws -> [String: [String: Any]] {
-        let text = try await offCooperativePool { try moto.inspect("inventory", bucket: bucket) }
+        let text = try await moto.inspect("inventory", bucket: bucket)
         return (try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: [String: Any]]) ?? [:]
     }
 
-    static func openUploads(_ moto: MotoServer, _ bucket: String) throws -> Int {
-        ((try JSONSerialization.jsonObject(with: Data(try moto.inspect("uploads", bucket: bucket).utf8))) as? [Any])?.count ?? -1
+    static func openUploads(_ moto: MotoServer, _ bucket: String) async throws -> Int {
+        let text = try await moto.inspect("uploads", bucket: bucket)
+        return ((try JSONSerialization.jsonObject(with: Data(text.utf8))) as? [Any])?.count ?? -1
     }
 
-    static func hexSHA256(ofFile path: String) throws -> String {
-        try FileDigest.sha256(ofFile: path).map { String(format: "%02x", $0) }.joined()
+    /// Hex SHA-256 of a file, read off the cooperative pool.
+    static func hexSHA256(ofFile path: String) async throws -> String {
+        try await offCooperativePool { try FileDigest.sha256(ofFile: path).map { String(format: "%02x", $0) }.joined() }
     }
 
     /// A file of random bytes (a repeated pattern would hide swapped parts), copied from /dev/urandom in 1 MiB blocks.
@@ -75,7 +77,7 @@ import Musl
 
     @Test func uploadsAwkwardNamesAndALargeFileInPartsToSignatureCheckedMoto() async throws {
         let moto = try await MotoServer.shared(.checked)
-        let bucket = try moto.makeBucket("tree")
+        let bucket = try await moto.makeBucket("tree")
         let tree = try SourceTree(prefix: "curlew-s3-tree")
         defer { tree.remove() }
         for name in Self.asciiAwkwardNames {
@@ -98,7 +100,7 @@ import Musl
         #expect(stored.count == Self.asciiAwkwardNames.count + 1)
         for name in Self.asciiAwkwardNames + ["big/random.bin"] {
             let object = stored["backup/" + name]
-            #expect(object?["sha256"] as? String == (try Self.hexSHA256(ofFile: tree.root + "/" + name)), "\(name) differs or is missing")
+            #expect(object?["sha256"] as? String == (try await Self.hexSHA256(ofFile: tree.root + "/" + name)), "\(name) differs or is missing")
             #expect((object?["metadata"] as? [String: String]) == ["owner": "curlew", "run": "1"], "\(name)")
             #expect(object?["storage_class"] as? String == "STANDARD_IA", "\(name)")
         }
@@ -108,7 +110,7 @@ import Musl
         // 23 MiB + a bit in 5 MiB parts: 5 parts, each accepted exactly once.
         #expect((stored["backup/big/random.bin"]?["etag"] as? String)?.hasSuffix("-5\"") == true)
         #expect(Self.acceptedParts(moto, bucket: bucket) == [1: 1, 2: 1, 3: 1, 4: 1, 5: 1])
-        #expect(try Self.openUploads(moto, bucket) == 0)
+        #expect(try await Self.openUploads(moto, bucket) == 0)
     }
 
     /// The issue's proof, scaled for CI: 2,000 awkwardly named files (non-ASCII, `%`, `?`, `#`, quotes, empty) and a
@@ -116,7 +118,7 @@ import Musl
     /// because moto's signature checker refuses valid signatures for such names.
     @Test func uploadsTwoThousandAwkwardNamesAndALargeFileExactly() async throws {
         let moto = try await MotoServer.shared(.unchecked)
-        let bucket = try moto.makeBucket("many")
+        let bucket = try await moto.makeBucket("many")
         let tree = try SourceTree(prefix: "curlew-s3-many")
         defer { tree.remove() }
         let names = (0..<200).flatMap { set in UploadCommandTests.awkwardNames.map { "set \(set)/\($0)" } }
@@ -130,8 +132,9 @@ import Musl
 
         let stored = try await Self.inventory(moto, bucket)
         #expect(Set(stored.keys) == Set(names + ["large random.bin"]))
-        let mismatched = try (names + ["large random.bin"]).filter {
-            stored[$0]?["sha256"] as? String != (try Self.hexSHA256(ofFile: tree.root + "/" + $0))
+        var mismatched: [String] = []
+        for name in names + ["large random.bin"] where stored[name]?["sha256"] as? String != (try await Self.hexSHA256(ofFile: tree.root + "/" + name)) {
+            mismatched.append(name)
         }
         #expect(mismatched.isEmpty, "differ: \(mismatched.prefix(10))")
         // 40 MiB in the default 16 MiB parts: 3 parts.
@@ -143,7 +146,7 @@ import Musl
     func uploadsAnObjectOverFiveGiB() async throws {
         let gibibytes = Int(ProcessInfo.processInfo.environment["CURLEW_LARGE_OBJECT_TEST_GIB"] ?? "") ?? 6
         let moto = try await MotoServer.shared(.checked)
-        let bucket = try moto.makeBucket("huge")
+        let bucket = try await moto.makeBucket("huge")
         let tree = try SourceTree(prefix: "curlew-s3-huge")
         defer { tree.remove() }
         try await offCooperativePool { try Self.writeRandomFile(tree.root + "/huge.bin", size: gibibytes << 30) }
@@ -166,12 +169,12 @@ import Musl
         #expect(peakKiB > 0 && peakKiB < 200 << 10, "peak RSS \(peakKiB) KiB")
         let stored = try await Self.inventory(moto, bucket)
         #expect(stored["huge.bin"]?["size"] as? Int == gibibytes << 30)
-        #expect(stored["huge.bin"]?["sha256"] as? String == (try Self.hexSHA256(ofFile: tree.root + "/huge.bin")))
+        #expect(stored["huge.bin"]?["sha256"] as? String == (try await Self.hexSHA256(ofFile: tree.root + "/huge.bin")))
     }
 
     @Test func aWrongSecretIsNamedOnceAndFailsTheRun() async throws {
         let moto = try await MotoServer.shared(.checked)
-        let bucket = try moto.makeBucket("badkey")
+        let bucket = try await moto.makeBucket("badkey")
         let tree = try SourceTree(prefix: "curlew-s3-badkey")
         defer { tree.remove() }
         for index in 0..<20 { try tree.write("file\(index).txt", SourceTree.content(for: "f\(index)", size: 1000)) }
@@ -185,12 +188,12 @@ import Musl
         #expect(!output.stdout.contains("not-the-secret") && !output.stderr.contains("not-the-secret"))
         #expect(!output.stdout.contains(moto.secretAccessKey) && !output.stderr.contains(moto.secretAccessKey))
         #expect(try await Self.inventory(moto, bucket).isEmpty)
-        #expect(try Self.openUploads(moto, bucket) == 0)
+        #expect(try await Self.openUploads(moto, bucket) == 0)
     }
 
     @Test func credentialsComeFromANamedProfileAndAreNeverPrinted() async throws {
         let moto = try await MotoServer.shared(.checked)
-        let bucket = try moto.makeBucket("profile")
+        let bucket = try await moto.makeBucket("profile")
         let tree = try SourceTree(prefix: "curlew-s3-profile")
         defer { tree.remove() }
         try tree.write("a.txt", Array("profile".utf8))
@@ -207,7 +210,7 @@ import Musl
         #expect(output.status == 0, "\(output.stdout)\n\(output.stderr)")
         #expect(output.stdout.contains("credentials from profile ci"))
         #expect(!output.stdout.contains(moto.secretAccessKey) && !output.stderr.contains(moto.secretAccessKey))
-        #expect(try await Self.inventory(moto, bucket)["a.txt"]?["sha256"] as? String == (try Self.hexSHA256(ofFile: tree.root + "/a.txt")))
+        #expect(try await Self.inventory(moto, bucket)["a.txt"]?["sha256"] as? String == (try await Self.hexSHA256(ofFile: tree.root + "/a.txt")))
     }
 
     @Test func aMissingBucketIsNamedOnceAndFailsTheRun() async throws {
@@ -222,7 +225,7 @@ import Musl
 
     @Test func aPartCorruptedInTransitFailsThatFileAndLeavesNothingBehind() async throws {
         let moto = try await MotoServer.shared(.checked)
-        let bucket = try moto.makeBucket("corrupt")
+        let bucket = try await moto.makeBucket("corrupt")
         let tree = try SourceTree(prefix: "curlew-s3-corrupt")
         defer { tree.remove() }
         try await offCooperativePool { try Self.writeRandomFile(tree.root + "/corrupt-in-transit.bin", size: 12 << 20) }
@@ -238,12 +241,12 @@ import Musl
         #expect((failures.first?["error"] as? String)?.contains("SHA-256") == true, "\(failures)")
         let stored = try await Self.inventory(moto, bucket)
         #expect(Set(stored.keys) == ["fine.txt"])
-        #expect(try Self.openUploads(moto, bucket) == 0)
+        #expect(try await Self.openUploads(moto, bucket) == 0)
     }
 
     @Test func aPartThatFailsForGoodIsRetriedAloneThenTheUploadIsAborted() async throws {
         let moto = try await MotoServer.shared(.checked)
-        let bucket = try moto.makeBucket("partfail")
+        let bucket = try await moto.makeBucket("partfail")
         let tree = try SourceTree(prefix: "curlew-s3-partfail")
         defer { tree.remove() }
         try await offCooperativePool { try Self.writeRandomFile(tree.root + "/part-two-always-fails.bin", size: (10 << 20) + 100) }
@@ -262,7 +265,7 @@ import Musl
         }
         #expect(partTwo.count == 3)
         #expect(Self.acceptedParts(moto, bucket: bucket)[1] == 1)
-        #expect(try Self.openUploads(moto, bucket) == 0)
+        #expect(try await Self.openUploads(moto, bucket) == 0)
         let lines = try String(contentsOfFile: journal, encoding: .utf8).split(separator: "\n")
         #expect(lines.contains { $0.hasPrefix("upload\t") })
         #expect(lines.contains { $0.hasPrefix("abort\t") }, "the journal must not point at an aborted upload")
@@ -271,7 +274,7 @@ import Musl
 
     @Test func skipExistingSendsNothingTheBucketHoldsOnASecondRun() async throws {
         let moto = try await MotoServer.shared(.checked)
-        let bucket = try moto.makeBucket("skip")
+        let bucket = try await moto.makeBucket("skip")
         let tree = try SourceTree(prefix: "curlew-s3-skip")
         defer { tree.remove() }
         for index in 0..<15 { try tree.write("dir/file\(index).txt", SourceTree.content(for: "f\(index)", size: 2000 + index)) }
@@ -313,7 +316,7 @@ import Musl
 
     @Test func resumesAMultipartUploadAfterKill9WithoutResendingAcceptedParts() async throws {
         let moto = try await MotoServer.shared(.checked)
-        let bucket = try moto.makeBucket("resume")
+        let bucket = try await moto.makeBucket("resume")
         let tree = try SourceTree(prefix: "curlew-s3-resume")
         defer { tree.remove() }
         let size = Int(ProcessInfo.processInfo.environment["CURLEW_RESUME_TEST_MIB"] ?? "") .map { $0 << 20 } ?? (60 << 20)
@@ -345,11 +348,11 @@ import Musl
         #expect(killedAt.count == kills, "the upload finished before every kill: \(killedAt)")
 
         let stored = try await Self.inventory(moto, bucket)
-        #expect(stored["large.bin"]?["sha256"] as? String == (try Self.hexSHA256(ofFile: tree.root + "/large.bin")))
+        #expect(stored["large.bin"]?["sha256"] as? String == (try await Self.hexSHA256(ofFile: tree.root + "/large.bin")))
         let accepted = Self.acceptedParts(moto, bucket: bucket)
         #expect(accepted.keys.sorted() == Array(1...partCount))
         #expect(accepted.values.allSatisfy { $0 == 1 }, "parts sent more than once: \(accepted.filter { $0.value > 1 })")
-        #expect(try Self.openUploads(moto, bucket) == 0)
+        #expect(try await Self.openUploads(moto, bucket) == 0)
     }
 }
 

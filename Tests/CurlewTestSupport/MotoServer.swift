@@ -87,8 +87,13 @@ public final class MotoServer: Sendable {
         return found
     }
 
-    /// Runs `Tests/servers/s3_inspect.py` (boto3) with this server's credentials and returns its stdout.
-    public func inspect(_ command: String, bucket: String) throws -> String {
+    /// Runs `Tests/servers/s3_inspect.py` (boto3) with this server's credentials and returns its stdout; the wait
+    /// happens off the cooperative pool, which the rest of the suite needs meanwhile.
+    public func inspect(_ command: String, bucket: String) async throws -> String {
+        try await offCooperativePool { try self.inspectBlocking(command, bucket: bucket) }
+    }
+
+    private func inspectBlocking(_ command: String, bucket: String) throws -> String {
         let directory = try TemporaryDirectory.make(prefix: "curlew-s3-inspect")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let stdoutPath = directory + "/stdout"
@@ -100,9 +105,9 @@ public final class MotoServer: Sendable {
     }
 
     /// A fresh bucket of a unique name.
-    public func makeBucket(_ hint: String) throws -> String {
+    public func makeBucket(_ hint: String) async throws -> String {
         let bucket = "\(hint)-\(UUID().uuidString.prefix(8).lowercased())"
-        _ = try inspect("create-bucket", bucket: bucket)
+        _ = try await inspect("create-bucket", bucket: bucket)
         return bucket
     }
 }
