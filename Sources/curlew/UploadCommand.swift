@@ -129,6 +129,10 @@ struct UploadCommand: AsyncParsableCommand {
             if let (name, _) = s3Only.first(where: \.1) { throw ValidationError("\(name) needs an s3://BUCKET/PREFIX target") }
         } else {
             if mode != .put || gzip { throw ValidationError("s3:// targets take neither --mode multipart nor --gzip") }
+            if !headers.isEmpty {
+                // Every header of a signed request must be signed and understood by the store: the options say which.
+                throw ValidationError("-H is for http(s) targets; for s3:// use --content-type, --metadata, --storage-class or --acl")
+            }
             guard (PartPlan.minimumPartSize...PartPlan.maximumPartSize).contains(partSize.bytes) else {
                 throw ValidationError("--part-size must be between 5MiB and 5GiB (S3's limits)")
             }

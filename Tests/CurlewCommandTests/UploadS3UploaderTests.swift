@@ -416,3 +416,32 @@ import Musl
         }
     }
 }
+
+@Suite struct UploadS3UsageTests {
+    @Test(arguments: [
+        (["http://127.0.0.1:9/", "--endpoint", "http://127.0.0.1:9"], "--endpoint needs an s3://BUCKET/PREFIX target"),
+        (["s3://bucket-one/x", "-H", "X-Trace: 1"], "-H is for http(s) targets"),
+        (["s3://bucket-one/x", "--part-size", "1MiB"], "--part-size must be between 5MiB and 5GiB"),
+        (["s3://Bad_Bucket/x"], "is not a valid bucket name"),
+        (["s3://bucket-one/x", "--metadata", "no-equals"], "is not key=value"),
+        (["s3://bucket-one/x", "--mode", "multipart"], "s3:// targets take neither"),
+    ])
+    func misuseIsAUsageErrorBeforeAnythingIsSent(arguments: [String], message: String) async throws {
+        let tree = try SourceTree(prefix: "curlew-s3-usage")
+        defer { tree.remove() }
+        let output = try await CurlewBinary.run(["upload", tree.root] + arguments, environment: ["HOME": "/nonexistent"])
+        #expect(output.status == 64)
+        #expect(output.stderr.contains(message), "\(output.stderr)")
+    }
+
+    @Test func missingCredentialsAreNamedWithoutASingleRequest() async throws {
+        let tree = try SourceTree(prefix: "curlew-s3-nocreds")
+        defer { tree.remove() }
+        try tree.write("a.txt", [1])
+        let output = try await CurlewBinary.run(
+            ["upload", tree.root, "s3://bucket-one/", "--endpoint", "http://127.0.0.1:9"],
+            environment: ["HOME": "/nonexistent", "AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": "", "AWS_PROFILE": ""])
+        #expect(output.status == 1)
+        #expect(output.stderr.contains("no AWS credentials"), "\(output.stderr)")
+    }
+}
