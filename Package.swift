@@ -24,9 +24,10 @@ let package = Package(
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift.git", from: "0.2.0"),
         // The route layer's environments: YAML (and JSON, a subset) configuration files.
         .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
-        // Tests only: an independent multipart parser and SHA-256.
-        .package(url: "https://github.com/vapor/multipart-kit.git", from: "4.7.1"),
+        // SHA-256 and HMAC: `curlew upload`'s SigV4 signer and checksums; the tests' independent digests.
         .package(url: "https://github.com/apple/swift-crypto.git", from: "3.12.3"),
+        // Tests only: an independent multipart parser.
+        .package(url: "https://github.com/vapor/multipart-kit.git", from: "4.7.1"),
     ],
     targets: [
         .systemLibrary(
@@ -81,6 +82,7 @@ let package = Package(
                 "CLibCurl",
                 "CurlewLoopbackServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ],
@@ -129,7 +131,8 @@ let package = Package(
         .testTarget(
             name: "CurlewCommandTests",
             dependencies: [
-                // The command's pure parts (thresholds, schedules, target files, HdrHistogram encoding) are unit-tested.
+                // The command's pure parts (thresholds, schedules, target files, HdrHistogram encoding, SigV4 signer,
+                // part planner, journal) are unit-tested.
                 "curlew",
                 // zlib, to inflate the HdrHistogram encoding in its test.
                 "CLibCurl",

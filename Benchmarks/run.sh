@@ -41,7 +41,8 @@
 set -euo pipefail
 
 # S7 and S8 (the `curlew` command) run from a script of their own, command/run_command.sh; a list of only those
-# (BENCH_SCENARIOS="S7 S8", or SCENARIOS=S7,S8) goes straight there.
+# (BENCH_SCENARIOS="S7 S8", or SCENARIOS=S7,S8) goes straight there. S9 (S3 uploads beside rclone and the AWS CLI,
+# command/run_s3.sh) runs only when asked for alone: BENCH_SCENARIOS=S9.
 REQUESTED_SCENARIOS=${BENCH_SCENARIOS:-${SCENARIOS:-}}
 if [ -n "$REQUESTED_SCENARIOS" ]; then
     COMMAND_SCENARIOS=""
@@ -50,9 +51,13 @@ if [ -n "$REQUESTED_SCENARIOS" ]; then
         case "$scenario" in
             S7 | s7 | s7-*) COMMAND_SCENARIOS="$COMMAND_SCENARIOS s7" ;;
             S8 | s8 | s8-*) COMMAND_SCENARIOS="$COMMAND_SCENARIOS s8" ;;
+            S9 | s9 | s9-*) S3_SCENARIO=1 ;;
             *) OTHER_SCENARIOS="$OTHER_SCENARIOS $scenario" ;;
         esac
     done
+    if [ -n "${S3_SCENARIO:-}" ] && [ -z "$COMMAND_SCENARIOS" ] && [ -z "$OTHER_SCENARIOS" ]; then
+        exec "$(dirname "${BASH_SOURCE[0]}")/command/run_s3.sh"
+    fi
     if [ -n "$COMMAND_SCENARIOS" ] && [ -z "$OTHER_SCENARIOS" ]; then
         BENCH_COMMAND_SCENARIOS=$COMMAND_SCENARIOS exec "$(dirname "${BASH_SOURCE[0]}")/command/run_command.sh"
     fi

@@ -46,7 +46,7 @@ def main():
                ["raw-libcurl", "curlew-bench", "wrk"], "raw-libcurl", "req/s",
                f"N = {int(meta.get('n_c64', 0)):,} requests per run; wrk runs {meta.get('wrk_seconds')} s instead"),
         "s7": ("S7: bulk upload, files of 4 KiB, concurrency 16, nginx WebDAV, verified byte for byte on disk",
-               ["curlew-upload", "xargs-curl"], "xargs-curl", "files/s",
+               ["curlew-upload", "xargs-curl", "rclone-webdav"], "xargs-curl", "files/s",
                f"{int(meta.get('s7_files', 0)):,} files per run; files/s over the whole process (start-up and walk included)"),
     }
     for scenario, (title, clients, baseline, unit, note) in sections.items():
@@ -86,7 +86,8 @@ def main():
             "on a busy machine wall-clock req/s swings by 2-3× between runs, CPU per request much less.",
             "- S7 curlew-upload: `curlew upload SOURCE URL --concurrency 16 --json`; xargs-curl: "
             "`find . -type f | xargs -P16 -I{} curl -sS -f -T {} URL/{}` (one curl process per file). After each run every file "
-            "is compared with `diff -r` against nginx's WebDAV folder; the folder is then removed.", ""]
+            "is compared with `diff -r` against nginx's WebDAV folder; the folder is then removed. rclone-webdav: `rclone copy "
+            "SOURCE :webdav:TARGET --webdav-url URL --transfers 16` (Debian's rclone); it needs PROPFIND, which nginx-light lacks.", ""]
     print("\n".join(out))
 
 

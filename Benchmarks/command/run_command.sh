@@ -2,7 +2,8 @@
 # S7 and S8 of BENCHMARKS.md: the `curlew` command side by side with what people use instead.
 #
 #   S7  curlew upload: BENCH_S7_FILES files of 4 KiB at concurrency 16 PUT to nginx WebDAV, every file compared
-#       byte for byte on nginx's disk after each run, vs `xargs -P16` running one `curl -T` per file.
+#       byte for byte on nginx's disk after each run, vs `xargs -P16` running one `curl -T` per file, and vs
+#       `rclone copy` with its WebDAV backend (--transfers 16) when rclone is installed and nginx answers PROPFIND.
 #       Figure: files/s over the whole process (start-up and directory walk included).
 #   S8  curlew bench vs the raw libcurl C client (raw-libcurl/bench_curl.c) vs wrk, GET /small, 64 connections,
 #       client pinned to one core, nginx to the other. Figure: requests/s.
@@ -142,6 +143,20 @@ run_s7() {
         _ "$S7_SOURCE" "$BASE_URL/dav/$target")
     verdict=$(verify "$target")
     record s7 xargs-curl "$rep" "$rc" "$S7_FILES" "" "$verdict" ""
+    rm -rf "${DAV_DIR:?}/$target"
+
+    # rclone's WebDAV backend lists folders with PROPFIND, which nginx answers only with the dav-ext module
+    # (not in Debian's nginx-light): without it the row says so instead of timing a run that cannot work.
+    command -v rclone >/dev/null || return 0
+    target=s7-rclone-$rep
+    if [ "$(curl -s -o /dev/null -w '%{http_code}' -X PROPFIND -H 'Depth: 0' "$BASE_URL/dav/")" = "405" ]; then
+        record s7 rclone-webdav "$rep" "-" "$S7_FILES" "" "no:nginx has no PROPFIND (dav-ext module)" ""
+        return 0
+    fi
+    rc=$(timed "s7.rclone-webdav.$rep" rclone copy "$S7_SOURCE" ":webdav:$target" --webdav-url "$BASE_URL/dav/" --webdav-vendor other \
+        --transfers 16 --checkers 16 --config /dev/null)
+    verdict=$(verify "$target")
+    record s7 rclone-webdav "$rep" "$rc" "$S7_FILES" "" "$verdict" ""
     rm -rf "${DAV_DIR:?}/$target"
 }
 

@@ -75,6 +75,9 @@ public struct CurlewRequest: Sendable {
     public var decompression: CurlewClient.Decompression?
     /// Overrides ``CurlewClient/Configuration/expectContinue`` for this request.
     public var expectContinue: CurlewClient.ExpectContinue?
+    /// Caps how fast this request's body goes out, in bytes per second (libcurl's `CURLOPT_MAX_SEND_SPEED_LARGE`,
+    /// averaged over the transfer); nil sends as fast as the connection allows.
+    public var maxSendBytesPerSecond: Int64?
 
     /// Creates a request, validating the URL.
     ///
@@ -120,7 +123,7 @@ public struct CurlewRequest: Sendable {
     var usesClientDefaultsForPlainGET: Bool {
         method == .get && body == nil && headerFields.isEmpty && timeouts.isEmpty && redirects == nil
             && httpVersion == nil && maxResponseBodySize == nil && decompression == nil && expectContinue == nil
-            && onProgress == nil
+            && onProgress == nil && maxSendBytesPerSecond == nil
     }
 
     /// Reports this request's progress as an `AsyncSequence`: installs an ``onProgress`` handler that feeds the

@@ -147,6 +147,7 @@ extension Transfer {
             apply(easy.set(CURLOPT_READDATA, pointer: userdata))
             apply(curlew_easy_setopt_seek_callback(easy.raw, transferSeekCallback))
             apply(easy.set(CURLOPT_SEEKDATA, pointer: userdata))
+            if let rate = request.maxSendBytesPerSecond, rate > 0 { apply(easy.set(CURLOPT_MAX_SEND_SPEED_LARGE, offset: rate)) }
         }
         if method != .get && method != .head && method != .post {
             apply(easy.set(CURLOPT_CUSTOMREQUEST, method.rawValue))
