@@ -58,7 +58,21 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(help: "Event loops (threads) of the client; default one per CPU the process may use.")
     var loops: Int?
 
+    @Option(
+        name: .customLong("loop-driver"),
+        help: "How the loop threads drive libcurl: poll (curl_multi_poll, the default) or socket-action (epoll and curl_multi_socket_action, for thousands of connections).")
+    var loopDriver: String?
+
     @OptionGroup var shared: SharedOptions
+
+    /// The event loop `--loop-driver` names; nil for a name it does not know.
+    private var eventLoop: CurlewClient.Configuration.EventLoopKind? {
+        switch loopDriver ?? "poll" {
+        case "poll": .thread
+        case "socket-action": .threadSocketAction
+        default: nil
+        }
+    }
 
     func validate() throws {
         guard connections >= 1 else { throw ValidationError("-c/--connections must be at least 1") }
@@ -68,6 +82,7 @@ struct BenchCommand: AsyncParsableCommand {
         if let rate, !(rate > 0 && rate.isFinite) { throw ValidationError("--rate must be a positive number of requests per second") }
         if http2 && h2c { throw ValidationError("--http2 and --h2c exclude each other") }
         if let loops, loops < 1 { throw ValidationError("--loops must be at least 1") }
+        if eventLoop == nil { throw ValidationError("--loop-driver must be poll or socket-action") }
         if let timeout, timeout.duration <= .zero { throw ValidationError("--timeout must be longer than 0") }
         if HTTPRequest.Method(method.uppercased()) == nil { throw ValidationError("invalid method \(method.debugDescription)") }
         for header in headers {
@@ -102,6 +117,7 @@ struct BenchCommand: AsyncParsableCommand {
         configuration.httpVersion = h2c ? .http2PriorKnowledge : http2 ? .http2 : .http1_1
         configuration.proxy = .none
         if let loops { configuration.loopCount = loops }
+        if let eventLoop { configuration.eventLoop = eventLoop }
         shared.applyTLS(to: &configuration)
         let client = CurlewClient(configuration: configuration)
 
