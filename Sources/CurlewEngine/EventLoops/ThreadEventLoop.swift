@@ -236,12 +236,7 @@ final class ThreadEventLoop: CurlEventLoop, TaskExecutor, @unchecked Sendable {
 
     private func runPolling() {
         var running: Int32 = 0
-        while true {
-            let stopping = takeMessages()
-            core.tick()
-            processMessages()
-            if stopping { break }
-
+        while !runPostedWork() {
             startedTransfers = false
             // The callbacks inside perform record activity with the loop's time: read it right before.
             core.tick()
@@ -267,12 +262,7 @@ final class ThreadEventLoop: CurlEventLoop, TaskExecutor, @unchecked Sendable {
             masks.deallocate()
         }
         var running: Int32 = 0
-        while true {
-            let stopping = takeMessages()
-            core.tick()
-            processMessages()
-            if stopping { break }
-
+        while !runPostedWork() {
             let timeout = epollTimeout(now: core.clock.now)
             startedTransfers = false
             let ready = curlew_epoll_wait(epollDescriptor, descriptors, masks, timeout)
@@ -308,15 +298,21 @@ final class ThreadEventLoop: CurlEventLoop, TaskExecutor, @unchecked Sendable {
     private func epollTimeout(now: UInt64) -> Int32 {
         let deadline = min(curlTimerDeadline, core.nextDeadlineCheck)
         if startedTransfers || deadline <= now { return 0 }
-        let mayWait = inbox.withLock { inbox -> Bool in
-            guard inbox.messages.isEmpty, !inbox.isStopping else { return false }
-            inbox.isSleeping = true
-            return true
-        }
+        let mayWait = announceSleep()
         guard mayWait else { return 0 }
         guard deadline != .max else { return 1000 }
         // Never 0 here: the caller takes 0 to mean it did not announce a sleep.
         return Int32(clamping: max(curlMilliseconds(fromNanoseconds: deadline - now), 1))
+    }
+
+    /// Tells posters the loop is about to sleep, unless work is waiting or a stop was asked for; returns whether
+    /// it may sleep. The flag is set and read under the inbox lock, so a wakeup is never lost.
+    private func announceSleep() -> Bool {
+        inbox.withLock { inbox -> Bool in
+            guard inbox.messages.isEmpty, !inbox.isStopping else { return false }
+            inbox.isSleeping = true
+            return true
+        }
     }
 
     /// libcurl's interest in one of its sockets changed (called inside libcurl, on the loop thread).
@@ -335,6 +331,14 @@ final class ThreadEventLoop: CurlEventLoop, TaskExecutor, @unchecked Sendable {
     /// libcurl asks to be called back in `milliseconds` (-1: never); never calls libcurl from here.
     fileprivate func curlTimerChanged(_ milliseconds: Int) {
         curlTimerDeadline = milliseconds < 0 ? .max : core.clock.now &+ UInt64(milliseconds) &* 1_000_000
+    }
+
+    /// Runs the work posted since the last iteration; returns whether a shutdown was asked for.
+    private func runPostedWork() -> Bool {
+        let stopping = takeMessages()
+        core.tick()
+        processMessages()
+        return stopping
     }
 
     /// Moves the inbox's messages to the local batch; returns whether a shutdown was asked for.
@@ -373,11 +377,7 @@ final class ThreadEventLoop: CurlEventLoop, TaskExecutor, @unchecked Sendable {
 
     /// Sleeps in `curl_multi_poll` unless work arrived; submitters wake it through the eventfd.
     private func waitForWork(now: UInt64) {
-        let mayWait = inbox.withLock { inbox -> Bool in
-            guard inbox.messages.isEmpty, !inbox.isStopping else { return false }
-            inbox.isSleeping = true
-            return true
-        }
+        let mayWait = announceSleep()
         guard mayWait else { return }
         let timeout = Int32(clamping: core.millisecondsUntilDeadlineCheck(now: now) ?? 1000)
         var wakeup = curl_waitfd(fd: wakeupDescriptor, events: Int16(CURL_WAIT_POLLIN), revents: 0)
