@@ -86,6 +86,33 @@ static void make_transfer(struct transfer *transfer, const struct bench_options 
     }
 }
 
+/* The transfer slots: as many as requests in flight, never more than requests; `*count` says how many. */
+static struct transfer *make_transfers(const struct bench_options *options, long *count) {
+    *count = options->concurrency < options->requests ? options->concurrency : options->requests;
+    struct transfer *transfers = calloc((size_t)*count, sizeof(struct transfer));
+    if (transfers == NULL) {
+        fprintf(stderr, "out of memory\n");
+        exit(1);
+    }
+    for (long i = 0; i < *count; i++) {
+        make_transfer(&transfers[i], options);
+    }
+    return transfers;
+}
+
+/* Prints the JSON line every client prints, then removes and frees the slots. */
+static void report_and_free(const char *client, CURLM *multi, struct transfer *transfers, long count, long completed,
+                            long failures, double elapsed) {
+    printf("{\"client\": \"%s\", \"requests\": %ld, \"failures\": %ld, \"seconds\": %.6f}\n", client, completed,
+           failures, elapsed);
+    fflush(stdout);
+    for (long i = 0; i < count; i++) {
+        curl_multi_remove_handle(multi, transfers[i].easy);
+        curl_easy_cleanup(transfers[i].easy);
+    }
+    free(transfers);
+}
+
 /* Reads libcurl's completion messages: counts each finished request, a failure if it did not end in 200, and
  * sends its handle out again while fewer than N requests were started. */
 static void finish_transfers(CURLM *multi, const struct bench_options *options, long *started, long *completed,

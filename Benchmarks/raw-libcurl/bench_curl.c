@@ -25,14 +25,8 @@ int main(int argc, char **argv) {
     }
     curl_multi_setopt(multi, CURLMOPT_MAXCONNECTS, options.concurrency);
 
-    long handles = options.concurrency < options.requests ? options.concurrency : options.requests;
-    struct transfer *transfers = calloc((size_t)handles, sizeof(struct transfer));
-    if (transfers == NULL) {
-        return 1;
-    }
-    for (long i = 0; i < handles; i++) {
-        make_transfer(&transfers[i], &options);
-    }
+    long handles = 0;
+    struct transfer *transfers = make_transfers(&options, &handles);
 
     long started = 0;
     long completed = 0;
@@ -62,15 +56,7 @@ int main(int argc, char **argv) {
     }
     double elapsed = now_seconds() - start;
 
-    printf("{\"client\": \"raw-libcurl\", \"requests\": %ld, \"failures\": %ld, \"seconds\": %.6f}\n",
-           completed, failures, elapsed);
-    fflush(stdout);
-
-    for (long i = 0; i < handles; i++) {
-        curl_multi_remove_handle(multi, transfers[i].easy);
-        curl_easy_cleanup(transfers[i].easy);
-    }
-    free(transfers);
+    report_and_free("raw-libcurl", multi, transfers, handles, completed, failures, elapsed);
     curl_multi_cleanup(multi);
     curl_global_cleanup();
     return failures == 0 ? 0 : 1;

@@ -86,14 +86,11 @@ int main(int argc, char **argv) {
     }
     curl_multi_setopt(loop.multi, CURLMOPT_MAXCONNECTS, options.concurrency);
 
-    long handles = options.concurrency < options.requests ? options.concurrency : options.requests;
-    struct transfer *transfers = calloc((size_t)handles, sizeof(struct transfer));
+    long handles = 0;
+    struct transfer *transfers = make_transfers(&options, &handles);
     struct epoll_event *events = calloc((size_t)handles + 16, sizeof(struct epoll_event));
-    if (transfers == NULL || events == NULL) {
+    if (events == NULL) {
         return 1;
-    }
-    for (long i = 0; i < handles; i++) {
-        make_transfer(&transfers[i], &options);
     }
 
     long started = 0;
@@ -131,15 +128,7 @@ int main(int argc, char **argv) {
     }
     double elapsed = now_seconds() - start;
 
-    printf("{\"client\": \"raw-libcurl-socket\", \"requests\": %ld, \"failures\": %ld, \"seconds\": %.6f}\n",
-           completed, failures, elapsed);
-    fflush(stdout);
-
-    for (long i = 0; i < handles; i++) {
-        curl_multi_remove_handle(loop.multi, transfers[i].easy);
-        curl_easy_cleanup(transfers[i].easy);
-    }
-    free(transfers);
+    report_and_free("raw-libcurl-socket", loop.multi, transfers, handles, completed, failures, elapsed);
     free(events);
     curl_multi_cleanup(loop.multi);
     close(loop.epoll);
