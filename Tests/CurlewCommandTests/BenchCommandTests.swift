@@ -21,6 +21,18 @@ import Testing
         }
     }
 
+    @Test(arguments: ["poll", "socket-action"])
+    func eitherLoopDriverSendsExactlyTheRequestedNumberOfRequests(driver: String) async throws {
+        try await withLoopbackServer { server in
+            let output = try await CurlewBinary.run([
+                "bench", server.baseURL + "/small", "-n", "500", "-c", "32", "--loop-driver", driver, "--json",
+            ])
+            #expect(output.status == 0, "\(output.stderr)")
+            #expect(server.requestsServed == 500)
+            #expect(try output.json()["succeeded"] as? Int == 500)
+        }
+    }
+
     @Test func jsonSummaryHasEveryDocumentedField() async throws {
         try await withLoopbackServer { server in
             let output = try await CurlewBinary.run(["bench", server.baseURL + "/small", "-n", "300", "-c", "8", "--json"])
@@ -172,6 +184,7 @@ import Testing
         (["bench", "ftp://127.0.0.1/", "-n", "1"], "ftp://"),
         (["bench", "--body-file", "/nonexistent/body", "http://127.0.0.1:1/"], "/nonexistent/body"),
         (["bench", "--http2", "--h2c"], "exclude"),
+        (["bench", "--loop-driver", "epoll"], "--loop-driver"),
         (["frobnicate"], "frobnicate"),
         (["bench", "--threshold", "p99<20"], "needs a unit"),
         (["bench", "--threshold", "errors<1"], "percentage"),

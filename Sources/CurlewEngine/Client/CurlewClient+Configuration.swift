@@ -9,6 +9,11 @@ extension CurlewClient {
             /// A dedicated thread per loop running `curl_multi_poll`, which is also a Swift `TaskExecutor`.
             /// The fast default; see `docs/design/0001-event-loop.md`.
             case thread
+            /// The same dedicated thread and `TaskExecutor`, driving libcurl's socket API instead
+            /// (`curl_multi_socket_action` for the sockets epoll reports, `CURLMOPT_TIMERFUNCTION` for the timer):
+            /// a loop iteration then costs nothing per idle connection, where `curl_multi_perform` walks every
+            /// transfer. Meant for thousands of connections; see `docs/design/0011-socket-action-loop.md`.
+            case threadSocketAction
             /// libcurl's socket-action API on a serial `DispatchQueue` with per-socket `DispatchSource`s,
             /// for applications built around Dispatch. About 0.4 × the thread loop's requests per second.
             case dispatch

@@ -56,7 +56,10 @@ public final class CurlewClient: Sendable {
         for index in 0..<loopCount {
             let loop: (any CurlEventLoop)? =
                 switch configuration.eventLoop {
-                case .thread: ThreadEventLoop(settings: settings, index: index, loopCount: loopCount)
+                case .thread:
+                    ThreadEventLoop(settings: settings, index: index, loopCount: loopCount, driver: .poll)
+                case .threadSocketAction:
+                    ThreadEventLoop(settings: settings, index: index, loopCount: loopCount, driver: .socketAction)
                 case .dispatch: DispatchEventLoop(settings: settings, index: index, loopCount: loopCount)
                 }
             // Only resource exhaustion stops a loop from starting; the client then runs on fewer.
