@@ -15,7 +15,7 @@ BUILD_LOG := .build/curlew-build.log
 # lld, because GNU ld prints a mktemp warning from Foundation's static archive.
 CURLEW_RELEASE_FLAGS := -c release --product curlew --static-swift-stdlib -Xswiftc -use-ld=lld
 
-.PHONY: demo test build deps deps-system deps-python bench clean check-warnings
+.PHONY: demo test build deps deps-system deps-python bench clean check-warnings readme-check
 
 DEMO_DIR := .build/demo-upload
 
@@ -36,8 +36,8 @@ demo: deps-system
 	@echo "== the same upload again: the journal says everything was sent, so nothing is"
 	./.build/release/curlew upload $(DEMO_DIR) --concurrency 16 --journal $(DEMO_DIR).journal
 
-## test: install test servers, build with zero warnings, run every test
-test: deps check-warnings
+## test: install test servers, build with zero warnings, check the README's Swift blocks, run every test
+test: deps check-warnings readme-check
 	# File-descriptor accounting is process-wide, so that suite runs in a process of its own.
 	$(SWIFT) test --skip-build --skip FileDescriptorTests --skip MemoryTests
 	$(SWIFT) test --skip-build --filter FileDescriptorTests
@@ -54,6 +54,10 @@ check-warnings: deps-system
 	$(SWIFT) build --build-tests 2>&1 | tee $(BUILD_LOG)
 	@if grep -E '(^warning:|/(Sources|Tests|CLibCurl|Benchmarks)/.*warning:)' $(BUILD_LOG); then \
 		echo "error: the build printed warnings (Curlew builds with zero warnings)"; exit 1; fi
+
+## readme-check: every Swift block of README.md type-checks as written, against the debug build's modules
+readme-check: check-warnings
+	python3 Tests/ReadmeCheck/check_readme.py --build-dir "$$($(SWIFT) build --show-bin-path)"
 
 ## bench: side-by-side benchmarks (BENCHMARKS.md), writes Benchmarks/results/latest.md
 bench: deps

@@ -13,6 +13,9 @@ let package = Package(
         .library(name: "CurlewEngine", targets: ["CurlewEngine"]),
         .library(name: "Curlew", targets: ["Curlew"]),
         .library(name: "CurlewTesting", targets: ["CurlewTesting"]),
+        // Integrations, each a product of its own so the engine's graph stays lean.
+        .library(name: "CurlewOpenAPI", targets: ["CurlewOpenAPI"]),
+        .library(name: "CurlewServiceLifecycle", targets: ["CurlewServiceLifecycle"]),
         .executable(name: "curlew", targets: ["curlew"]),
     ],
     dependencies: [
@@ -24,6 +27,9 @@ let package = Package(
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift.git", from: "0.2.0"),
         // The route layer's environments: YAML (and JSON, a subset) configuration files.
         .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
+        // CurlewOpenAPI and CurlewServiceLifecycle only.
+        .package(url: "https://github.com/apple/swift-openapi-runtime.git", from: "1.13.4"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         // Tests only: an independent multipart parser and SHA-256.
         .package(url: "https://github.com/vapor/multipart-kit.git", from: "4.7.1"),
         .package(url: "https://github.com/apple/swift-crypto.git", from: "3.12.3"),
@@ -70,6 +76,23 @@ let package = Package(
             dependencies: [
                 "Curlew",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "CurlewOpenAPI",
+            dependencies: [
+                "CurlewEngine",
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "CurlewServiceLifecycle",
+            dependencies: [
+                "CurlewEngine",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strictSettings
         ),
@@ -121,6 +144,35 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "InMemoryLogging", package: "swift-log"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "CurlewOpenAPITests",
+            dependencies: [
+                "CurlewOpenAPI",
+                "CurlewEngine",
+                "CurlewTestSupport",
+                "CurlewLoopbackServer",
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            // The generated client (Tests/CurlewOpenAPITests/Generated) is committed, not generated at build time.
+            exclude: ["Generated/openapi.yaml", "Generated/openapi-generator-config.yaml", "Generated/README.md"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "CurlewServiceLifecycleTests",
+            dependencies: [
+                "CurlewServiceLifecycle",
+                "CurlewEngine",
+                "CurlewTestSupport",
+                "CurlewLoopbackServer",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strictSettings
         ),

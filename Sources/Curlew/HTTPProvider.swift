@@ -105,6 +105,7 @@ public struct DefaultProvider: HTTPProvider {
     }
 
     /// Sends a route with a full URL on the shared engine client.
+    @discardableResult
     public static func request(
         _ route: Route, interceptors: [any Interceptor] = []
     ) async throws(ProviderError) -> RouteResponse {

@@ -178,4 +178,47 @@ public final class CurlewClient: Sendable {
         // Idempotent per loop: a second caller waits for the same stop.
         for loop in loops { await loop.shutdown() }
     }
+
+    /// Shuts down gracefully: stops taking requests at once (new ones fail with
+    /// ``CurlewError/Code/clientShutdown``), lets the requests in flight finish for up to `gracePeriod`, then
+    /// does what ``shutdown()`` does with the rest (they fail with ``CurlewError/Code/cancelled``).
+    ///
+    /// A request counts as in flight until its transfer ends, so a streamed response whose body is still being
+    /// read is waited for too. Cancelling the calling task ends the grace period at once. Does nothing on
+    /// ``shared``.
+    ///
+    /// - Returns: `true` if every request in flight finished within the grace period, `false` if some had to be
+    ///   cancelled.
+    @discardableResult
+    public func shutdown(gracePeriod: Duration) async -> Bool {
+        guard !isShared else { return true }
+        isRunning.store(false, ordering: .relaxed)
+        let deadline = ContinuousClock.now.advanced(by: gracePeriod)
+        // The loops count their transfers for load balancing already; polling that count at a short interval
+        // costs nothing on the request path, where a completion signal would cost every request.
+        while inFlightRequestCount > 0, ContinuousClock.now < deadline {
+            do {
+                try await Task.sleep(for: min(Self.drainPollInterval, deadline - ContinuousClock.now))
+            } catch {
+                break
+            }
+        }
+        let drained = inFlightRequestCount == 0
+        for loop in loops { await loop.shutdown() }
+        return drained
+    }
+
+    /// Whether the client still takes requests: `false` from the moment a shutdown begins.
+    public var isAcceptingRequests: Bool {
+        isRunning.load(ordering: .relaxed)
+    }
+
+    /// How often a graceful shutdown looks whether the requests in flight have finished.
+    static let drainPollInterval = Duration.milliseconds(5)
+
+    /// Requests submitted and not yet finished (a streamed response counts until its body has arrived), over
+    /// every loop. A snapshot: it can change as soon as it is read.
+    public var inFlightRequestCount: Int {
+        loops.reduce(0) { $0 + max($1.load.current, 0) }
+    }
 }
