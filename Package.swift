@@ -176,6 +176,13 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        // Stands in for a server framework that exports `Route` and `Environment` (Vapor, Hummingbird).
+        .target(name: "FrameworkNames", path: "Tests/FrameworkNames", swiftSettings: strictSettings),
+        .testTarget(
+            name: "CurlewNameCollisionTests",
+            dependencies: ["Curlew", "FrameworkNames"],
+            swiftSettings: strictSettings
+        ),
         .testTarget(
             name: "CurlewCommandTests",
             dependencies: [

@@ -98,13 +98,14 @@ extension HTTPProvider {
         interceptors: [any Interceptor] = [],
         plugins: [any Plugin] = [],
         responseProcessors: [any ResponseProcessor] = [],
-        responseValidators: [any ResponseValidator] = []
+        responseValidators: [any ResponseValidator] = [],
+        progress: (@Sendable (TransferProgress) -> Void)? = nil
     ) async throws(ProviderError) -> T {
         try decoding(
             T.self,
             try await request(
                 route, interceptors: interceptors, plugins: plugins, responseProcessors: responseProcessors,
-                responseValidators: responseValidators))
+                responseValidators: responseValidators, progress: progress))
     }
 
     /// Sends a route and decodes the body as an array of `T` (Konex's `requestArray`).
@@ -114,13 +115,14 @@ extension HTTPProvider {
         interceptors: [any Interceptor] = [],
         plugins: [any Plugin] = [],
         responseProcessors: [any ResponseProcessor] = [],
-        responseValidators: [any ResponseValidator] = []
+        responseValidators: [any ResponseValidator] = [],
+        progress: (@Sendable (TransferProgress) -> Void)? = nil
     ) async throws(ProviderError) -> [T] {
         try decoding(
             [T].self,
             try await request(
                 route, interceptors: interceptors, plugins: plugins, responseProcessors: responseProcessors,
-                responseValidators: responseValidators))
+                responseValidators: responseValidators, progress: progress))
     }
 
     /// The body as `T`; a decoding failure goes through ``shouldContinue(with:)`` like the call's other errors.
@@ -132,18 +134,55 @@ extension HTTPProvider {
         }
     }
 
-    /// ``requestObject(of:_:interceptors:plugins:responseProcessors:responseValidators:)`` for a ``Routable``.
+    // A `Routable` takes every argument a `Route` does: each overload below forwards to the `Route` one.
+
+    /// ``requestObject(of:_:interceptors:plugins:responseProcessors:responseValidators:progress:)`` for a
+    /// ``Routable``.
     public func requestObject<T: Decodable>(
-        of type: T.Type, _ routable: some Routable, interceptors: [any Interceptor] = []
+        of type: T.Type,
+        _ routable: some Routable,
+        interceptors: [any Interceptor] = [],
+        plugins: [any Plugin] = [],
+        responseProcessors: [any ResponseProcessor] = [],
+        responseValidators: [any ResponseValidator] = [],
+        progress: (@Sendable (TransferProgress) -> Void)? = nil
     ) async throws(ProviderError) -> T {
-        try await requestObject(of: type, routable.route, interceptors: interceptors)
+        try await requestObject(
+            of: type, routable.route, interceptors: interceptors, plugins: plugins,
+            responseProcessors: responseProcessors, responseValidators: responseValidators, progress: progress)
     }
 
-    /// ``requestArray(of:_:interceptors:plugins:responseProcessors:responseValidators:)`` for a ``Routable``.
+    /// ``requestArray(of:_:interceptors:plugins:responseProcessors:responseValidators:progress:)`` for a
+    /// ``Routable``.
     public func requestArray<T: Decodable>(
-        of type: T.Type, _ routable: some Routable, interceptors: [any Interceptor] = []
+        of type: T.Type,
+        _ routable: some Routable,
+        interceptors: [any Interceptor] = [],
+        plugins: [any Plugin] = [],
+        responseProcessors: [any ResponseProcessor] = [],
+        responseValidators: [any ResponseValidator] = [],
+        progress: (@Sendable (TransferProgress) -> Void)? = nil
     ) async throws(ProviderError) -> [T] {
-        try await requestArray(of: type, routable.route, interceptors: interceptors)
+        try await requestArray(
+            of: type, routable.route, interceptors: interceptors, plugins: plugins,
+            responseProcessors: responseProcessors, responseValidators: responseValidators, progress: progress)
+    }
+
+    /// ``download(_:to:interceptors:progress:)`` for a ``Routable``.
+    @discardableResult
+    public func download(
+        _ routable: some Routable, to path: String, interceptors: [any Interceptor] = [],
+        progress: (@Sendable (TransferProgress) -> Void)? = nil
+    ) async throws(ProviderError) -> RouteResponse {
+        try await download(routable.route, to: path, interceptors: interceptors, progress: progress)
+    }
+
+    /// ``stream(_:interceptors:progress:)`` for a ``Routable``.
+    public func stream(
+        _ routable: some Routable, interceptors: [any Interceptor] = [],
+        progress: (@Sendable (TransferProgress) -> Void)? = nil
+    ) async throws(ProviderError) -> RouteStreamingResponse {
+        try await stream(routable.route, interceptors: interceptors, progress: progress)
     }
 }
 
@@ -236,7 +275,8 @@ struct RequestPipeline<Provider: HTTPProvider> {
     func run() async throws(ProviderError) -> RouteResponse {
         let requestSide = self.requestSide
         let plugins = self.plugins
-        let maxAttempts = max(1, provider.maxAttempts)
+        // One rule for the bound: the provider's, raised by any interceptor of the call that asks for more.
+        let maxAttempts = requestSide.reduce(max(1, provider.maxAttempts)) { max($0, $1.requestedAttempts ?? 0) }
         let transport = provider.transport
         let baseRequest: CurlewRequest
         do {
