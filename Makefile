@@ -39,8 +39,10 @@ demo: deps-system
 ## test: install test servers, build with zero warnings, check the README's Swift blocks, run every test
 test: deps check-warnings readme-check
 	# File-descriptor accounting is process-wide, so that suite runs in a process of its own.
-	$(SWIFT) test --skip-build --skip FileDescriptorTests --skip MemoryTests
+	$(SWIFT) test --skip-build --skip FileDescriptorTests --skip MemoryTests --skip TracingBootstrapTests
 	$(SWIFT) test --skip-build --filter FileDescriptorTests
+	# Bootstrapping the tracing system is process-wide and once only: that suite runs in a process of its own.
+	$(SWIFT) test --skip-build --filter TracingBootstrapTests
 	# Peak RSS is process-wide too: the 1 GiB constant-memory tests run in a process of their own.
 	$(SWIFT) test --skip-build --filter MemoryTests
 
@@ -52,7 +54,10 @@ build: deps-system
 check-warnings: deps-system
 	mkdir -p .build
 	$(SWIFT) build --build-tests 2>&1 | tee $(BUILD_LOG)
-	@if grep -E '(^warning:|/(Sources|Tests|CLibCurl|Benchmarks)/.*warning:)' $(BUILD_LOG); then \
+	@# swift-distributed-tracing 1.7.3 ships CMakeLists.txt inside its targets, which SwiftPM reports as a
+	@# warning about that package's own files on every build; it says nothing about Curlew's code.
+	@if grep -E '(^warning:|/(Sources|Tests|CLibCurl|Benchmarks)/.*warning:)' $(BUILD_LOG) \
+		| grep -vE "^warning: 'swift-distributed-tracing': found [0-9]+ file\(s\) which are unhandled"; then \
 		echo "error: the build printed warnings (Curlew builds with zero warnings)"; exit 1; fi
 
 ## readme-check: every Swift block of README.md type-checks as written, against the debug build's modules

@@ -1,4 +1,6 @@
 public import CurlewEngine
+import Instrumentation
+import Tracing
 import Foundation
 
 extension HTTPProvider {
@@ -305,10 +307,13 @@ struct RequestPipeline<Provider: HTTPProvider> {
             do {
                 // Transports answer with the request they were given as the response's `request`.
                 let response =
-                    if let destination {
-                        try await transport.download(request, to: destination, context: context)
+                    if attempt == 1 {
+                        try await send(request, on: transport, context: context)
                     } else {
-                        try await transport.send(request, context: context)
+                        // The attempt's client span carries OpenTelemetry's http.request.resend_count.
+                        try await ServiceContext.withValue(Self.resendContext(attempt - 1)) {
+                            try await send(request, on: transport, context: context)
+                        }
                     }
                 outcome = .success(response)
             } catch let error as CurlewError {
@@ -347,6 +352,7 @@ struct RequestPipeline<Provider: HTTPProvider> {
                 }
             }
             if let delay = retryDelay {
+                Self.recordRetry(attempt: attempt, delay: delay ?? .zero, outcome: outcome)
                 if let delay, delay > .zero {
                     do {
                         try await Task.sleep(for: delay)
@@ -374,6 +380,38 @@ struct RequestPipeline<Provider: HTTPProvider> {
                 return try finish(result, plugins, context)
             }
         }
+    }
+
+    private func send(
+        _ request: CurlewRequest, on transport: any HTTPTransport, context: InterceptorContext
+    ) async throws -> RouteResponse {
+        if let destination {
+            try await transport.download(request, to: destination, context: context)
+        } else {
+            try await transport.send(request, context: context)
+        }
+    }
+
+    /// The task's context with the resend count of the next attempt.
+    private static func resendContext(_ resendCount: Int) -> ServiceContext {
+        var context = ServiceContext.current ?? .topLevel
+        context[HTTPResendCountKey.self] = resendCount
+        return context
+    }
+
+    /// A retry is an event on the caller's span, when a tracer is bootstrapped and the task has one.
+    private static func recordRetry(attempt: Int, delay: Duration, outcome: Result<RouteResponse, CurlewError>) {
+        guard let context = ServiceContext.current,
+            let span = InstrumentationSystem.tracer.activeSpan(identifiedBy: context)
+        else { return }
+        var attributes = SpanAttributes()
+        attributes["http.request.resend_count"] = attempt
+        attributes["retry.delay_ms"] = Int(delay.components.seconds * 1000 + delay.components.attoseconds / 1_000_000_000_000_000)
+        switch outcome {
+        case .success(let response): attributes["http.response.status_code"] = response.status.code
+        case .failure(let error): attributes["error.type"] = "\(error.code)"
+        }
+        span.addEvent(SpanEvent(name: "http.retry", attributes: attributes))
     }
 
     /// Validation and status, then the processors, then the validators.

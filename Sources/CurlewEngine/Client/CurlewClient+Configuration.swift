@@ -1,5 +1,6 @@
 import CLibCurl
 import Foundation
+public import Tracing
 
 extension CurlewClient {
     /// Everything a client is set up with. Per-request overrides live on ``CurlewRequest``.
@@ -50,6 +51,10 @@ extension CurlewClient {
         /// The `User-Agent` sent when a request sets none. `nil` (the default, as in libcurl and AsyncHTTPClient)
         /// sends none, which also spares every request a string copy and a formatted header line.
         public var userAgent: String? = nil
+        /// The tracer that gets a client span per request (see ``CurlewClient``'s "Tracing"). `nil` (the default)
+        /// takes the tracer bootstrapped with `InstrumentationSystem` when the client is created, if there is one;
+        /// without one, requests pay nothing for tracing.
+        public var tracer: (any Tracer)? = nil
 
         public init() {}
     }

@@ -1,4 +1,5 @@
 import Synchronization
+import Tracing
 
 /// A long-lived HTTP client on libcurl: its event loops, their connection pools and the defaults for
 /// every request. Create one per process (or use ``shared``) and call ``shutdown()`` when done.
@@ -37,6 +38,8 @@ public final class CurlewClient: Sendable {
     private let settings: ClientSettings
     private let loops: [any CurlEventLoop]
     private let isShared: Bool
+    /// Tracing is decided once, here: a client without a tracer checks one optional per request.
+    let tracer: (any Tracer)?
     /// Read on every request, so an atomic rather than a lock.
     private let isRunning = Atomic<Bool>(true)
 
@@ -66,6 +69,7 @@ public final class CurlewClient: Sendable {
         self.settings = settings
         self.loops = loops
         self.isShared = isShared
+        self.tracer = configuration.tracer ?? Self.bootstrappedTracer
     }
 
     deinit {
@@ -114,6 +118,16 @@ public final class CurlewClient: Sendable {
     /// the head of a streamed one). `box` lets a streamed body's consumer reach the transfer later.
     @inline(__always)
     nonisolated(nonsending) func run(
+        _ request: CurlewRequest, sink: ResponseSink, box: TransferBox?
+    ) async throws -> CurlewResponse {
+        if let tracer {
+            return try await runTraced(request, sink: sink, box: box, tracer: tracer)
+        }
+        return try await runUntraced(request, sink: sink, box: box)
+    }
+
+    @inline(__always)
+    nonisolated(nonsending) func runUntraced(
         _ request: CurlewRequest, sink: ResponseSink, box: TransferBox?
     ) async throws -> CurlewResponse {
         guard let loop = pickLoop() else {
