@@ -42,8 +42,9 @@ let tally = await withTaskGroup(of: WorkerTally.self) { group in
             return await WorkerTally.run(budget: budget, failures: failures) {
                 let (response, body) = try await transport.send(
                     request, body: nil, baseURL: target.base, operationID: "getSmall")
-                let bytes = try await body.map { try await [UInt8](collecting: $0, upTo: 64 << 20) } ?? []
-                return (response.status.code, bytes.count)
+                var received = 0
+                if let body { received = try await [UInt8](collecting: body, upTo: 64 << 20).count }
+                return (response.status.code, received)
             }
         }
     }

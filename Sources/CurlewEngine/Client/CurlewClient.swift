@@ -1,3 +1,4 @@
+import Logging
 import Synchronization
 import Tracing
 
@@ -40,6 +41,8 @@ public final class CurlewClient: Sendable {
     private let isShared: Bool
     /// Tracing is decided once, here: a client without a tracer checks one optional per request.
     let tracer: (any Tracer)?
+    /// The client's logger; `nil` logs nothing.
+    let logger: Logger?
     /// Read on every request, so an atomic rather than a lock.
     private let isRunning = Atomic<Bool>(true)
 
@@ -70,6 +73,7 @@ public final class CurlewClient: Sendable {
         self.loops = loops
         self.isShared = isShared
         self.tracer = configuration.tracer ?? Self.bootstrappedTracer
+        self.logger = configuration.logger
     }
 
     deinit {
@@ -118,6 +122,16 @@ public final class CurlewClient: Sendable {
     /// the head of a streamed one). `box` lets a streamed body's consumer reach the transfer later.
     @inline(__always)
     nonisolated(nonsending) func run(
+        _ request: CurlewRequest, sink: ResponseSink, box: TransferBox?
+    ) async throws -> CurlewResponse {
+        if let logger = request.logger ?? logger {
+            return try await runLogged(request, logger: logger, sink: sink, box: box)
+        }
+        return try await runTracedIfEnabled(request, sink: sink, box: box)
+    }
+
+    @inline(__always)
+    nonisolated(nonsending) func runTracedIfEnabled(
         _ request: CurlewRequest, sink: ResponseSink, box: TransferBox?
     ) async throws -> CurlewResponse {
         if let tracer {

@@ -1,4 +1,5 @@
 public import HTTPTypes
+public import Logging
 
 /// An HTTP request for the engine: a method, a validated URL, header fields and an optional body,
 /// plus optional per-request overrides of the client's configuration.
@@ -53,6 +54,8 @@ public struct CurlewRequest: Sendable {
     public var headerFields: HTTPFields
     /// The body, if any.
     public var body: Body?
+    /// Where this request logs its debug-level events, instead of the client's ``CurlewClient/Configuration/logger``.
+    public var logger: Logger?
     /// Compresses the body on the fly (`Content-Encoding` is set unless the request sets it).
     public var bodyCompression: BodyCompression?
     /// Called with upload and download progress, on the transfer's event loop: keep it short and non-blocking
