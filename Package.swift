@@ -13,10 +13,15 @@ let package = Package(
         .library(name: "CurlewEngine", targets: ["CurlewEngine"]),
         .library(name: "Curlew", targets: ["Curlew"]),
         .library(name: "CurlewTesting", targets: ["CurlewTesting"]),
+        // Integrations, each a product of its own so the engine's graph stays lean.
+        .library(name: "CurlewOpenAPI", targets: ["CurlewOpenAPI"]),
+        .library(name: "CurlewServiceLifecycle", targets: ["CurlewServiceLifecycle"]),
         .executable(name: "curlew", targets: ["curlew"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
+        // The engine's client spans (small: Tracing, Instrumentation and swift-service-context only).
+        .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.7.3"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
@@ -24,6 +29,9 @@ let package = Package(
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift.git", from: "0.2.0"),
         // The route layer's environments: YAML (and JSON, a subset) configuration files.
         .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
+        // CurlewOpenAPI and CurlewServiceLifecycle only.
+        .package(url: "https://github.com/apple/swift-openapi-runtime.git", from: "1.13.4"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         // SHA-256 and HMAC: `curlew upload`'s SigV4 signer and checksums; the tests' independent digests.
         .package(url: "https://github.com/apple/swift-crypto.git", from: "3.12.3"),
         // Tests only: an independent multipart parser.
@@ -41,6 +49,9 @@ let package = Package(
             dependencies: [
                 "CLibCurl",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Instrumentation", package: "swift-distributed-tracing"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strictSettings
         ),
@@ -60,6 +71,8 @@ let package = Package(
             dependencies: [
                 .target(name: "CurlewEngine"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Instrumentation", package: "swift-distributed-tracing"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Yams", package: "Yams"),
@@ -71,6 +84,23 @@ let package = Package(
             dependencies: [
                 "Curlew",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "CurlewOpenAPI",
+            dependencies: [
+                "CurlewEngine",
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "CurlewServiceLifecycle",
+            dependencies: [
+                "CurlewEngine",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strictSettings
         ),
@@ -103,6 +133,10 @@ let package = Package(
             name: "CurlewEngineTests",
             dependencies: [
                 "CurlewEngine",
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
+                .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "InMemoryLogging", package: "swift-log"),
                 "CLibCurl",
                 "CurlewTestSupport",
                 "CurlewLoopbackServer",
@@ -125,7 +159,45 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "InMemoryLogging", package: "swift-log"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
+                .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
             ],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "CurlewOpenAPITests",
+            dependencies: [
+                "CurlewOpenAPI",
+                "CurlewEngine",
+                "CurlewTestSupport",
+                "CurlewLoopbackServer",
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            // The generated client (Tests/CurlewOpenAPITests/Generated) is committed, not generated at build time.
+            exclude: ["Generated/openapi.yaml", "Generated/openapi-generator-config.yaml", "Generated/README.md"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "CurlewServiceLifecycleTests",
+            dependencies: [
+                "CurlewServiceLifecycle",
+                "CurlewEngine",
+                "CurlewTestSupport",
+                "CurlewLoopbackServer",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        // Stands in for a server framework that exports `Route` and `Environment` (Vapor, Hummingbird).
+        .target(name: "FrameworkNames", path: "Tests/FrameworkNames", swiftSettings: strictSettings),
+        .testTarget(
+            name: "CurlewNameCollisionTests",
+            dependencies: ["Curlew", "FrameworkNames"],
             swiftSettings: strictSettings
         ),
         .testTarget(

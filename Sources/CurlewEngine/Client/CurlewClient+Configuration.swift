@@ -1,5 +1,7 @@
 import CLibCurl
 import Foundation
+public import Tracing
+public import Logging
 
 extension CurlewClient {
     /// Everything a client is set up with. Per-request overrides live on ``CurlewRequest``.
@@ -75,6 +77,13 @@ extension CurlewClient {
         /// or port (libcurl's `CURLOPT_CONNECT_TO`). Reaches a virtual host, or one server of several behind a name,
         /// without DNS.
         public var connectTo: [String] = []
+        /// The tracer that gets a client span per request (see ``CurlewClient``'s "Tracing"). `nil` (the default)
+        /// takes the tracer bootstrapped with `InstrumentationSystem` when the client is created, if there is one;
+        /// without one, requests pay nothing for tracing.
+        public var tracer: (any Tracer)? = nil
+        /// Where requests log their debug-level events (see ``CurlewClient``'s request logging), unless a request
+        /// has a ``CurlewRequest/logger`` of its own. `nil` (the default) logs nothing and costs nothing.
+        public var logger: Logger? = nil
 
         public init() {}
     }
