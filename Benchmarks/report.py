@@ -24,7 +24,7 @@ SCENARIOS = {
     "s2-h2-c64": ("S2", "GET /small, HTTP/2 over TLS multiplexed on one connection, c = 64 streams, client pinned", "n_h2"),
     "s3-json-c16": ("S3", "GET /json (gzip) decoded into a Decodable model, c = 16, client pinned; "
                     "curlew-engine here is the engine with the same JSONDecoder", "n_c16"),
-    "s9-openapi-c16": ("S9", "GET /small through a swift-openapi-runtime ClientTransport (`send`, body collected), "
+    "s10-openapi-c16": ("S10", "GET /small through a swift-openapi-runtime ClientTransport (`send`, body collected), "
                        "c = 16, client pinned", "n_c16"),
 }
 # Upload scenarios: one request of one file per run; MB/s of the file's bytes (input bytes for S6).

@@ -23,7 +23,7 @@
 #   BENCH_UPLOAD_VERIFY    1 (default, 0 in quick runs): once per run, PUT the S4 file and the S6 gzip body with
 #                          bench-curlew-upload into nginx's WebDAV folder and compare them byte for byte
 #   BENCH_SCENARIOS        space-separated subset of: s1-c1 s1-c16 s1-c64 s1-c64-unpinned s2-h2-c64
-#                          s3-json-c16 s9-openapi-c16 s4-upload s5-multipart s6-gzip
+#                          s3-json-c16 s10-openapi-c16 s4-upload s5-multipart s6-gzip
 #   BENCH_CLIENTS          space-separated subset of the client ids below
 #   BENCH_SKIP_BUILD=1     use the binaries already built
 #   BENCH_CLIENT_CPU       CPU the pinned client runs on (default 1); nginx's worker uses NGINX_CPU (default 0)
@@ -100,7 +100,7 @@ RUN_TIMEOUT=${BENCH_TIMEOUT:-120}
 WAIT_QUIET=${BENCH_WAIT_QUIET:-0}
 CLIENT_CPU=${BENCH_CLIENT_CPU:-1}
 export NGINX_CPU=${NGINX_CPU:-0}
-SCENARIOS=${BENCH_SCENARIOS:-"s1-c1 s1-c16 s1-c64 s1-c64-unpinned s2-h2-c64 s3-json-c16 s9-openapi-c16 s4-upload s5-multipart s6-gzip"}
+SCENARIOS=${BENCH_SCENARIOS:-"s1-c1 s1-c16 s1-c64 s1-c64-unpinned s2-h2-c64 s3-json-c16 s10-openapi-c16 s4-upload s5-multipart s6-gzip"}
 CLIENTS=${BENCH_CLIENTS:-"raw-libcurl curlew-engine curlew-route curlew-engine-plain curlew-dispatch async-http-client urlsession wrk h2load curl-T curl-F gzip-curl gzip-curl-T zlib curlew-openapi ahc-openapi"}
 
 STAMP=$(date -u +%Y%m%dT%H%M%SZ)
@@ -348,7 +348,7 @@ run_json_scenario() {
     done
 }
 
-# run_openapi_scenario ID REP: S9, GET /small through a swift-openapi-runtime ClientTransport (what a generated
+# run_openapi_scenario ID REP: S10, GET /small through a swift-openapi-runtime ClientTransport (what a generated
 # client calls), c = 16, client pinned: Curlew's CurlewTransport beside AsyncHTTPClient's.
 run_openapi_scenario() {
     local id=$1 rep=$2
@@ -380,7 +380,7 @@ run_scenario() {
         s3-json-c16)
             [ "$rep" -le "$REPS" ] && run_json_scenario "$id" "$rep"
             return 0 ;;
-        s9-openapi-c16)
+        s10-openapi-c16)
             [ "$rep" -le "$REPS" ] && run_openapi_scenario "$id" "$rep"
             return 0 ;;
         s4-upload | s5-multipart | s6-gzip)
@@ -443,7 +443,7 @@ run_scenario() {
                 if [ -n "$http2" ]; then
                     run_one "$id" "$client" "$rep" "$pin" "" h2load -n"$requests" -c1 -m"$concurrency" -t1 "$url"
                 fi ;;
-            curlew-openapi | ahc-openapi) ;;  # S9 only
+            curlew-openapi | ahc-openapi) ;;  # S10 only
             *) echo "run.sh: unknown client $client" >&2; exit 2 ;;
         esac
     done
