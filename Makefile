@@ -77,7 +77,7 @@ check-warnings: deps-system
 readme-check: check-warnings
 	python3 Tests/ReadmeCheck/check_readme.py --build-dir "$$($(SWIFT) build --show-bin-path)"
 
-## bench: side-by-side benchmarks (BENCHMARKS.md), writes Benchmarks/results/latest.md
+## bench: side-by-side benchmarks (Benchmarks/README.md), writes Benchmarks/results/latest.md
 bench: deps
 	$(call apt_install,$(BENCH_APT_PACKAGES))
 	@python3 -c 'import awscli' 2>/dev/null || python3 -m pip install --quiet awscli 2>/dev/null \

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# S7 and S8 of BENCHMARKS.md: the `curlew` command side by side with what people use instead.
+# S7 and S8 of Benchmarks/README.md: the `curlew` command side by side with what people use instead.
 #
 #   S7  curlew upload: BENCH_S7_FILES files of 4 KiB at concurrency 16 PUT to nginx WebDAV, every file compared
 #       byte for byte on nginx's disk after each run, vs `xargs -P16` running one `curl -T` per file, and vs

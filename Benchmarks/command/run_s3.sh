@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# S9 of BENCHMARKS.md: `curlew upload` to an S3 store beside rclone and the AWS CLI.
+# S9 of Benchmarks/README.md: `curlew upload` to an S3 store beside rclone and the AWS CLI.
 #
 #   S9  the same source to moto's S3 server (signature checks on, its own loopback port, pinned to NGINX_CPU):
 #       BENCH_S9_FILES files of 4 KiB (100 per folder) plus one BENCH_S9_LARGE_MIB file of random bytes, with
