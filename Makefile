@@ -17,7 +17,7 @@ BUILD_LOG := .build/curlew-build.log
 # lld, because GNU ld prints a mktemp warning from Foundation's static archive.
 CURLEW_RELEASE_FLAGS := -c release --product curlew --static-swift-stdlib -Xswiftc -use-ld=lld
 
-.PHONY: demo test test-large build deps deps-system deps-python bench clean check-warnings readme-check
+.PHONY: demo test test-large build deps deps-system deps-python bench clean check-warnings readme-check docs
 
 DEMO_DIR := .build/demo-upload
 
@@ -58,6 +58,15 @@ test: deps check-warnings readme-check
 test-large: deps check-warnings
 	CURLEW_RESUME_TEST_MIB=1024 CURLEW_RESUME_TEST_KILLS=10 CURLEW_LARGE_OBJECT_TEST_GIB=6 \
 		$(SWIFT) test --skip-build --filter 'UploadS3UploaderTests/(resumesAMultipartUploadAfterKill9|uploadsAnObjectOverFiveGiB)'
+
+## docs: DocC archives of the three libraries (CurlewEngine, Curlew, CurlewTesting) under .build/docs
+docs: deps-system
+	mkdir -p .build/docs
+	for target in CurlewEngine Curlew CurlewTesting; do \
+		$(SWIFT) package generate-documentation --target $$target --disable-indexing; \
+		rm -rf .build/docs/$$target.doccarchive; \
+		cp -R .build/plugins/Swift-DocC/outputs/$$target.doccarchive .build/docs/; \
+	done
 
 ## build: debug build of everything, tests included
 build: deps-system

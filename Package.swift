@@ -32,6 +32,8 @@ let package = Package(
         // CurlewOpenAPI and CurlewServiceLifecycle only.
         .package(url: "https://github.com/apple/swift-openapi-runtime.git", from: "1.13.4"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        // `make docs` only: the DocC catalogs of CurlewEngine, Curlew and CurlewTesting.
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin.git", from: "1.5.0"),
         // SHA-256 and HMAC: `curlew upload`'s SigV4 signer and checksums; the tests' independent digests.
         .package(url: "https://github.com/apple/swift-crypto.git", from: "3.12.3"),
         // Tests only: an independent multipart parser.
