@@ -13,10 +13,15 @@ let package = Package(
         .library(name: "CurlewEngine", targets: ["CurlewEngine"]),
         .library(name: "Curlew", targets: ["Curlew"]),
         .library(name: "CurlewTesting", targets: ["CurlewTesting"]),
+        // Integrations, each a product of its own so the engine's graph stays lean.
+        .library(name: "CurlewOpenAPI", targets: ["CurlewOpenAPI"]),
+        .library(name: "CurlewServiceLifecycle", targets: ["CurlewServiceLifecycle"]),
         .executable(name: "curlew", targets: ["curlew"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
+        // The engine's client spans (small: Tracing, Instrumentation and swift-service-context only).
+        .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.7.3"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
@@ -24,9 +29,15 @@ let package = Package(
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift.git", from: "0.2.0"),
         // The route layer's environments: YAML (and JSON, a subset) configuration files.
         .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
-        // Tests only: an independent multipart parser and SHA-256.
-        .package(url: "https://github.com/vapor/multipart-kit.git", from: "4.7.1"),
+        // CurlewOpenAPI and CurlewServiceLifecycle only.
+        .package(url: "https://github.com/apple/swift-openapi-runtime.git", from: "1.13.4"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        // `make docs` only: the DocC catalogs of CurlewEngine, Curlew and CurlewTesting.
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin.git", from: "1.5.0"),
+        // SHA-256 and HMAC: `curlew upload`'s SigV4 signer and checksums; the tests' independent digests.
         .package(url: "https://github.com/apple/swift-crypto.git", from: "3.12.3"),
+        // Tests only: an independent multipart parser.
+        .package(url: "https://github.com/vapor/multipart-kit.git", from: "4.7.1"),
     ],
     targets: [
         .systemLibrary(
@@ -40,6 +51,9 @@ let package = Package(
             dependencies: [
                 "CLibCurl",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Instrumentation", package: "swift-distributed-tracing"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strictSettings
         ),
@@ -59,6 +73,8 @@ let package = Package(
             dependencies: [
                 .target(name: "CurlewEngine"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Instrumentation", package: "swift-distributed-tracing"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Yams", package: "Yams"),
@@ -73,12 +89,32 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        .target(
+            name: "CurlewOpenAPI",
+            dependencies: [
+                "CurlewEngine",
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "CurlewServiceLifecycle",
+            dependencies: [
+                "CurlewEngine",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strictSettings
+        ),
         .executableTarget(
             name: "curlew",
             dependencies: [
                 "CurlewEngine",
+                // zlib for HdrHistogram's compressed log encoding; libcurl's version info for `curlew version`.
+                "CLibCurl",
                 "CurlewLoopbackServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ],
@@ -99,6 +135,10 @@ let package = Package(
             name: "CurlewEngineTests",
             dependencies: [
                 "CurlewEngine",
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
+                .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "InMemoryLogging", package: "swift-log"),
                 "CLibCurl",
                 "CurlewTestSupport",
                 "CurlewLoopbackServer",
@@ -121,12 +161,55 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "InMemoryLogging", package: "swift-log"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
+                .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
             ],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "CurlewOpenAPITests",
+            dependencies: [
+                "CurlewOpenAPI",
+                "CurlewEngine",
+                "CurlewTestSupport",
+                "CurlewLoopbackServer",
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            // The generated client (Tests/CurlewOpenAPITests/Generated) is committed, not generated at build time.
+            exclude: ["Generated/openapi.yaml", "Generated/openapi-generator-config.yaml", "Generated/README.md"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "CurlewServiceLifecycleTests",
+            dependencies: [
+                "CurlewServiceLifecycle",
+                "CurlewEngine",
+                "CurlewTestSupport",
+                "CurlewLoopbackServer",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        // Stands in for a server framework that exports `Route` and `Environment` (Vapor, Hummingbird).
+        .target(name: "FrameworkNames", path: "Tests/FrameworkNames", swiftSettings: strictSettings),
+        .testTarget(
+            name: "CurlewNameCollisionTests",
+            dependencies: ["Curlew", "FrameworkNames"],
             swiftSettings: strictSettings
         ),
         .testTarget(
             name: "CurlewCommandTests",
             dependencies: [
+                // The command's pure parts (thresholds, schedules, target files, HdrHistogram encoding, SigV4 signer,
+                // part planner, journal) are unit-tested.
+                "curlew",
+                // zlib, to inflate the HdrHistogram encoding in its test.
+                "CLibCurl",
                 "CurlewTestSupport",
                 "CurlewLoopbackServer",
                 .product(name: "Crypto", package: "swift-crypto"),

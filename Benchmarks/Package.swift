@@ -17,6 +17,10 @@ var dependencies: [Package.Dependency] = [
     .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
     .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
     .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
+    // S9: AsyncHTTPClient's OpenAPI transport, beside Curlew's.
+    .package(url: "https://github.com/swift-server/swift-openapi-async-http-client.git", exact: "1.5.0"),
+    .package(url: "https://github.com/apple/swift-openapi-runtime.git", from: "1.13.4"),
+    .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
 ]
 
 var products: [Product] = [
@@ -24,6 +28,7 @@ var products: [Product] = [
     .executable(name: "bench-urlsession", targets: ["BenchURLSession"]),
     .executable(name: "bench-ahc-upload", targets: ["BenchAHCUpload"]),
     .executable(name: "bench-urlsession-upload", targets: ["BenchURLSessionUpload"]),
+    .executable(name: "bench-openapi-ahc", targets: ["BenchOpenAPIAHC"]),
 ]
 
 var targets: [Target] = [
@@ -61,6 +66,20 @@ var targets: [Target] = [
         swiftSettings: swiftSettings
     ),
     .executableTarget(
+        name: "BenchOpenAPIAHC",
+        dependencies: [
+            "BenchSupport",
+            .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            .product(name: "OpenAPIAsyncHTTPClient", package: "swift-openapi-async-http-client"),
+            .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+            .product(name: "HTTPTypes", package: "swift-http-types"),
+        ],
+        path: "Sources/bench-openapi-ahc",
+        swiftSettings: swiftSettings
+    ),
+    .executableTarget(
         name: "BenchURLSessionUpload",
         dependencies: ["BenchSupport"],
         path: "Sources/bench-urlsession-upload",
@@ -71,7 +90,6 @@ var targets: [Target] = [
 if withEngine {
     dependencies += [
         .package(name: "Curlew", path: ".."),
-        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
     ]
     products.append(.executable(name: "bench-curlew", targets: ["BenchCurlew"]))
     products.append(.executable(name: "bench-curlew-upload", targets: ["BenchCurlewUpload"]))
@@ -96,6 +114,22 @@ if withEngine {
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ],
             path: "Sources/bench-curlew",
+            swiftSettings: swiftSettings
+        )
+    )
+    // S9 through Curlew's OpenAPI transport.
+    products.append(.executable(name: "bench-openapi-curlew", targets: ["BenchOpenAPICurlew"]))
+    targets.append(
+        .executableTarget(
+            name: "BenchOpenAPICurlew",
+            dependencies: [
+                "BenchSupport",
+                .product(name: "CurlewEngine", package: "Curlew"),
+                .product(name: "CurlewOpenAPI", package: "Curlew"),
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ],
+            path: "Sources/bench-openapi-curlew",
             swiftSettings: swiftSettings
         )
     )

@@ -24,6 +24,8 @@ SCENARIOS = {
     "s2-h2-c64": ("S2", "GET /small, HTTP/2 over TLS multiplexed on one connection, c = 64 streams, client pinned", "n_h2"),
     "s3-json-c16": ("S3", "GET /json (gzip) decoded into a Decodable model, c = 16, client pinned; "
                     "curlew-engine here is the engine with the same JSONDecoder", "n_c16"),
+    "s10-openapi-c16": ("S10", "GET /small through a swift-openapi-runtime ClientTransport (`send`, body collected), "
+                       "c = 16, client pinned", "n_c16"),
 }
 # Upload scenarios: one request of one file per run; MB/s of the file's bytes (input bytes for S6).
 UPLOADS = {
@@ -52,7 +54,7 @@ UPLOAD_LABEL = {
 BUSY_PERCENT = 20
 CLIENT_ORDER = [
     "raw-libcurl", "curlew-engine", "curlew-route", "curlew-engine-plain", "curlew-dispatch",
-    "async-http-client", "urlsession", "wrk", "h2load",
+    "async-http-client", "urlsession", "wrk", "h2load", "curlew-openapi", "ahc-openapi",
 ]
 CLIENT_LABEL = {
     "raw-libcurl": "raw-libcurl (C multi loop)",
@@ -64,6 +66,8 @@ CLIENT_LABEL = {
     "urlsession": "urlsession",
     "wrk": "wrk -t1 (ceiling, duration-based)",
     "h2load": "h2load -c1 -m64 -t1 (ceiling)",
+    "curlew-openapi": "curlew-openapi (CurlewTransport, executor)",
+    "ahc-openapi": "ahc-openapi (AsyncHTTPClientTransport 1.5.0)",
 }
 
 

@@ -23,7 +23,7 @@
 #   BENCH_UPLOAD_VERIFY    1 (default, 0 in quick runs): once per run, PUT the S4 file and the S6 gzip body with
 #                          bench-curlew-upload into nginx's WebDAV folder and compare them byte for byte
 #   BENCH_SCENARIOS        space-separated subset of: s1-c1 s1-c16 s1-c64 s1-c64-unpinned s2-h2-c64
-#                          s4-upload s5-multipart s6-gzip
+#                          s3-json-c16 s10-openapi-c16 s4-upload s5-multipart s6-gzip
 #   BENCH_CLIENTS          space-separated subset of the client ids below
 #   BENCH_SKIP_BUILD=1     use the binaries already built
 #   BENCH_CLIENT_CPU       CPU the pinned client runs on (default 1); nginx's worker uses NGINX_CPU (default 0)
@@ -41,7 +41,8 @@
 set -euo pipefail
 
 # S7 and S8 (the `curlew` command) run from a script of their own, command/run_command.sh; a list of only those
-# (BENCH_SCENARIOS="S7 S8", or SCENARIOS=S7,S8) goes straight there.
+# (BENCH_SCENARIOS="S7 S8", or SCENARIOS=S7,S8) goes straight there. S9 (S3 uploads beside rclone and the AWS CLI,
+# command/run_s3.sh) runs only when asked for alone: BENCH_SCENARIOS=S9.
 REQUESTED_SCENARIOS=${BENCH_SCENARIOS:-${SCENARIOS:-}}
 if [ -n "$REQUESTED_SCENARIOS" ]; then
     COMMAND_SCENARIOS=""
@@ -50,9 +51,13 @@ if [ -n "$REQUESTED_SCENARIOS" ]; then
         case "$scenario" in
             S7 | s7 | s7-*) COMMAND_SCENARIOS="$COMMAND_SCENARIOS s7" ;;
             S8 | s8 | s8-*) COMMAND_SCENARIOS="$COMMAND_SCENARIOS s8" ;;
+            S9 | s9 | s9-*) S3_SCENARIO=1 ;;
             *) OTHER_SCENARIOS="$OTHER_SCENARIOS $scenario" ;;
         esac
     done
+    if [ -n "${S3_SCENARIO:-}" ] && [ -z "$COMMAND_SCENARIOS" ] && [ -z "$OTHER_SCENARIOS" ]; then
+        exec "$(dirname "${BASH_SOURCE[0]}")/command/run_s3.sh"
+    fi
     if [ -n "$COMMAND_SCENARIOS" ] && [ -z "$OTHER_SCENARIOS" ]; then
         BENCH_COMMAND_SCENARIOS=$COMMAND_SCENARIOS exec "$(dirname "${BASH_SOURCE[0]}")/command/run_command.sh"
     fi
@@ -95,8 +100,8 @@ RUN_TIMEOUT=${BENCH_TIMEOUT:-120}
 WAIT_QUIET=${BENCH_WAIT_QUIET:-0}
 CLIENT_CPU=${BENCH_CLIENT_CPU:-1}
 export NGINX_CPU=${NGINX_CPU:-0}
-SCENARIOS=${BENCH_SCENARIOS:-"s1-c1 s1-c16 s1-c64 s1-c64-unpinned s2-h2-c64 s3-json-c16 s4-upload s5-multipart s6-gzip"}
-CLIENTS=${BENCH_CLIENTS:-"raw-libcurl curlew-engine curlew-route curlew-engine-plain curlew-dispatch async-http-client urlsession wrk h2load curl-T curl-F gzip-curl gzip-curl-T zlib"}
+SCENARIOS=${BENCH_SCENARIOS:-"s1-c1 s1-c16 s1-c64 s1-c64-unpinned s2-h2-c64 s3-json-c16 s10-openapi-c16 s4-upload s5-multipart s6-gzip"}
+CLIENTS=${BENCH_CLIENTS:-"raw-libcurl curlew-engine curlew-route curlew-engine-plain curlew-dispatch async-http-client urlsession wrk h2load curl-T curl-F gzip-curl gzip-curl-T zlib curlew-openapi ahc-openapi"}
 
 STAMP=$(date -u +%Y%m%dT%H%M%SZ)
 RESULTS_DIR=$BENCH_DIR/results
@@ -343,12 +348,40 @@ run_json_scenario() {
     done
 }
 
+# run_openapi_scenario ID REP: S10, GET /small through a swift-openapi-runtime ClientTransport (what a generated
+# client calls), c = 16, client pinned: Curlew's CurlewTransport beside AsyncHTTPClient's.
+run_openapi_scenario() {
+    local id=$1 rep=$2
+    local -a common=(--url "$BASE_URL/small" --concurrency 16 --requests "$N_C16")
+    local client
+    for client in $CLIENTS; do
+        case "$client" in
+            curlew-openapi)
+                if [ "$CURLEW_BUILD" != ok ]; then
+                    skip_one "$id" "$client" "$rep" "bench-openapi-curlew did not build; see raw/$STAMP/build.log"
+                else
+                    run_one "$id" "$client" "$rep" pinned "" "$SWIFT_BIN/bench-openapi-curlew" --loops 1 "${common[@]}"
+                fi ;;
+            ahc-openapi)
+                if [ "$SWIFT_BUILD" != ok ]; then
+                    skip_one "$id" "$client" "$rep" "did not build; see raw/$STAMP/build.log"
+                else
+                    run_one "$id" "$client" "$rep" pinned "" "$SWIFT_BIN/bench-openapi-ahc" "${common[@]}"
+                fi ;;
+            *) ;;  # not a client of this scenario
+        esac
+    done
+}
+
 # run_scenario ID REP
 run_scenario() {
     local id=$1 rep=$2
     case "$id" in
         s3-json-c16)
             [ "$rep" -le "$REPS" ] && run_json_scenario "$id" "$rep"
+            return 0 ;;
+        s10-openapi-c16)
+            [ "$rep" -le "$REPS" ] && run_openapi_scenario "$id" "$rep"
             return 0 ;;
         s4-upload | s5-multipart | s6-gzip)
             [ "$rep" -le "$UPLOAD_REPS" ] && run_upload_scenario "$id" "$rep"
@@ -410,6 +443,7 @@ run_scenario() {
                 if [ -n "$http2" ]; then
                     run_one "$id" "$client" "$rep" "$pin" "" h2load -n"$requests" -c1 -m"$concurrency" -t1 "$url"
                 fi ;;
+            curlew-openapi | ahc-openapi) ;;  # S10 only
             *) echo "run.sh: unknown client $client" >&2; exit 2 ;;
         esac
     done

@@ -14,6 +14,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <errno.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -169,6 +170,55 @@ static inline void curlew_wakeup_drain(int fd) {
     uint64_t value;
     ssize_t got = read(fd, &value, sizeof value);
     (void)got;
+}
+
+// MARK: epoll, for the thread loop on libcurl's socket API
+// (struct epoll_event is packed on x86_64; these keep it on the C side.)
+
+/// Events one epoll_wait returns at most; more wait for the next call.
+#define CURLEW_EPOLL_BATCH 256
+
+static inline int curlew_epoll_create(void) {
+    return epoll_create1(EPOLL_CLOEXEC);
+}
+
+/// Watches `fd` for libcurl's CURL_POLL_IN/OUT interest: added when `is_new`, changed otherwise; a number that
+/// is already (or no longer) in the set is changed (or added) instead. Returns 0 or an errno.
+static inline int curlew_epoll_watch(int epoll_fd, int fd, int what, int is_new) {
+    struct epoll_event event;
+    memset(&event, 0, sizeof event);
+    event.data.fd = fd;
+    if (what & CURL_POLL_IN) event.events |= EPOLLIN;
+    if (what & CURL_POLL_OUT) event.events |= EPOLLOUT;
+    if (epoll_ctl(epoll_fd, is_new ? EPOLL_CTL_ADD : EPOLL_CTL_MOD, fd, &event) == 0) return 0;
+    int error = errno;
+    if ((is_new && error == EEXIST) || (!is_new && error == ENOENT)) {
+        if (epoll_ctl(epoll_fd, is_new ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, fd, &event) == 0) return 0;
+        error = errno;
+    }
+    return error;
+}
+
+/// Stops watching `fd`; harmless if libcurl already closed it (the kernel then dropped it from the set).
+static inline void curlew_epoll_unwatch(int epoll_fd, int fd) {
+    (void)epoll_ctl(epoll_fd, EPOLL_CTL_DEL, fd, NULL);
+}
+
+/// Waits up to `timeout_ms` for at most CURLEW_EPOLL_BATCH events; fills `fds` and `masks` (CURL_CSELECT_*) and
+/// returns how many, 0 on timeout or EINTR, -1 on any other error.
+static inline int curlew_epoll_wait(int epoll_fd, int *fds, int *masks, int timeout_ms) {
+    struct epoll_event events[CURLEW_EPOLL_BATCH];
+    int ready = epoll_wait(epoll_fd, events, CURLEW_EPOLL_BATCH, timeout_ms);
+    if (ready < 0) return errno == EINTR ? 0 : -1;
+    for (int i = 0; i < ready; i++) {
+        int mask = 0;
+        if (events[i].events & EPOLLIN) mask |= CURL_CSELECT_IN;
+        if (events[i].events & EPOLLOUT) mask |= CURL_CSELECT_OUT;
+        if (events[i].events & (EPOLLERR | EPOLLHUP)) mask |= CURL_CSELECT_ERR;
+        fds[i] = events[i].data.fd;
+        masks[i] = mask;
+    }
+    return ready;
 }
 
 // MARK: process-wide initialisation

@@ -46,7 +46,7 @@ def main():
                ["raw-libcurl", "curlew-bench", "wrk"], "raw-libcurl", "req/s",
                f"N = {int(meta.get('n_c64', 0)):,} requests per run; wrk runs {meta.get('wrk_seconds')} s instead"),
         "s7": ("S7: bulk upload, files of 4 KiB, concurrency 16, nginx WebDAV, verified byte for byte on disk",
-               ["curlew-upload", "xargs-curl"], "xargs-curl", "files/s",
+               ["curlew-upload", "xargs-curl", "rclone-webdav"], "xargs-curl", "files/s",
                f"{int(meta.get('s7_files', 0)):,} files per run; files/s over the whole process (start-up and walk included)"),
     }
     for scenario, (title, clients, baseline, unit, note) in sections.items():
@@ -77,6 +77,7 @@ def main():
                 reasons = [ok(row, scenario) for row in client_runs if ok(row, scenario)]
                 out.append(f"| {client} | **FAILED**: {reasons[0] if reasons else 'no runs'} | | | | | |")
         out.append("")
+    out += scale_section(rows, meta, runs, rate, ok)
     out += ["## Notes", "",
             "- curlew-bench: `curlew bench URL -c 64 --requests N --json` (one event loop per core it may run on: one when pinned).",
             "- raw-libcurl: `Benchmarks/raw-libcurl/bench_curl.c` (curl_multi_poll, handles re-added at once), the limit for anything on libcurl.",
@@ -86,8 +87,62 @@ def main():
             "on a busy machine wall-clock req/s swings by 2-3× between runs, CPU per request much less.",
             "- S7 curlew-upload: `curlew upload SOURCE URL --concurrency 16 --json`; xargs-curl: "
             "`find . -type f | xargs -P16 -I{} curl -sS -f -T {} URL/{}` (one curl process per file). After each run every file "
-            "is compared with `diff -r` against nginx's WebDAV folder; the folder is then removed.", ""]
+            "is compared with `diff -r` against nginx's WebDAV folder; the folder is then removed. rclone-webdav: `rclone copy "
+            "SOURCE :webdav:TARGET --webdav-url URL --transfers 16` (Debian's rclone); it needs PROPFIND, which nginx-light lacks.", ""]
     print("\n".join(out))
+
+
+SCALE_CLIENTS = ["raw-libcurl", "raw-libcurl-socket", "curlew-bench-poll", "curlew-bench-socket-action", "wrk"]
+
+
+def scale_section(rows, meta, runs, rate, ok):
+    """S8-scale: requests/s and CPU per request of every client at each connection count, and the ratios issue 11
+    sets targets for (the cost per request should not grow with the connections open)."""
+    points = sorted({int(row["scenario"].split("-c")[1]) for row in rows if row["scenario"].startswith("s8scale-c")})
+    if not points:
+        return []
+    out = ["## S8-scale: GET /small, HTTP/1.1 keep-alive, client pinned, by connections open", "",
+           f"N = {int(meta.get('n_scale', 0)):,} requests per run (wrk: {meta.get('wrk_seconds')} s); "
+           "CPU per request = (user + sys) of the whole client process ÷ requests; medians.", "",
+           "| client | " + " | ".join(f"c = {c:,} req/s" for c in points) + " | "
+           + " | ".join(f"c = {c:,} µs CPU/req" for c in points) + " |",
+           "|---|" + "---:|" * (2 * len(points))]
+    figures = {}
+    for client in SCALE_CLIENTS:
+        rates, costs = [], []
+        for point in points:
+            client_runs = runs(f"s8scale-c{point}", client)
+            failures = [ok(row, "s8") for row in client_runs if ok(row, "s8")]
+            if not client_runs or failures:
+                rates.append(f"**FAILED**: {failures[0]}" if failures else "–")
+                costs.append("")
+                continue
+            median_rate = statistics.median(rate(row, "s8") for row in client_runs)
+            median_cost = statistics.median(
+                (float(row["user"]) + float(row["sys"])) / max(int(row["count"] or 0), 1) * 1e6 for row in client_runs)
+            figures[(client, point)] = (median_rate, median_cost)
+            rates.append(f"{median_rate:,.0f}")
+            costs.append(f"{median_cost:.1f}")
+        out.append(f"| {client} | " + " | ".join(rates) + " | " + " | ".join(costs) + " |")
+    out.append("")
+    smallest, largest = points[0], points[-1]
+    middle = 1000 if 1000 in points else points[len(points) // 2]
+    out += ["Issue 11's targets, per curlew driver: req/s at c = 1,000 ÷ its own at c = 64 (≥ 0.75); CPU per request at "
+            "the largest c ÷ its own at c = 64 (≤ 1.3); req/s ÷ raw libcurl's poll loop at each c (≥ 0.9 at 64, "
+            "≥ 1.3 at 1,000, ≥ 2 at 4,000).", "",
+            "| client | req/s c = 1,000 ÷ c = 64 | CPU/req largest c ÷ c = 64 | " +
+            " | ".join(f"÷ raw-libcurl c = {c:,}" for c in points) + " |",
+            "|---|---:|---:|" + "---:|" * len(points)]
+    for client in SCALE_CLIENTS[1:4]:
+        def ratio(numerator, denominator, index):
+            if numerator in figures and denominator in figures and figures[denominator][index] > 0:
+                return f"{figures[numerator][index] / figures[denominator][index]:.2f}"
+            return "–"
+        against_raw = [ratio((client, c), ("raw-libcurl", c), 0) for c in points]
+        out.append(f"| {client} | {ratio((client, middle), (client, smallest), 0)} | "
+                   f"{ratio((client, largest), (client, smallest), 1)} | " + " | ".join(against_raw) + " |")
+    out.append("")
+    return out
 
 
 if __name__ == "__main__":

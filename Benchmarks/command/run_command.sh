@@ -1,16 +1,22 @@
 #!/usr/bin/env bash
-# S7 and S8 of BENCHMARKS.md: the `curlew` command side by side with what people use instead.
+# S7 and S8 of Benchmarks/README.md: the `curlew` command side by side with what people use instead.
 #
 #   S7  curlew upload: BENCH_S7_FILES files of 4 KiB at concurrency 16 PUT to nginx WebDAV, every file compared
-#       byte for byte on nginx's disk after each run, vs `xargs -P16` running one `curl -T` per file.
+#       byte for byte on nginx's disk after each run, vs `xargs -P16` running one `curl -T` per file, and vs
+#       `rclone copy` with its WebDAV backend (--transfers 16) when rclone is installed and nginx answers PROPFIND.
 #       Figure: files/s over the whole process (start-up and directory walk included).
 #   S8  curlew bench vs the raw libcurl C client (raw-libcurl/bench_curl.c) vs wrk, GET /small, 64 connections,
 #       client pinned to one core, nginx to the other. Figure: requests/s.
+#   S8-scale  S8 at BENCH_SCALE_CONNECTIONS (64 1000 4000) connections: curlew bench with each loop driver
+#       (--loop-driver poll, socket-action) vs raw libcurl's curl_multi_poll loop (bench_curl.c) vs raw libcurl's
+#       socket-action loop (bench_curl_socket.c) vs wrk. Figures: requests/s and CPU per request (issue 11: the
+#       cost per request should not grow with the connections open). Not in the default scenarios:
+#       BENCH_COMMAND_SCENARIOS=s8scale.
 #
 #   Benchmarks/command/run_command.sh      or   BENCH_SCENARIOS="S7 S8" Benchmarks/run.sh
 #
 # Environment (all optional): BENCH_QUICK=1 (1 repetition, small counts), BENCH_REPS (3), BENCH_S7_FILES (10000;
-# quick 1000), BENCH_N_C64 (120000; quick 10000), BENCH_WRK_SECONDS (3; quick 1), BENCH_CLIENT_CPU (1), NGINX_CPU (0),
+# quick 1000), BENCH_N_C64 (120000; quick 10000), BENCH_N_SCALE (150000; quick 12000), BENCH_SCALE_CONNECTIONS, BENCH_WRK_SECONDS (3; quick 1), BENCH_CLIENT_CPU (1), NGINX_CPU (0),
 # BENCH_COMMAND_SCENARIOS (default "s7 s8"), BENCH_CURLEW_BIN (a curlew binary to use instead of building one
 # with the flags `make demo` uses: `swift build -c release --product curlew --static-swift-stdlib -Xswiftc -use-ld=lld`),
 # BENCH_TIMEOUT (seconds per run, 300).
@@ -26,9 +32,12 @@ ROOT_DIR=$(dirname "$BENCH_DIR")
 QUICK=${BENCH_QUICK:-0}
 if [ "$QUICK" = "1" ]; then
     REPS=${BENCH_REPS:-1}; S7_FILES=${BENCH_S7_FILES:-1000}; N_C64=${BENCH_N_C64:-10000}; WRK_SECONDS=${BENCH_WRK_SECONDS:-1}
+    N_SCALE=${BENCH_N_SCALE:-12000}
 else
     REPS=${BENCH_REPS:-3}; S7_FILES=${BENCH_S7_FILES:-10000}; N_C64=${BENCH_N_C64:-120000}; WRK_SECONDS=${BENCH_WRK_SECONDS:-3}
+    N_SCALE=${BENCH_N_SCALE:-150000}
 fi
+SCALE_CONNECTIONS=${BENCH_SCALE_CONNECTIONS:-"64 1000 4000"}
 CLIENT_CPU=${BENCH_CLIENT_CPU:-1}
 export NGINX_CPU=${NGINX_CPU:-0}
 RUN_TIMEOUT=${BENCH_TIMEOUT:-300}
@@ -48,6 +57,16 @@ done
 C_BIN=$BENCH_DIR/.build/raw-libcurl/bench_curl
 mkdir -p "$(dirname "$C_BIN")"
 cc -O2 -Wall -o "$C_BIN" "$BENCH_DIR/raw-libcurl/bench_curl.c" $(curl-config --cflags) -lcurl
+C_SOCKET_BIN=$BENCH_DIR/.build/raw-libcurl/bench_curl_socket
+cc -O2 -Wall -o "$C_SOCKET_BIN" "$BENCH_DIR/raw-libcurl/bench_curl_socket.c" $(curl-config --cflags) -lcurl
+if [[ " $SCENARIOS " == *" s8scale "* ]]; then
+    # Each client connection is a descriptor of the client's (and of nginx's, which raises its own limit).
+    largest=$(printf '%s\n' $SCALE_CONNECTIONS | sort -n | tail -1)
+    if [ "$(ulimit -n)" != unlimited ] && [ "$(ulimit -n)" -lt $((largest + 256)) ]; then
+        ulimit -n $((largest + 256)) 2>/dev/null || {
+            echo "run_command.sh: S8-scale at $largest connections needs ulimit -n >= $((largest + 256)), have $(ulimit -n)" >&2; exit 1; }
+    fi
+fi
 if [ -n "${BENCH_CURLEW_BIN:-}" ]; then
     CURLEW=$BENCH_CURLEW_BIN
 else
@@ -120,6 +139,36 @@ run_s8() {
     record s8 wrk "$rep" "$rc" "${requests:-0}" "${seconds:-0}" "${bad:-0}" "duration-based"
 }
 
+# One S8-scale point: every client at C connections, N requests (wrk: WRK_SECONDS), as scenario s8scale-cC.
+run_s8scale() {
+    local rep=$1 url=$BASE_URL/small connections rc json scenario
+    for connections in $SCALE_CONNECTIONS; do
+        scenario=s8scale-c$connections
+        for client in raw-libcurl raw-libcurl-socket; do
+            local binary=$C_BIN
+            [ "$client" = raw-libcurl-socket ] && binary=$C_SOCKET_BIN
+            rc=$(timed "$scenario.$client.$rep" "$binary" --url "$url" --concurrency "$connections" --requests "$N_SCALE")
+            json=$(grep '^{' "$RAW_DIR/$scenario.$client.$rep.out" || echo '{}')
+            record "$scenario" "$client" "$rep" "$rc" "$(jq_field "$json" requests)" "$(jq_field "$json" seconds)" \
+                "$(jq_field "$json" failures)" ""
+        done
+        for driver in poll socket-action; do
+            local client=curlew-bench-$driver
+            rc=$(timed "$scenario.$client.$rep" "$CURLEW" bench "$url" -c "$connections" --requests "$N_SCALE" \
+                --loop-driver "$driver" --json --no-progress)
+            json=$(grep '^{' "$RAW_DIR/$scenario.$client.$rep.out" || echo '{}')
+            record "$scenario" "$client" "$rep" "$rc" "$(jq_field "$json" requests)" "$(jq_field "$json" durationSeconds)" \
+                "$(jq_field "$json" failed)" ""
+        done
+        rc=$(timed "$scenario.wrk.$rep" wrk -t1 -c"$connections" -d"${WRK_SECONDS}s" "$url")
+        local out=$RAW_DIR/$scenario.wrk.$rep.out requests seconds bad
+        requests=$(sed -nE 's/^ *([0-9]+) requests in ([0-9.]+)s.*/\1/p' "$out")
+        seconds=$(sed -nE 's/^ *([0-9]+) requests in ([0-9.]+)s.*/\2/p' "$out")
+        bad=$(sed -nE 's/.*Non-2xx or 3xx responses: ([0-9]+).*/\1/p' "$out")
+        record "$scenario" wrk "$rep" "$rc" "${requests:-0}" "${seconds:-0}" "${bad:-0}" "duration-based"
+    done
+}
+
 # verify TARGET: every source file present in DAV_DIR/TARGET with the same bytes, and nothing else there.
 verify() {
     local target=$DAV_DIR/$1 stored
@@ -143,6 +192,20 @@ run_s7() {
     verdict=$(verify "$target")
     record s7 xargs-curl "$rep" "$rc" "$S7_FILES" "" "$verdict" ""
     rm -rf "${DAV_DIR:?}/$target"
+
+    # rclone's WebDAV backend lists folders with PROPFIND, which nginx answers only with the dav-ext module
+    # (not in Debian's nginx-light): without it the row says so instead of timing a run that cannot work.
+    command -v rclone >/dev/null || return 0
+    target=s7-rclone-$rep
+    if [ "$(curl -s -o /dev/null -w '%{http_code}' -X PROPFIND -H 'Depth: 0' "$BASE_URL/dav/")" = "405" ]; then
+        record s7 rclone-webdav "$rep" "-" "$S7_FILES" "" "no:nginx has no PROPFIND (dav-ext module)" ""
+        return 0
+    fi
+    rc=$(timed "s7.rclone-webdav.$rep" rclone copy "$S7_SOURCE" ":webdav:$target" --webdav-url "$BASE_URL/dav/" --webdav-vendor other \
+        --transfers 16 --checkers 16 --config /dev/null)
+    verdict=$(verify "$target")
+    record s7 rclone-webdav "$rep" "$rc" "$S7_FILES" "" "$verdict" ""
+    rm -rf "${DAV_DIR:?}/$target"
 }
 
 jq_field() {  # JSON FIELD -> value (empty if missing)
@@ -156,6 +219,7 @@ for rep in $(seq 1 "$REPS"); do
         case "$scenario" in
             s7) run_s7 "$rep" ;;
             s8) run_s8 "$rep" ;;
+            s8scale) run_s8scale "$rep" ;;
             *) echo "run_command.sh: unknown scenario $scenario" >&2; exit 2 ;;
         esac
     done
@@ -171,6 +235,8 @@ done
     echo "reps=$REPS"
     echo "s7_files=$S7_FILES"
     echo "n_c64=$N_C64"
+    echo "n_scale=$N_SCALE"
+    echo "scale_connections=$SCALE_CONNECTIONS"
     echo "wrk_seconds=$WRK_SECONDS"
     echo "client_cpu=$CLIENT_CPU"
     echo "nginx_cpu=$NGINX_CPU"

@@ -7,7 +7,7 @@
 #
 # DIR/env (shell syntax) holds NGINX_PID, HTTP_PORT, HTTPS_PORT, CA_FILE, BASE_URL, TLS_BASE_URL, STATUS_URL.
 #
-# Server: 1 worker pinned to CPU $NGINX_CPU (default 0), access_log off,
+# Server: 1 worker pinned to CPU $NGINX_CPU (default 0), 8,192 connections, access_log off,
 # keepalive_requests 10000000, keepalive_timeout 300s.
 #   GET  /small   200, a 100-byte text/plain body
 #   GET  /json    ~10 KB application/json, gzip on
@@ -134,12 +134,14 @@ EOF
 $user_line
 worker_processes 1;
 worker_cpu_affinity $mask;
+# S8-scale holds 4,000 client connections, each also a descriptor of the worker's.
+worker_rlimit_nofile 16384;
 daemon off;
 pid $dir/nginx.pid;
 error_log $dir/error.log warn;
 
 events {
-    worker_connections 4096;
+    worker_connections 8192;
 }
 
 http {

@@ -23,8 +23,8 @@
 ///     var additionalHeaders: [String: String] { ["X-Api-Key": environment["apiKey"] ?? ""] }
 /// }
 /// ```
-/// The environment named `testing` (any case) ``isTesting``: `CurlewTesting`'s `environment.transport()` then
-/// serves the routes' fixtures from ``fixturesDirectory`` through the whole pipeline instead of the network.
+/// The environment named `testing` (any case) ``isTesting``: ``transport(live:)`` is then a ``FixtureTransport``
+/// that serves the routes' fixtures from ``fixturesDirectory`` through the whole pipeline instead of the network.
 public struct Environment: Sendable, Hashable {
     /// The environment's name, as in the file.
     public let name: String

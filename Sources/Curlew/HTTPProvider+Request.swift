@@ -1,4 +1,6 @@
 public import CurlewEngine
+import Instrumentation
+import Tracing
 import Foundation
 
 extension HTTPProvider {
@@ -98,13 +100,14 @@ extension HTTPProvider {
         interceptors: [any Interceptor] = [],
         plugins: [any Plugin] = [],
         responseProcessors: [any ResponseProcessor] = [],
-        responseValidators: [any ResponseValidator] = []
+        responseValidators: [any ResponseValidator] = [],
+        progress: (@Sendable (TransferProgress) -> Void)? = nil
     ) async throws(ProviderError) -> T {
         try decoding(
             T.self,
             try await request(
                 route, interceptors: interceptors, plugins: plugins, responseProcessors: responseProcessors,
-                responseValidators: responseValidators))
+                responseValidators: responseValidators, progress: progress))
     }
 
     /// Sends a route and decodes the body as an array of `T` (Konex's `requestArray`).
@@ -114,13 +117,14 @@ extension HTTPProvider {
         interceptors: [any Interceptor] = [],
         plugins: [any Plugin] = [],
         responseProcessors: [any ResponseProcessor] = [],
-        responseValidators: [any ResponseValidator] = []
+        responseValidators: [any ResponseValidator] = [],
+        progress: (@Sendable (TransferProgress) -> Void)? = nil
     ) async throws(ProviderError) -> [T] {
         try decoding(
             [T].self,
             try await request(
                 route, interceptors: interceptors, plugins: plugins, responseProcessors: responseProcessors,
-                responseValidators: responseValidators))
+                responseValidators: responseValidators, progress: progress))
     }
 
     /// The body as `T`; a decoding failure goes through ``shouldContinue(with:)`` like the call's other errors.
@@ -132,18 +136,55 @@ extension HTTPProvider {
         }
     }
 
-    /// ``requestObject(of:_:interceptors:plugins:responseProcessors:responseValidators:)`` for a ``Routable``.
+    // A `Routable` takes every argument a `Route` does: each overload below forwards to the `Route` one.
+
+    /// ``requestObject(of:_:interceptors:plugins:responseProcessors:responseValidators:progress:)`` for a
+    /// ``Routable``.
     public func requestObject<T: Decodable>(
-        of type: T.Type, _ routable: some Routable, interceptors: [any Interceptor] = []
+        of type: T.Type,
+        _ routable: some Routable,
+        interceptors: [any Interceptor] = [],
+        plugins: [any Plugin] = [],
+        responseProcessors: [any ResponseProcessor] = [],
+        responseValidators: [any ResponseValidator] = [],
+        progress: (@Sendable (TransferProgress) -> Void)? = nil
     ) async throws(ProviderError) -> T {
-        try await requestObject(of: type, routable.route, interceptors: interceptors)
+        try await requestObject(
+            of: type, routable.route, interceptors: interceptors, plugins: plugins,
+            responseProcessors: responseProcessors, responseValidators: responseValidators, progress: progress)
     }
 
-    /// ``requestArray(of:_:interceptors:plugins:responseProcessors:responseValidators:)`` for a ``Routable``.
+    /// ``requestArray(of:_:interceptors:plugins:responseProcessors:responseValidators:progress:)`` for a
+    /// ``Routable``.
     public func requestArray<T: Decodable>(
-        of type: T.Type, _ routable: some Routable, interceptors: [any Interceptor] = []
+        of type: T.Type,
+        _ routable: some Routable,
+        interceptors: [any Interceptor] = [],
+        plugins: [any Plugin] = [],
+        responseProcessors: [any ResponseProcessor] = [],
+        responseValidators: [any ResponseValidator] = [],
+        progress: (@Sendable (TransferProgress) -> Void)? = nil
     ) async throws(ProviderError) -> [T] {
-        try await requestArray(of: type, routable.route, interceptors: interceptors)
+        try await requestArray(
+            of: type, routable.route, interceptors: interceptors, plugins: plugins,
+            responseProcessors: responseProcessors, responseValidators: responseValidators, progress: progress)
+    }
+
+    /// ``download(_:to:interceptors:progress:)`` for a ``Routable``.
+    @discardableResult
+    public func download(
+        _ routable: some Routable, to path: String, interceptors: [any Interceptor] = [],
+        progress: (@Sendable (TransferProgress) -> Void)? = nil
+    ) async throws(ProviderError) -> RouteResponse {
+        try await download(routable.route, to: path, interceptors: interceptors, progress: progress)
+    }
+
+    /// ``stream(_:interceptors:progress:)`` for a ``Routable``.
+    public func stream(
+        _ routable: some Routable, interceptors: [any Interceptor] = [],
+        progress: (@Sendable (TransferProgress) -> Void)? = nil
+    ) async throws(ProviderError) -> RouteStreamingResponse {
+        try await stream(routable.route, interceptors: interceptors, progress: progress)
     }
 }
 
@@ -236,7 +277,8 @@ struct RequestPipeline<Provider: HTTPProvider> {
     func run() async throws(ProviderError) -> RouteResponse {
         let requestSide = self.requestSide
         let plugins = self.plugins
-        let maxAttempts = max(1, provider.maxAttempts)
+        // One rule for the bound: the provider's, raised by any interceptor of the call that asks for more.
+        let maxAttempts = requestSide.reduce(max(1, provider.maxAttempts)) { max($0, $1.requestedAttempts ?? 0) }
         let transport = provider.transport
         let baseRequest: CurlewRequest
         do {
@@ -265,10 +307,13 @@ struct RequestPipeline<Provider: HTTPProvider> {
             do {
                 // Transports answer with the request they were given as the response's `request`.
                 let response =
-                    if let destination {
-                        try await transport.download(request, to: destination, context: context)
+                    if attempt == 1 {
+                        try await send(request, on: transport, context: context)
                     } else {
-                        try await transport.send(request, context: context)
+                        // The attempt's client span carries OpenTelemetry's http.request.resend_count.
+                        try await ServiceContext.withValue(Self.resendContext(attempt - 1)) {
+                            try await send(request, on: transport, context: context)
+                        }
                     }
                 outcome = .success(response)
             } catch let error as CurlewError {
@@ -307,6 +352,7 @@ struct RequestPipeline<Provider: HTTPProvider> {
                 }
             }
             if let delay = retryDelay {
+                Self.recordRetry(attempt: attempt, delay: delay ?? .zero, outcome: outcome)
                 if let delay, delay > .zero {
                     do {
                         try await Task.sleep(for: delay)
@@ -334,6 +380,38 @@ struct RequestPipeline<Provider: HTTPProvider> {
                 return try finish(result, plugins, context)
             }
         }
+    }
+
+    private func send(
+        _ request: CurlewRequest, on transport: any HTTPTransport, context: InterceptorContext
+    ) async throws -> RouteResponse {
+        if let destination {
+            try await transport.download(request, to: destination, context: context)
+        } else {
+            try await transport.send(request, context: context)
+        }
+    }
+
+    /// The task's context with the resend count of the next attempt.
+    private static func resendContext(_ resendCount: Int) -> ServiceContext {
+        var context = ServiceContext.current ?? .topLevel
+        context[HTTPResendCountKey.self] = resendCount
+        return context
+    }
+
+    /// A retry is an event on the caller's span, when a tracer is bootstrapped and the task has one.
+    private static func recordRetry(attempt: Int, delay: Duration, outcome: Result<RouteResponse, CurlewError>) {
+        guard let context = ServiceContext.current,
+            let span = InstrumentationSystem.tracer.activeSpan(identifiedBy: context)
+        else { return }
+        var attributes = SpanAttributes()
+        attributes["http.request.resend_count"] = attempt
+        attributes["retry.delay_ms"] = Int(delay.components.seconds * 1000 + delay.components.attoseconds / 1_000_000_000_000_000)
+        switch outcome {
+        case .success(let response): attributes["http.response.status_code"] = response.status.code
+        case .failure(let error): attributes["error.type"] = "\(error.code)"
+        }
+        span.addEvent(SpanEvent(name: "http.retry", attributes: attributes))
     }
 
     /// Validation and status, then the processors, then the validators.

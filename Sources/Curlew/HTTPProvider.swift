@@ -39,7 +39,9 @@ public protocol HTTPProvider: Sendable {
     var jsonEncoder: JSONEncoder { get }
     /// How arrays in URL and form parameters are written. Default: ``ArrayEncoding/brackets``.
     var arrayEncoding: ArrayEncoding { get }
-    /// The most attempts one call makes, retries included, whoever asks for them. Default: 3.
+    /// The most attempts one call makes, retries included, unless one of the call's interceptors asks for more
+    /// (``Interceptor/requestedAttempts``, such as ``RetryPolicy``'s `maxAttempts`): a call's bound is the
+    /// largest of them, so no interceptor can loop forever and none is silently cut short. Default: 3.
     var maxAttempts: Int { get }
 
     /// The encoding of routes that name none: JSON for POST, PUT and PATCH, URL for the others.
@@ -105,6 +107,7 @@ public struct DefaultProvider: HTTPProvider {
     }
 
     /// Sends a route with a full URL on the shared engine client.
+    @discardableResult
     public static func request(
         _ route: Route, interceptors: [any Interceptor] = []
     ) async throws(ProviderError) -> RouteResponse {

@@ -15,8 +15,9 @@ public import CurlewEngine
 /// replaces it. Read it as an onion whose outside is the call.
 ///
 /// A response interceptor may pass, replace the response, fail, or ask for a retry. A retry runs the whole
-/// request side again (so a refreshed token is picked up), and is bounded by the provider's
-/// ``HTTPProvider/maxAttempts`` whoever asks: no interceptor can loop forever.
+/// request side again (so a refreshed token is picked up), and is bounded by the call's attempt bound: the
+/// provider's ``HTTPProvider/maxAttempts``, raised by any interceptor that declares more
+/// (``requestedAttempts``). No interceptor can loop forever.
 public protocol Interceptor: Sendable {
     /// Changes the request before it is sent. Throwing fails the call with ``ProviderError/interceptor(_:)``.
     func adapt(_ request: inout CurlewRequest, context: InterceptorContext) async throws
@@ -28,9 +29,17 @@ public protocol Interceptor: Sendable {
     /// ``InterceptorDecision/replace(_:)`` recovers with a response of your own, ``InterceptorDecision/retry(after:)``
     /// tries again.
     func intercept(_ error: CurlewError, context: InterceptorContext) async throws -> InterceptorDecision
+
+    /// The attempts, the first included, this interceptor may ask for in one call; `nil` (the default) asks for
+    /// none beyond the provider's ``HTTPProvider/maxAttempts``. A call's bound is the largest of the provider's
+    /// and of its interceptors' (``RetryPolicy`` declares its `maxAttempts`), so `RetryPolicy(maxAttempts: 5)`
+    /// makes five attempts whatever the provider's default.
+    var requestedAttempts: Int? { get }
 }
 
 extension Interceptor {
+    public var requestedAttempts: Int? { nil }
+
     public func adapt(_ request: inout CurlewRequest, context: InterceptorContext) async throws {}
 
     public func intercept(_ response: RouteResponse, context: InterceptorContext) async throws

@@ -191,7 +191,15 @@ extension Array: ParameterConvertible where Element: ParameterConvertible {
     public var parameterValue: JSONValue { .array(map(\.parameterValue)) }
 }
 
-extension Dictionary: ParameterConvertible where Key == String, Value: ParameterConvertible {
+/// Nested objects are dictionaries of existential values, so a literal that mixes value types
+/// (`["user": ["name": name, "age": 36]]`) compiles as written; a dictionary of one concrete type goes in as
+/// `JSONValue` or through ``parameterValue`` (`["user": user.parameterValue]` for a `[String: String]`).
+extension Dictionary: ParameterConvertible where Key == String, Value == any ParameterConvertible {
+    public var parameterValue: JSONValue { .object(mapValues(\.parameterValue)) }
+}
+
+extension Dictionary where Key == String, Value: ParameterConvertible {
+    /// The dictionary as a JSON object, for use as a route parameter.
     public var parameterValue: JSONValue { .object(mapValues(\.parameterValue)) }
 }
 

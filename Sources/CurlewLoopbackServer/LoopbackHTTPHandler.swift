@@ -185,6 +185,8 @@ final class LoopbackHTTPHandler: ChannelInboundHandler, RemovableChannelHandler 
                 guard self.isConnected else { return }
                 self.respond(context: context, status: .ok, contentType: "text/plain", body: LoopbackServer.smallBody, keepAlive: keepAlive, suppressBody: noBody)
             }
+        case .events(let count, let interval):
+            self.startEvents(context: context, count: count, interval: interval, keepAlive: keepAlive, suppressBody: noBody)
         case .proxied(let target):
             self.respond(context: context, status: .ok, contentType: "text/plain", body: "proxied \(target)", keepAlive: keepAlive, suppressBody: noBody)
         case .notFound:
@@ -360,6 +362,32 @@ final class LoopbackHTTPHandler: ChannelInboundHandler, RemovableChannelHandler 
             }
             context.writeAndFlush(self.wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .ok, headers: headers))), promise: nil)
             self.sendSlowChunk(context: context, index: 0, of: chunks, interval: interval, keepAlive: keepAlive)
+        }
+    }
+
+    /// Server-sent events, each flushed on its own, the body chunked since its length is not announced.
+    private func startEvents(context: ChannelHandlerContext, count: Int, interval: Int64, keepAlive: Bool, suppressBody: Bool) {
+        var headers = HTTPHeaders()
+        headers.add(name: "content-type", value: "text/event-stream")
+        headers.add(name: "cache-control", value: "no-cache")
+        if !keepAlive {
+            headers.add(name: "connection", value: "close")
+        }
+        context.writeAndFlush(self.wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .ok, headers: headers))), promise: nil)
+        self.sendEvent(context: context, index: 0, of: suppressBody ? 0 : count, interval: interval, keepAlive: keepAlive)
+    }
+
+    private func sendEvent(context: ChannelHandlerContext, index: Int, of count: Int, interval: Int64, keepAlive: Bool) {
+        guard self.isConnected else { return }
+        if index >= count {
+            self.finishResponse(context: context, keepAlive: keepAlive)
+            return
+        }
+        context.eventLoop.assumeIsolated().scheduleTask(in: .milliseconds(index == 0 ? 0 : interval)) {
+            guard self.isConnected else { return }
+            let event = "id: \(index)\nevent: tick\ndata: {\"index\":\(index),\"of\":\(count)}\n\n"
+            context.writeAndFlush(self.wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(string: event)))), promise: nil)
+            self.sendEvent(context: context, index: index + 1, of: count, interval: interval, keepAlive: keepAlive)
         }
     }
 

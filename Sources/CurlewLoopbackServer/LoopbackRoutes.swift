@@ -11,6 +11,8 @@ enum LoopbackRoute: Equatable {
     case headers
     case status(Int)
     case delay(milliseconds: Int64)
+    /// `/events/N?interval_ms=MS`: N server-sent events (`text/event-stream`), one every MS milliseconds.
+    case events(count: Int, intervalMilliseconds: Int64)
     case proxied(String)
     case fault(LoopbackFault)
     case notFound
@@ -79,6 +81,15 @@ enum LoopbackRoute: Equatable {
                     return
                 }
                 self = readOnly(.delay(milliseconds: Int64(delay)))
+            } else if let rest = path.dropPrefix("/events/") {
+                let interval = LoopbackFault.parse(query: query)["interval_ms"].flatMap { Int($0) } ?? 10
+                guard let count = Int(rest), (0...Self.maximumSlowChunks).contains(count),
+                    (0...Self.maximumDelayMilliseconds).contains(interval)
+                else {
+                    self = .badRequest("/events/N?interval_ms=MS needs N in 0...\(Self.maximumSlowChunks), MS in 0...\(Self.maximumDelayMilliseconds)")
+                    return
+                }
+                self = readOnly(.events(count: count, intervalMilliseconds: Int64(interval)))
             } else if let rest = path.dropPrefix("/fault/") {
                 // Faults accept any method so upload paths can be tested against them too.
                 self = LoopbackFault(name: rest, query: query).map { .fault($0) } ?? .notFound
@@ -131,7 +142,7 @@ enum LoopbackFault: Equatable {
         }
     }
 
-    private static func parse(query: Substring) -> [Substring: Substring] {
+    static func parse(query: Substring) -> [Substring: Substring] {
         var result: [Substring: Substring] = [:]
         for pair in query.split(separator: "&") {
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)

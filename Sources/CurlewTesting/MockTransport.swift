@@ -17,8 +17,9 @@ import Synchronization
 /// let friends = try await API(transport: mock).request(.friends).json()
 /// ```
 ///
-/// Responses carry metrics as the engine's would: the request and response body sizes (a file or stream body
-/// counts as 0, it is not read) and the stub's delay as the time to the first byte and in total.
+/// Responses carry metrics and a final progress report as the engine's would: the request body's size (bytes,
+/// files and forms measured, a stream's declared length; a stream is not read), the response body's size, and
+/// the stub's delay as the time to the first byte and in total.
 ///
 /// A request is answered by the most recently added stub that matches it; else, when its route names
 /// ``Route/mockData`` (LKAPI), by `<fixturesDirectory>/<mockData>.json` with status 200; else it fails with a
@@ -66,40 +67,14 @@ public final class MockTransport: HTTPTransport {
         }
         if let delay = reply.delay { try await Task.sleep(for: delay) }
         if let error = reply.error { throw error }
-        // In-memory bodies count as sent; a file or stream body is not read, so its size is unknown (0).
-        var sent: Int64 = 0
-        if case .bytes(let bytes)? = request.body { sent = Int64(bytes.count) }
-        if let onProgress = request.onProgress {
-            // One final report, as the engine's last call.
-            onProgress(
-                TransferProgress(
-                    bytesSent: sent, totalBytesToSend: sent, bytesReceived: Int64(reply.body.count),
-                    totalBytesToReceive: Int64(reply.body.count), isComplete: true))
-        }
-        let elapsed = reply.delay ?? .zero
-        let metrics = TransferMetrics(
-            firstByte: elapsed, total: elapsed, bytesSent: sent, bytesReceived: Int64(reply.body.count))
-        return RouteResponse(
-            status: reply.status, headerFields: reply.headerFields, body: reply.body, metrics: metrics,
-            url: request.url, request: request)
+        return RouteResponse.simulated(
+            for: request, status: reply.status, headerFields: reply.headerFields, body: reply.body,
+            elapsed: reply.delay ?? .zero)
     }
 
     private func fixtureResponse(named name: String) throws -> StubResponse {
-        guard let fixturesDirectory else {
-            throw CurlewError(code: .invalidRequest, detail: "fixture \(name) asked for, but MockTransport has no fixtures directory")
-        }
-        let path = fixturesDirectory + "/" + name + ".json"
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw CurlewError(code: .invalidRequest, detail: "fixture file \(path) is missing")
-        }
-        return StubResponse(status: .ok, headers: ["Content-Type": "application/json"], body: Array(data))
-    }
-}
-
-extension Environment {
-    /// The transport for this environment: fixtures from ``Environment/fixturesDirectory`` for the testing
-    /// environment, `live` for every other.
-    public func transport(live: any HTTPTransport = CurlewClient.shared) -> any HTTPTransport {
-        isTesting ? MockTransport(fixturesDirectory: fixturesDirectory) : live
+        StubResponse(
+            status: .ok, headers: ["Content-Type": "application/json"],
+            body: try FixtureTransport.fixture(named: name, in: fixturesDirectory))
     }
 }

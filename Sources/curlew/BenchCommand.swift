@@ -9,18 +9,51 @@ struct BenchCommand: AsyncParsableCommand {
         commandName: "bench",
         abstract: "Load-test a URL and report throughput, latency percentiles and errors.",
         discussion: """
-            Without a URL, starts an embedded loopback server and loads its /small route.
-            With --rate, requests are scheduled at fixed intervals and latency counts from each request's
-            intended send time, so a stalled server shows up in the percentiles instead of slowing the
-            load down (no coordinated omission).
+            Without a URL or --targets, starts an embedded loopback server and loads its /small route.
+
+            Load: by default each of the -c workers sends its next request as soon as the last one ended. With --rate, \
+            or --stages in requests per second (an open model), requests are due at fixed times and latency counts \
+            from each request's intended send time, so a stalled server shows up in the percentiles instead of \
+            slowing the load down (no coordinated omission). --stages in connections (16c) is a closed model: the \
+            number of workers sending follows the stages.
+
+            A request fails when it gets no response (connection refused, timeout, TLS error …) or a response with \
+            a status of 400 or more. Failures are counted by kind in the summary.
+
+            Exit status: 0 when the run finished and every threshold passed; 1 when the command could not do its \
+            work (unreadable or unwritable file); 64 for bad arguments (nothing was sent); 98 when requests were \
+            sent and not one succeeded, whatever the thresholds say; 99 when a --threshold failed; 130 when \
+            interrupted with Ctrl-C (the summary covers what finished; thresholds are printed but not conclusive).
             """
     )
 
-    @Argument(help: "The URL to load (http or https). Omit it to run against the embedded loopback server.")
+    @Argument(help: "The URL to load (http or https). Omit it (and --targets) to run against the embedded loopback server.")
     var url: String?
 
-    @Option(name: [.customShort("c"), .long], help: "Requests in flight at any time.")
-    var connections: Int = 16
+    @Option(
+        name: .customLong("targets"),
+        help: ArgumentHelp(
+            "A file of requests to send instead of one URL: JSON lines or vegeta's text format.",
+            discussion: """
+                JSON lines: one object per line with "url" and optionally "method", "headers" (an object of \
+                strings), "body" (text) or "bodyFile" (a path, relative to the targets file). Text format: \
+                'METHOD URL', then 'Name: value' header lines, then '@path' for a body file, and a blank line \
+                between targets. -H headers are added to every target.
+                """,
+            valueName: "file"))
+    var targetsFile: String?
+
+    @Option(name: .customLong("targets-order"), help: "The order targets are sent in; random is reproducible with --seed.")
+    var targetsOrder: TargetsOrderArgument = .roundRobin
+
+    @Option(help: "The seed of --targets-order random (default 1).")
+    var seed: UInt64?
+
+    @Option(name: [.customShort("c"), .long], help: "Requests in flight at any time (default 16).")
+    var connections: Int?
+
+    /// -c, or its default; closed-model stages set their own.
+    private var inFlight: Int { connections ?? 16 }
 
     @Option(name: [.customShort("n"), .long], help: "Send exactly this many requests.")
     var requests: Int?
@@ -49,25 +82,118 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(help: "Send this many requests per second in total, on a fixed schedule.")
     var rate: Double?
 
+    @Option(
+        help: ArgumentHelp(
+            "A load shape: 30s:100rps,2m:500rps,30s:0rps (open model) or 1m:16c,1m:256c (closed model).",
+            discussion: """
+                Each stage ramps linearly from the previous stage's level (the first from 0) to its own over its \
+                duration; write a level twice for a plateau (5s:100rps,1m:100rps). The run ends with the last \
+                stage. With rates, -c caps the requests in flight; with connections, the highest level is the \
+                number of connections.
+                """,
+            valueName: "stages"))
+    var stages: String?
+
+    @Option(
+        name: .customLong("threshold"),
+        help: ArgumentHelp(
+            "A pass/fail rule, e.g. 'p99<20ms', 'errors<1%', 'rps>5000' (repeatable, or comma-separated).",
+            discussion: """
+                Latency: p50, p90, p99, p99.9 (any percentile), mean, max, min with a duration. Rates: errors, \
+                2xx … 5xx or an exact status (503) with a percentage of all requests. Throughput: rps. Operators \
+                <, <=, >, >=. Any failed threshold makes the exit status 99.
+                """,
+            valueName: "rule"))
+    var thresholdTexts: [String] = []
+
+    @Option(
+        name: .customLong("hdr-log"),
+        help: ArgumentHelp(
+            "Write one latency HdrHistogram per --interval here (HdrHistogram interval log 1.3, microseconds).",
+            valueName: "path"))
+    var hdrLog: String?
+
+    @Option(help: ArgumentHelp("Write a self-contained HTML report here: rates, latencies and statuses over time, thresholds.", valueName: "path.html"))
+    var report: String?
+
+    @Option(help: "The length of the intervals of --hdr-log and --report.")
+    var interval: DurationArgument = DurationArgument(.seconds(1), text: "1s")
+
     @Flag(help: "Print the summary as one JSON object on stdout.")
     var json = false
 
     @Option(name: .customLong("histogram-out"), help: "Write the latency HdrHistogram (JSON, microseconds) here, for exact merging.")
     var histogramOut: String?
 
+    @Flag(name: .customLong("no-keepalive"), help: "Open a new connection for every request and close it after the response.")
+    var noKeepalive = false
+
+    @Option(
+        name: .customLong("connect-to"),
+        help: ArgumentHelp(
+            "Send requests for HOST:PORT to HOST2:PORT2 instead (repeatable).",
+            discussion: """
+                The URL's host stays in the Host header, TLS SNI and the certificate check, so a virtual host or \
+                one server of several is reached without DNS. An empty HOST or PORT matches any (libcurl's \
+                CURLOPT_CONNECT_TO).
+                """,
+            valueName: "HOST:PORT:HOST2:PORT2"))
+    var connectTo: [String] = []
+
     @Option(help: "Event loops (threads) of the client; default one per CPU the process may use.")
     var loops: Int?
 
+    @Option(
+        name: .customLong("loop-driver"),
+        help: "How the loop threads drive libcurl: poll (curl_multi_poll, the default) or socket-action (epoll and curl_multi_socket_action, for thousands of connections).")
+    var loopDriver: String?
+
     @OptionGroup var shared: SharedOptions
 
+    /// The event loop `--loop-driver` names; nil for a name it does not know.
+    private var eventLoop: CurlewClient.Configuration.EventLoopKind? {
+        switch loopDriver ?? "poll" {
+        case "poll": .thread
+        case "socket-action": .threadSocketAction
+        default: nil
+        }
+    }
+
     func validate() throws {
-        guard connections >= 1 else { throw ValidationError("-c/--connections must be at least 1") }
+        if let connections, connections < 1 { throw ValidationError("-c/--connections must be at least 1") }
         if let requests, requests < 1 { throw ValidationError("-n/--requests must be at least 1") }
         if requests != nil && duration != nil { throw ValidationError("give -n/--requests or -d/--duration, not both") }
         if let duration, duration.duration <= .zero { throw ValidationError("-d/--duration must be longer than 0") }
         if let rate, !(rate > 0 && rate.isFinite) { throw ValidationError("--rate must be a positive number of requests per second") }
         if http2 && h2c { throw ValidationError("--http2 and --h2c exclude each other") }
         if let loops, loops < 1 { throw ValidationError("--loops must be at least 1") }
+        // Four fields at least: an IPv6 address in brackets brings colons of its own.
+        for entry in connectTo where entry.split(separator: ":", omittingEmptySubsequences: false).count < 4 {
+            throw ValidationError("--connect-to \(entry.debugDescription) is not HOST:PORT:HOST2:PORT2")
+        }
+        if url != nil && targetsFile != nil { throw ValidationError("give a URL or --targets, not both") }
+        if targetsFile != nil && (bodyFile != nil || method.uppercased() != "GET") {
+            throw ValidationError("with --targets, each target sets its method and body (-m and --body-file apply to a single URL)")
+        }
+        if seed != nil && targetsOrder != .random { throw ValidationError("--seed applies to --targets-order random") }
+        if interval.duration < .milliseconds(100) { throw ValidationError("--interval must be at least 100ms") }
+        if let stages {
+            if rate != nil { throw ValidationError("give --rate or --stages, not both") }
+            if requests != nil || duration != nil { throw ValidationError("--stages sets the run's length: drop -n/-d") }
+            do {
+                if case .concurrency = try BenchStages.parse(stages), connections != nil {
+                    throw ValidationError("--stages in connections sets the connections: drop -c")
+                }
+            } catch let error as BenchStages.ParseError {
+                throw ValidationError(error.description)
+            }
+        }
+        do {
+            _ = try parsedThresholds()
+        } catch {
+            throw ValidationError(error.description)
+        }
+        if eventLoop == nil { throw ValidationError("--loop-driver must be poll or socket-action") }
         if let timeout, timeout.duration <= .zero { throw ValidationError("--timeout must be longer than 0") }
         if HTTPRequest.Method(method.uppercased()) == nil { throw ValidationError("invalid method \(method.debugDescription)") }
         for header in headers {
@@ -77,12 +203,22 @@ struct BenchCommand: AsyncParsableCommand {
         }
     }
 
+    private func parsedThresholds() throws(BenchThreshold.ParseError) -> [BenchThreshold] {
+        var thresholds: [BenchThreshold] = []
+        for text in thresholdTexts { thresholds += try BenchThreshold.parseList(text) }
+        return thresholds
+    }
+
     func run() async throws {
         let body = try bodyFile.map(Self.readBody)
+        let thresholds = try parsedThresholds()
+        let shape = try stages.map { try BenchStages.parse($0) }
         var server: LoopbackServer?
         let target: String
         if let url {
             target = url
+        } else if let targetsFile {
+            target = targetsFile
         } else {
             let embedded = try await LoopbackServer.start()
             server = embedded
@@ -90,24 +226,50 @@ struct BenchCommand: AsyncParsableCommand {
             if !json { print("embedded server: \(embedded.baseURL) (SwiftNIO, loopback only)") }
         }
 
-        let request: CurlewRequest
-        do {
-            request = try makeRequest(url: target, body: body)
-        } catch let error as CurlewError {
-            throw ValidationError("cannot send to \(target.debugDescription): \(error.detail)")
+        let requests: [CurlewRequest]
+        if let targetsFile {
+            requests = try loadTargets(path: targetsFile)
+        } else {
+            do {
+                requests = [try makeRequest(method: method, url: target, headers: [], body: body.map { .bytes($0) })]
+            } catch let error as CurlewError {
+                throw ValidationError("cannot send to \(target.debugDescription): \(error.detail)")
+            }
+        }
+        let workers: Int
+        let stop: BenchPlan.Stop
+        var arrivals: ArrivalSchedule? = rate.map { ArrivalSchedule(constantRate: $0) }
+        var concurrency: ConcurrencySchedule?
+        switch shape {
+        case .arrivals(let schedule):
+            arrivals = schedule
+            (workers, stop) = (inFlight, .schedule)
+        case .concurrency(let schedule):
+            concurrency = schedule
+            (workers, stop) = (schedule.maxConcurrency, .duration(.nanoseconds(Int64(schedule.totalSeconds * 1e9))))
+        case nil:
+            workers = inFlight
+            stop = if let count = self.requests { .count(count) } else { .duration(duration?.duration ?? .seconds(10)) }
         }
 
         var configuration = CurlewClient.Configuration()
-        configuration.maxConnectionsPerHost = connections
+        configuration.maxConnectionsPerHost = workers
+        // libcurl 7.88 counts busy connections against its cache size too: a cache smaller than the connections in
+        // flight closes one after nearly every request (at -c 1000, 29,444 of 30,000 requests opened a connection).
+        configuration.maxCachedConnectionsPerLoop = max(workers, configuration.maxCachedConnectionsPerLoop)
         configuration.httpVersion = h2c ? .http2PriorKnowledge : http2 ? .http2 : .http1_1
         configuration.proxy = .none
+        configuration.reusesConnections = !noKeepalive
+        configuration.connectTo = connectTo
         if let loops { configuration.loopCount = loops }
+        if let eventLoop { configuration.eventLoop = eventLoop }
         shared.applyTLS(to: &configuration)
         let client = CurlewClient(configuration: configuration)
 
-        let stop: BenchPlan.Stop =
-            if let requests { .count(requests) } else { .duration(duration?.duration ?? .seconds(10)) }
-        let plan = BenchPlan(request: request, connections: connections, stop: stop, rate: rate)
+        let order: BenchTargetOrder = targetsOrder == .random ? .random(seed: seed ?? 1) : .roundRobin
+        let plan = BenchPlan(
+            targets: requests, targetOrder: order, connections: workers, stop: stop, arrivals: arrivals,
+            concurrency: concurrency, rate: rate)
         let progress = ProgressOutput(enabled: !shared.noProgress)
         if !json {
             print("curlew bench \(target)")
@@ -119,39 +281,76 @@ struct BenchCommand: AsyncParsableCommand {
         let reporter = Task {
             await runner.reportProgress(every: shared.progressInterval.duration, to: progress)
         }
+        // Output files are created before the first request: a typo in a path should not cost a whole run.
+        if let report, !FileManager.default.createFile(atPath: report, contents: nil) {
+            throw CommandFailure("cannot create --report \(report.debugDescription)")
+        }
+        let recorder = try BenchIntervalRecorder(runner: runner, every: interval.duration, hdrLogPath: hdrLog)
+        let recording = Task { await recorder.record() }
+        let startedAt = Date()
         let result = await runner.run()
         reporter.cancel()
+        recording.cancel()
         _ = await reporter.value
+        _ = await recording.value
         progress.finish()
         interrupts.stop()
         await client.shutdown()
 
-        var summary = BenchSummary(result: result, plan: plan, url: target, method: request.method.rawValue, loops: client.executors.count)
+        try recorder.finish(result: result)
+
+        var summary = BenchSummary(
+            result: result, plan: plan, url: target, method: requests.count == 1 ? requests[0].method.rawValue : "mixed",
+            loops: client.executors.count)
+        summary.stages = stages
+        summary.hdrLog = hdrLog
+        summary.report = report
+        summary.thresholds = thresholds.map { $0.evaluate(BenchSummary.measurements(of: result)) }
         if let server {
             summary.embeddedServer = .init(requests: server.requestsServed, connections: server.acceptedConnections)
             try? await server.shutdown()
         }
         summary.interrupted = interrupts.wasInterrupted
+        summary.exitStatus = BenchExitStatus.of(
+            interrupted: interrupts.wasInterrupted, requests: summary.requests, succeeded: summary.succeeded,
+            thresholds: summary.thresholds)
         if let histogramOut {
             try writeHistogram(result.histogram, to: histogramOut)
+        }
+        if let report {
+            let page = BenchReport(
+                title: "curlew bench \(target)", parameters: reportParameters(plan: plan, loops: client.executors.count, startedAt: startedAt),
+                summary: summary, intervals: recorder.intervals, histogram: result.histogram)
+            do {
+                try page.html.write(toFile: report, atomically: true, encoding: .utf8)
+            } catch {
+                throw CommandFailure("cannot write --report \(report.debugDescription): \(error.localizedDescription)")
+            }
         }
         if json {
             print(try jsonLine(summary))
         } else {
             print(summary.text)
         }
-        if interrupts.wasInterrupted { throw ExitCode(130) }
+        if summary.exitStatus != BenchExitStatus.success { throw ExitCode(summary.exitStatus) }
     }
 
-    private func makeRequest(url: String, body: [UInt8]?) throws -> CurlewRequest {
-        var request = try CurlewRequest(method: HTTPRequest.Method(method.uppercased())!, url: url)
+    /// One request, from the command line or a targets file: the -H headers come after the target's own.
+    private func makeRequest(
+        method: String, url: String, headers targetHeaders: [(name: String, value: String)], body: CurlewRequest.Body?
+    ) throws -> CurlewRequest {
+        guard let parsedMethod = HTTPRequest.Method(method.uppercased()) else {
+            throw CurlewError(code: .invalidRequest, detail: "invalid method \(method.debugDescription)")
+        }
+        var request = try CurlewRequest(method: parsedMethod, url: url)
+        for (name, value) in targetHeaders { try request.addHeader(name, value) }
         for header in headers {
             let colon = header.firstIndex(of: ":")!
             let name = String(header[..<colon]).trimmingCharacters(in: .whitespaces)
             let value = String(header[header.index(after: colon)...]).trimmingCharacters(in: .whitespaces)
             try request.addHeader(name, value)
         }
-        if let body { request.body = .bytes(body) }
+        request.body = body
         if let timeout { request.timeouts = .init(connect: timeout.duration, total: timeout.duration) }
         return request
     }
@@ -163,15 +362,72 @@ struct BenchCommand: AsyncParsableCommand {
         return Array(data)
     }
 
+    /// Reads and checks every target before anything is sent: a bad line is a usage error naming the line.
+    private func loadTargets(path: String) throws -> [CurlewRequest] {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw ValidationError("cannot read --targets \(path.debugDescription)")
+        }
+        let directory = (path as NSString).deletingLastPathComponent
+        let specs: [BenchTargetSpec]
+        do {
+            specs = try BenchTargetFile.parse(String(decoding: data, as: UTF8.self), directory: directory.isEmpty ? "." : directory)
+        } catch {
+            throw ValidationError("--targets \(path.debugDescription): \(error.description)")
+        }
+        // Body files are read once; targets that share one share its bytes.
+        var bodies: [String: [UInt8]] = [:]
+        return try specs.enumerated().map { index, spec in
+            var body: CurlewRequest.Body?
+            switch spec.body {
+            case .text(let text): body = .bytes(Array(text.utf8))
+            case .file(let file):
+                if bodies[file] == nil {
+                    guard let contents = FileManager.default.contents(atPath: file) else {
+                        throw ValidationError("--targets \(path.debugDescription), target \(index + 1): cannot read body file \(file.debugDescription)")
+                    }
+                    bodies[file] = Array(contents)
+                }
+                body = .bytes(bodies[file]!)
+            case nil: body = nil
+            }
+            do {
+                return try makeRequest(method: spec.method, url: spec.url, headers: spec.headers, body: body)
+            } catch let error as CurlewError {
+                throw ValidationError("--targets \(path.debugDescription), target \(index + 1) (\(spec.url.debugDescription)): \(error.detail)")
+            }
+        }
+    }
+
     private func describe(plan: BenchPlan, loops: Int) -> String {
         let version = h2c ? "h2c" : http2 ? "HTTP/2 (TLS)" : "HTTP/1.1"
         let amount: String =
             switch plan.stop {
             case .count(let count): "\(formatCount(count)) requests"
             case .duration(let duration): String(format: "%.1f s", duration.seconds)
+            case .schedule: "\(formatCount(plan.arrivals?.totalRequests ?? 0)) requests"
             }
         let pace = rate.map { String(format: ", %.0f requests/s scheduled", $0) } ?? ""
-        return "\(connections) connections, \(loops) loop(s), \(version), \(amount)\(pace)"
+        let shape = stages.map { ", stages \($0)" } ?? ""
+        let targets = plan.targets.count > 1 ? ", \(plan.targets.count) targets" : ""
+        let reuse = noKeepalive ? ", a new connection per request" : ""
+        return "\(plan.connections) connections, \(loops) loop(s), \(version)\(reuse), \(amount)\(pace)\(shape)\(targets)"
+    }
+
+    private func reportParameters(plan: BenchPlan, loops: Int, startedAt: Date) -> [(String, String)] {
+        var rows: [(String, String)] = [
+            ("run", describe(plan: plan, loops: loops)),
+            ("started", ISO8601DateFormatter().string(from: startedAt)),
+            ("interval", interval.description),
+            ("client", "curlew \(CurlewVersion.curlew), libcurl \(CurlewVersion.libcurl)"),
+        ]
+        if let targetsFile {
+            rows.insert(("targets", "\(targetsFile) (\(plan.targets.count), \(targetsOrder.rawValue))"), at: 0)
+        } else {
+            rows.insert(("url", "\(plan.targets[0].method.rawValue) \(plan.targets[0].url)"), at: 0)
+        }
+        if let stages { rows.append(("stages", stages)) }
+        if let rate { rows.append(("rate", String(format: "%g requests/s", rate))) }
+        return rows
     }
 
     private func writeHistogram(_ histogram: LatencyHistogram, to path: String) throws {
@@ -183,4 +439,9 @@ struct BenchCommand: AsyncParsableCommand {
             throw CommandFailure("cannot write --histogram-out \(path.debugDescription): \(error.localizedDescription)")
         }
     }
+}
+
+enum TargetsOrderArgument: String, ExpressibleByArgument, CaseIterable, Sendable {
+    case roundRobin = "round-robin"
+    case random
 }

@@ -10,15 +10,28 @@ struct BenchPlan: Sendable {
     enum Stop: Sendable {
         /// Exactly this many requests.
         case count(Int)
-        /// No request scheduled (or, without a rate, started) after this long.
+        /// No request scheduled (or, without a schedule, started) after this long.
         case duration(Duration)
+        /// When the `--stages` arrival schedule has sent its last request.
+        case schedule
     }
 
-    let request: CurlewRequest
+    /// What to send: one request, or a targets file's requests (picked per request by `targetOrder`).
+    let targets: [CurlewRequest]
+    let targetOrder: BenchTargetOrder
+    /// Workers, each with at most one request in flight.
     let connections: Int
     let stop: Stop
-    /// Requests per second in total; nil sends the next request as soon as a worker is free.
+    /// Open model (`--rate`, `--stages …rps`): when each request is due; nil sends the next request as soon as a
+    /// worker is free.
+    let arrivals: ArrivalSchedule?
+    /// Closed model (`--stages …c`): how many workers may send at each moment.
+    let concurrency: ConcurrencySchedule?
+    /// `--rate`, for the summary.
     let rate: Double?
+
+    /// Whether latency counts from each request's intended send time rather than from its actual one.
+    var latencyFromIntendedTime: Bool { arrivals != nil }
 }
 
 /// What the workers of one event loop saw, added up at the end.
@@ -26,13 +39,7 @@ struct BenchPlan: Sendable {
 /// One per loop rather than one per worker: a histogram with 3 significant digits is about 140 KiB once it
 /// covers a minute, and growing 64 small ones value by value cost more CPU than the requests' own bookkeeping.
 struct BenchTally: Sendable {
-    var histogram: LatencyHistogram = {
-        // Sized for latencies up to a minute up front; slower requests still grow it.
-        var histogram = LatencyHistogram(
-            lowestDiscernibleValue: 1, highestTrackableValue: 60_000_000, numberOfSignificantValueDigits: .three)
-        histogram.autoResize = true
-        return histogram
-    }()
+    var histogram: LatencyHistogram = emptyHistogram()
     var succeeded = 0
     var failures: [String: Int] = [:]
     /// Indexed by status code (100...999): an array add per response instead of a dictionary update.
@@ -42,8 +49,28 @@ struct BenchTally: Sendable {
     var connectionsOpened = 0
     /// Requests the engine sent once more on a fresh connection because the pooled one was dead or dirty.
     var freshConnectionRetries = 0
+    /// Requests and failures per target, indexed like the plan's targets; empty with a single target (whose counts
+    /// are the totals), so the default run does no per-target work.
+    var targetRequests: [Int] = []
+    var targetFailures: [Int] = []
+
+    init(targetCount: Int = 1) {
+        if targetCount > 1 {
+            targetRequests = [Int](repeating: 0, count: targetCount)
+            targetFailures = targetRequests
+        }
+    }
+
+    /// Sized for latencies up to a minute up front; slower requests still grow it.
+    static func emptyHistogram() -> LatencyHistogram {
+        var histogram = LatencyHistogram(
+            lowestDiscernibleValue: 1, highestTrackableValue: 60_000_000, numberOfSignificantValueDigits: .three)
+        histogram.autoResize = true
+        return histogram
+    }
 
     var requests: Int { Int(histogram.totalCount) }
+    var failed: Int { requests - succeeded }
 
     mutating func add(_ other: BenchTally) {
         histogram.add(other.histogram)
@@ -54,6 +81,11 @@ struct BenchTally: Sendable {
         bytesReceived += other.bytesReceived
         connectionsOpened += other.connectionsOpened
         freshConnectionRetries += other.freshConnectionRetries
+        if targetRequests.isEmpty { targetRequests = other.targetRequests; targetFailures = other.targetFailures; return }
+        for index in targetRequests.indices where index < other.targetRequests.count {
+            targetRequests[index] += other.targetRequests[index]
+            targetFailures[index] += other.targetFailures[index]
+        }
     }
 
     mutating func record(_ response: CurlewResponse) {
@@ -88,7 +120,14 @@ struct BenchTally: Sendable {
 
 /// The tally of one loop's workers.
 final class SharedTally: Sendable {
-    let state = Mutex(BenchTally())
+    let state: Mutex<BenchTally>
+
+    init(targetCount: Int) {
+        state = Mutex(BenchTally(targetCount: targetCount))
+    }
+
+    /// A copy of the counts so far (copy-on-write: the loop's next record pays for the copy, once per sample).
+    var snapshot: BenchTally { state.withLock { $0 } }
 }
 
 struct BenchResult: Sendable {
@@ -103,14 +142,16 @@ final class BenchRunner: Sendable {
     /// Next request number to claim: with -n, claims beyond the count stop the worker, which is what makes
     /// the number sent exact.
     private let nextTicket = Atomic<Int>(0)
-    private let completed = Atomic<Int>(0)
-    private let failed = Atomic<Int>(0)
     private let stopRequested = Atomic<Bool>(false)
-    private let startedAt = Mutex<ContinuousClock.Instant?>(nil)
+    /// `monotonicNanoseconds()` at the start, 0 before.
+    private let startNanoseconds = Atomic<UInt64>(0)
+    /// One per event loop, created up front so samplers can read them while the run goes on.
+    let tallies: [SharedTally]
 
     init(client: CurlewClient, plan: BenchPlan) {
         self.client = client
         self.plan = plan
+        self.tallies = (0..<max(client.executors.count, 1)).map { _ in SharedTally(targetCount: plan.targets.count) }
     }
 
     /// Stops claiming new requests (Ctrl-C); those in flight finish and are counted.
@@ -118,103 +159,145 @@ final class BenchRunner: Sendable {
         stopRequested.store(true, ordering: .relaxed)
     }
 
+    /// The counts of every loop so far, added up.
+    func snapshot() -> BenchTally {
+        var total = BenchTally(targetCount: plan.targets.count)
+        for tally in tallies { total.add(tally.snapshot) }
+        return total
+    }
+
+    /// Seconds since the run started (0 before).
+    var elapsedSeconds: Double {
+        let start = startNanoseconds.load(ordering: .relaxed)
+        return start == 0 ? 0 : Double(monotonicNanoseconds() &- start) / 1e9
+    }
+
     func run() async -> BenchResult {
         let clock = ContinuousClock()
         let start = clock.now
-        startedAt.withLock { $0 = start }
         let startNanoseconds = monotonicNanoseconds()
+        self.startNanoseconds.store(startNanoseconds, ordering: .relaxed)
         let executors = client.executors
-        let tallies = (0..<max(executors.count, 1)).map { _ in SharedTally() }
         await withTaskGroup(of: Void.self) { group in
             for worker in 0..<plan.connections {
                 let tally = tallies[worker % tallies.count]
                 // On the loops' own executors a finished transfer resumes its worker on the loop thread, whose next
                 // request then enters libcurl without a thread hop (docs/design/0001-event-loop.md).
                 if executors.isEmpty {
-                    group.addTask { await self.work(start: startNanoseconds, tally: tally) }
+                    group.addTask { await self.work(worker: worker, start: startNanoseconds, tally: tally) }
                 } else {
                     group.addTask(executorPreference: executors[worker % executors.count]) {
-                        await self.work(start: startNanoseconds, tally: tally)
+                        await self.work(worker: worker, start: startNanoseconds, tally: tally)
                     }
                 }
             }
         }
-        var total = BenchTally()
+        var total = BenchTally(targetCount: plan.targets.count)
         for tally in tallies { tally.state.withLock { total.add($0) } }
         return BenchResult(tally: total, elapsed: clock.now - start)
     }
 
+    /// Sleeps until `deadline` (monotonic nanoseconds) in slices, so Ctrl-C wakes a worker that waits for its
+    /// stage. Returns false when the run is stopping.
+    nonisolated(nonsending) private func sleep(until deadline: UInt64) async -> Bool {
+        while true {
+            let now = monotonicNanoseconds()
+            guard deadline > now else { return true }
+            if stopRequested.load(ordering: .relaxed) { return false }
+            do { try await Task.sleep(nanoseconds: min(deadline - now, 100_000_000)) } catch { return false }
+        }
+    }
+
     /// One connection's worth of requests. The workers of a loop share its tally; they take turns on the loop's
     /// thread, so its lock is never contended there.
-    nonisolated(nonsending) private func work(start: UInt64, tally: SharedTally) async {
-        let request = plan.request
+    nonisolated(nonsending) private func work(worker: Int, start: UInt64, tally: SharedTally) async {
+        let targets = plan.targets
+        let targetOrder = plan.targetOrder
+        let severalTargets = targets.count > 1
         let deadline: UInt64? =
             if case .duration(let duration) = plan.stop { start + duration.nanoseconds } else { nil }
         let limit: Int? = if case .count(let count) = plan.stop { count } else { nil }
-        let nanosecondsPerRequest = plan.rate.map { 1e9 / $0 }
-        // Without a rate a worker sends its next request as soon as it has counted the last one: the time that
+        let arrivals = plan.arrivals
+        let concurrency = plan.concurrency
+        // Without a schedule a worker sends its next request as soon as it has counted the last one: the time that
         // request ended is when this one was meant to start (one clock read per request instead of two).
         var previousEnd = monotonicNanoseconds()
         while !stopRequested.load(ordering: .relaxed) {
+            if let concurrency {
+                // Closed model: wait while the stage allows fewer workers than this one's number.
+                let now = monotonicNanoseconds()
+                guard let active = concurrency.nextActiveSeconds(worker: worker, atOrAfter: Double(now &- start) / 1e9)
+                else { break }
+                let wake = start + UInt64(active * 1e9)
+                if let deadline, wake >= deadline { break }
+                if wake > now {
+                    guard await sleep(until: wake) else { break }
+                    previousEnd = wake
+                }
+            }
             let ticket = nextTicket.wrappingAdd(1, ordering: .relaxed).oldValue
             if let limit, ticket >= limit { break }
             let intended: UInt64
-            if let nanosecondsPerRequest {
+            if let arrivals {
                 // The schedule is fixed in advance: a late request keeps its intended time, so its wait for a free
                 // worker counts as latency.
-                intended = start + UInt64(Double(ticket) * nanosecondsPerRequest)
+                guard let offset = arrivals.intendedSeconds(ofRequest: ticket) else { break }
+                intended = start + UInt64(offset * 1e9)
                 if let deadline, intended >= deadline { break }
-                let now = monotonicNanoseconds()
-                if intended > now {
-                    do { try await Task.sleep(nanoseconds: intended - now) } catch { break }
+                if intended > monotonicNanoseconds() {
+                    guard await sleep(until: intended) else { break }
                 }
             } else {
                 intended = previousEnd
                 if let deadline, intended >= deadline { break }
             }
+            let targetIndex = severalTargets ? targetOrder.targetIndex(ofRequest: ticket, targetCount: targets.count) : 0
             let outcome: Result<CurlewResponse, any Error>
             do {
-                // Bodies are counted, never kept: a load generator has no use for them.
-                outcome = .success(try await client.executeDiscardingBody(request))
+                // Bodies are counted, never kept: a load generator has no use for them. The request is passed
+                // straight from the array (borrowed), so choosing a target copies nothing.
+                outcome = .success(try await client.executeDiscardingBody(targets[targetIndex]))
             } catch {
                 outcome = .failure(error)
             }
             previousEnd = monotonicNanoseconds()
             let latency = (previousEnd &- intended) / 1_000
             tally.state.withLock { tally in
+                let requestFailed: Bool
                 switch outcome {
                 case .success(let response):
                     tally.record(response)
-                    if response.status.code >= 400 { failed.add(1, ordering: .relaxed) }
+                    requestFailed = response.status.code >= 400
                 case .failure(let error):
                     tally.record(error)
-                    failed.add(1, ordering: .relaxed)
+                    requestFailed = true
+                }
+                if severalTargets {
+                    tally.targetRequests[targetIndex] += 1
+                    if requestFailed { tally.targetFailures[targetIndex] += 1 }
                 }
                 tally.histogram.record(latency)
             }
-            completed.add(1, ordering: .relaxed)
         }
     }
 
-    /// Reports progress until cancelled.
+    /// Reports progress until cancelled: the rate and the latency percentiles of the last interval.
     func reportProgress(every interval: Duration, to output: ProgressOutput) async {
         guard output.enabled else { return }
-        let clock = ContinuousClock()
-        var previousCount = 0
-        var previousTime = clock.now
+        var intervals = BenchIntervalSampler(start: snapshot())
         while !Task.isCancelled {
             do { try await Task.sleep(for: interval) } catch { return }
-            let now = clock.now
-            let count = completed.load(ordering: .relaxed)
-            let errors = failed.load(ordering: .relaxed)
-            let currentRate = Double(count - previousCount) / (now - previousTime).seconds
-            let elapsed = startedAt.withLock { $0.map { now - $0 } } ?? .zero
-            var line = "\(formatCount(count)) requests"
+            let elapsed = elapsedSeconds
+            let current = intervals.next(snapshot(), at: elapsed)
+            var line = "\(formatCount(current.totalRequests)) requests"
             if case .count(let total) = plan.stop { line += " of \(formatCount(total))" }
-            line += String(format: ", %.0f req/s, %d errors, %.1f s", currentRate, errors, elapsed.seconds)
+            line += String(format: ", %.0f req/s", current.requestsPerSecond)
+            if current.requests > 0 {
+                line += ", p50 \(formatLatency(microseconds: current.latencyMicroseconds(percentile: 50)))"
+                line += " p99 \(formatLatency(microseconds: current.latencyMicroseconds(percentile: 99)))"
+            }
+            line += String(format: ", %d errors, %.1f s", current.totalFailed, elapsed)
             output.update(line)
-            previousCount = count
-            previousTime = now
         }
     }
 }

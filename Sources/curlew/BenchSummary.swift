@@ -12,6 +12,14 @@ struct BenchSummary: Encodable {
         var min: Double
     }
 
+    /// One line of a targets file and what it got.
+    struct Target: Encodable {
+        var method: String
+        var url: String
+        var requests: Int
+        var failed: Int
+    }
+
     struct EmbeddedServer: Encodable {
         var requests: Int
         var connections: Int
@@ -29,9 +37,20 @@ struct BenchSummary: Encodable {
     var durationSeconds: Double
     var requestsPerSecond: Double
     var latencyMicroseconds: Latency
-    /// "intended" with --rate (measured from the scheduled send time), "actual" otherwise.
+    /// "intended" with --rate or rate stages (measured from the scheduled send time), "actual" otherwise.
     var latencyFrom: String
     var rate: Double?
+    /// `--stages` as given.
+    var stages: String?
+    /// Per target of a `--targets` file, in the file's order; nil for a single URL.
+    var targets: [Target]?
+    /// Every `--threshold`, evaluated.
+    var thresholds: [BenchThresholdResult] = []
+    /// The exit status the command ends with (see `curlew bench --help`).
+    var exitStatus: Int32 = 0
+    /// `--hdr-log` and `--report`, where given.
+    var hdrLog: String?
+    var report: String?
     var bytesSent: Int64
     var bytesReceived: Int64
     var connectionsOpened: Int
@@ -40,6 +59,27 @@ struct BenchSummary: Encodable {
     var freshConnectionRetries: Int
     var interrupted = false
     var embeddedServer: EmbeddedServer?
+
+    /// The figures thresholds are evaluated against.
+    static func measurements(of result: BenchResult) -> BenchMeasurements {
+        let tally = result.tally
+        let histogram = tally.histogram
+        var statusCounts: [Int: Int] = [:]
+        for code in tally.statusCounts.indices where tally.statusCounts[code] > 0 { statusCounts[code] = tally.statusCounts[code] }
+        return BenchMeasurements(
+            requests: tally.requests, failed: tally.failed, statusCounts: statusCounts,
+            requestsPerSecond: result.elapsed > .zero ? Double(tally.requests) / result.elapsed.seconds : 0,
+            latencyMicroseconds: { metric in
+                guard histogram.totalCount > 0 else { return nil }
+                switch metric {
+                case .percentile(let percentile): return Double(histogram.valueAtPercentile(percentile))
+                case .mean: return histogram.mean
+                case .max: return Double(histogram.max)
+                case .min: return Double(histogram.min)
+                default: return nil
+                }
+            })
+    }
 
     init(result: BenchResult, plan: BenchPlan, url: String, method: String, loops: Int) {
         let tally = result.tally
@@ -62,7 +102,14 @@ struct BenchSummary: Encodable {
             p50: percentile(50), p90: percentile(90), p99: percentile(99), p99_9: percentile(99.9),
             max: hasSamples ? Double(histogram.max) : 0, mean: hasSamples ? (histogram.mean * 10).rounded() / 10 : 0,
             min: hasSamples ? Double(histogram.min) : 0)
-        self.latencyFrom = plan.rate == nil ? "actual" : "intended"
+        self.latencyFrom = plan.latencyFromIntendedTime ? "intended" : "actual"
+        if !tally.targetRequests.isEmpty {
+            self.targets = plan.targets.indices.map { index in
+                Target(
+                    method: plan.targets[index].method.rawValue, url: plan.targets[index].url,
+                    requests: tally.targetRequests[index], failed: tally.targetFailures[index])
+            }
+        }
         self.rate = plan.rate
         self.bytesSent = tally.bytesSent
         self.bytesReceived = tally.bytesReceived
@@ -82,7 +129,7 @@ struct BenchSummary: Encodable {
             "p50 \(formatLatency(microseconds: latency.p50))  p90 \(formatLatency(microseconds: latency.p90))  "
                 + "p99 \(formatLatency(microseconds: latency.p99))  p99.9 \(formatLatency(microseconds: latency.p99_9))")
         row("", "max \(formatLatency(microseconds: latency.max))  mean \(formatLatency(microseconds: latency.mean))"
-            + (rate == nil ? "" : "  (from intended send times)"))
+            + (latencyFrom == "intended" ? "  (from intended send times)" : ""))
         row("status codes", statusCodes.isEmpty ? "none" : statusCodes.sorted { $0.key < $1.key }.map { "\($0.key): \(formatCount($0.value))" }.joined(separator: ", "))
         row("failures", failures.isEmpty ? "none" : failures.sorted { $0.key < $1.key }.map { "\($0.key): \(formatCount($0.value))" }.joined(separator: ", "))
         row("bytes", "sent \(formatBytes(bytesSent)), received \(formatBytes(bytesReceived))")
@@ -91,8 +138,26 @@ struct BenchSummary: Encodable {
             "\(formatCount(connectionsOpened)) opened"
                 + (freshConnectionRetries == 0
                     ? "" : ", \(formatCount(freshConnectionRetries)) requests retried on a fresh connection"))
+        if let targets {
+            let width = min(targets.map { $0.method.count + 1 + $0.url.count }.max() ?? 0, 60)
+            for (index, target) in targets.enumerated() {
+                let name = (target.method + " " + target.url).padding(toLength: width, withPad: " ", startingAt: 0)
+                row(index == 0 ? "targets" : "", "\(name)  \(formatCount(target.requests)) requests, \(formatCount(target.failed)) failed")
+            }
+        }
         if let embeddedServer {
             row("server", "embedded server counted \(formatCount(embeddedServer.requests)) requests on \(formatCount(embeddedServer.connections)) connections")
+        }
+        for (index, result) in thresholds.enumerated() {
+            let actual = BenchThreshold.format(result.actual, unit: result.unit)
+            row(index == 0 ? "thresholds" : "", "\(result.passed ? "passed" : "FAILED")  \(result.threshold)  (measured \(actual))")
+        }
+        if let hdrLog { row("hdr log", hdrLog) }
+        if let report { row("report", report) }
+        switch exitStatus {
+        case BenchExitStatus.everyRequestFailed: lines.append("every request failed: exit status \(exitStatus)")
+        case BenchExitStatus.thresholdFailed: lines.append("a threshold failed: exit status \(exitStatus)")
+        default: break
         }
         return lines.joined(separator: "\n")
     }

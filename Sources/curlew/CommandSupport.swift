@@ -20,26 +20,35 @@ struct DurationArgument: ExpressibleByArgument, Sendable, Hashable, CustomString
     }
 
     init?(argument: String) {
-        let trimmed = argument.trimmingCharacters(in: .whitespaces).lowercased()
         // Longest suffixes first, so "ms" is not read as "s" after a number ending in "m".
-        let units: [(suffix: String, nanoseconds: Double)] = [
+        let units: [(suffix: String, scale: Double)] = [
             ("ms", 1e6), ("us", 1e3), ("µs", 1e3), ("ns", 1), ("s", 1e9), ("m", 60e9), ("h", 3600e9),
         ]
-        var number = Substring(trimmed)
-        var scale = 1e9
-        for unit in units where trimmed.hasSuffix(unit.suffix) {
-            number = trimmed.dropLast(unit.suffix.count)
-            scale = unit.nanoseconds
-            break
-        }
-        guard let value = Double(number), value.isFinite, value >= 0, value * scale < 1e18 else { return nil }
-        self.duration = .nanoseconds(Int64((value * scale).rounded()))
+        guard let nanoseconds = parseScaledNumber(argument.lowercased(), units: units, defaultScale: 1e9, below: 1e18) else { return nil }
+        self.duration = .nanoseconds(Int64(nanoseconds))
         self.text = argument
     }
 
     var description: String { text }
 
     static var defaultCompletionKind: CompletionKind { .default }
+}
+
+/// A non-negative number with an optional unit suffix (`250ms`, `16MiB`), times the unit's scale, rounded; nil if
+/// it is not one or reaches `below`. `units` are tried in order, so longer suffixes go first.
+func parseScaledNumber(_ text: String, units: [(suffix: String, scale: Double)], defaultScale: Double, below limit: Double) -> Double? {
+    let trimmed = text.trimmingCharacters(in: .whitespaces)
+    var number = Substring(trimmed)
+    var scale = defaultScale
+    for unit in units where trimmed.hasSuffix(unit.suffix) {
+        number = trimmed.dropLast(unit.suffix.count)
+        scale = unit.scale
+        break
+    }
+    guard let value = Double(number.trimmingCharacters(in: .whitespaces)), value.isFinite, value >= 0, value * scale < limit else {
+        return nil
+    }
+    return (value * scale).rounded()
 }
 
 /// A failure the user can act on: printed as `Error: <message>`, exit status 1.

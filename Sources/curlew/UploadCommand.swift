@@ -4,6 +4,7 @@ import CurlewLoopbackServer
 import Foundation
 
 extension UploadMode: ExpressibleByArgument {}
+extension UploadChecksumHeader: ExpressibleByArgument {}
 
 struct UploadCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -18,14 +19,64 @@ struct UploadCommand: AsyncParsableCommand {
             journal skips those and sends the rest. Ctrl-C stops starting new files and lets the ones in flight
             finish; a second Ctrl-C cancels them.
             Exit status: 0 when every file was sent, 1 when some failed (listed), 130 when interrupted.
+
+            s3://BUCKET/PREFIX uploads to Amazon S3 or any S3-compatible store (--endpoint), each request signed
+            with AWS Signature Version 4. Credentials come from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY /
+            AWS_SESSION_TOKEN, else the AWS_PROFILE (or default) profile of ~/.aws/credentials and ~/.aws/config;
+            they are never printed. Files above --part-size go up in parts, in parallel; every object and part
+            carries its SHA-256 (x-amz-checksum-sha256), and a multipart object's stored checksum is compared with
+            the file's. With --journal, a run killed mid-file resumes from the next missing part. Bad credentials,
+            a missing bucket, clock skew or a wrong region stop the run, named once.
             """
     )
 
     @Argument(help: "A directory (walked recursively) or a manifest file (one path per line).")
     var source: String
 
-    @Argument(help: "Where to send the files. Omit it to send them to the embedded loopback server.")
+    @Argument(help: "Where to send the files: an http(s) URL or s3://BUCKET/PREFIX. Omit it to use the embedded loopback server.")
     var url: String?
+
+    @Option(help: "s3: the store's URL, e.g. http://127.0.0.1:9000 (default: AWS's endpoint for the region).")
+    var endpoint: String?
+
+    @Option(help: "s3: the bucket's region (default: AWS_REGION, AWS_DEFAULT_REGION, the profile's, else us-east-1).")
+    var region: String?
+
+    @Option(name: .customLong("s3-addressing"), help: "s3: path (host/bucket/key), virtual (bucket.host/key), or auto.")
+    var s3Addressing: S3Addressing = .auto
+
+    @Option(name: .customLong("part-size"), help: "s3: files above this go up in parts of this size (5MiB-5GiB; raised to fit 10,000 parts).")
+    var partSize: ByteSizeArgument = ByteSizeArgument(bytes: 16 << 20, text: "16MiB")
+
+    @Option(name: .customLong("content-type"), help: "s3: the Content-Type of every object (default: by file extension).")
+    var contentType: String?
+
+    @Option(name: .customLong("metadata"), help: "s3: user metadata key=value stored with every object (repeatable).")
+    var metadata: [String] = []
+
+    @Option(name: .customLong("storage-class"), help: "s3: the storage class, e.g. STANDARD_IA (passed through).")
+    var storageClass: String?
+
+    @Option(help: "s3: a canned ACL, e.g. private, bucket-owner-full-control (passed through).")
+    var acl: String?
+
+    @Flag(name: .customLong("skip-existing"), help: "s3: skip files the bucket holds already (same size and, if the store reports it, same SHA-256).")
+    var skipExisting = false
+
+    @Option(help: "Send only files matching this glob (repeatable): a name pattern like '*.jpg', or a path pattern like 'logs/*'.")
+    var include: [String] = []
+
+    @Option(help: "Do not send files matching this glob (repeatable); excludes win over includes.")
+    var exclude: [String] = []
+
+    @Option(name: .customLong("checksum-header"), help: "put: send each file's digest for the server to check: md5 (Content-MD5) or sha256 (Digest and Content-Digest). s3:// targets always send SHA-256.")
+    var checksumHeader: UploadChecksumHeader?
+
+    @Option(help: "At most this many bytes per second across the run, e.g. 20MB (decimal) or 8MiB (binary).")
+    var bwlimit: ByteSizeArgument?
+
+    @Flag(name: .customLong("dry-run"), help: "List what would be sent, and send nothing (no request at all).")
+    var dryRun = false
 
     @Option(name: [.customShort("c"), .long], help: "Files in flight at any time.")
     var concurrency: Int = 8
@@ -64,6 +115,34 @@ struct UploadCommand: AsyncParsableCommand {
         for field in fields where !field.contains("=") || field.hasPrefix("=") {
             throw ValidationError("--field \(field.debugDescription) is not name=value")
         }
+        if checksumHeader != nil && (mode != .put || gzip || (url.map(S3Location.isS3) ?? false)) {
+            throw ValidationError("--checksum-header is for plain PUT targets without --gzip (s3:// targets always carry SHA-256)")
+        }
+        if let bwlimit, bwlimit.bytes < 1024 { throw ValidationError("--bwlimit must be at least 1kB per second") }
+        let isS3 = url.map(S3Location.isS3) ?? false
+        if !isS3 {
+            let s3Only: [(String, Bool)] = [
+                ("--endpoint", endpoint != nil), ("--region", region != nil), ("--s3-addressing", s3Addressing != .auto),
+                ("--content-type", contentType != nil), ("--metadata", !metadata.isEmpty), ("--storage-class", storageClass != nil),
+                ("--acl", acl != nil), ("--skip-existing", skipExisting),
+            ]
+            if let (name, _) = s3Only.first(where: \.1) { throw ValidationError("\(name) needs an s3://BUCKET/PREFIX target") }
+        } else {
+            if mode != .put || gzip { throw ValidationError("s3:// targets take neither --mode multipart nor --gzip") }
+            if !headers.isEmpty {
+                // Every header of a signed request must be signed and understood by the store: the options say which.
+                throw ValidationError("-H is for http(s) targets; for s3:// use --content-type, --metadata, --storage-class or --acl")
+            }
+            guard (PartPlan.minimumPartSize...PartPlan.maximumPartSize).contains(partSize.bytes) else {
+                throw ValidationError("--part-size must be between 5MiB and 5GiB (S3's limits)")
+            }
+            _ = try S3Location(parsing: url!)
+        }
+        for entry in metadata {
+            guard let equals = entry.firstIndex(of: "="), equals != entry.startIndex,
+                entry[..<equals].allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") })
+            else { throw ValidationError("--metadata \(entry.debugDescription) is not key=value (key: letters, digits, - and _)") }
+        }
         for header in headers {
             guard let colon = header.firstIndex(of: ":"), colon != header.startIndex else {
                 throw ValidationError("header \(header.debugDescription) is not 'Name: value'")
@@ -72,14 +151,51 @@ struct UploadCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let listing = try UploadSource.list(source)
+        var listing = try UploadSource.list(source)
+        let filter = UploadFilter(includes: include, excludes: exclude)
+        let filteredOut = listing.items.count
+        listing.items.removeAll { !filter.admits($0.relativePath) }
+        let excludedCount = filteredOut - listing.items.count
+        if dryRun {
+            // Nothing is opened or sent: not the journal for writing, not a connection.
+            let recorded = try journal.map { try UploadJournal.read(path: $0) }
+            let pending = listing.items.filter { item in recorded?[item.relativePath] != UploadJournal.Entry(size: item.size, modifiedNanoseconds: item.modifiedNanoseconds) }
+            printDryRun(pending, listing: listing, excluded: excludedCount)
+            return
+        }
         let journal = try journal.map(UploadJournal.init(path:))
         let pending = listing.items.filter { !(journal?.isDone($0) ?? false) }
         let skipped = listing.items.count - pending.count
 
+        var configuration = CurlewClient.Configuration()
+        configuration.maxConnectionsPerHost = concurrency
+        configuration.proxy = .none
+        shared.applyTLS(to: &configuration)
+        let client = CurlewClient(configuration: configuration)
+
+        let budget = bwlimit.map { SendBudget(bytesPerSecond: $0.bytes) }
         var server: LoopbackServer?
+        var s3: S3Uploader?
         let target: String
-        if let url {
+        if let url, S3Location.isS3(url) {
+            let location = try S3Location(parsing: url)
+            let resolved = try AWSCredentialResolver.fromProcess().resolve()
+            let region = region ?? resolved.region ?? "us-east-1"
+            let endpoint = try S3Endpoint(endpoint: endpoint, region: region, bucket: location.bucket, addressing: s3Addressing)
+            let signer = SigV4Signer(credentials: resolved.credentials, region: region, service: "s3")
+            let s3Client = S3Client(http: client, endpoint: endpoint, signer: signer, retries: retries, slots: TransferSlots(concurrency), budget: budget)
+            s3 = S3Uploader(
+                client: s3Client,
+                options: S3UploadOptions(
+                    location: location, partSize: partSize.bytes, contentType: contentType, metadata: metadata.map(Self.splitField),
+                    storageClass: storageClass, acl: acl, skipExisting: skipExisting, concurrency: concurrency),
+                journal: journal)
+            target = location.description
+            if !json {
+                let style = endpoint.virtualHosted ? "virtual-hosted" : "path-style"
+                print("s3: \(endpoint.url(pathAndQuery: "")) (\(style)), region \(region), credentials from \(resolved.source)")
+            }
+        } else if let url {
             target = url.hasSuffix("/") || mode == .multipart ? url : url + "/"
         } else {
             let embedded = try await LoopbackServer.start()
@@ -88,29 +204,27 @@ struct UploadCommand: AsyncParsableCommand {
             if !json { print("embedded server: \(embedded.baseURL) (SwiftNIO, loopback only; checksums and discards what it receives)") }
         }
         // Fail on a bad URL before anything is sent, not once per file.
-        do {
-            _ = try CurlewRequest(method: .put, url: target)
-        } catch let error as CurlewError {
-            throw ValidationError("cannot send to \(target.debugDescription): \(error.detail)")
+        if s3 == nil {
+            do {
+                _ = try CurlewRequest(method: .put, url: target)
+            } catch let error as CurlewError {
+                throw ValidationError("cannot send to \(target.debugDescription): \(error.detail)")
+            }
         }
         let plan = UploadPlan(
             baseURL: target, mode: mode, headers: headers.map(Self.splitHeader), fields: fields.map(Self.splitField),
-            gzip: gzip, retries: retries, concurrency: concurrency, filesPerSecond: rate)
-
-        var configuration = CurlewClient.Configuration()
-        configuration.maxConnectionsPerHost = concurrency
-        configuration.proxy = .none
-        shared.applyTLS(to: &configuration)
-        let client = CurlewClient(configuration: configuration)
+            gzip: gzip, retries: retries, concurrency: concurrency, filesPerSecond: rate, budget: budget,
+            checksumHeader: checksumHeader)
         let totalBytes = pending.reduce(Int64(0)) { $0 + $1.size }
         if !json {
-            print("curlew upload \(source) → \(target) (\(mode.rawValue))")
+            print("curlew upload \(source) → \(target)" + (s3 == nil ? " (\(mode.rawValue))" : ""))
             var line = "  \(formatCount(listing.items.count)) files, \(formatBytes(listing.items.reduce(0) { $0 + $1.size }))"
+            if excludedCount > 0 { line += " (\(formatCount(excludedCount)) excluded by filters)" }
             if skipped > 0 { line += "; \(formatCount(skipped)) already in the journal, \(formatCount(pending.count)) to send" }
             print(line + "; \(concurrency) at a time")
         }
 
-        let runner = UploadRunner(client: client, plan: plan, items: pending, journal: journal)
+        let runner = UploadRunner(client: client, plan: plan, items: pending, journal: journal, s3: s3)
         let progress = ProgressOutput(enabled: !shared.noProgress)
         let work = Task { await runner.run() }
         let interrupts = InterruptMonitor { presses in
@@ -135,10 +249,20 @@ struct UploadCommand: AsyncParsableCommand {
         journal?.finish()
         await client.shutdown()
 
+        var total = tally
+        if let s3 {
+            // S3 requests are counted by its client: a file is several requests there.
+            let requests = s3.client.tally
+            total.statusCounts = requests.statusCounts
+            total.retries = requests.retries
+            total.connectionsOpened = requests.connectionsOpened
+        }
         var summary = UploadSummary(
             source: source, url: target, mode: mode, concurrency: concurrency, listing: listing, skipped: skipped,
-            tally: tally, notStarted: runner.notStarted, elapsed: elapsed, journal: journal?.path,
+            tally: total, notStarted: runner.notStarted, elapsed: elapsed, journal: journal?.path,
             interrupted: interrupts.wasInterrupted)
+        summary.excluded = excludedCount
+        summary.error = s3?.client.runProblem
         if let server {
             summary.embeddedServer = .init(requests: server.requestsServed, bytes: server.bytesReceived)
             try? await server.shutdown()
@@ -148,11 +272,31 @@ struct UploadCommand: AsyncParsableCommand {
         } else {
             print(summary.text)
         }
+        if let problem = summary.error { writeStandardError("Error: \(problem)\n") }
         if let failure = journal?.failure {
             throw CommandFailure("the journal could not be written: \(failure)")
         }
         if summary.interrupted { throw ExitCode(130) }
         if summary.failed > 0 { throw ExitCode(1) }
+    }
+
+    /// `--dry-run`: what would be sent, one line each, then a count; nothing is opened or sent.
+    private func printDryRun(_ pending: [UploadItem], listing: UploadListing, excluded: Int) {
+        let s3 = url.flatMap { S3Location.isS3($0) ? try? S3Location(parsing: $0) : nil }
+        for item in pending {
+            var line = "would send \(item.relativePath) (\(formatBytes(item.size)))"
+            if let s3 {
+                let plan = PartPlan(fileSize: item.size, requestedPartSize: partSize.bytes)
+                line += " → s3://\(s3.bucket)/\(s3.key(for: item.relativePath))" + (plan.isMultipart ? " in \(plan.partCount) parts of \(formatBytes(plan.partSize))" : "")
+            }
+            print(line)
+        }
+        let bytes = pending.reduce(Int64(0)) { $0 + $1.size }
+        var summary = "dry run: \(formatCount(pending.count)) files, \(formatBytes(bytes)) would be sent"
+        if listing.items.count > pending.count { summary += "; \(formatCount(listing.items.count - pending.count)) already in the journal" }
+        if excluded > 0 { summary += "; \(formatCount(excluded)) excluded by filters" }
+        if skipExisting { summary += "; --skip-existing is not checked (that needs a request per file)" }
+        print(summary)
     }
 
     private static func reportProgress(
@@ -209,6 +353,10 @@ struct UploadSummary: Encodable {
     var files: Int
     var uploaded: Int
     var skipped: Int
+    /// `--skip-existing`: files the bucket already held.
+    var alreadyThere: Int
+    /// Files left out by `--include` / `--exclude`.
+    var excluded = 0
     var failed: Int
     var notStarted: Int
     var bytes: Int64
@@ -222,6 +370,8 @@ struct UploadSummary: Encodable {
     var interrupted: Bool
     var failures: [UploadFailure]
     var embeddedServer: EmbeddedServer?
+    /// What stopped the run (bad credentials, missing bucket, clock skew, wrong region), once.
+    var error: String?
 
     init(
         source: String, url: String, mode: UploadMode, concurrency: Int, listing: UploadListing, skipped: Int,
@@ -234,6 +384,7 @@ struct UploadSummary: Encodable {
         self.files = listing.items.count + listing.problems.count
         self.uploaded = tally.uploaded
         self.skipped = skipped
+        self.alreadyThere = tally.alreadyThere
         self.failures = (listing.problems.map { UploadFailure(path: $0.relativePath, error: $0.reason) } + tally.failures)
             .sorted { $0.path < $1.path }
         self.failed = failures.count
@@ -253,6 +404,8 @@ struct UploadSummary: Encodable {
         var lines: [String] = []
         func row(_ label: String, _ value: String) { lines.append(label.padding(toLength: 14, withPad: " ", startingAt: 0) + value) }
         var outcome = "\(formatCount(uploaded)) uploaded, \(formatCount(skipped)) skipped (journal), \(formatCount(failed)) failed"
+        if alreadyThere > 0 { outcome += ", \(formatCount(alreadyThere)) already in the bucket" }
+        if excluded > 0 { outcome += ", \(formatCount(excluded)) excluded" }
         if notStarted > 0 { outcome += ", \(formatCount(notStarted)) not started" }
         if interrupted { outcome += ", interrupted" }
         row("files", "\(formatCount(files)): " + outcome)

@@ -10,6 +10,12 @@ import Musl
 /// An append-only record of files the server accepted (2xx), one line each:
 /// `done<TAB>size<TAB>mtime-ns<TAB>percent-encoded path<LF>`.
 ///
+/// Multipart uploads to S3 add three kinds of line, so a run killed at any moment resumes a file from its next
+/// missing part: `upload<TAB>size<TAB>mtime-ns<TAB>part size<TAB>upload ID<TAB>path` when the upload is created,
+/// `part<TAB>size<TAB>mtime-ns<TAB>upload ID<TAB>number<TAB>part length<TAB>ETag<TAB>base64 SHA-256<TAB>path` for
+/// each part the store accepted, and `abort<TAB>upload ID<TAB>path` when a failed upload was aborted. IDs, ETags
+/// and paths are percent-encoded.
+///
 /// Each line goes to the kernel in a single `write` on an `O_APPEND` descriptor as soon as its response is in,
 /// so a process killed at any instant (kill -9) leaves only whole lines, plus at most one torn line that the
 /// next run ignores. `fdatasync` runs in the background at most every 100 ms and at the end, which bounds what a
@@ -22,9 +28,19 @@ final class UploadJournal: Sendable {
 
     static let header = "# curlew upload journal v1\n"
 
+    /// A multipart upload an earlier run started and did not finish or abort.
+    struct Multipart: Sendable, Equatable {
+        let file: Entry
+        let partSize: Int64
+        let uploadID: String
+        var parts: [Int: CompletedPart] = [:]
+    }
+
     let path: String
     /// What earlier runs recorded, by relative path.
     let entries: [String: Entry]
+    /// Multipart uploads in progress, by relative path.
+    let multipartUploads: [String: Multipart]
     /// Lines that could not be read (a torn last line after a crash, or foreign text), skipped.
     let ignoredLines: Int
     private let descriptor: Int32
@@ -35,7 +51,7 @@ final class UploadJournal: Sendable {
     init(path: String) throws {
         self.path = path
         let existing = FileManager.default.contents(atPath: path).map { Array($0) } ?? []
-        (entries, ignoredLines) = Self.parse(existing)
+        (entries, multipartUploads, ignoredLines) = Self.parse(existing)
 
         descriptor = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else {
@@ -56,25 +72,57 @@ final class UploadJournal: Sendable {
         syncTask.withLock { $0 = task }
     }
 
-    static func parse(_ bytes: [UInt8]) -> ([String: Entry], Int) {
+    static func parse(_ bytes: [UInt8]) -> ([String: Entry], [String: Multipart], Int) {
         var entries: [String: Entry] = [:]
+        var multipart: [String: Multipart] = [:]
         var ignored = 0
         var lines = bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
         // Whatever follows the last newline was never completed.
         if let last = lines.popLast(), !last.isEmpty { ignored += 1 }
         for line in lines where !line.isEmpty && line.first != UInt8(ascii: "#") {
             let fields = line.split(separator: UInt8(ascii: "\t"), omittingEmptySubsequences: false)
-            guard fields.count == 4, fields[0].elementsEqual("done".utf8),
-                let size = Int64(String(decoding: fields[1], as: UTF8.self)),
-                let modified = Int64(String(decoding: fields[2], as: UTF8.self)),
-                let path = PathEncoding.decode(Substring(String(decoding: fields[3], as: UTF8.self))), !path.isEmpty
-            else {
-                ignored += 1
-                continue
+                .map { String(decoding: $0, as: UTF8.self) }
+            func decoded(_ index: Int) -> String? { PathEncoding.decode(Substring(fields[index])).flatMap { $0.isEmpty ? nil : $0 } }
+            func entry() -> Entry? {
+                guard let size = Int64(fields[1]), let modified = Int64(fields[2]) else { return nil }
+                return Entry(size: size, modifiedNanoseconds: modified)
             }
-            entries[path] = Entry(size: size, modifiedNanoseconds: modified)
+            switch (fields.first, fields.count) {
+            case ("done", 4):
+                guard let file = entry(), let path = decoded(3) else { break }
+                entries[path] = file
+                continue
+            case ("upload", 6):
+                guard let file = entry(), let partSize = Int64(fields[3]), let id = decoded(4), let path = decoded(5) else { break }
+                multipart[path] = Multipart(file: file, partSize: partSize, uploadID: id)
+                continue
+            case ("part", 9):
+                guard let file = entry(), let id = decoded(3), let number = Int(fields[4]), let length = Int64(fields[5]),
+                    let etag = decoded(6), let path = decoded(8)
+                else { break }
+                if multipart[path]?.uploadID == id && multipart[path]?.file == file {
+                    multipart[path]?.parts[number] = CompletedPart(number: number, etag: etag, checksum: fields[7], size: length)
+                }
+                continue
+            case ("abort", 3):
+                guard let id = decoded(1), let path = decoded(2) else { break }
+                if multipart[path]?.uploadID == id { multipart[path] = nil }
+                continue
+            default:
+                break
+            }
+            ignored += 1
         }
-        return (entries, ignored)
+        return (entries, multipart, ignored)
+    }
+
+    /// A journal's records without opening it for writing (`--dry-run` changes nothing).
+    static func read(path: String) throws -> [String: Entry] {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            if FileManager.default.fileExists(atPath: path) { throw CommandFailure("cannot read --journal \(path.debugDescription)") }
+            return [:]
+        }
+        return parse(Array(data)).0
     }
 
     /// Whether an earlier run sent this file as it is now.
@@ -84,7 +132,30 @@ final class UploadJournal: Sendable {
 
     /// Records a file the server accepted.
     func record(_ item: UploadItem) {
-        let line = "done\t\(item.size)\t\(item.modifiedNanoseconds)\t\(PathEncoding.encodePath(item.relativePath))\n"
+        appendRecord("done\t\(item.size)\t\(item.modifiedNanoseconds)\t\(PathEncoding.encodePath(item.relativePath))\n")
+    }
+
+    /// The multipart upload an earlier run left for this file as it is now, if any.
+    func multipartUpload(of item: UploadItem) -> Multipart? {
+        multipartUploads[item.relativePath].flatMap { $0.file == Entry(size: item.size, modifiedNanoseconds: item.modifiedNanoseconds) ? $0 : nil }
+    }
+
+    func recordMultipartStart(_ item: UploadItem, uploadID: String, partSize: Int64) {
+        appendRecord("upload\t\(item.size)\t\(item.modifiedNanoseconds)\t\(partSize)\t\(PathEncoding.encodeSegment(Substring(uploadID)))\t\(PathEncoding.encodePath(item.relativePath))\n")
+    }
+
+    /// Called as soon as the store accepted the part, before any other part's result is looked at.
+    func recordPart(_ item: UploadItem, uploadID: String, part: CompletedPart) {
+        appendRecord(
+            "part\t\(item.size)\t\(item.modifiedNanoseconds)\t\(PathEncoding.encodeSegment(Substring(uploadID)))\t\(part.number)\t\(part.size)"
+                + "\t\(PathEncoding.encodeSegment(Substring(part.etag)))\t\(part.checksum)\t\(PathEncoding.encodePath(item.relativePath))\n")
+    }
+
+    func recordAbort(_ item: UploadItem, uploadID: String) {
+        appendRecord("abort\t\(PathEncoding.encodeSegment(Substring(uploadID)))\t\(PathEncoding.encodePath(item.relativePath))\n")
+    }
+
+    private func appendRecord(_ line: String) {
         do {
             try append(line)
             unsynced.store(true, ordering: .relaxed)

@@ -9,6 +9,25 @@ enum UploadMode: String, Sendable, CaseIterable {
     case multipart
 }
 
+/// `--checksum-header`: a digest of the file in the PUT's headers, for servers that check it.
+enum UploadChecksumHeader: String, Sendable, CaseIterable {
+    /// `Content-MD5` (RFC 1864): what S3's PUT API, Azure and many WebDAV servers verify.
+    case md5
+    /// `Digest: SHA-256=…` (RFC 3230) and `Content-Digest: sha-256=:…:` (RFC 9530), old and new spellings.
+    case sha256
+
+    /// The headers for a file, read once with `pread` before it is sent.
+    func headers(forFile path: String, length: Int64) throws(S3RequestFailure) -> [(String, String)] {
+        switch self {
+        case .md5:
+            return [("Content-MD5", Data(try FileRangeDigest.md5(path: path, offset: 0, length: length)).base64EncodedString())]
+        case .sha256:
+            let digest = Data(try FileRangeDigest.sha256(path: path, offset: 0, length: length)).base64EncodedString()
+            return [("Digest", "SHA-256=\(digest)"), ("Content-Digest", "sha-256=:\(digest):")]
+        }
+    }
+}
+
 struct UploadPlan: Sendable {
     /// Ends with `/`, so a relative path can be appended.
     let baseURL: String
@@ -20,9 +39,63 @@ struct UploadPlan: Sendable {
     let concurrency: Int
     /// Files started per second at most; nil starts the next one as soon as a transfer slot is free.
     let filesPerSecond: Double?
+    /// `--bwlimit`, shared by every request of the run.
+    let budget: SendBudget?
+    let checksumHeader: UploadChecksumHeader?
 
     func url(for item: UploadItem) -> String {
         mode == .put ? baseURL + PathEncoding.encodePath(item.relativePath) : baseURL
+    }
+}
+
+/// The one retry policy of `curlew upload`, for plain targets and S3 alike.
+enum UploadRetryPolicy {
+    /// Statuses that say "try again later", whatever the request.
+    static let retryableStatuses: Set<Int> = [408, 429, 502, 503, 504]
+
+    /// Retried: failures before the request reached the server, and, for idempotent requests (a PUT, or any S3
+    /// request: the same bytes to the same name), a connection lost mid-way. Never a file problem.
+    static func isSafeToRetry(_ code: CurlewError.Code, idempotent: Bool) -> Bool {
+        switch code {
+        case .connectionRefused, .connectFailed, .dnsFailure, .timeout(.connect): true
+        case .connectionClosed, .timeout(.idle), .timeout(.total), .http2: idempotent
+        default: false
+        }
+    }
+
+    /// Exponential backoff with jitter, capped: 100 ms, 200 ms, 400 ms … at most 3.2 s, each 50-100 % of that.
+    static func backoff(beforeRetry attempt: Int) -> Duration {
+        let base = 0.1 * Double(1 << min(max(attempt, 1) - 1, 5))
+        return .seconds(base * Double.random(in: 0.5...1.0))
+    }
+}
+
+/// `--bwlimit`: one budget of bytes per second for the whole run, shared by every file and part.
+///
+/// Each request books its body's bytes before it starts: it may start once the bytes booked before it have had
+/// their time at the limit, so the run's average does not exceed it. A run that fell behind (the server was slow,
+/// the process was not scheduled) may catch up by at most `catchUp` worth of bytes, never more: a token bucket
+/// whose capacity is that window, empty at the start. Each transfer is also capped at the limit by libcurl
+/// (`CurlewRequest.maxSendBytesPerSecond`), so one large body is spread over its time slot instead of sent at once.
+final class SendBudget: Sendable {
+    let bytesPerSecond: Int64
+    private let catchUp: Duration
+    private let nextStart = Mutex<ContinuousClock.Instant?>(nil)
+
+    init(bytesPerSecond: Int64, catchUp: Duration = .milliseconds(250)) {
+        self.bytesPerSecond = bytesPerSecond
+        self.catchUp = catchUp
+    }
+
+    /// Waits until a body of `bytes` may start.
+    func reserve(_ bytes: Int64) async throws {
+        let start = nextStart.withLock { next -> ContinuousClock.Instant in
+            let now = ContinuousClock.now
+            let start = max(now - catchUp, next ?? now)
+            next = start + .nanoseconds(Int64(Double(bytes) / Double(bytesPerSecond) * 1e9))
+            return start
+        }
+        if start > .now { try await Task.sleep(until: start, clock: .continuous) }
     }
 }
 
@@ -33,6 +106,8 @@ struct UploadFailure: Sendable, Encodable {
 
 struct UploadTally: Sendable {
     var uploaded = 0
+    /// `--skip-existing`: files the bucket already held.
+    var alreadyThere = 0
     var bytes: Int64 = 0
     var retries = 0
     var connectionsOpened = 0
@@ -41,6 +116,7 @@ struct UploadTally: Sendable {
 
     mutating func add(_ other: UploadTally) {
         uploaded += other.uploaded
+        alreadyThere += other.alreadyThere
         bytes += other.bytes
         retries += other.retries
         connectionsOpened += other.connectionsOpened
@@ -60,6 +136,8 @@ final class UploadRunner: Sendable {
     private let plan: UploadPlan
     private let items: [UploadItem]
     private let journal: UploadJournal?
+    /// Set for s3:// targets: files go through it instead of one request each.
+    private let s3: S3Uploader?
     private let nextIndex = Atomic<Int>(0)
     private let stopRequested = Atomic<Bool>(false)
     private let filesDone = Atomic<Int>(0)
@@ -67,11 +145,12 @@ final class UploadRunner: Sendable {
     private let filesFailed = Atomic<Int>(0)
     static let liveProgressThreshold: Int64 = 4 << 20
 
-    init(client: CurlewClient, plan: UploadPlan, items: [UploadItem], journal: UploadJournal?) {
+    init(client: CurlewClient, plan: UploadPlan, items: [UploadItem], journal: UploadJournal?, s3: S3Uploader? = nil) {
         self.client = client
         self.plan = plan
         self.items = items
         self.journal = journal
+        self.s3 = s3
     }
 
     /// Stops starting new files (Ctrl-C); transfers in flight go on.
@@ -130,6 +209,10 @@ final class UploadRunner: Sendable {
     }
 
     private func send(_ listed: UploadItem, into tally: inout UploadTally) async {
+        if let s3 {
+            await send(listed, to: s3, into: &tally)
+            return
+        }
         var attempt = 0
         while true {
             // The state just before sending is what the journal records: the engine fails the transfer if the file
@@ -145,6 +228,7 @@ final class UploadRunner: Sendable {
             let live = item.size >= Self.liveProgressThreshold && !plan.gzip ? LiveFileBytes(limit: item.size) : nil
             defer { if let live { bytesDone.subtract(live.settle(), ordering: .relaxed) } }
             do {
+                try await plan.budget?.reserve(item.size)
                 var request = try makeRequest(for: item)
                 if let live {
                     request.progressInterval = .milliseconds(200)
@@ -162,10 +246,10 @@ final class UploadRunner: Sendable {
                     return
                 }
                 failure = "HTTP \(response.status.code)" + Self.bodyHint(response.body)
-                retryable = [408, 429, 502, 503, 504].contains(response.status.code)
+                retryable = UploadRetryPolicy.retryableStatuses.contains(Int(response.status.code))
             } catch let error as CurlewError {
                 failure = "\(error.code.reportName): \(error.detail)" + (error.curlMessage.map { " (\($0))" } ?? "")
-                retryable = isSafeToRetry(error.code)
+                retryable = UploadRetryPolicy.isSafeToRetry(error.code, idempotent: plan.mode == .put)
             } catch is CancellationError {
                 fail(listed, "cancelled (interrupted)", into: &tally)
                 return
@@ -179,22 +263,38 @@ final class UploadRunner: Sendable {
             }
             attempt += 1
             tally.retries += 1
-            // Exponential backoff with jitter, capped: 100 ms, 200 ms, 400 ms … at most 3.2 s.
-            let base = 0.1 * Double(1 << min(attempt - 1, 5))
-            do { try await Task.sleep(for: .seconds(base * Double.random(in: 0.5...1.0))) } catch {
+            do { try await Task.sleep(for: UploadRetryPolicy.backoff(beforeRetry: attempt)) } catch {
                 fail(listed, "cancelled (interrupted)", into: &tally)
                 return
             }
         }
     }
 
-    /// Retried: failures before the request reached the server, and, for PUT (idempotent: the same bytes to the
-    /// same name), a connection lost mid-way. Never a file problem or a refusal by the server.
-    private func isSafeToRetry(_ code: CurlewError.Code) -> Bool {
-        switch code {
-        case .connectionRefused, .connectFailed, .dnsFailure, .timeout(.connect): true
-        case .connectionClosed, .timeout(.idle), .timeout(.total), .http2: plan.mode == .put
-        default: false
+    private func send(_ listed: UploadItem, to s3: S3Uploader, into tally: inout UploadTally) async {
+        guard let item = UploadSource.currentState(of: listed) else {
+            fail(listed, "file vanished: \(String(cString: strerror(errno)))", into: &tally)
+            return
+        }
+        let counted = Atomic<Int>(0)
+        let outcome = await s3.upload(item) { [self] bytes in
+            counted.add(Int(bytes), ordering: .relaxed)
+            bytesDone.add(Int(bytes), ordering: .relaxed)
+        }
+        switch outcome {
+        case .uploaded:
+            tally.uploaded += 1
+            tally.bytes += item.size
+            filesDone.add(1, ordering: .relaxed)
+            // Parts resumed from an earlier run count as progress, not as bytes sent by this one.
+            bytesDone.add(Int(item.size) - counted.load(ordering: .relaxed), ordering: .relaxed)
+        case .alreadyThere:
+            tally.alreadyThere += 1
+            filesDone.add(1, ordering: .relaxed)
+        case .failed(let reason):
+            bytesDone.subtract(counted.load(ordering: .relaxed), ordering: .relaxed)
+            fail(listed, reason, into: &tally)
+            // Bad credentials, a missing bucket…: every other file would fail the same way.
+            if s3.client.runProblem != nil { requestStop() }
         }
     }
 
@@ -218,7 +318,15 @@ final class UploadRunner: Sendable {
             request = try CurlewRequest(method: .post, url: plan.url(for: item), body: .multipart(form))
         }
         for (name, value) in plan.headers { try request.addHeader(name, value) }
+        if let checksumHeader = plan.checksumHeader {
+            do {
+                for (name, value) in try checksumHeader.headers(forFile: item.absolutePath, length: item.size) { try request.setHeader(name, value) }
+            } catch let failure as S3RequestFailure {
+                throw CommandFailure(failure.reason)
+            }
+        }
         if plan.gzip { request.bodyCompression = .gzip() }
+        request.maxSendBytesPerSecond = plan.budget?.bytesPerSecond
         return request
     }
 

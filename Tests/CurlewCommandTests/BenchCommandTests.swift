@@ -21,6 +21,18 @@ import Testing
         }
     }
 
+    @Test(arguments: ["poll", "socket-action"])
+    func eitherLoopDriverSendsExactlyTheRequestedNumberOfRequests(driver: String) async throws {
+        try await withLoopbackServer { server in
+            let output = try await CurlewBinary.run([
+                "bench", server.baseURL + "/small", "-n", "500", "-c", "32", "--loop-driver", driver, "--json",
+            ])
+            #expect(output.status == 0, "\(output.stderr)")
+            #expect(server.requestsServed == 500)
+            #expect(try output.json()["succeeded"] as? Int == 500)
+        }
+    }
+
     @Test func jsonSummaryHasEveryDocumentedField() async throws {
         try await withLoopbackServer { server in
             let output = try await CurlewBinary.run(["bench", server.baseURL + "/small", "-n", "300", "-c", "8", "--json"])
@@ -29,7 +41,7 @@ import Testing
             for key in [
                 "url", "method", "connections", "loops", "requests", "succeeded", "failed", "failures", "statusCodes",
                 "durationSeconds", "requestsPerSecond", "latencyMicroseconds", "latencyFrom", "bytesSent",
-                "bytesReceived", "connectionsOpened", "interrupted",
+                "bytesReceived", "connectionsOpened", "interrupted", "thresholds", "exitStatus",
             ] {
                 #expect(json[key] != nil, "missing \(key)")
             }
@@ -83,6 +95,8 @@ import Testing
             #expect(!output.stderr.contains("\r"))
             #expect(!output.stderr.contains("\u{1B}"))
             #expect(progressLines.allSatisfy { $0.contains("requests") && $0.contains("req/s") && $0.contains("errors") })
+            // The interval's own percentiles, once requests completed in it.
+            #expect(progressLines.contains { $0.contains("p50 ") && $0.contains("p99 ") }, "\(output.stderr)")
             #expect(output.stdout.contains("requests/s"))
             #expect(output.stdout.contains("p99.9"))
         }
@@ -126,10 +140,14 @@ import Testing
         }
     }
 
-    @Test func failuresAreCountedByKind() async throws {
+    @Test func failuresAreCountedByKindAndARunWithoutASuccessExits98() async throws {
         let closedPort = try FreePort.allocate()
-        let output = try await CurlewBinary.run(["bench", "http://127.0.0.1:\(closedPort)/", "-n", "5", "-c", "2", "--json"])
-        #expect(output.status == 0, "\(output.stderr)")
+        // The latency rule would pass (refusals are fast): a run without a single success fails regardless.
+        let output = try await CurlewBinary.run([
+            "bench", "http://127.0.0.1:\(closedPort)/", "-n", "5", "-c", "2", "--threshold", "p99<10s", "--json",
+        ])
+        #expect(output.status == 98, "\(output.stderr)")
+        #expect(try output.json()["exitStatus"] as? Int == 98)
         let json = try output.json()
         #expect(json["requests"] as? Int == 5)
         #expect(json["failed"] as? Int == 5)
@@ -139,6 +157,7 @@ import Testing
     @Test func httpErrorStatusesCountAsFailures() async throws {
         try await withLoopbackServer { server in
             let output = try await CurlewBinary.run(["bench", server.baseURL + "/status/503", "-n", "10", "-c", "2", "--json"])
+            #expect(output.status == 98)
             let json = try output.json()
             #expect(json["failed"] as? Int == 10)
             #expect((json["failures"] as? [String: Int])?["http5xx"] == 10)
@@ -165,7 +184,17 @@ import Testing
         (["bench", "ftp://127.0.0.1/", "-n", "1"], "ftp://"),
         (["bench", "--body-file", "/nonexistent/body", "http://127.0.0.1:1/"], "/nonexistent/body"),
         (["bench", "--http2", "--h2c"], "exclude"),
+        (["bench", "--loop-driver", "epoll"], "--loop-driver"),
         (["frobnicate"], "frobnicate"),
+        (["bench", "--threshold", "p99<20"], "needs a unit"),
+        (["bench", "--threshold", "errors<1"], "percentage"),
+        (["bench", "--stages", "10s:fast"], "neither requests per second"),
+        (["bench", "--stages", "1s:10rps", "--rate", "5"], "not both"),
+        (["bench", "--stages", "1s:10rps", "-n", "5"], "drop -n/-d"),
+        (["bench", "--stages", "1s:4c", "-c", "8"], "drop -c"),
+        (["bench", "--targets", "/nonexistent/targets"], "/nonexistent/targets"),
+        (["bench", "--targets", "/dev/null", "http://127.0.0.1:1/"], "not both"),
+        (["bench", "--seed", "3"], "--targets-order random"),
     ])
     func badArgumentsExplainThemselves(arguments: [String], mention: String) async throws {
         let output = try await CurlewBinary.run(arguments)

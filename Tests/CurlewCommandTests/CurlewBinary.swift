@@ -44,13 +44,14 @@ struct CurlewBinary {
     }
 
     /// Starts `curlew ARGUMENTS`, optionally behind a wrapper such as `setpriv …`.
-    static func start(_ arguments: [String], wrapper: [String] = []) throws -> RunningCommand {
+    /// - Parameter environment: variables added to (or replacing) the test process's own.
+    static func start(_ arguments: [String], wrapper: [String] = [], environment: [String: String] = [:]) throws -> RunningCommand {
         let directory = NSTemporaryDirectory() + "curlew-command-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let stdoutPath = directory + "/stdout"
         let stderrPath = directory + "/stderr"
         let argv = wrapper + [try path()] + arguments
-        let pid = try spawn(argv, stdoutPath: stdoutPath, stderrPath: stderrPath)
+        let pid = try spawn(argv, stdoutPath: stdoutPath, stderrPath: stderrPath, environment: environment)
         return RunningCommand(pid: pid, directory: directory, stdoutPath: stdoutPath, stderrPath: stderrPath)
     }
 
@@ -64,11 +65,13 @@ struct CurlewBinary {
     }
 
     /// Runs `curlew ARGUMENTS` to the end (at most `timeout`).
-    static func run(_ arguments: [String], wrapper: [String] = [], timeout: Duration = .seconds(60)) async throws -> CommandOutput {
-        try await start(arguments, wrapper: wrapper).finish(timeout: timeout)
+    static func run(
+        _ arguments: [String], wrapper: [String] = [], environment: [String: String] = [:], timeout: Duration = .seconds(60)
+    ) async throws -> CommandOutput {
+        try await start(arguments, wrapper: wrapper, environment: environment).finish(timeout: timeout)
     }
 
-    private static func spawn(_ argv: [String], stdoutPath: String, stderrPath: String) throws -> pid_t {
+    private static func spawn(_ argv: [String], stdoutPath: String, stderrPath: String, environment extra: [String: String] = [:]) throws -> pid_t {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -83,6 +86,7 @@ struct CurlewBinary {
 
         let environment = ProcessInfo.processInfo.environment
             .filter { !["http_proxy", "https_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"].contains($0.key) }
+            .merging(extra) { $1 }
             .map { "\($0.key)=\($0.value)" }
         let cArguments = argv.map { strdup($0) } + [nil]
         let cEnvironment = environment.map { strdup($0) } + [nil]

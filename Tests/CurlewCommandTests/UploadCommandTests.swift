@@ -117,9 +117,10 @@ import Musl
         let names = (0..<200).map { String(format: "batch %02d/file #%03d.dat", $0 % 7, $0) }
         for name in names { try tree.write(name, SourceTree.content(for: name, size: 4096)) }
 
-        // Paced at 50 files/s (4 s for all), so the run is still going when it is killed after 30.
+        // Paced at 20 files/s (10 s for all), so the run is still going when it is killed after 30, even on a
+        // machine so loaded that this test process is not scheduled for seconds.
         let first = try CurlewBinary.start([
-            "upload", tree.root, target.url, "--journal", journal, "--rate", "50", "--concurrency", "4", "--no-progress",
+            "upload", tree.root, target.url, "--journal", journal, "--rate", "20", "--concurrency", "4", "--no-progress",
         ])
         try await waitUntil(timeout: .seconds(30), "the journal to record 30 files") {
             ((try? journaledPaths(journal).count) ?? 0) >= 30
@@ -354,5 +355,34 @@ import Musl
         #expect(try refused.json()["retries"] as? Int == 0)
         #expect(server.requests.count == 6)
         try await server.shutdown()
+    }
+}
+
+@Suite struct UploadChecksumHeaderTests {
+    @Test(arguments: ["md5", "sha256"])
+    func putCarriesTheFilesDigestWhenAsked(kind: String) async throws {
+        let server = try await RecordingServer.start()
+        defer { Task { try? await server.shutdown() } }
+        let tree = try SourceTree()
+        defer { tree.remove() }
+        let bytes = SourceTree.content(for: "digest", size: 100_000)
+        try tree.write("a.bin", bytes)
+        let output = try await CurlewBinary.run(["upload", tree.root, server.baseURL + "/up/", "--checksum-header", kind, "--no-progress"])
+        #expect(output.status == 0, "\(output.stdout)\n\(output.stderr)")
+        let request = try #require(server.requests.first { $0.method == "PUT" })
+        #expect(request.body == bytes)
+        if kind == "md5" {
+            #expect(request.header("Content-MD5") == Data(Insecure.MD5.hash(data: bytes)).base64EncodedString())
+        } else {
+            let digest = Data(SHA256.hash(data: bytes)).base64EncodedString()
+            #expect(request.header("Digest") == "SHA-256=\(digest)")
+            #expect(request.header("Content-Digest") == "sha-256=:\(digest):")
+        }
+    }
+
+    @Test func checksumHeadersAreRefusedWhereTheyWouldBeWrong() async throws {
+        let output = try await CurlewBinary.run(["upload", "/tmp", "http://127.0.0.1:9/", "--checksum-header", "md5", "--gzip"])
+        #expect(output.status == 64)
+        #expect(output.stderr.contains("--checksum-header"))
     }
 }

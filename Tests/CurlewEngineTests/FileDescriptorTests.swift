@@ -56,6 +56,53 @@ struct FileDescriptorTests {
         #expect(TestProcess.openFileDescriptorCount() <= before)
     }
 
+    /// 4,000 transfers in flight at once, each on a connection of its own (issue 11): every request succeeds, the
+    /// server answered each one, and nothing the client opened stays open after shutdown.
+    @Test(arguments: allLoops)
+    func fourThousandConnectionsAllSucceedAndCloseAfterShutdown(
+        loop: CurlewClient.Configuration.EventLoopKind
+    ) async throws {
+        let concurrency = 4_000
+        try await withLoopbackServer(threads: 2) { server in
+            try await Task.sleep(for: .milliseconds(1))
+            try await withClient(loop) { client in
+                _ = try await client.execute(try CurlewRequest(url: "\(server.baseURL)/small"))
+            }
+            let descriptorsBefore = TestProcess.openFileDescriptors()
+            let acceptedBefore = server.acceptedConnections
+            let servedBefore = server.requestsServed
+            // The server holds the first answers for half a second, so the transfers overlap and each needs a
+            // connection; the second round reuses them. A bounded total timeout turns a lost transfer into a failure.
+            let held = try CurlewRequest(url: "\(server.baseURL)/delay/500")
+            let small = try CurlewRequest(url: "\(server.baseURL)/small")
+            let succeeded = try await withClient(loop, configure: { configuration in
+                configuration.maxConnectionsPerHost = nil
+                configuration.maxCachedConnectionsPerLoop = concurrency
+                configuration.timeouts.total = .seconds(60)
+            }) { client in
+                try await withThrowingTaskGroup(of: Int.self) { group in
+                    for _ in 0..<concurrency {
+                        group.addTask {
+                            var succeeded = 0
+                            for request in [held, small] {
+                                if try await client.execute(request).status == .ok { succeeded += 1 }
+                            }
+                            return succeeded
+                        }
+                    }
+                    return try await group.reduce(0, +)
+                }
+            }
+            #expect(succeeded == 2 * concurrency)
+            #expect(server.requestsServed - servedBefore == 2 * concurrency)
+            // Far beyond the default per-host limit of 256: the transfers really were in flight together.
+            #expect(server.acceptedConnections - acceptedBefore > 1_000)
+            let newDescriptors = { TestProcess.openFileDescriptors().filter { descriptorsBefore[$0.key] != $0.value } }
+            try? await waitUntil(timeout: .seconds(10)) { newDescriptors().isEmpty }
+            #expect(newDescriptors().isEmpty, "still open after shutdown: \(newDescriptors().count) descriptors")
+        }
+    }
+
     /// `shutdown()` itself closes what the client opened: a service that counts descriptors after shutting a
     /// client down, while still holding it, sees none left (the loops' eventfds included).
     @Test(arguments: allLoops)

@@ -61,10 +61,23 @@ struct MultipartFormTests {
             let json = try response.json()
             let headers = json["headers"] as? [String: String] ?? [:]
             #expect(headers["Content-Length"] == String(response.metrics.bytesSent))
+            // What the form says of its size before sending is what went out.
+            #expect(form.encodedLength == response.metrics.bytesSent)
+            #expect(CurlewRequest.Body.multipart(form).knownLength == response.metrics.bytesSent)
             #expect(headers["Content-Type"] == form.contentType)
             #expect(json["form"] as? [String: String] == ["a": "1", "b": "two"])
             #expect(json["files"] as? [String: String] == ["upload": "file contents\n"])
         }
+    }
+
+    @Test
+    func aFormWithAStreamOfUnknownLengthOrAMissingFileHasNoKnownLength() throws {
+        var streamed = MultipartForm()
+        streamed.append(stream: RequestBodyStream(AsyncStream<[UInt8]> { $0.finish() }), forKey: "s")
+        #expect(streamed.encodedLength == nil)
+        var missing = MultipartForm()
+        missing.append(fileAt: "/nonexistent/curlew-\(UInt64.random(in: 0...UInt64.max))", forKey: "f")
+        #expect(missing.encodedLength == nil)
     }
 
     /// RFC 7578 and WHATWG: `"`, CR and LF percent-encoded, a backslash escaped as a quoted-pair, UTF-8 as is.

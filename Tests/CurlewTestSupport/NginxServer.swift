@@ -9,8 +9,8 @@ import Glibc
 import Musl
 #endif
 
-/// A real nginx on 127.0.0.1 with HTTP/1.1, TLS + HTTP/2, cleartext HTTP/2 and a
-/// hostname-mismatch TLS port, shared by every test in the process.
+/// A real nginx on 127.0.0.1 with HTTP/1.1, TLS + HTTP/2, cleartext HTTP/2, a hostname-mismatch
+/// TLS port and a port that requires a client certificate, shared by every test in the process.
 ///
 /// Everything (config, test CA, certificates, temp paths, WebDAV folder) lives in a fresh
 /// temporary directory that is removed when the test process exits. Every port serves:
@@ -19,6 +19,7 @@ import Musl
 ///   (then chunked, no `content-length`) when the request accepts gzip.
 /// - `/dav/...`: WebDAV `PUT`/`DELETE`/`MKCOL` (and `GET`) on ``scratchDirectory``.
 /// - `/upload`: `POST`/`PUT` of any size; answers `{"bytes": N}` only after reading every byte.
+/// - `/hits/...`: 200 `hit` for any method, each request logged to ``hitsAccessLogPath``.
 ///
 /// Needs Debian's nginx (`apt-get install nginx-light`, built with http_v2 and dav) and the
 /// openssl CLI. `CURLEW_NGINX` and `CURLEW_OPENSSL` override the executables.
@@ -31,6 +32,12 @@ public final class NginxServer: Sendable {
     public let h2cPort: Int
     /// TLS with a certificate from the same CA but only for `wrong.invalid`.
     public let mismatchPort: Int
+    /// TLS (HTTP/1.1 and h2) that requires a client certificate signed by the test CA (`ssl_verify_client on`);
+    /// `/hits/` here logs the client certificate's subject in place of the `Host`.
+    public let mutualTLSPort: Int
+    /// A client certificate (PEM) and its key, signed by the test CA, for ``mutualTLSPort``.
+    public let clientCertificateFile: String
+    public let clientKeyFile: String
     /// PEM file of the CA that signed both certificates, generated for this test process.
     public let caFile: String
     /// The folder behind `/dav/`: a `PUT /dav/a/b` lands in `scratchDirectory + "/a/b"`.
@@ -38,6 +45,12 @@ public final class NginxServer: Sendable {
     /// Every request to `/dav/` as one line, `METHOD STATUS REQUEST-URI` (the URI as sent, still
     /// percent-encoded), written unbuffered, so tests can count what reached the server.
     public var davAccessLogPath: String { (self.scratchDirectory as NSString).deletingLastPathComponent + "/dav-access.log" }
+    /// Every request to `/hits/` as one line, `MSEC CONNECTION METHOD STATUS REQUEST-URI HOST LENGTH`: when nginx
+    /// logged it in seconds (these requests are answered as they arrive, so that is their arrival), nginx's
+    /// connection serial number, the `Host` the request named and its length in bytes (line, headers, body).
+    /// Written unbuffered at the end of each request, so tests count arrivals, connections and targets
+    /// server-side (wait for the count: a line may follow its response).
+    public var hitsAccessLogPath: String { (self.scratchDirectory as NSString).deletingLastPathComponent + "/hits-access.log" }
     private let process: SupervisedProcess
 
     /// `http://127.0.0.1:httpPort`
@@ -48,12 +61,17 @@ public final class NginxServer: Sendable {
     public var h2cBaseURL: String { "http://127.0.0.1:\(self.h2cPort)" }
     /// `https://127.0.0.1:mismatchPort`
     public var mismatchBaseURL: String { "https://127.0.0.1:\(self.mismatchPort)" }
+    /// `https://127.0.0.1:mutualTLSPort`
+    public var mutualTLSBaseURL: String { "https://127.0.0.1:\(self.mutualTLSPort)" }
 
     private init(ports: NginxPorts, caFile: String, scratchDirectory: String, process: SupervisedProcess) {
         self.httpPort = ports.http
         self.httpsPort = ports.https
         self.h2cPort = ports.h2c
         self.mismatchPort = ports.mismatch
+        self.mutualTLSPort = ports.mutualTLS
+        self.clientCertificateFile = (caFile as NSString).deletingLastPathComponent + "/client.pem"
+        self.clientKeyFile = (caFile as NSString).deletingLastPathComponent + "/client.key"
         self.caFile = caFile
         self.scratchDirectory = scratchDirectory
         self.process = process
@@ -111,6 +129,7 @@ public final class NginxServer: Sendable {
                         && Probe.acceptsConnections(port: ports.https)
                         && Probe.acceptsConnections(port: ports.h2c)
                         && Probe.acceptsConnections(port: ports.mismatch)
+                        && Probe.acceptsConnections(port: ports.mutualTLS)
                 }
                 return NginxServer(ports: ports, caFile: certificates + "/ca.pem", scratchDirectory: directory + "/dav", process: process)
             } catch let exited as ServerExited where exited.tail.contains("Address already in use") && attempt < attempts {
@@ -126,16 +145,17 @@ struct NginxPorts {
     let https: Int
     let h2c: Int
     let mismatch: Int
+    let mutualTLS: Int
 
     static func allocate() throws -> NginxPorts {
         var ports: [Int] = []
-        while ports.count < 4 {
+        while ports.count < 5 {
             let port = try FreePort.allocate()
             if !ports.contains(port) {
                 ports.append(port)
             }
         }
-        return NginxPorts(http: ports[0], https: ports[1], h2c: ports[2], mismatch: ports[3])
+        return NginxPorts(http: ports[0], https: ports[1], h2c: ports[2], mismatch: ports[3], mutualTLS: ports[4])
     }
 }
 
@@ -158,6 +178,8 @@ enum NginxConfig {
         http {
             access_log off;
             log_format curlew_dav '$request_method $status $request_uri';
+            log_format curlew_hits '$msec $connection $request_method $status $request_uri $host $request_length';
+            log_format curlew_mtls '$msec $connection $request_method $status $request_uri $ssl_client_s_dn $request_length';
             types {
                 application/json json;
                 text/plain txt;
@@ -194,6 +216,18 @@ enum NginxConfig {
                 ssl_certificate \(prefix)/certs/mismatch.pem;
                 ssl_certificate_key \(prefix)/certs/mismatch.key;
                 include \(prefix)/locations.conf;
+            }
+            server {
+                listen 127.0.0.1:\(ports.mutualTLS) ssl http2;
+                ssl_certificate \(prefix)/certs/server.pem;
+                ssl_certificate_key \(prefix)/certs/server.key;
+                ssl_client_certificate \(prefix)/certs/ca.pem;
+                ssl_verify_client on;
+                location /hits/ {
+                    access_log \(prefix)/hits-access.log curlew_mtls;
+                    default_type text/plain;
+                    return 200 "hit\\n";
+                }
             }
 
             # Sink behind /upload, on a unix socket so it needs no TCP port (and cannot race for one).
@@ -245,6 +279,13 @@ enum NginxConfig {
         }
 
         \(credentialRedirects)
+
+        location /hits/ {
+            access_log \(prefix)/hits-access.log curlew_hits;
+            default_type text/plain;
+            return 200 "hit\\n";
+        }
+
         location = /upload {
             # nginx's own handlers (return, static) answer without reading the body, so the
             # body is proxied to a sink instead. proxy_request_buffering stays on (the default)
@@ -295,14 +336,15 @@ enum TestCertificates {
         try run("req", "-x509", "-new", "-config", path("ca.cnf"), "-key", path("ca.key"), "-sha256", "-days", "30", "-out", path("ca.pem"))
 
         let leaves = [
-            ("server", "127.0.0.1", "IP:127.0.0.1, IP:::1, DNS:localhost"),
-            ("mismatch", "wrong.invalid", "DNS:wrong.invalid"),
+            ("server", "127.0.0.1", "serverAuth", "IP:127.0.0.1, IP:::1, DNS:localhost"),
+            ("mismatch", "wrong.invalid", "serverAuth", "DNS:wrong.invalid"),
+            ("client", "curlew-test-client", "clientAuth", "DNS:curlew-test-client"),
         ]
-        for (name, commonName, subjectAlternativeNames) in leaves {
+        for (name, commonName, usage, subjectAlternativeNames) in leaves {
             try """
             basicConstraints = critical, CA:FALSE
             keyUsage = critical, digitalSignature
-            extendedKeyUsage = serverAuth
+            extendedKeyUsage = \(usage)
             subjectAltName = \(subjectAlternativeNames)
             subjectKeyIdentifier = hash
             authorityKeyIdentifier = keyid

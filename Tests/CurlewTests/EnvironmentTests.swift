@@ -59,9 +59,9 @@ import Testing
             #expect(environment.isTesting)
             let directory = (path as NSString).deletingLastPathComponent
             #expect(environment.fixturesDirectory == directory + "/fixtures")
-            #expect(environment.transport() is MockTransport)
+            #expect(environment.transport() is FixtureTransport)
             let production = try Environment.load(file: path, processEnvironment: [:])
-            #expect(!(production.transport() is MockTransport))
+            #expect(!(production.transport() is FixtureTransport))
         }
     }
 

@@ -66,6 +66,20 @@ import Testing
         #expect(echo.args == ["ids[]": ["1", "2"], "user[name]": "Zoë"])
     }
 
+    /// A nested object that mixes value types compiles as a plain literal, with variables, and keeps its types.
+    @Test(arguments: BackendKind.allCases)
+    func nestedMixedParameterLiteralsCompileAndKeepTheirTypes(kind: BackendKind) async throws {
+        let provider = TestProvider(try await Backend.make(kind))
+        let name = "Zoë"
+        let tags: [String: String] = ["team": "core"]
+        let json = try Echo(try await provider.request(Route(
+            path: "/anything", method: .post,
+            params: ["user": ["name": name, "age": 36, "admin": false, "tags": tags.parameterValue]])))
+        #expect(json.body == ["user": ["name": "Zoë", "age": 36, "admin": false, "tags": ["team": "core"]]])
+        let query = try Echo(try await provider.request(Route(path: "/anything", params: ["user": ["name": name, "age": 36]])))
+        #expect(query.args == ["user[name]": "Zoë", "user[age]": "36"])
+    }
+
     @Test(arguments: BackendKind.allCases)
     func formParametersRoundTripThroughHTTPBin(kind: BackendKind) async throws {
         var provider = TestProvider(try await Backend.make(kind))

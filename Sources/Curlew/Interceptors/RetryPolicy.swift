@@ -6,19 +6,22 @@ import HTTPTypes
 /// server's `Retry-After` on 429 and 503.
 ///
 /// Only idempotent methods (GET, HEAD, OPTIONS, TRACE, PUT, DELETE) are retried unless
-/// ``retriesNonIdempotentMethods`` says otherwise, and only requests whose body can be sent again. The
-/// provider's ``HTTPProvider/maxAttempts`` bounds the total whatever this policy says.
+/// ``retriesNonIdempotentMethods`` says otherwise, and only requests whose body can be sent again. Its
+/// ``maxAttempts`` is what the call makes at most: the policy declares it as its
+/// ``Interceptor/requestedAttempts``, which raises the provider's ``HTTPProvider/maxAttempts`` for the calls it is
+/// part of (a call's bound is the largest of the two).
 ///
 /// ```swift
 /// struct API: HTTPProvider {
 ///     let baseURL = "…"
-///     var interceptors: [any Interceptor] { [RetryPolicy(maxAttempts: 4)] }
-///     var maxAttempts: Int { 4 }
+///     var interceptors: [any Interceptor] { [RetryPolicy(maxAttempts: 5)] }   // five attempts, not the default 3
 /// }
 /// ```
 public struct RetryPolicy: Interceptor {
     /// Attempts in all, the first included.
     public var maxAttempts: Int
+
+    public var requestedAttempts: Int? { maxAttempts }
     /// The delay before the first retry; each further retry doubles it.
     public var baseDelay: Duration
     /// The longest backoff delay.

@@ -374,3 +374,26 @@ extension Array where Element == UInt8 {
         return false
     }
 }
+
+extension MultipartForm {
+    /// The exact size of the encoded form, which a request with it announces as `Content-Length`: `nil` when a
+    /// stream part has no declared length or a file part cannot be opened. File parts are opened, measured and
+    /// closed; stream parts are not read.
+    public var encodedLength: Int64? {
+        var total: Int64 = 0
+        for (position, part) in parts.enumerated() {
+            total += Int64(MultipartForm.header(of: part, boundary: boundary, isFirst: position == 0).count)
+            switch part.content {
+            case .bytes(let bytes):
+                total += Int64(bytes.count)
+            case .file(let file):
+                guard case .success(let measured) = FileBodySource.measure(file) else { return nil }
+                total += measured.length
+            case .stream(let stream):
+                guard let length = stream.length else { return nil }
+                total += length
+            }
+        }
+        return total + Int64(MultipartForm.closingDelimiter(boundary: boundary, isEmpty: parts.isEmpty).count)
+    }
+}

@@ -1,5 +1,7 @@
 import CLibCurl
 import Foundation
+public import Tracing
+public import Logging
 
 extension CurlewClient {
     /// Everything a client is set up with. Per-request overrides live on ``CurlewRequest``.
@@ -9,6 +11,11 @@ extension CurlewClient {
             /// A dedicated thread per loop running `curl_multi_poll`, which is also a Swift `TaskExecutor`.
             /// The fast default; see `docs/design/0001-event-loop.md`.
             case thread
+            /// The same dedicated thread and `TaskExecutor`, driving libcurl's socket API instead
+            /// (`curl_multi_socket_action` for the sockets epoll reports, `CURLMOPT_TIMERFUNCTION` for the timer):
+            /// a loop iteration then costs nothing per idle connection, where `curl_multi_perform` walks every
+            /// transfer. Meant for thousands of connections; see `docs/design/0011-socket-action-loop.md`.
+            case threadSocketAction
             /// libcurl's socket-action API on a serial `DispatchQueue` with per-socket `DispatchSource`s,
             /// for applications built around Dispatch. About 0.4 × the thread loop's requests per second.
             case dispatch
@@ -61,6 +68,22 @@ extension CurlewClient {
         /// The `User-Agent` sent when a request sets none. `nil` (the default, as in libcurl and AsyncHTTPClient)
         /// sends none, which also spares every request a string copy and a formatted header line.
         public var userAgent: String? = nil
+        /// Whether connections stay open for later requests (HTTP/1.1 keep-alive, HTTP/2 multiplexing). `false` opens
+        /// a new connection for every request and closes it after the response (libcurl's `CURLOPT_FRESH_CONNECT`
+        /// and `CURLOPT_FORBID_REUSE`), which is what a load test of connection setup wants.
+        public var reusesConnections: Bool = true
+        /// Connects somewhere else than the URL says while keeping the URL's host for `Host`, TLS SNI and the
+        /// certificate check: entries `HOST:PORT:CONNECT-TO-HOST:CONNECT-TO-PORT`, an empty field matching any host
+        /// or port (libcurl's `CURLOPT_CONNECT_TO`). Reaches a virtual host, or one server of several behind a name,
+        /// without DNS.
+        public var connectTo: [String] = []
+        /// The tracer that gets a client span per request (see ``CurlewClient``'s "Tracing"). `nil` (the default)
+        /// takes the tracer bootstrapped with `InstrumentationSystem` when the client is created, if there is one;
+        /// without one, requests pay nothing for tracing.
+        public var tracer: (any Tracer)? = nil
+        /// Where requests log their debug-level events (see ``CurlewClient``'s request logging), unless a request
+        /// has a ``CurlewRequest/logger`` of its own. `nil` (the default) logs nothing and costs nothing.
+        public var logger: Logger? = nil
 
         public init() {}
     }

@@ -1,4 +1,6 @@
+import Logging
 import Synchronization
+import Tracing
 
 /// A long-lived HTTP client on libcurl: its event loops, their connection pools and the defaults for
 /// every request. Create one per process (or use ``shared``) and call ``shutdown()`` when done.
@@ -37,6 +39,10 @@ public final class CurlewClient: Sendable {
     private let settings: ClientSettings
     private let loops: [any CurlEventLoop]
     private let isShared: Bool
+    /// Tracing is decided once, here: a client without a tracer checks one optional per request.
+    let tracer: (any Tracer)?
+    /// The client's logger; `nil` logs nothing.
+    let logger: Logger?
     /// Read on every request, so an atomic rather than a lock.
     private let isRunning = Atomic<Bool>(true)
 
@@ -56,7 +62,10 @@ public final class CurlewClient: Sendable {
         for index in 0..<loopCount {
             let loop: (any CurlEventLoop)? =
                 switch configuration.eventLoop {
-                case .thread: ThreadEventLoop(settings: settings, index: index, loopCount: loopCount)
+                case .thread:
+                    ThreadEventLoop(settings: settings, index: index, loopCount: loopCount, driver: .poll)
+                case .threadSocketAction:
+                    ThreadEventLoop(settings: settings, index: index, loopCount: loopCount, driver: .socketAction)
                 case .dispatch: DispatchEventLoop(settings: settings, index: index, loopCount: loopCount)
                 }
             // Only resource exhaustion stops a loop from starting; the client then runs on fewer.
@@ -66,6 +75,8 @@ public final class CurlewClient: Sendable {
         self.settings = settings
         self.loops = loops
         self.isShared = isShared
+        self.tracer = configuration.tracer ?? Self.bootstrappedTracer
+        self.logger = configuration.logger
     }
 
     deinit {
@@ -114,6 +125,26 @@ public final class CurlewClient: Sendable {
     /// the head of a streamed one). `box` lets a streamed body's consumer reach the transfer later.
     @inline(__always)
     nonisolated(nonsending) func run(
+        _ request: CurlewRequest, sink: ResponseSink, box: TransferBox?
+    ) async throws -> CurlewResponse {
+        if let logger = request.logger ?? logger {
+            return try await runLogged(request, logger: logger, sink: sink, box: box)
+        }
+        return try await runTracedIfEnabled(request, sink: sink, box: box)
+    }
+
+    @inline(__always)
+    nonisolated(nonsending) func runTracedIfEnabled(
+        _ request: CurlewRequest, sink: ResponseSink, box: TransferBox?
+    ) async throws -> CurlewResponse {
+        if let tracer {
+            return try await runTraced(request, sink: sink, box: box, tracer: tracer)
+        }
+        return try await runUntraced(request, sink: sink, box: box)
+    }
+
+    @inline(__always)
+    nonisolated(nonsending) func runUntraced(
         _ request: CurlewRequest, sink: ResponseSink, box: TransferBox?
     ) async throws -> CurlewResponse {
         guard let loop = pickLoop() else {
@@ -179,5 +210,48 @@ public final class CurlewClient: Sendable {
         isRunning.store(false, ordering: .relaxed)
         // Idempotent per loop: a second caller waits for the same stop.
         for loop in loops { await loop.shutdown() }
+    }
+
+    /// Shuts down gracefully: stops taking requests at once (new ones fail with
+    /// ``CurlewError/Code/clientShutdown``), lets the requests in flight finish for up to `gracePeriod`, then
+    /// does what ``shutdown()`` does with the rest (they fail with ``CurlewError/Code/cancelled``).
+    ///
+    /// A request counts as in flight until its transfer ends, so a streamed response whose body is still being
+    /// read is waited for too. Cancelling the calling task ends the grace period at once. Does nothing on
+    /// ``shared``.
+    ///
+    /// - Returns: `true` if every request in flight finished within the grace period, `false` if some had to be
+    ///   cancelled.
+    @discardableResult
+    public func shutdown(gracePeriod: Duration) async -> Bool {
+        guard !isShared else { return true }
+        isRunning.store(false, ordering: .relaxed)
+        let deadline = ContinuousClock.now.advanced(by: gracePeriod)
+        // The loops count their transfers for load balancing already; polling that count at a short interval
+        // costs nothing on the request path, where a completion signal would cost every request.
+        while inFlightRequestCount > 0, ContinuousClock.now < deadline {
+            do {
+                try await Task.sleep(for: min(Self.drainPollInterval, deadline - ContinuousClock.now))
+            } catch {
+                break
+            }
+        }
+        let drained = inFlightRequestCount == 0
+        for loop in loops { await loop.shutdown() }
+        return drained
+    }
+
+    /// Whether the client still takes requests: `false` from the moment a shutdown begins.
+    public var isAcceptingRequests: Bool {
+        isRunning.load(ordering: .relaxed)
+    }
+
+    /// How often a graceful shutdown looks whether the requests in flight have finished.
+    static let drainPollInterval = Duration.milliseconds(5)
+
+    /// Requests submitted and not yet finished (a streamed response counts until its body has arrived), over
+    /// every loop. A snapshot: it can change as soon as it is read.
+    public var inFlightRequestCount: Int {
+        loops.reduce(0) { $0 + max($1.load.current, 0) }
     }
 }

@@ -1,4 +1,5 @@
 public import HTTPTypes
+public import Logging
 
 /// An HTTP request for the engine: a method, a validated URL, header fields and an optional body,
 /// plus optional per-request overrides of the client's configuration.
@@ -53,6 +54,8 @@ public struct CurlewRequest: Sendable {
     public var headerFields: HTTPFields
     /// The body, if any.
     public var body: Body?
+    /// Where this request logs its debug-level events, instead of the client's ``CurlewClient/Configuration/logger``.
+    public var logger: Logger?
     /// Compresses the body on the fly (`Content-Encoding` is set unless the request sets it).
     public var bodyCompression: BodyCompression?
     /// Called with upload and download progress, on the transfer's event loop: keep it short and non-blocking
@@ -75,6 +78,9 @@ public struct CurlewRequest: Sendable {
     public var decompression: CurlewClient.Decompression?
     /// Overrides ``CurlewClient/Configuration/expectContinue`` for this request.
     public var expectContinue: CurlewClient.ExpectContinue?
+    /// Caps how fast this request's body goes out, in bytes per second (libcurl's `CURLOPT_MAX_SEND_SPEED_LARGE`,
+    /// averaged over the transfer); nil sends as fast as the connection allows.
+    public var maxSendBytesPerSecond: Int64?
 
     /// Creates a request, validating the URL.
     ///
@@ -101,6 +107,41 @@ public struct CurlewRequest: Sendable {
         }
     }
 
+    /// Creates a request from an http-types request head, so code written against swift-http-types moves over
+    /// unchanged: the URL is `scheme://authority` followed by the head's path (query included), validated as
+    /// ``init(method:url:headerFields:body:)`` does.
+    ///
+    /// - Throws: ``CurlewError/Code/invalidRequest`` if the head has no scheme, authority or path (an
+    ///   `OPTIONS *` or `CONNECT` form), and the errors of ``init(method:url:headerFields:body:)``.
+    public init(_ head: HTTPRequest, body: Body? = nil) throws {
+        guard let scheme = head.scheme, let authority = head.authority, let path = head.path else {
+            throw CurlewError.invalidRequest("the request head needs a scheme, an authority and a path")
+        }
+        try self.init(
+            method: head.method, url: "\(scheme)://\(authority)\(path)", headerFields: head.headerFields, body: body)
+    }
+
+    /// The request's head as swift-http-types describes it: method, scheme, authority, path and header fields.
+    public var head: HTTPRequest {
+        // The URL was validated as an absolute http(s) URL: scheme "://" authority, then the path and query
+        // (a fragment is never sent).
+        let schemeEnd = url.range(of: "://")
+        let scheme = schemeEnd.map { String(url[..<$0.lowerBound]) }
+        let rest = schemeEnd.map { url[$0.upperBound...] } ?? url[...]
+        let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? rest.endIndex
+        var path = String(rest[authorityEnd...].prefix { $0 != "#" })
+        if !path.hasPrefix("/") { path = "/" + path }
+        return HTTPRequest(
+            method: method, scheme: scheme, authority: String(rest[..<authorityEnd]), path: path,
+            headerFields: headerFields)
+    }
+
+    /// The value of the header field named `name` (any case), repeated fields joined as HTTP allows; `nil` if
+    /// there is none or `name` is not a valid field name.
+    public func header(_ name: String) -> String? {
+        HTTPField.Name(name).flatMap { headerFields[$0] }
+    }
+
     /// Appends a header field after checking it.
     ///
     /// - Throws: ``CurlewError/Code/invalidRequest`` if the name is not a valid HTTP token, or the value holds
@@ -120,7 +161,7 @@ public struct CurlewRequest: Sendable {
     var usesClientDefaultsForPlainGET: Bool {
         method == .get && body == nil && headerFields.isEmpty && timeouts.isEmpty && redirects == nil
             && httpVersion == nil && maxResponseBodySize == nil && decompression == nil && expectContinue == nil
-            && onProgress == nil
+            && onProgress == nil && maxSendBytesPerSecond == nil
     }
 
     /// Reports this request's progress as an `AsyncSequence`: installs an ``onProgress`` handler that feeds the
@@ -185,6 +226,18 @@ public struct FileBody: Sendable, Hashable {
 }
 
 extension CurlewRequest.Body {
+    /// The body's exact size, as a request announces it in `Content-Length` (before any compression): files are
+    /// opened and measured, forms add up their encoded parts; `nil` for a stream without a declared length (or a
+    /// form holding one) and for a file that cannot be opened. Streams are not read.
+    public var knownLength: Int64? {
+        switch self {
+        case .bytes(let bytes): Int64(bytes.count)
+        case .file(let file): try? FileBodySource.measure(file).get().length
+        case .stream(let stream): stream.length
+        case .multipart(let form): form.encodedLength
+        }
+    }
+
     /// Whether the body can be sent more than once: bytes, files and forms without stream parts.
     public var isReplayable: Bool {
         switch self {

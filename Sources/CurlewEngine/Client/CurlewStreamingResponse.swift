@@ -37,6 +37,17 @@ public struct CurlewStreamingResponse: Sendable {
     public var headerFields: HTTPFields {
         ResponseHeaderParser.fields(from: rawHeaders)
     }
+
+    /// The final response's head as swift-http-types describes it: status and header fields.
+    public var head: HTTPResponse {
+        HTTPResponse(status: status, headerFields: headerFields)
+    }
+
+    /// The value of the header field named `name` (any case), repeated fields joined as HTTP allows; `nil` if
+    /// there is none or `name` is not a valid field name.
+    public func header(_ name: String) -> String? {
+        HTTPField.Name(name).flatMap { headerFields[$0] }
+    }
 }
 
 /// A streamed response body: chunks in the order received, with backpressure (the transfer pauses while the

@@ -20,12 +20,12 @@ final class MultiCore {
     /// Set by loops that open and close connection sockets themselves (the Dispatch loop).
     var socketOwner: SocketOwner?
 
-    /// Every transfer in the multi handle, in an intrusive list so adding and removing cost O(1)
-    /// (libcurl 7.88 has no `curl_multi_get_handles`).
-    /// Unowned like the links themselves (see `Transfer.next`).
-    unowned(unsafe) private var runningHead: Transfer?
-    /// No idle or total deadline falls before this; the list is scanned only once it passes.
-    private(set) var nextDeadlineCheck: UInt64 = .max
+    /// Every transfer in the multi handle, keyed by its earliest idle or total deadline as last checked
+    /// (libcurl 7.88 has no `curl_multi_get_handles`). The earliest is read in O(1); nothing walks the transfers.
+    @exclusivity(unchecked) private var running = DeadlineHeap<Transfer>()
+
+    /// No idle or total deadline falls before this.
+    var nextDeadlineCheck: UInt64 { running.earliestDeadline }
 
     init?(settings: ClientSettings, load: LoopLoad, loopCount: Int) {
         guard let multi = curl_multi_init() else { return nil }
@@ -221,51 +221,37 @@ final class MultiCore {
     // MARK: running transfers and deadlines
 
     private func link(_ transfer: Transfer) {
-        transfer.next = runningHead
-        runningHead?.previous = transfer
-        runningHead = transfer
-        transfer.isLinked = true
-        nextDeadlineCheck = min(nextDeadlineCheck, transfer.nextDeadline)
+        running.insert(transfer, deadline: transfer.nextDeadline)
     }
 
     private func unlink(_ transfer: Transfer) {
-        guard transfer.isLinked else { return }
-        if let previous = transfer.previous {
-            previous.next = transfer.next
-        } else {
-            runningHead = transfer.next
-        }
-        transfer.next?.previous = transfer.previous
-        transfer.previous = nil
-        transfer.next = nil
-        transfer.isLinked = false
-        if runningHead == nil { nextDeadlineCheck = .max }
+        running.remove(transfer)
     }
 
     /// Fails transfers past their idle or total deadline.
     ///
     /// libcurl enforces the total timeout only once a transfer has a connection; one waiting for a free
     /// connection (``CurlewClient/Configuration/maxConnectionsPerHost``) would wait past it, so the engine
-    /// checks total deadlines too. The list is walked only when the earliest possible deadline has passed.
+    /// checks total deadlines too. Only transfers whose stored deadline has passed are looked at: one whose idle
+    /// deadline moved since (activity in a callback) is re-keyed with its current deadline, which is later than now.
     func checkDeadlines(now: UInt64) {
-        guard now >= nextDeadlineCheck else { return }
-        var expired: [(Transfer, CurlewError.TimeoutKind)] = []
-        var next = UInt64.max
-        var cursor = runningHead
-        while let transfer = cursor {
-            cursor = transfer.next
+        while let earliest = running.earliest, earliest.deadline <= now {
+            let transfer = earliest.member
             if let total = transfer.totalDeadline, total <= now {
-                expired.append((transfer, .total))
+                expire(transfer, .total)
             } else if transfer.stateMachine.idleDeadlinePassed(now: now, requestSent: transfer.requestWasSent()) {
-                expired.append((transfer, .idle))
+                expire(transfer, .idle)
             } else {
-                next = min(next, transfer.nextDeadline)
+                // Later than now whatever the idle timeout (one of a few nanoseconds included), so this ends.
+                running.update(transfer, deadline: max(transfer.nextDeadline, now + 1))
             }
         }
-        nextDeadlineCheck = next
-        for (transfer, kind) in expired {
-            apply(transfer.stateMachine.deadlinePassed(kind), to: transfer)
-        }
+    }
+
+    private func expire(_ transfer: Transfer, _ kind: CurlewError.TimeoutKind) {
+        apply(transfer.stateMachine.deadlinePassed(kind), to: transfer)
+        // A running transfer leaves the heap above; should one ever not, it must not stay the earliest forever.
+        if transfer.isLinked { running.update(transfer, deadline: .max) }
     }
 
     /// Milliseconds until the next deadline check, for the loop's wait.
@@ -288,7 +274,7 @@ final class MultiCore {
     /// Fails every running transfer and refuses new ones.
     func beginShutdown() {
         isShuttingDown = true
-        while let transfer = runningHead {
+        while let transfer = running.anyMember {
             let action = transfer.stateMachine.shutdown()
             unlink(transfer)
             apply(action, to: transfer)
@@ -296,7 +282,7 @@ final class MultiCore {
     }
 
     /// Whether any transfer is still in libcurl.
-    var hasRunningTransfers: Bool { runningHead != nil }
+    var hasRunningTransfers: Bool { !running.isEmpty }
 
     /// Releases libcurl's resources; call on the loop, after ``beginShutdown()``.
     func cleanup() {

@@ -2,8 +2,9 @@ import CLibCurl
 import Glibc
 import Synchronization
 
-/// The default loop: a dedicated thread drives one `CURLM` with `curl_multi_perform` and `curl_multi_poll`,
-/// and is also a Swift `TaskExecutor`.
+/// The default loop: a dedicated thread drives one `CURLM` with `curl_multi_perform` and `curl_multi_poll`
+/// (``Driver/poll``) or with epoll and `curl_multi_socket_action` (``Driver/socketAction``), and is also a Swift
+/// `TaskExecutor`.
 ///
 /// Tasks that prefer this executor resume on the loop thread right after their transfer completes, and their
 /// next request goes into libcurl on the same thread with no lock, wakeup or context switch. Other threads
@@ -15,6 +16,16 @@ import Synchronization
 /// freed its multi handle. The eventfd is closed when the loop has stopped and no such write is still under way
 /// (whoever finishes last closes it), so `shutdown()` returns with every descriptor of the client closed.
 final class ThreadEventLoop: CurlEventLoop, TaskExecutor, @unchecked Sendable {
+    /// How the thread drives libcurl.
+    enum Driver {
+        /// `curl_multi_perform` every iteration, `curl_multi_poll` to sleep: cheapest with few connections, but
+        /// libcurl 7.88 walks every transfer on each perform.
+        case poll
+        /// epoll over the sockets libcurl names (`CURLMOPT_SOCKETFUNCTION`), `curl_multi_socket_action` for those
+        /// with events and for libcurl's timer (`CURLMOPT_TIMERFUNCTION`): nothing per idle connection.
+        case socketAction
+    }
+
     private enum Message {
         case submit(Transfer)
         case cancel(Transfer)
@@ -40,6 +51,9 @@ final class ThreadEventLoop: CurlEventLoop, TaskExecutor, @unchecked Sendable {
     let load = LoopLoad()
     private let core: MultiCore
     private let wakeupDescriptor: Int32
+    private let driver: Driver
+    /// The epoll set of the socket-action driver (libcurl's sockets and the eventfd), -1 with the poll driver.
+    private let epollDescriptor: Int32
     private let inbox = Mutex(Inbox())
     private let name: String
     /// The loop thread's id while it runs, 0 before and after (so a later thread that reuses the id is not
@@ -50,17 +64,42 @@ final class ThreadEventLoop: CurlEventLoop, TaskExecutor, @unchecked Sendable {
     @exclusivity(unchecked) private var localMessages: [Message] = []
     @exclusivity(unchecked) private var drainedMessages: [Message] = []
     private var startedTransfers = false
+    /// When libcurl's timer expires (socket-action driver), on the loop's clock; `.max` when it is not set.
+    private var curlTimerDeadline: UInt64 = .max
+    /// Easy handles whose socket could not be watched during the current libcurl call; failed right after it.
+    private var unwatchableHandles: [UnsafeMutableRawPointer] = []
 
-    init?(settings: ClientSettings, index: Int, loopCount: Int) {
+    init?(settings: ClientSettings, index: Int, loopCount: Int, driver: Driver = .poll) {
         let wakeupDescriptor = curlew_wakeup_create()
         guard wakeupDescriptor >= 0 else { return nil }
+        var epollDescriptor: Int32 = -1
+        if driver == .socketAction {
+            epollDescriptor = curlew_epoll_create()
+            guard epollDescriptor >= 0, curlew_epoll_watch(epollDescriptor, wakeupDescriptor, CURL_POLL_IN, 1) == 0 else {
+                if epollDescriptor >= 0 { close(epollDescriptor) }
+                close(wakeupDescriptor)
+                return nil
+            }
+        }
         guard let core = MultiCore(settings: settings, load: load, loopCount: loopCount) else {
+            if epollDescriptor >= 0 { close(epollDescriptor) }
             close(wakeupDescriptor)
             return nil
         }
         self.core = core
         self.wakeupDescriptor = wakeupDescriptor
+        self.driver = driver
+        self.epollDescriptor = epollDescriptor
         self.name = "curlew-loop-\(index)"
+        if driver == .socketAction {
+            // The thread holds the loop until `run` returns, after the multi handle's cleanup: the callbacks,
+            // which libcurl calls only from inside calls made on the thread, always find it.
+            let context = Unmanaged.passUnretained(self).toOpaque()
+            _ = curlew_multi_setopt_socket_callback(core.multi, threadLoopSocketCallback)
+            _ = curlew_multi_setopt_pointer(core.multi, CURLMOPT_SOCKETDATA, context)
+            _ = curlew_multi_setopt_timer_callback(core.multi, threadLoopTimerCallback)
+            _ = curlew_multi_setopt_pointer(core.multi, CURLMOPT_TIMERDATA, context)
+        }
         let started = Unmanaged.passRetained(self).toOpaque()
         var threadID = pthread_t()
         let result = pthread_create(&threadID, nil, { argument in
@@ -71,6 +110,7 @@ final class ThreadEventLoop: CurlEventLoop, TaskExecutor, @unchecked Sendable {
         guard result == 0 else {
             Unmanaged<ThreadEventLoop>.fromOpaque(started).release()
             core.cleanup()
+            if epollDescriptor >= 0 { close(epollDescriptor) }
             return nil
         }
         pthread_detach(threadID)
@@ -187,13 +227,16 @@ final class ThreadEventLoop: CurlEventLoop, TaskExecutor, @unchecked Sendable {
     private func run() {
         threadID.store(UInt(pthread_self()), ordering: .relaxed)
         curlew_set_thread_name(name)
-        var running: Int32 = 0
-        while true {
-            let stopping = takeMessages()
-            core.tick()
-            processMessages()
-            if stopping { break }
+        switch driver {
+        case .poll: runPolling()
+        case .socketAction: runSocketActions()
+        }
+        stop()
+    }
 
+    private func runPolling() {
+        var running: Int32 = 0
+        while !runPostedWork() {
             startedTransfers = false
             // The callbacks inside perform record activity with the loop's time: read it right before.
             core.tick()
@@ -206,7 +249,96 @@ final class ThreadEventLoop: CurlEventLoop, TaskExecutor, @unchecked Sendable {
             if startedTransfers { continue }
             waitForWork(now: core.tick())
         }
-        stop()
+    }
+
+    /// The socket-action iteration: wait in epoll (not at all while there is work), hand libcurl the sockets
+    /// with events and, once due, its timer, then finish transfers, check deadlines and run what they resumed.
+    /// New transfers set libcurl's timer to 0 (`curl_multi_add_handle`), so they start on the next iteration.
+    private func runSocketActions() {
+        let descriptors = UnsafeMutablePointer<Int32>.allocate(capacity: Int(CURLEW_EPOLL_BATCH))
+        let masks = UnsafeMutablePointer<Int32>.allocate(capacity: Int(CURLEW_EPOLL_BATCH))
+        defer {
+            descriptors.deallocate()
+            masks.deallocate()
+        }
+        var running: Int32 = 0
+        while !runPostedWork() {
+            let timeout = epollTimeout(now: core.clock.now)
+            startedTransfers = false
+            let ready = curlew_epoll_wait(epollDescriptor, descriptors, masks, timeout)
+            if timeout != 0 { inbox.withLock { $0.isSleeping = false } }
+            // The callbacks inside socket actions record activity with the loop's time: read it right before.
+            core.tick()
+            for index in 0..<Int(max(ready, 0)) {
+                let descriptor = descriptors[index]
+                if descriptor == wakeupDescriptor {
+                    curlew_wakeup_drain(wakeupDescriptor)
+                } else {
+                    curl_multi_socket_action(core.multi, descriptor, masks[index], &running)
+                }
+            }
+            if curlTimerDeadline <= core.clock.now {
+                curlTimerDeadline = .max
+                curl_multi_socket_action(core.multi, -1, 0, &running)  // -1 is CURL_SOCKET_TIMEOUT
+            }
+            if !unwatchableHandles.isEmpty {
+                for handle in unwatchableHandles { core.failUnwatchable(handle) }
+                unwatchableHandles.removeAll()
+            }
+            core.drainCompletions()
+            core.checkDeadlines(now: core.tick())
+            // Resumed tasks run here and may submit their next requests inline.
+            processMessages()
+        }
+    }
+
+    /// How long the next epoll wait may sleep: not at all while work is pending or libcurl's timer is due,
+    /// otherwise until the earlier of libcurl's timer and the engine's next deadline check. A sleeping loop says
+    /// so under the inbox lock, as with the poll driver, so posters know to signal the eventfd.
+    private func epollTimeout(now: UInt64) -> Int32 {
+        let deadline = min(curlTimerDeadline, core.nextDeadlineCheck)
+        if startedTransfers || deadline <= now { return 0 }
+        let mayWait = announceSleep()
+        guard mayWait else { return 0 }
+        guard deadline != .max else { return 1000 }
+        // Never 0 here: the caller takes 0 to mean it did not announce a sleep.
+        return Int32(clamping: max(curlMilliseconds(fromNanoseconds: deadline - now), 1))
+    }
+
+    /// Tells posters the loop is about to sleep, unless work is waiting or a stop was asked for; returns whether
+    /// it may sleep. The flag is set and read under the inbox lock, so a wakeup is never lost.
+    private func announceSleep() -> Bool {
+        inbox.withLock { inbox -> Bool in
+            guard inbox.messages.isEmpty, !inbox.isStopping else { return false }
+            inbox.isSleeping = true
+            return true
+        }
+    }
+
+    /// libcurl's interest in one of its sockets changed (called inside libcurl, on the loop thread).
+    fileprivate func socketInterest(_ descriptor: Int32, _ what: Int32, isWatched: Bool) -> Bool {
+        if what == CURL_POLL_REMOVE {
+            curlew_epoll_unwatch(epollDescriptor, descriptor)
+            return false
+        }
+        return curlew_epoll_watch(epollDescriptor, descriptor, what, isWatched ? 0 : 1) == 0
+    }
+
+    fileprivate var multi: UnsafeMutableRawPointer { core.multi }
+
+    fileprivate func markUnwatchable(_ easy: UnsafeMutableRawPointer) { unwatchableHandles.append(easy) }
+
+    /// libcurl asks to be called back in `milliseconds` (-1: never); never calls libcurl from here.
+    fileprivate func curlTimerChanged(_ milliseconds: Int) {
+        curlTimerDeadline = milliseconds < 0 ? .max : core.clock.now &+ UInt64(milliseconds) &* 1_000_000
+    }
+
+    /// Runs the work posted since the last iteration; returns whether a shutdown was asked for.
+    private func runPostedWork() -> Bool {
+        let stopping = takeMessages()
+        core.tick()
+        processMessages()
+        return stopping
     }
 
     /// Moves the inbox's messages to the local batch; returns whether a shutdown was asked for.
@@ -245,11 +377,7 @@ final class ThreadEventLoop: CurlEventLoop, TaskExecutor, @unchecked Sendable {
 
     /// Sleeps in `curl_multi_poll` unless work arrived; submitters wake it through the eventfd.
     private func waitForWork(now: UInt64) {
-        let mayWait = inbox.withLock { inbox -> Bool in
-            guard inbox.messages.isEmpty, !inbox.isStopping else { return false }
-            inbox.isSleeping = true
-            return true
-        }
+        let mayWait = announceSleep()
         guard mayWait else { return }
         let timeout = Int32(clamping: core.millisecondsUntilDeadlineCheck(now: now) ?? 1000)
         var wakeup = curl_waitfd(fd: wakeupDescriptor, events: Int16(CURL_WAIT_POLLIN), revents: 0)
@@ -268,6 +396,8 @@ final class ThreadEventLoop: CurlEventLoop, TaskExecutor, @unchecked Sendable {
             processMessages()
         }
         core.cleanup()
+        // After the cleanup, which tells the socket callback to unwatch libcurl's remaining sockets.
+        if epollDescriptor >= 0 { close(epollDescriptor) }
         let (waiters, late, closeNow) = inbox.withLock {
             inbox -> ([CheckedContinuation<Void, Never>], [Message], Bool) in
             inbox.hasStopped = true
@@ -284,4 +414,26 @@ final class ThreadEventLoop: CurlEventLoop, TaskExecutor, @unchecked Sendable {
         for message in late { reject(message) }
         for waiter in waiters { waiter.resume() }
     }
+}
+
+/// Socket-action driver: keeps the epoll set in step with libcurl. The socket's `socketp` (set with
+/// `curl_multi_assign`; libcurl forgets it when it removes the socket) says whether it is in the set, so a change
+/// costs one `epoll_ctl`.
+private let threadLoopSocketCallback: curl_socket_callback = { easy, descriptor, what, userdata, socketp in
+    let loop = Unmanaged<ThreadEventLoop>.fromOpaque(userdata!).takeUnretainedValue()
+    let watched = loop.socketInterest(descriptor, what, isWatched: socketp != nil)
+    if what == CURL_POLL_REMOVE { return 0 }
+    if !watched {
+        // A socket the loop cannot watch would never progress: fail its transfer once libcurl returns.
+        if let easy { loop.markUnwatchable(easy) }
+    } else if socketp == nil {
+        // Any non-nil pointer: libcurl only stores it for the socket and hands it back.
+        _ = curl_multi_assign(loop.multi, descriptor, UnsafeMutableRawPointer(bitPattern: 1))
+    }
+    return 0
+}
+
+private let threadLoopTimerCallback: curl_multi_timer_callback = { _, milliseconds, userdata in
+    Unmanaged<ThreadEventLoop>.fromOpaque(userdata!).takeUnretainedValue().curlTimerChanged(milliseconds)
+    return 0
 }

@@ -25,6 +25,10 @@ final class ClientSettings: Sendable {
     let maxConnectionIdleAgeSeconds: Int
     let maxConnectionLifetimeSeconds: Int
     let maxConcurrentStreamsPerConnection: Int
+    let reusesConnections: Bool
+    /// `connectTo` as the list libcurl reads, built once: every transfer of the client points at it, and it is
+    /// freed with the settings, which outlive every transfer and easy handle of the client.
+    nonisolated(unsafe) let connectToList: UnsafeMutablePointer<curl_slist>?
     let capabilities: CurlGlobal.Capabilities
     /// `CURLEW_LIBCURL_VERBOSE=1` in the environment turns on libcurl's own trace (to stderr) for every transfer.
     let libcurlVerbose: Bool
@@ -51,9 +55,19 @@ final class ClientSettings: Sendable {
             max(Int(clamping: $0.components.seconds), 1)
         } ?? 0
         maxConcurrentStreamsPerConnection = configuration.maxConcurrentStreamsPerConnection
+        reusesConnections = configuration.reusesConnections
+        var connectToList: UnsafeMutablePointer<curl_slist>?
+        for entry in configuration.connectTo {
+            if let extended = curl_slist_append(connectToList, entry) { connectToList = extended }
+        }
+        self.connectToList = connectToList
         capabilities = CurlGlobal.capabilities
         libcurlVerbose = ProcessInfo.processInfo.environment["CURLEW_LIBCURL_VERBOSE"] == "1"
         share = CurlGlobal.share
+    }
+
+    deinit {
+        if let connectToList { curl_slist_free_all(connectToList) }
     }
 }
 
@@ -133,6 +147,7 @@ extension Transfer {
             apply(easy.set(CURLOPT_READDATA, pointer: userdata))
             apply(curlew_easy_setopt_seek_callback(easy.raw, transferSeekCallback))
             apply(easy.set(CURLOPT_SEEKDATA, pointer: userdata))
+            if let rate = request.maxSendBytesPerSecond, rate > 0 { apply(easy.set(CURLOPT_MAX_SEND_SPEED_LARGE, offset: rate)) }
         }
         if method != .get && method != .head && method != .post {
             apply(easy.set(CURLOPT_CUSTOMREQUEST, method.rawValue))
@@ -188,6 +203,14 @@ extension Transfer {
                 apply(easy.set(CURLOPT_FRESH_CONNECT, true))
                 apply(easy.set(CURLOPT_FORBID_REUSE, true))
             }
+        }
+
+        if !settings.reusesConnections {
+            apply(easy.set(CURLOPT_FRESH_CONNECT, true))
+            apply(easy.set(CURLOPT_FORBID_REUSE, true))
+        }
+        if let connectTo = settings.connectToList {
+            apply(curlew_easy_setopt_slist(easy.raw, CURLOPT_CONNECT_TO, connectTo))
         }
 
         // Timeouts. libcurl enforces only the connect timeout: the total and idle deadlines are the engine's own

@@ -15,7 +15,7 @@ typealias TransferContinuation = UnsafeContinuation<CurlewResponse, any Error>
 /// transfer (inside libcurl callbacks or the loop's own code), hence `@unchecked Sendable`. The object is
 /// retained for libcurl (`Unmanaged.passRetained`) while its easy handle is in the multi handle, and libcurl's
 /// callbacks receive it as unretained userdata.
-final class Transfer: @unchecked Sendable {
+final class Transfer: @unchecked Sendable, DeadlineHeapMember {
     let request: CurlewRequest
     let settings: ClientSettings
     /// When the caller submitted it: the total timeout counts from here.
@@ -78,12 +78,10 @@ final class Transfer: @unchecked Sendable {
         min(totalDeadline ?? .max, stateMachine.idleDeadline)
     }
 
-    /// Links of the loop's list of running transfers. Unowned: a linked transfer is kept alive by the reference taken
-    /// for libcurl (`MultiCore.start`), which is given up only by code that also holds the transfer and unlinks it,
-    /// so the list needs no references of its own (two retain/release pairs per request fewer).
-    unowned(unsafe) var previous: Transfer?
-    unowned(unsafe) var next: Transfer?
-    var isLinked = false
+    /// The transfer's place in its loop's deadline heap (`MultiCore`), -1 while it is not in the multi handle.
+    var deadlineHeapIndex = -1
+    /// Whether the transfer is in its loop's multi handle.
+    var isLinked: Bool { deadlineHeapIndex >= 0 }
 
     init(request: CurlewRequest, settings: ClientSettings, submittedAt: UInt64, sink: ResponseSink = .collect) {
         self.request = request

@@ -1,8 +1,10 @@
 import Curlew
 import CurlewEngine
+import CurlewTestSupport
 import CurlewTesting
 import Foundation
 import HTTPTypes
+import Synchronization
 import Testing
 
 @Suite struct MockTransportTests {
@@ -152,4 +154,49 @@ import Testing
             Issue.record("unexpected \(error)")
         }
     }
+}
+
+/// The mock's last progress report and its metrics count what the engine would send: a form's and a file's real
+/// sizes (checked against the engine sending the same bodies to the loopback server).
+@Suite struct MockTransportProgressTests {
+    @Test func formsAndFilesReportTheirRealSize() async throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("curlew-mock-\(UInt64.random(in: 0...UInt64.max))").path
+        try Data(repeating: 7, count: 12_345).write(to: URL(fileURLWithPath: path))
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        var form = MultipartForm()
+        form.append(value: "1", forKey: "a")
+        form.append(fileAt: path, forKey: "file")
+
+        let mock = MockTransport(stubs: [.stub(.post, "/upload", status: .ok)])
+        let provider = TestProvider(baseURL: "https://api.example.com", transport: mock)
+        let reports = ProgressLog()
+        let formResponse = try await provider.request(
+            Route(path: "/upload", method: .post, multipartForm: form), progress: { reports.append($0) })
+        let fileResponse = try await provider.request(
+            Route(path: "/upload", method: .post, body: .file(path)), progress: { reports.append($0) })
+
+        let sentByTheEngine = try await withLoopbackServer { server in
+            let client = CurlewClient()
+            let formSent = try await client.execute(
+                try CurlewRequest(method: .post, url: "\(server.baseURL)/upload", body: .multipart(form)))
+            await client.shutdown()
+            // The server's own count of the body it read.
+            let receipt = try JSONSerialization.jsonObject(with: Data(formSent.body)) as? [String: Any]
+            return try #require(receipt?["bytes"] as? Int).int64
+        }
+        #expect(formResponse.metrics.bytesSent == sentByTheEngine)
+        #expect(fileResponse.metrics.bytesSent == 12_345)
+        #expect(reports.values.map(\.totalBytesToSend) == [Optional(sentByTheEngine), 12_345])
+        #expect(reports.values.allSatisfy { $0.isComplete })
+    }
+}
+
+extension Int {
+    fileprivate var int64: Int64 { Int64(self) }
+}
+
+private final class ProgressLog: Sendable {
+    private let stored = Mutex<[TransferProgress]>([])
+    func append(_ progress: TransferProgress) { stored.withLock { $0.append(progress) } }
+    var values: [TransferProgress] { stored.withLock { $0 } }
 }

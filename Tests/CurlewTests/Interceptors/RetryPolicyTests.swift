@@ -54,14 +54,19 @@ import Testing
         }
     }
 
-    @Test func theProvidersBoundWinsOverAGenerousPolicy() async throws {
+    /// One rule: a call makes at most the larger of the provider's bound and the policy's own `maxAttempts`, so
+    /// a policy does what it says whatever the provider's default; a stricter policy stops itself earlier.
+    @Test(arguments: [(5, 3, 5), (2, 3, 2), (4, 6, 4)])
+    func aPolicyMakesTheAttemptsItSaysWhateverTheProvidersDefault(
+        policyAttempts: Int, providerAttempts: Int, expected: Int
+    ) async throws {
         try await withScriptedServer({ _ in ScriptedResponse(status: 503) }) { server in
-            var generous = fast
-            generous.maxAttempts = 50
+            var policy = fast
+            policy.maxAttempts = policyAttempts
             await #expect(throws: ProviderError.self) {
-                try await provider(server, generous, maxAttempts: 2).request(Route(path: "/busy"))
+                try await provider(server, policy, maxAttempts: providerAttempts).request(Route(path: "/busy"))
             }
-            #expect(server.requestCount == 2)
+            #expect(server.requestCount == expected)
         }
     }
 
@@ -143,14 +148,14 @@ import Testing
         #expect(RetryPolicy.retryAfterDelay("-5") == nil)
     }
 
-    @Test func retriesThePolicyAndOtherInterceptorsAskForShareTheProvidersBound() async throws {
+    @Test func retriesThePolicyAndOtherInterceptorsAskForShareTheCallsOneBound() async throws {
         // 401, 503, 401, 503, …: an interceptor retries the 401s, the policy the 503s.
         let mock = MockTransport(stubs: [
             Stub(matching: { _ in true }, respond: { _, calls in StubResponse(status: calls % 2 == 0 ? .unauthorized : .serviceUnavailable) })
         ])
         var provider = TestProvider(baseURL: "http://api.local", transport: mock)
         var generous = fast
-        generous.maxAttempts = 100
+        generous.maxAttempts = 7
         let retryOn401 = AnyInterceptor(response: { response, _ in response.status == .unauthorized ? .retry : .pass })
         provider.interceptors = [generous, retryOn401]
         provider.maxAttempts = 5
@@ -159,7 +164,8 @@ import Testing
         } throws: { error in
             (error as? ProviderError)?.status == .unauthorized
         }
-        #expect(mock.receivedRequests.count == 5)
+        // The policy raised the call's bound to 7; the 401 retries count against the same 7.
+        #expect(mock.receivedRequests.count == 7)
 
         // An interceptor that always asks for a retry cannot loop either.
         let always = MockTransport(stubs: [.get("/loop", status: .ok)])

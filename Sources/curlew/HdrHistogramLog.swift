@@ -1,0 +1,166 @@
+import CLibCurl
+import Foundation
+import Histogram
+
+/// HdrHistogram's compressed V2 encoding of a histogram, as the Java, C, Go and Python implementations read it
+/// (`HISTF…` in base64). hdrhistogram-swift 0.2.0 has only JSON (Codable), so the wire format is written here:
+///
+/// - payload: encoding cookie, payload length, normalizing index offset (0), significant digits, lowest and highest
+///   trackable values, the integer-to-double ratio (1.0), all big-endian; then the counts array up to the max
+///   value's index, each count ZigZag-LEB128 encoded and runs of zeros written as their negated length;
+/// - wrapper: compression cookie, the deflated payload's length, the payload deflated with zlib.
+enum HdrHistogramEncoding {
+    // The low nibble pair 0x10 is the word-size field the Java implementation sets for V2.
+    static let encodingCookie: UInt32 = 0x1c84_9303 | 0x10
+    static let compressionCookie: UInt32 = 0x1c84_9304 | 0x10
+
+    struct Failure: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    /// The compressed encoding in base64.
+    static func base64(_ histogram: LatencyHistogram) throws(Failure) -> String {
+        Data(try compressed(histogram)).base64EncodedString()
+    }
+
+    static func compressed(_ histogram: LatencyHistogram) throws(Failure) -> [UInt8] {
+        let payload = self.payload(histogram)
+        var bound = compressBound(uLong(payload.count))
+        var deflated = [UInt8](repeating: 0, count: Int(bound))
+        let status = deflated.withUnsafeMutableBufferPointer { output in
+            payload.withUnsafeBufferPointer { input in
+                compress2(output.baseAddress, &bound, input.baseAddress, uLong(input.count), Z_DEFAULT_COMPRESSION)
+            }
+        }
+        guard status == Z_OK else { throw Failure(description: "zlib compress2 failed (\(status))") }
+        var encoded: [UInt8] = []
+        encoded.reserveCapacity(8 + Int(bound))
+        appendBigEndian(compressionCookie, to: &encoded)
+        appendBigEndian(UInt32(bound), to: &encoded)
+        encoded += deflated[..<Int(bound)]
+        return encoded
+    }
+
+    /// The uncompressed V2 payload.
+    static func payload(_ histogram: LatencyHistogram) -> [UInt8] {
+        let layout = CountsLayout(significantDigits: 3)
+        var counts: [UInt64] = []
+        if histogram.totalCount > 0 {
+            counts = [UInt64](repeating: 0, count: layout.index(of: histogram.max) + 1)
+            for bucket in histogram.recordedValues() { counts[layout.index(of: bucket.value)] += UInt64(bucket.count) }
+        }
+        var encodedCounts: [UInt8] = []
+        var index = 0
+        while index < counts.count {
+            let count = counts[index]
+            index += 1
+            var zeros = 0
+            if count == 0 {
+                zeros = 1
+                while index < counts.count && counts[index] == 0 {
+                    zeros += 1
+                    index += 1
+                }
+            }
+            appendZigZag(zeros > 1 ? -Int64(zeros) : Int64(count), to: &encodedCounts)
+        }
+        // The reader sizes its counts array from the highest trackable value: keep it above every index written.
+        let highest = max(60_000_000, histogram.totalCount > 0 ? histogram.max * 2 : 0)
+        var payload: [UInt8] = []
+        payload.reserveCapacity(40 + encodedCounts.count)
+        appendBigEndian(encodingCookie, to: &payload)
+        appendBigEndian(UInt32(encodedCounts.count), to: &payload)
+        appendBigEndian(UInt32(0), to: &payload)
+        appendBigEndian(UInt32(3), to: &payload)
+        appendBigEndian(UInt64(1), to: &payload)
+        appendBigEndian(highest, to: &payload)
+        appendBigEndian((1.0).bitPattern, to: &payload)
+        payload += encodedCounts
+        return payload
+    }
+
+    /// Where HdrHistogram keeps a value's count, for lowest discernible value 1: the same formula in every
+    /// implementation, so an index written here is the reader's index for the same value.
+    struct CountsLayout {
+        let subBucketHalfCountMagnitude: Int
+        let subBucketHalfCount: Int
+        let subBucketMask: UInt64
+        let leadingZeroCountBase: Int
+
+        init(significantDigits: Int) {
+            let largestWithSingleUnitResolution = 2 * pow(10.0, Double(significantDigits))
+            let subBucketCountMagnitude = Int(log2(largestWithSingleUnitResolution).rounded(.up))
+            subBucketHalfCountMagnitude = max(subBucketCountMagnitude, 1) - 1
+            subBucketHalfCount = 1 << subBucketHalfCountMagnitude
+            subBucketMask = UInt64((1 << subBucketCountMagnitude) - 1)
+            leadingZeroCountBase = 64 - subBucketHalfCountMagnitude - 1
+        }
+
+        func index(of value: UInt64) -> Int {
+            let bucket = leadingZeroCountBase - (value | subBucketMask).leadingZeroBitCount
+            let subBucket = Int(value >> UInt64(bucket))
+            return ((bucket + 1) << subBucketHalfCountMagnitude) + (subBucket - subBucketHalfCount)
+        }
+    }
+
+    private static func appendBigEndian<T: FixedWidthInteger>(_ value: T, to bytes: inout [UInt8]) {
+        withUnsafeBytes(of: value.bigEndian) { bytes += $0 }
+    }
+
+    /// ZigZag, then LEB128 (HdrHistogram's variant writes a ninth byte of 8 bits, which counts below 2^56 never
+    /// reach).
+    private static func appendZigZag(_ value: Int64, to bytes: inout [UInt8]) {
+        var remaining = UInt64(bitPattern: (value << 1) ^ (value >> 63))
+        while remaining >= 0x80 {
+            bytes.append(UInt8(remaining & 0x7f) | 0x80)
+            remaining >>= 7
+        }
+        bytes.append(UInt8(remaining))
+    }
+}
+
+/// Writes an HdrHistogram interval log (format 1.3), one line per interval, as HdrHistogram's log readers (Java
+/// `HistogramLogReader`, Python `hdrh.log`, `HistogramLogAnalyzer`) load it. Values are microseconds; the
+/// `Interval_Max` column is in milliseconds.
+struct HdrHistogramLogWriter {
+    private let handle: FileHandle
+    let path: String
+
+    init(path: String, startTime: Date) throws(HdrHistogramEncoding.Failure) {
+        guard FileManager.default.createFile(atPath: path, contents: nil), let handle = FileHandle(forWritingAtPath: path) else {
+            throw HdrHistogramEncoding.Failure(description: "cannot create --hdr-log \(path.debugDescription)")
+        }
+        self.handle = handle
+        self.path = path
+        let seconds = startTime.timeIntervalSince1970
+        let formatter = ISO8601DateFormatter()
+        let header = """
+            #[Logged with curlew bench; latencies in microseconds]
+            #[Histogram log format version 1.3]
+            #[StartTime: \(String(format: "%.3f", seconds)) (seconds since epoch), \(formatter.string(from: startTime))]
+            #[BaseTime: \(String(format: "%.3f", seconds)) (seconds since epoch)]
+            "StartTimestamp","Interval_Length","Interval_Max","Interval_Compressed_Histogram"
+
+            """
+        try write(header)
+    }
+
+    func append(_ interval: BenchInterval) throws(HdrHistogramEncoding.Failure) {
+        let max = interval.histogram.totalCount > 0 ? Double(interval.histogram.max) / 1_000 : 0
+        let line = String(
+            format: "%.3f,%.3f,%.3f,", interval.startSeconds, interval.endSeconds - interval.startSeconds, max)
+        try write(line + HdrHistogramEncoding.base64(interval.histogram) + "\n")
+    }
+
+    private func write(_ text: String) throws(HdrHistogramEncoding.Failure) {
+        do {
+            try handle.write(contentsOf: Data(text.utf8))
+        } catch {
+            throw HdrHistogramEncoding.Failure(description: "cannot write --hdr-log \(path.debugDescription): \(error.localizedDescription)")
+        }
+    }
+
+    func close() {
+        try? handle.close()
+    }
+}

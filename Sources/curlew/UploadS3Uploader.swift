@@ -1,0 +1,292 @@
+import Crypto
+import CurlewEngine
+import Foundation
+import Synchronization
+
+/// What `curlew upload … s3://BUCKET/PREFIX` sends with every object.
+struct S3UploadOptions: Sendable {
+    let location: S3Location
+    let partSize: Int64
+    /// `--content-type`, else the extension table.
+    let contentType: String?
+    let metadata: [(name: String, value: String)]
+    let storageClass: String?
+    let acl: String?
+    let skipExisting: Bool
+    /// Parts of one file in flight at most (requests are bounded by the client's slots as well).
+    let concurrency: Int
+}
+
+enum S3FileOutcome: Sendable, Equatable {
+    case uploaded
+    /// `--skip-existing`: the bucket already holds this file.
+    case alreadyThere
+    case failed(String)
+}
+
+/// Uploads one file at a time per caller: a single PUT up to the part size, a multipart upload above it, each
+/// object and part with its SHA-256 signed as the payload hash and sent as `x-amz-checksum-sha256`, and the stored
+/// object's checksum compared with the file's when the store reports one.
+final class S3Uploader: Sendable {
+    let client: S3Client
+    let options: S3UploadOptions
+    let journal: UploadJournal?
+
+    init(client: S3Client, options: S3UploadOptions, journal: UploadJournal?) {
+        self.client = client
+        self.options = options
+        self.journal = journal
+    }
+
+    /// - Parameter sent: called with the bytes of each completed part or object, for live progress.
+    func upload(_ item: UploadItem, sent: @escaping @Sendable (Int64) -> Void) async -> S3FileOutcome {
+        let key = options.location.key(for: item.relativePath)
+        do {
+            let plan = PartPlan(fileSize: item.size, requestedPartSize: options.partSize)
+            if options.skipExisting, try await storeHolds(item, key: key, plan: plan) {
+                // Recorded too, so a later run with the journal needs no HEAD for it.
+                journal?.record(item)
+                return .alreadyThere
+            }
+            if plan.isMultipart {
+                try await uploadInParts(item, key: key, plan: plan, sent: sent)
+            } else {
+                try await uploadWhole(item, key: key)
+                sent(item.size)
+            }
+            journal?.record(item)
+            return .uploaded
+        } catch {
+            return .failed(error.reason)
+        }
+    }
+
+    private var objectHeaders: [(name: String, value: String)] {
+        var headers: [(name: String, value: String)] = options.metadata.map { ("x-amz-meta-" + $0.name.lowercased(), $0.value) }
+        if let storageClass = options.storageClass { headers.append(("x-amz-storage-class", storageClass)) }
+        if let acl = options.acl { headers.append(("x-amz-acl", acl)) }
+        return headers
+    }
+
+    private func contentType(_ item: UploadItem) -> String {
+        options.contentType ?? UploadContentType.forPath(item.relativePath)
+    }
+
+    private func uploadWhole(_ item: UploadItem, key: String) async throws(S3RequestFailure) {
+        let digest = try FileRangeDigest.sha256(path: item.absolutePath, offset: 0, length: item.size)
+        let checksum = Data(digest).base64EncodedString()
+        let reply = try await client.send(
+            .put, key: key,
+            headers: [("content-type", contentType(item)), ("x-amz-checksum-sha256", checksum)] + objectHeaders,
+            body: .file(path: item.absolutePath, offset: 0, length: item.size, sha256: SHA256Hex(digest)))
+        try Self.checkUnchanged(item)
+        if let stored = reply.header("x-amz-checksum-sha256"), stored != checksum {
+            throw .transport("the store's SHA-256 \(stored) differs from the file's \(checksum)")
+        }
+    }
+
+    // MARK: Multipart
+
+    private func uploadInParts(_ item: UploadItem, key: String, plan: PartPlan, sent: @escaping @Sendable (Int64) -> Void) async throws(S3RequestFailure) {
+        var uploadID: String
+        var done: [Int: CompletedPart] = [:]
+        let earlier = journal?.multipartUpload(of: item)
+        if let earlier, earlier.partSize != plan.partSize {
+            // Cut differently now (another --part-size): the old parts cannot be reused, and must not linger.
+            try? await abort(item, key: key, uploadID: earlier.uploadID)
+        }
+        if let earlier, earlier.partSize == plan.partSize,
+            let held = try await partsHeld(key: key, uploadID: earlier.uploadID)
+        {
+            uploadID = earlier.uploadID
+            done = try reconcile(item, uploadID: uploadID, plan: plan, journaled: earlier.parts, held: held)
+            sent(done.values.reduce(0) { $0 + $1.size })
+        } else {
+            let reply = try await client.send(
+                .post, key: key, query: [("uploads", "")],
+                headers: [("content-type", contentType(item)), ("x-amz-checksum-algorithm", "SHA256")] + objectHeaders)
+            guard let id = S3XML.value("UploadId", in: reply.text), !id.isEmpty else {
+                throw .transport("CreateMultipartUpload's reply has no UploadId")
+            }
+            uploadID = id
+            journal?.recordMultipartStart(item, uploadID: uploadID, partSize: plan.partSize)
+        }
+
+        do throws(S3RequestFailure) {
+            let missing = plan.parts.filter { done[$0.number] == nil }
+            for part in try await sendParts(missing, of: item, key: key, uploadID: uploadID, sent: sent) { done[part.number] = part }
+            try Self.checkUnchanged(item)
+            let parts = plan.parts.map { done[$0.number]! }
+            let reply = try await client.send(
+                .post, key: key, query: [("uploadId", uploadID)], body: .bytes(Array(CompletedPart.completionXML(parts).utf8)))
+            // CompleteMultipartUpload can fail after its 200 status line: the error is then in the body.
+            if reply.text.contains("<Error>") {
+                throw S3RequestFailure.refused(S3ErrorReply(status: 200, body: reply.body))
+            }
+            try await verifyComposite(parts: parts, completion: reply.text, key: key)
+        } catch .cancelled {
+            // Interrupted: the upload stays, and the journal lets the next run resume it.
+            throw .cancelled
+        } catch {
+            try? await abort(item, key: key, uploadID: uploadID)
+            throw error
+        }
+    }
+
+    /// AbortMultipartUpload: the store drops the parts (and stops billing them); the journal forgets the upload.
+    private func abort(_ item: UploadItem, key: String, uploadID: String) async throws(S3RequestFailure) {
+        _ = try await client.send(.delete, key: key, query: [("uploadId", uploadID)], allowing: [404], cleanup: true)
+        journal?.recordAbort(item, uploadID: uploadID)
+    }
+
+    /// The parts the store holds for an upload, or nil if the upload is gone (completed, aborted, expired).
+    private func partsHeld(key: String, uploadID: String) async throws(S3RequestFailure) -> [Int: CompletedPart]? {
+        var held: [Int: CompletedPart] = [:]
+        var marker: String?
+        repeat {
+            var query: [(name: String, value: String)] = [("uploadId", uploadID)]
+            if let marker { query.append(("part-number-marker", marker)) }
+            let reply = try await client.send(.get, key: key, query: query, allowing: [404])
+            if reply.status == 404 { return nil }
+            let page = CompletedPart.parseListing(reply.text)
+            for part in page.parts { held[part.number] = part }
+            marker = page.nextMarker
+        } while marker != nil
+        return held
+    }
+
+    /// Parts the store holds that can be kept: the journal's (same ETag), and ones the run was killed before it
+    /// could journal, if their checksum (or, without one, their MD5 ETag) matches the file's bytes.
+    private func reconcile(
+        _ item: UploadItem, uploadID: String, plan: PartPlan, journaled: [Int: CompletedPart], held: [Int: CompletedPart]
+    ) throws(S3RequestFailure) -> [Int: CompletedPart] {
+        var kept: [Int: CompletedPart] = [:]
+        for part in plan.parts {
+            guard let stored = held[part.number], stored.size == part.length || stored.size < 0 else { continue }
+            if let known = journaled[part.number], known.etag == stored.etag, known.size == part.length {
+                kept[part.number] = known
+                continue
+            }
+            let digest = try FileRangeDigest.sha256(path: item.absolutePath, offset: part.offset, length: part.length)
+            let checksum = Data(digest).base64EncodedString()
+            let matches: Bool
+            if !stored.checksum.isEmpty {
+                matches = stored.checksum == checksum
+            } else {
+                let etag = stored.etag.trimmingCharacters(in: CharacterSet(charactersIn: "\""))
+                matches = etag.count == 32 && (try? FileRangeDigest.md5(path: item.absolutePath, offset: part.offset, length: part.length)).map(SigV4Signer.hex) == etag.lowercased()
+            }
+            if matches {
+                let adopted = CompletedPart(number: part.number, etag: stored.etag, checksum: checksum, size: part.length)
+                journal?.recordPart(item, uploadID: uploadID, part: adopted)
+                kept[part.number] = adopted
+            }
+        }
+        return kept
+    }
+
+    /// Sends parts, up to `concurrency` at once; the first failure cancels the others.
+    private func sendParts(
+        _ parts: [PartPlan.Part], of item: UploadItem, key: String, uploadID: String, sent: @escaping @Sendable (Int64) -> Void
+    ) async throws(S3RequestFailure) -> [CompletedPart] {
+        let result = await withTaskGroup(of: Result<CompletedPart, S3RequestFailure>.self) { group -> Result<[CompletedPart], S3RequestFailure> in
+            var pending = parts[...]
+            var finished: [CompletedPart] = []
+            func startNext() {
+                guard let part = pending.popFirst() else { return }
+                group.addTask {
+                    do throws(S3RequestFailure) {
+                        return .success(try await self.sendPart(part, of: item, key: key, uploadID: uploadID))
+                    } catch {
+                        return .failure(error)
+                    }
+                }
+            }
+            for _ in 0..<options.concurrency { startNext() }
+            while let outcome = await group.next() {
+                switch outcome {
+                case .success(let part):
+                    journal?.recordPart(item, uploadID: uploadID, part: part)
+                    sent(part.size)
+                    finished.append(part)
+                    startNext()
+                case .failure(let failure):
+                    group.cancelAll()
+                    return .failure(failure)
+                }
+            }
+            return .success(finished)
+        }
+        return try result.get()
+    }
+
+    private func sendPart(_ part: PartPlan.Part, of item: UploadItem, key: String, uploadID: String) async throws(S3RequestFailure) -> CompletedPart {
+        let digest = try FileRangeDigest.sha256(path: item.absolutePath, offset: part.offset, length: part.length)
+        let checksum = Data(digest).base64EncodedString()
+        let reply = try await client.send(
+            .put, key: key, query: [("partNumber", String(part.number)), ("uploadId", uploadID)],
+            headers: [("x-amz-checksum-sha256", checksum)],
+            body: .file(path: item.absolutePath, offset: part.offset, length: part.length, sha256: SHA256Hex(digest)))
+        guard let etag = reply.header("etag"), !etag.isEmpty else { throw .transport("part \(part.number): the reply has no ETag") }
+        if let stored = reply.header("x-amz-checksum-sha256"), stored != checksum {
+            throw .transport("part \(part.number): the store's SHA-256 \(stored) differs from the file's \(checksum)")
+        }
+        return CompletedPart(number: part.number, etag: etag, checksum: checksum, size: part.length)
+    }
+
+    /// S3's checksum of a multipart object is the SHA-256 of the parts' SHA-256 digests, with `-N` appended. The
+    /// completion reply carries it; a HEAD asks for it otherwise. A store that reports none cannot be checked.
+    private func verifyComposite(parts: [CompletedPart], completion: String, key: String) async throws(S3RequestFailure) {
+        let expected = Self.compositeChecksum(parts.map(\.checksum))
+        var reported = S3XML.value("ChecksumSHA256", in: completion)
+        if reported == nil {
+            let head = try await client.send(.head, key: key, headers: [("x-amz-checksum-mode", "ENABLED")])
+            reported = head.header("x-amz-checksum-sha256")
+        }
+        guard let reported, !reported.isEmpty else { return }
+        let digestPart = reported.split(separator: "-").first.map(String.init) ?? reported
+        if digestPart != expected {
+            // A corrupt object must not stay under the file's name, where a later --skip-existing could take it.
+            _ = try? await client.send(.delete, key: key, cleanup: true)
+            throw .transport("the stored object's SHA-256 of parts \(reported) differs from the file's \(expected)-\(parts.count); the object was deleted")
+        }
+    }
+
+    static func compositeChecksum(_ partChecksums: [String]) -> String {
+        var hasher = SHA256()
+        for checksum in partChecksums {
+            if let raw = Data(base64Encoded: checksum) { hasher.update(data: raw) }
+        }
+        return Data(hasher.finalize()).base64EncodedString()
+    }
+
+    // MARK: Skip existing
+
+    /// Whether the bucket holds this file already: same size and, when the store reports a checksum, the same
+    /// SHA-256 (whole-object, or of parts for a multipart object of the same part count).
+    private func storeHolds(_ item: UploadItem, key: String, plan: PartPlan) async throws(S3RequestFailure) -> Bool {
+        let head = try await client.send(.head, key: key, headers: [("x-amz-checksum-mode", "ENABLED")], allowing: [404])
+        guard head.status == 200, head.header("content-length").flatMap({ Int64($0) }) == item.size else { return false }
+        guard let stored = head.header("x-amz-checksum-sha256"), !stored.isEmpty else { return true }
+        let pieces = stored.split(separator: "-")
+        let storedDigest = String(pieces[0])
+        let etagParts = head.header("etag")?.trimmingCharacters(in: CharacterSet(charactersIn: "\"")).split(separator: "-").dropFirst().first
+        if let count = (pieces.count > 1 ? pieces[1] : etagParts).flatMap({ Int($0) }) {
+            guard plan.isMultipart, plan.partCount == count else { return false }
+            var checksums: [String] = []
+            for part in plan.parts {
+                checksums.append(Data(try FileRangeDigest.sha256(path: item.absolutePath, offset: part.offset, length: part.length)).base64EncodedString())
+            }
+            return Self.compositeChecksum(checksums) == storedDigest
+        }
+        return Data(try FileRangeDigest.sha256(path: item.absolutePath, offset: 0, length: item.size)).base64EncodedString() == storedDigest
+    }
+
+    /// The file must be as it was listed once its bytes are in: the checksum sent covers what was read.
+    private static func checkUnchanged(_ item: UploadItem) throws(S3RequestFailure) {
+        guard let now = UploadSource.currentState(of: item) else { throw .transport("the file vanished while it was sent") }
+        if now.size != item.size || now.modifiedNanoseconds != item.modifiedNanoseconds {
+            throw .transport("the file changed while it was sent")
+        }
+    }
+}

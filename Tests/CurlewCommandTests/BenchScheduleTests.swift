@@ -1,0 +1,90 @@
+@testable import curlew
+import Testing
+
+@Suite struct BenchScheduleTests {
+    private func arrivals(_ text: String) throws -> ArrivalSchedule {
+        guard case .arrivals(let schedule) = try BenchStages.parse(text) else {
+            Issue.record("\(text) is not an open model")
+            return ArrivalSchedule(constantRate: 1)
+        }
+        return schedule
+    }
+
+    @Test func aConstantRateSpacesRequestsEvenly() {
+        let schedule = ArrivalSchedule(constantRate: 100)
+        #expect(schedule.intendedSeconds(ofRequest: 0) == 0)
+        #expect(abs(schedule.intendedSeconds(ofRequest: 150)! - 1.5) < 1e-12)
+        #expect(schedule.totalRequests == .max)
+    }
+
+    @Test func aPlateauSendsExactlyItsRateEverySecond() throws {
+        let schedule = try arrivals("0s:200rps,3s:200rps")
+        #expect(schedule.totalRequests == 600)
+        for second in 0..<3 {
+            let inSecond = (0..<schedule.totalRequests).filter {
+                let t = schedule.intendedSeconds(ofRequest: $0)!
+                return t >= Double(second) && t < Double(second + 1)
+            }
+            #expect(inSecond.count == 200)
+        }
+        #expect(schedule.intendedSeconds(ofRequest: 600) == nil)
+    }
+
+    @Test func aLinearRampFollowsTheIntegralOfTheRate() throws {
+        // 0 → 300 rps over 3 s: arrivals(t) = 50 t², so 50, 150 and 250 requests in the three seconds.
+        let schedule = try arrivals("3s:300rps")
+        #expect(schedule.totalRequests == 450)
+        #expect(abs(schedule.plannedArrivals(from: 1, to: 2) - 150) < 1e-9)
+        var perSecond = [0, 0, 0]
+        for request in 0..<schedule.totalRequests {
+            perSecond[Int(schedule.intendedSeconds(ofRequest: request)!)] += 1
+        }
+        #expect(perSecond == [50, 150, 250])
+        // Request k is due when the arrivals reach k.
+        #expect(abs(schedule.intendedSeconds(ofRequest: 200)! - 2) < 1e-9)
+    }
+
+    @Test func rampsUpHoldsAndRampsDown() throws {
+        let schedule = try arrivals("1s:100rps,2s:100rps,1s:0rps")
+        #expect(schedule.totalRequests == 50 + 200 + 50)
+        #expect(abs(schedule.plannedArrivals(from: 3, to: 4) - 50) < 1e-9)
+        // Due times never go backwards, and the last is inside the last stage.
+        let times = (0..<schedule.totalRequests).map { schedule.intendedSeconds(ofRequest: $0)! }
+        #expect(zip(times, times.dropFirst()).allSatisfy { $0 <= $1 })
+        #expect(times.last! > 3 && times.last! < 4)
+        #expect(schedule.totalSeconds == 4)
+    }
+
+    @Test func aClosedModelRampsTheWorkersInFlight() throws {
+        guard case .concurrency(let schedule) = try BenchStages.parse("2s:10c,1s:10c,1s:0c") else {
+            Issue.record("not a closed model")
+            return
+        }
+        #expect(schedule.maxConcurrency == 10)
+        #expect(schedule.totalSeconds == 4)
+        #expect(abs(schedule.level(at: 1) - 5) < 1e-9)
+        // Worker 0 may send right away; worker 4 once the level passes 4 (at 0.8 s); none after the end.
+        #expect(schedule.nextActiveSeconds(worker: 0, atOrAfter: 0.01) == 0.01)
+        let fifth = try #require(schedule.nextActiveSeconds(worker: 4, atOrAfter: 0))
+        #expect(fifth > 0.8 && fifth < 0.801)
+        #expect(schedule.nextActiveSeconds(worker: 9, atOrAfter: 3.5) == nil)
+        #expect(schedule.nextActiveSeconds(worker: 3, atOrAfter: 4.5) == nil)
+    }
+
+    @Test(arguments: [
+        ("30s", "DURATION:LEVEL"),
+        ("ten:100rps", "not a duration"),
+        ("10s:fast", "neither"),
+        ("10s:100rps,10s:16c", "cannot be mixed"),
+        ("0s:100rps", "last no time"),
+        ("10s:0c", "0 connections"),
+        ("10s:-5rps", "neither"),
+    ])
+    func rejectsMalformedStages(text: String, reason: String) {
+        #expect {
+            try BenchStages.parse(text)
+        } throws: { error in
+            "\(error)".contains(reason)
+        }
+    }
+}

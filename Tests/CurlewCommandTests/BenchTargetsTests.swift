@@ -1,0 +1,72 @@
+@testable import curlew
+import Testing
+
+@Suite struct BenchTargetsTests {
+    @Test func readsJSONLines() throws {
+        let text = """
+            {"url": "http://a.test/one"}
+            # a comment
+            {"method": "POST", "url": "http://a.test/two", "headers": {"X-A": "1", "X-B": ["2", "3"]}, "body": "hi"}
+            {"method": "PUT", "url": "http://a.test/three", "bodyFile": "bodies/three.json"}
+            """
+        let targets = try BenchTargetFile.parse(text, directory: "/data")
+        #expect(targets.count == 3)
+        #expect(targets[0] == BenchTargetSpec(method: "GET", url: "http://a.test/one", headers: [], body: nil))
+        #expect(targets[1] == BenchTargetSpec(
+            method: "POST", url: "http://a.test/two", headers: [("X-A", "1"), ("X-B", "2"), ("X-B", "3")], body: .text("hi")))
+        #expect(targets[2].body == .file("/data/bodies/three.json"))
+    }
+
+    @Test func readsVegetasTextFormat() throws {
+        let text = """
+            GET http://a.test/one
+            X-Account-ID: 8675309
+
+            # deletes
+            DELETE http://a.test/two
+            Authorization: Token DEADBEEF
+            Confirmation-Token: 90215
+
+            POST http://a.test/three
+            Content-Type: application/json
+            @/abs/body.json
+            """
+        let targets = try BenchTargetFile.parse(text, directory: "/data")
+        #expect(targets.map(\.method) == ["GET", "DELETE", "POST"])
+        #expect(targets[1].headers.map(\.name) == ["Authorization", "Confirmation-Token"])
+        #expect(targets[1].headers[0].value == "Token DEADBEEF")
+        #expect(targets[2].body == .file("/abs/body.json"))
+    }
+
+    @Test(arguments: [
+        ("{\"method\": \"GET\"}", "line 1: \"url\""),
+        ("{\"url\": \"http://a\"}\n{nope", "line 2: not a JSON object"),
+        ("{\"url\": \"http://a\", \"body\": \"x\", \"bodyFile\": \"y\"}", "not both"),
+        ("{\"url\": \"http://a\", \"header\": {}}", "unknown key \"header\""),
+        ("http://a.test/", "line 1: expected a target line"),
+        ("GET http://a\nnot a header", "line 2"),
+        ("\n# only comments\n", "no target"),
+    ])
+    func rejectsMalformedFilesNamingTheLine(text: String, mention: String) {
+        #expect {
+            try BenchTargetFile.parse(text, directory: "/")
+        } throws: { error in
+            "\(error)".contains(mention)
+        }
+    }
+
+    @Test func roundRobinCyclesThroughTheTargets() {
+        #expect((0..<7).map { BenchTargetOrder.roundRobin.targetIndex(ofRequest: $0, targetCount: 3) } == [0, 1, 2, 0, 1, 2, 0])
+    }
+
+    @Test func randomOrderIsReproducibleAndCoversTheTargets() {
+        let order = BenchTargetOrder.random(seed: 42)
+        let picks = (0..<3000).map { order.targetIndex(ofRequest: $0, targetCount: 3) }
+        #expect(picks == (0..<3000).map { BenchTargetOrder.random(seed: 42).targetIndex(ofRequest: $0, targetCount: 3) })
+        #expect(picks != (0..<3000).map { BenchTargetOrder.random(seed: 43).targetIndex(ofRequest: $0, targetCount: 3) })
+        for target in 0..<3 {
+            // Each target gets about a third (binomial: ±5 % is more than 5 standard deviations).
+            #expect(abs(picks.filter { $0 == target }.count - 1000) < 150)
+        }
+    }
+}

@@ -1,0 +1,50 @@
+import CLibCurl
+import Foundation
+@testable import curlew
+import Testing
+
+@Suite struct HdrHistogramLogTests {
+    @Test func countsIndexIsHdrHistogramsForThreeDigits() {
+        let layout = HdrHistogramEncoding.CountsLayout(significantDigits: 3)
+        // Bucket 0 holds 0…2047 one by one; every later bucket holds the upper half of its range at half the
+        // resolution of the one before.
+        #expect(layout.index(of: 0) == 0)
+        #expect(layout.index(of: 2047) == 2047)
+        #expect(layout.index(of: 2048) == 2048)
+        #expect(layout.index(of: 2049) == 2048)
+        #expect(layout.index(of: 4096) == 3072)
+        #expect(layout.index(of: 60_000_000) > layout.index(of: 59_000_000))
+    }
+
+    @Test func payloadHasTheV2HeaderAndZeroRunEncodedCounts() {
+        var histogram = BenchTally.emptyHistogram()
+        _ = histogram.record(1)
+        _ = histogram.record(5)
+        let payload = HdrHistogramEncoding.payload(histogram)
+        #expect(Array(payload[0..<4]) == [0x1c, 0x84, 0x93, 0x13])
+        // Payload length, normalizing offset 0, 3 digits, lowest 1.
+        #expect(Array(payload[4..<8]) == [0, 0, 0, 4])
+        #expect(Array(payload[8..<16]) == [0, 0, 0, 0, 0, 0, 0, 3])
+        #expect(Array(payload[16..<24]) == [0, 0, 0, 0, 0, 0, 0, 1])
+        // Counts [0, 1, 0, 0, 0, 1]: a single zero as 0, then 1 (ZigZag 2), three zeros as -3 (ZigZag 5), then 1.
+        #expect(Array(payload[40...]) == [0x00, 0x02, 0x05, 0x02])
+    }
+
+    @Test func compressedFormInflatesToThePayload() throws {
+        var histogram = BenchTally.emptyHistogram()
+        for value in [10, 200, 3_000, 40_000, 500_000] as [UInt64] { _ = histogram.record(value, count: 3) }
+        let compressed = try HdrHistogramEncoding.compressed(histogram)
+        #expect(Array(compressed[0..<4]) == [0x1c, 0x84, 0x93, 0x14])
+        let length = compressed[4..<8].reduce(0) { $0 << 8 | Int($1) }
+        #expect(length == compressed.count - 8)
+        let payload = HdrHistogramEncoding.payload(histogram)
+        var inflated = [UInt8](repeating: 0, count: payload.count + 16)
+        var inflatedLength = uLong(inflated.count)
+        let status = Array(compressed[8...]).withUnsafeBufferPointer { input in
+            uncompress(&inflated, &inflatedLength, input.baseAddress, uLong(input.count))
+        }
+        #expect(status == Z_OK)
+        #expect(Array(inflated[..<Int(inflatedLength)]) == payload)
+        #expect(try HdrHistogramEncoding.base64(histogram).hasPrefix("HISTF"))
+    }
+}

@@ -1,0 +1,36 @@
+import Testing
+
+@testable import curlew
+
+@Suite struct UploadJournalTests {
+    static let journal = """
+        # curlew upload journal v1
+        done\t10\t111\tsmall%20file.txt
+        upload\t50\t222\t16\tID%2F1\tbig.bin
+        part\t50\t222\tID%2F1\t1\t16\t%22e1%22\tc1==\tbig.bin
+        part\t50\t222\tID%2F1\t3\t16\t%22e3%22\tc3==\tbig.bin
+        part\t50\t222\tOTHER\t2\t16\t%22x%22\tcx==\tbig.bin
+        upload\t70\t333\t16\tID2\tgone.bin
+        part\t70\t333\tID2\t1\t16\t%22g%22\tg==\tgone.bin
+        abort\tID2\tgone.bin
+        part\t50\t222\tID%2F1\t2\t16\t%22e2
+        """
+
+    @Test func partsOfTheCurrentUploadAreKeptAndATornLastLineIsIgnored() {
+        let (done, multipart, ignored) = UploadJournal.parse(Array(Self.journal.utf8))
+        #expect(done == ["small file.txt": UploadJournal.Entry(size: 10, modifiedNanoseconds: 111)])
+        let big = multipart["big.bin"]
+        #expect(big?.uploadID == "ID/1")
+        #expect(big?.partSize == 16)
+        #expect(big?.parts.keys.sorted() == [1, 3])
+        #expect(big?.parts[1] == CompletedPart(number: 1, etag: "\"e1\"", checksum: "c1==", size: 16))
+        #expect(multipart["gone.bin"] == nil, "an aborted upload is not resumed")
+        #expect(ignored == 1)
+    }
+
+    @Test func aPartOfAnotherVersionOfTheFileIsNotKept() {
+        let text = "upload\t50\t222\t16\tID\tf\npart\t51\t999\tID\t1\t16\te\tc\tf\n"
+        let (_, multipart, _) = UploadJournal.parse(Array(text.utf8))
+        #expect(multipart["f"]?.parts.isEmpty == true)
+    }
+}

@@ -1,0 +1,101 @@
+import Testing
+
+@testable import curlew
+
+@Suite struct UploadS3ProtocolTests {
+    static func reply(_ status: Int, _ code: String, region: String? = nil) -> S3ErrorReply {
+        var xml = "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>\(code)</Code><Message>m &amp; more</Message>"
+        if let region { xml += "<Region>\(region)</Region>" }
+        return S3ErrorReply(status: status, body: Array((xml + "<RequestId>1</RequestId></Error>").utf8))
+    }
+
+    @Test(arguments: [
+        (403, "InvalidAccessKeyId", "bad credentials"), (403, "SignatureDoesNotMatch", "bad credentials"),
+        (400, "ExpiredToken", "bad credentials"), (403, "RequestTimeTooSkewed", "clock skew"), (404, "NoSuchBucket", "missing bucket"),
+        (403, "AccessDenied", "access denied"),
+    ])
+    func runWideRefusalsAreNamed(status: Int, code: String, name: String) {
+        #expect(Self.reply(status, code).runProblem?.hasPrefix(name) == true)
+    }
+
+    @Test func aWrongRegionNamesTheBucketsRegion() {
+        let problem = Self.reply(400, "AuthorizationHeaderMalformed", region: "eu-central-1").runProblem
+        #expect(problem == "wrong region: the bucket is in eu-central-1; use --region eu-central-1 (AuthorizationHeaderMalformed)")
+        // HEAD replies have no body; S3 says the region in a header.
+        let head = S3ErrorReply(status: 301, body: [], bucketRegionHeader: "ap-south-1")
+        #expect(head.runProblem?.contains("ap-south-1") == true)
+    }
+
+    @Test func fileLevelRefusalsDoNotStopTheRun() {
+        #expect(Self.reply(400, "BadDigest").runProblem == nil)
+        #expect(Self.reply(400, "EntityTooLarge").runProblem == nil)
+        #expect(!Self.reply(400, "BadDigest").isRetryable)
+        #expect(Self.reply(503, "SlowDown").isRetryable)
+        #expect(Self.reply(500, "InternalError").isRetryable)
+        #expect(Self.reply(400, "BadDigest").summary == "HTTP 400 BadDigest: m & more")
+    }
+
+    @Test func completionXMLListsPartsInOrderWithChecksums() {
+        let xml = CompletedPart.completionXML([
+            CompletedPart(number: 2, etag: "\"b\"", checksum: "Yg==", size: 1),
+            CompletedPart(number: 1, etag: "\"a\"", checksum: "YQ==", size: 5),
+        ])
+        #expect(xml.contains("<Part><PartNumber>1</PartNumber><ETag>&quot;a&quot;</ETag><ChecksumSHA256>YQ==</ChecksumSHA256></Part><Part><PartNumber>2</PartNumber>"))
+    }
+
+    @Test func listPartsRepliesAreReadWithTheirNextPage() {
+        let xml = """
+            <ListPartsResult><IsTruncated>true</IsTruncated><NextPartNumberMarker>2</NextPartNumberMarker>
+            <Part><PartNumber>1</PartNumber><ETag>&quot;e1&quot;</ETag><Size>5242880</Size></Part>
+            <Part><PartNumber>2</PartNumber><ETag>"e2"</ETag><ChecksumSHA256>abc=</ChecksumSHA256><Size>7</Size></Part></ListPartsResult>
+            """
+        let page = CompletedPart.parseListing(xml)
+        #expect(page.parts == [
+            CompletedPart(number: 1, etag: "\"e1\"", checksum: "", size: 5_242_880), CompletedPart(number: 2, etag: "\"e2\"", checksum: "abc=", size: 7),
+        ])
+        #expect(page.nextMarker == "2")
+    }
+
+    @Test func compositeChecksumIsTheSHA256OfThePartDigests() {
+        // SHA-256 of "a"×5 MiB and of "tail", combined as S3 does (checked against moto's stored value by hand:
+        // boto3 reported 02fcpk5/QKJNsvzEdkeBlFeIWeYNwKJOAWPjbe9fHIs= for this object).
+        let first = "0SvtFoyTCQLLAOhGJpYKy2e4XhHGmEPhA+PxcTx1zI0="
+        let second = "Xmgi/2nTRl0PB9QG7rETWVfWB9ZoVCkbjOuHjmsUzgU="
+        #expect(S3Uploader.compositeChecksum([first, second]).count == 44)
+        #expect(S3Uploader.compositeChecksum([first, second]) != S3Uploader.compositeChecksum([second, first]))
+    }
+}
+
+@Suite struct UploadS3TargetTests {
+    @Test func s3TargetsParseIntoBucketAndFolderPrefix() throws {
+        let bare = try S3Location(parsing: "s3://my-bucket")
+        #expect(bare.bucket == "my-bucket" && bare.prefix == "")
+        #expect(try S3Location(parsing: "s3://my-bucket/backups").prefix == "backups/")
+        #expect(try S3Location(parsing: "s3://my-bucket/a/b/").key(for: "x y.txt") == "a/b/x y.txt")
+        #expect(throws: (any Error).self) { try S3Location(parsing: "s3://UPPER/x") }
+        #expect(throws: (any Error).self) { try S3Location(parsing: "s3://ab") }
+    }
+
+    @Test func addressingPutsTheBucketInTheHostOrThePath() throws {
+        let aws = try S3Endpoint(endpoint: nil, region: "eu-west-1", bucket: "photos", addressing: .auto)
+        #expect(aws.authority == "photos.s3.eu-west-1.amazonaws.com")
+        #expect(aws.path(forKey: "a/b.jpg") == "/a/b.jpg")
+        let dotted = try S3Endpoint(endpoint: nil, region: "eu-west-1", bucket: "my.photos", addressing: .auto)
+        #expect(dotted.authority == "s3.eu-west-1.amazonaws.com")
+        #expect(dotted.path(forKey: "k") == "/my.photos/k")
+        let local = try S3Endpoint(endpoint: "http://127.0.0.1:9000", region: "us-east-1", bucket: "b1b", addressing: .auto)
+        #expect(local.authority == "127.0.0.1:9000")
+        #expect(local.url(pathAndQuery: "/b1b/k") == "http://127.0.0.1:9000/b1b/k")
+        let virtual = try S3Endpoint(endpoint: "https://minio.example:443", region: "us-east-1", bucket: "b1b", addressing: .virtual)
+        #expect(virtual.authority == "b1b.minio.example")
+        #expect(throws: (any Error).self) { try S3Endpoint(endpoint: "ftp://x", region: "r", bucket: "b1b", addressing: .path) }
+    }
+
+    @Test func contentTypesComeFromTheExtension() {
+        #expect(UploadContentType.forPath("a/b/Photo.JPG") == "image/jpeg")
+        #expect(UploadContentType.forPath("index.html") == "text/html; charset=utf-8")
+        #expect(UploadContentType.forPath("archive.tar.gz") == "application/gzip")
+        #expect(UploadContentType.forPath(".bashrc") == "application/octet-stream")
+        #expect(UploadContentType.forPath("noextension") == "application/octet-stream")
+    }
+}

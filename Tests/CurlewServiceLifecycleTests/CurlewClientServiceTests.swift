@@ -1,0 +1,115 @@
+import CurlewEngine
+import CurlewLoopbackServer
+import CurlewServiceLifecycle
+import CurlewTestSupport
+import Logging
+import ServiceLifecycle
+import Testing
+
+/// Graceful shutdown, directly (`shutdown(gracePeriod:)`) and as a swift-service-lifecycle service, against the
+/// loopback server's slow routes. Server-side counts say which requests reached it.
+@Suite("Graceful shutdown")
+struct CurlewClientServiceTests {
+    @Test
+    func requestsInFlightFinishWithinTheGracePeriodAndNewOnesAreRefused() async throws {
+        try await withLoopbackServer { server in
+            let client = makeClient()
+            let served = server.requestsServed
+            let inFlight = (0..<3).map { _ in
+                Task { try await client.execute(try CurlewRequest(url: "\(server.baseURL)/delay/400")) }
+            }
+            try await waitUntil(timeout: .seconds(10), "3 requests at the server") { server.requestsServed == served + 3 }
+            let shutdown = Task { await client.shutdown(gracePeriod: .seconds(20)) }
+            try await waitUntil(timeout: .seconds(10), "the shutdown to begin") { !client.isAcceptingRequests }
+
+            let refused = await #expect(throws: CurlewError.self) {
+                _ = try await client.execute(try CurlewRequest(url: "\(server.baseURL)/small"))
+            }
+            #expect(refused?.code == .clientShutdown)
+            for request in inFlight {
+                #expect(try await request.value.status == .ok)
+            }
+            #expect(await shutdown.value == true)
+            // The refused request never reached the server.
+            #expect(server.requestsServed == served + 3)
+        }
+    }
+
+    @Test
+    func requestsStillRunningAtTheDeadlineAreCancelled() async throws {
+        try await withLoopbackServer { server in
+            let client = makeClient()
+            let stuck = Task { try await client.execute(try CurlewRequest(url: "\(server.baseURL)/delay/60000")) }
+            try await waitUntil(timeout: .seconds(10), "the request at the server") { server.requestsServed == 1 }
+            let clock = ContinuousClock()
+            let started = clock.now
+            #expect(await client.shutdown(gracePeriod: .milliseconds(300)) == false)
+            let elapsed = clock.now - started
+            #expect(elapsed >= .milliseconds(300))
+            #expect(elapsed < .seconds(10))
+            let error = await #expect(throws: CurlewError.self) { _ = try await stuck.value }
+            #expect(error?.code == .cancelled)
+        }
+    }
+
+    @Test
+    func aStreamedBodyStillBeingReadCountsAsInFlight() async throws {
+        try await withLoopbackServer { server in
+            let client = makeClient()
+            // 8 MiB through a 64 KiB buffer: the transfer cannot end before the body is read.
+            let size = 8 * 1024 * 1024
+            let response = try await client.stream(
+                try CurlewRequest(url: "\(server.baseURL)/bytes/\(size)"), bufferLimit: 64 * 1024)
+            #expect(client.inFlightRequestCount == 1)
+            let shutdown = Task { await client.shutdown(gracePeriod: .seconds(20)) }
+            try await waitUntil(timeout: .seconds(10), "the shutdown to begin") { !client.isAcceptingRequests }
+            let body = try await response.body.collect(upTo: size)
+            #expect(body.count == size)
+            #expect(await shutdown.value == true)
+            #expect(client.inFlightRequestCount == 0)
+        }
+    }
+
+    @Test
+    func aServiceGroupsGracefulShutdownDrainsTheClient() async throws {
+        try await withLoopbackServer { server in
+            let client = makeClient()
+            let group = ServiceGroup(
+                services: [CurlewClientService(client: client, gracePeriod: .seconds(20))],
+                logger: Logger(label: "curlew.tests.lifecycle"))
+            let running = Task { try await group.run() }
+            let inFlight = Task { try await client.execute(try CurlewRequest(url: "\(server.baseURL)/delay/400")) }
+            try await waitUntil(timeout: .seconds(10), "the request at the server") { server.requestsServed == 1 }
+            await group.triggerGracefulShutdown()
+            #expect(try await inFlight.value.status == .ok)
+            try await withTimeout(.seconds(20)) { try await running.value }
+            #expect(!client.isAcceptingRequests)
+            let refused = await #expect(throws: CurlewError.self) {
+                _ = try await client.execute(try CurlewRequest(url: "\(server.baseURL)/small"))
+            }
+            #expect(refused?.code == .clientShutdown)
+        }
+    }
+
+    @Test
+    func cancellingTheServiceCancelsRequestsInFlightAtOnce() async throws {
+        try await withLoopbackServer { server in
+            let client = makeClient()
+            let service = CurlewClientService(client: client, gracePeriod: .seconds(60))
+            let running = Task { try await service.run() }
+            let stuck = Task { try await client.execute(try CurlewRequest(url: "\(server.baseURL)/delay/60000")) }
+            try await waitUntil(timeout: .seconds(10), "the request at the server") { server.requestsServed == 1 }
+            running.cancel()
+            try await withTimeout(.seconds(10)) { try await running.value }
+            let error = await #expect(throws: CurlewError.self) { _ = try await stuck.value }
+            #expect(error?.code == .cancelled)
+        }
+    }
+
+    private func makeClient() -> CurlewClient {
+        var configuration = CurlewClient.Configuration()
+        configuration.loopCount = 2
+        configuration.proxy = .none
+        return CurlewClient(configuration: configuration)
+    }
+}
