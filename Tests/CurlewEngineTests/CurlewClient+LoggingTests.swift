@@ -71,6 +71,21 @@ struct CurlewClientLoggingTests {
     }
 
     @Test
+    func aRetryOnAFreshConnectionIsLogged() async throws {
+        let handler = InMemoryLogHandler()
+        try await withWireScriptServer(CurlewClientConnectionReuseTests.strayScript(.after300Milliseconds)) { server in
+            try await withClient(.thread, configure: { $0.logger = debugLogger(handler) }) { client in
+                _ = try await client.execute(try CurlewRequest(url: "\(server.baseURL)/first"))
+                try await server.waitForMark("stray-0-0")
+                _ = try await client.execute(try CurlewRequest(url: "\(server.baseURL)/next"))
+            }
+        }
+        let retry = try #require(handler.entries.first { $0.message.description == "retried on a fresh connection" })
+        #expect(retry.metadata["curlew.connection.fresh_retries"] == "1")
+        #expect(retry.metadata["curlew-request-id"] != nil)
+    }
+
+    @Test
     func nothingIsLoggedWithoutALoggerOrAboveDebug() async throws {
         let handler = InMemoryLogHandler()
         var infoLogger = Logger(label: "curlew.tests", factory: { _ in handler })

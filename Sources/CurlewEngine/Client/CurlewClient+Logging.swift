@@ -27,6 +27,7 @@ extension CurlewClient {
                         "url.final": "\(RequestTarget(url: response.url).redactedURL)",
                     ])
             }
+            logFreshConnectionRetries(response.metrics, to: logger)
             logger.debug(
                 "received response",
                 metadata: [
@@ -37,6 +38,7 @@ extension CurlewClient {
                 ])
             return response
         } catch let error as CurlewError {
+            if let metrics = error.metrics { logFreshConnectionRetries(metrics, to: logger) }
             if case .timeout(let kind) = error.code {
                 logger.debug("request timed out", metadata: ["curlew.timeout": "\(kind.rawValue)"])
             } else {
@@ -57,4 +59,12 @@ enum RequestIDs {
     static func next() -> UInt64 {
         counter.wrappingAdd(1, ordering: .relaxed).newValue
     }
+}
+
+/// A request the engine sent once more because its pooled connection was dead or dirty (design note 0007).
+private func logFreshConnectionRetries(_ metrics: TransferMetrics, to logger: Logger) {
+    guard metrics.freshConnectionRetries > 0 else { return }
+    logger.debug(
+        "retried on a fresh connection",
+        metadata: ["curlew.connection.fresh_retries": "\(metrics.freshConnectionRetries)"])
 }
