@@ -228,6 +228,21 @@ struct CurlewClientCredentialRedirectTests {
     }
 
     @Test(arguments: allLoops)
+    func cookiePairsGoOutAsOneCookieLine(loop: CurlewClient.Configuration.EventLoopKind) async throws {
+        try await withWireScriptServer({ _ in [.response(body: "ok")] }) { server in
+            try await withClient(loop) { client in
+                var request = try CurlewRequest(url: "\(server.baseURL)/cookies")
+                // http-types splits a Cookie value into one field per pair.
+                request.headerFields[.cookie] = "a=1; b=2"
+                request.headerFields.append(HTTPField(name: .cookie, value: "c=3"))
+                _ = try await client.execute(request)
+            }
+            let cookies = try #require(server.requests.first).headers.filter { $0.name.lowercased() == "cookie" }
+            #expect(cookies.map(\.value) == ["a=1; b=2; c=3"])
+        }
+    }
+
+    @Test(arguments: allLoops)
     func noCredentialGoesOverHTTPAfterHTTPS(loop: CurlewClient.Configuration.EventLoopKind) async throws {
         let nginx = try await NginxServer.shared()
         try await withWireScriptServer({ _ in [.response(body: "landed")] }) { landing in
