@@ -95,11 +95,6 @@ public struct CurlewTransport: ClientTransport {
         var headerFields = request.headerFields
         headerFields[.contentLength] = nil
         headerFields[.transferEncoding] = nil
-        // http-types keeps each cookie pair as a field of its own; HTTP/1.1 allows a single Cookie line
-        // (RFC 6265 §5.4), whose pairs its getter joins with "; ".
-        if headerFields[fields: .cookie].count > 1, let cookie = headerFields[.cookie] {
-            headerFields[fields: .cookie] = [HTTPField(name: .cookie, value: cookie)]
-        }
         var curlewRequest = try CurlewRequest(
             method: request.method, url: base + path, headerFields: headerFields,
             body: try await requestBody(body))
