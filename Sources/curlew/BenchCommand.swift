@@ -148,6 +148,16 @@ struct BenchCommand: AsyncParsableCommand {
         help: "How the loop threads drive libcurl: poll (curl_multi_poll, the default) or socket-action (epoll and curl_multi_socket_action, for thousands of connections).")
     var loopDriver: String?
 
+    @Option(
+        name: .customLong("start-at"),
+        help: ArgumentHelp(
+            "Start the load at this wall-clock time: ISO 8601 (2026-11-24T10:00:00Z) or seconds since 1970.",
+            discussion: "Shards given the same time start in the same second, so their intervals line up.",
+            valueName: "time"))
+    var startAt: StartTimeArgument?
+
+    @OptionGroup(title: "Sharding") var sharding: ShardOptions
+
     @OptionGroup var shared: SharedOptions
 
     /// The event loop `--loop-driver` names; nil for a name it does not know.
@@ -194,6 +204,20 @@ struct BenchCommand: AsyncParsableCommand {
             throw ValidationError(error.description)
         }
         if eventLoop == nil { throw ValidationError("--loop-driver must be poll or socket-action") }
+        if sharding.outputDirectory != nil && (hdrLog != nil || histogramOut != nil) {
+            throw ValidationError("--output-dir writes the histogram and the interval log itself: drop --hdr-log/--histogram-out")
+        }
+        let shard = try sharding.resolved().shard
+        if !shard.isWhole {
+            // Every shard needs a connection: the whole run's connections are dealt out like its requests.
+            let connectionLevel = try stages.map { text -> Int in
+                if case .concurrency(let schedule) = try BenchStages.parse(text) { return schedule.maxConcurrency }
+                return inFlight
+            } ?? inFlight
+            if shard.share(of: connectionLevel) == 0 {
+                throw ValidationError("\(connectionLevel) connections cannot be shared by \(shard.count) shards: give each at least one (-c)")
+            }
+        }
         if let timeout, timeout.duration <= .zero { throw ValidationError("--timeout must be longer than 0") }
         if HTTPRequest.Method(method.uppercased()) == nil { throw ValidationError("invalid method \(method.debugDescription)") }
         for header in headers {
@@ -213,6 +237,9 @@ struct BenchCommand: AsyncParsableCommand {
         let body = try bodyFile.map(Self.readBody)
         let thresholds = try parsedThresholds()
         let shape = try stages.map { try BenchStages.parse($0) }
+        let (shard, runID) = try sharding.resolved()
+        if let outputDirectory = sharding.outputDirectory { try ShardOptions.prepare(directory: outputDirectory) }
+        let hdrLogPath = sharding.outputDirectory.map { ShardOptions.outputPath(directory: $0, kind: "bench", shard: shard, suffix: ".hlog") } ?? hdrLog
         var server: LoopbackServer?
         let target: String
         if let url {
@@ -243,13 +270,13 @@ struct BenchCommand: AsyncParsableCommand {
         switch shape {
         case .arrivals(let schedule):
             arrivals = schedule
-            (workers, stop) = (inFlight, .schedule)
+            (workers, stop) = (shard.share(of: inFlight), .schedule)
         case .concurrency(let schedule):
             concurrency = schedule
-            (workers, stop) = (schedule.maxConcurrency, .duration(.nanoseconds(Int64(schedule.totalSeconds * 1e9))))
+            (workers, stop) = (shard.share(of: schedule.maxConcurrency), .duration(.nanoseconds(Int64(schedule.totalSeconds * 1e9))))
         case nil:
-            workers = inFlight
-            stop = if let count = self.requests { .count(count) } else { .duration(duration?.duration ?? .seconds(10)) }
+            workers = shard.share(of: inFlight)
+            stop = if let count = self.requests { .count(shard.share(of: count)) } else { .duration(duration?.duration ?? .seconds(10)) }
         }
 
         var configuration = CurlewClient.Configuration()
@@ -267,14 +294,17 @@ struct BenchCommand: AsyncParsableCommand {
         let client = CurlewClient(configuration: configuration)
 
         let order: BenchTargetOrder = targetsOrder == .random ? .random(seed: seed ?? 1) : .roundRobin
-        let plan = BenchPlan(
+        var plan = BenchPlan(
             targets: requests, targetOrder: order, connections: workers, stop: stop, arrivals: arrivals,
             concurrency: concurrency, rate: rate)
+        plan.shard = shard
         let progress = ProgressOutput(enabled: !shared.noProgress)
         if !json {
             print("curlew bench \(target)")
             print("  \(describe(plan: plan, loops: client.executors.count))")
+            if !shard.isWhole { print("  shard \(shard)" + (runID.map { " of run \($0)" } ?? "") + ": every \(ordinal(shard.count)) request of the run, from number \(shard.index)") }
         }
+        if let startAt { try await waitUntil(startAt) }
 
         let runner = BenchRunner(client: client, plan: plan)
         let interrupts = InterruptMonitor { _ in runner.requestStop() }
@@ -285,7 +315,7 @@ struct BenchCommand: AsyncParsableCommand {
         if let report, !FileManager.default.createFile(atPath: report, contents: nil) {
             throw CommandFailure("cannot create --report \(report.debugDescription)")
         }
-        let recorder = try BenchIntervalRecorder(runner: runner, every: interval.duration, hdrLogPath: hdrLog)
+        let recorder = try BenchIntervalRecorder(runner: runner, every: interval.duration, hdrLogPath: hdrLogPath)
         let recording = Task { await recorder.record() }
         let startedAt = Date()
         let result = await runner.run()
@@ -303,7 +333,11 @@ struct BenchCommand: AsyncParsableCommand {
             result: result, plan: plan, url: target, method: requests.count == 1 ? requests[0].method.rawValue : "mixed",
             loops: client.executors.count)
         summary.stages = stages
-        summary.hdrLog = hdrLog
+        summary.hdrLog = hdrLogPath
+        summary.shard = shard.isWhole ? nil : shard
+        summary.runId = runID
+        summary.startedAt = startedAt.timeIntervalSince1970
+        summary.startAt = startAt?.date.timeIntervalSince1970
         summary.report = report
         summary.thresholds = thresholds.map { $0.evaluate(BenchSummary.measurements(of: result)) }
         if let server {
@@ -315,7 +349,10 @@ struct BenchCommand: AsyncParsableCommand {
             interrupted: interrupts.wasInterrupted, requests: summary.requests, succeeded: summary.succeeded,
             thresholds: summary.thresholds)
         if let histogramOut {
-            try writeHistogram(result.histogram, to: histogramOut)
+            try writeHistogram(result.histogram, to: histogramOut, option: "--histogram-out")
+        }
+        if let outputDirectory = sharding.outputDirectory {
+            try writeResults(summary: summary, histogram: result.histogram, intervals: recorder.intervals, shard: shard, to: outputDirectory)
         }
         if let report {
             let page = BenchReport(
@@ -430,14 +467,86 @@ struct BenchCommand: AsyncParsableCommand {
         return rows
     }
 
-    private func writeHistogram(_ histogram: LatencyHistogram, to path: String) throws {
+    private func writeHistogram(_ histogram: LatencyHistogram, to path: String, option: String) throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         do {
             try encoder.encode(histogram).write(to: URL(fileURLWithPath: path))
         } catch {
-            throw CommandFailure("cannot write --histogram-out \(path.debugDescription): \(error.localizedDescription)")
+            throw CommandFailure("cannot write \(option) \(path.debugDescription): \(error.localizedDescription)")
         }
+    }
+
+    /// `--output-dir`: the summary with the run's plan and interval counts, the histogram and (written during
+    /// the run) the interval log, named after the shard: what `curlew merge` reads.
+    private func writeResults(
+        summary: BenchSummary, histogram: LatencyHistogram, intervals: [BenchInterval], shard: ShardAssignment, to directory: String
+    ) throws {
+        func path(_ suffix: String) -> String { ShardOptions.outputPath(directory: directory, kind: "bench", shard: shard, suffix: suffix) }
+        let histogramPath = path(".histogram.json")
+        try writeHistogram(histogram, to: histogramPath, option: "--output-dir")
+        var record = summary
+        record.run = BenchRunRecord(
+            plan: runPlan(shards: shard.count), intervals: intervals.map(BenchIntervalCounts.init),
+            histogramFile: (histogramPath as NSString).lastPathComponent, hdrLogFile: (path(".hlog") as NSString).lastPathComponent)
+        let summaryPath = path(".json")
+        do {
+            try Data((try jsonLine(record) + "\n").utf8).write(to: URL(fileURLWithPath: summaryPath))
+        } catch {
+            throw CommandFailure("cannot write --output-dir \(summaryPath.debugDescription): \(error.localizedDescription)")
+        }
+    }
+
+    /// The run as asked for, undivided: what every shard of a run shares.
+    private func runPlan(shards: Int) -> BenchRunPlan {
+        BenchRunPlan(
+            target: url ?? targetsFile ?? "(embedded server)", method: method.uppercased(), requests: requests,
+            durationSeconds: duration?.duration.seconds, rate: rate, stages: stages, connections: connections,
+            httpVersion: h2c ? "h2c" : http2 ? "2" : "1.1", targetsOrder: targetsOrder.rawValue, seed: seed,
+            intervalSeconds: interval.duration.seconds, startAt: startAt?.date.timeIntervalSince1970, shards: shards)
+    }
+
+    /// Sleeps until `--start-at`; a time already past starts the run at once, with a warning (the shards' windows
+    /// will not line up).
+    private func waitUntil(_ start: StartTimeArgument) async throws {
+        let wait = start.date.timeIntervalSinceNow
+        if wait < 0 {
+            writeStandardError(String(format: "warning: --start-at %@ passed %.1f s ago: starting now\n", start.description, -wait))
+            return
+        }
+        if !json { print(String(format: "  waiting %.1f s for --start-at %@", wait, start.description)) }
+        try await Task.sleep(for: .nanoseconds(Int64(wait * 1e9)))
+    }
+
+    private func ordinal(_ number: Int) -> String {
+        switch number {
+        case 2: "2nd"
+        case 3: "3rd"
+        default: "\(number)th"
+        }
+    }
+}
+
+/// `--start-at`: an absolute wall-clock time, in ISO 8601 or seconds since 1970.
+struct StartTimeArgument: ExpressibleByArgument, Sendable, CustomStringConvertible {
+    let date: Date
+    let description: String
+
+    init?(argument: String) {
+        let text = argument.trimmingCharacters(in: .whitespaces)
+        if let seconds = Double(text), seconds.isFinite, seconds > 0 {
+            date = Date(timeIntervalSince1970: seconds)
+        } else {
+            let formatter = ISO8601DateFormatter()
+            var parsed = formatter.date(from: text)
+            if parsed == nil {
+                formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+                parsed = formatter.date(from: text)
+            }
+            guard let parsed else { return nil }
+            date = parsed
+        }
+        description = text
     }
 }
 

@@ -29,6 +29,9 @@ struct BenchPlan: Sendable {
     let concurrency: ConcurrencySchedule?
     /// `--rate`, for the summary.
     let rate: Double?
+    /// The part of the run this process does. Request numbers, worker numbers and therefore target choice, intended
+    /// send times and closed-model levels are the whole run's: this shard takes every `count`-th of them.
+    var shard: ShardAssignment = .whole
 
     /// Whether latency counts from each request's intended send time rather than from its actual one.
     var latencyFromIntendedTime: Bool { arrivals != nil }
@@ -219,6 +222,9 @@ final class BenchRunner: Sendable {
         let limit: Int? = if case .count(let count) = plan.stop { count } else { nil }
         let arrivals = plan.arrivals
         let concurrency = plan.concurrency
+        let shard = plan.shard
+        // The worker's number in the whole run: a closed-model stage lets workers below its level send.
+        let runWorker = shard.globalNumber(ofLocal: worker)
         // Without a schedule a worker sends its next request as soon as it has counted the last one: the time that
         // request ended is when this one was meant to start (one clock read per request instead of two).
         var previousEnd = monotonicNanoseconds()
@@ -226,7 +232,7 @@ final class BenchRunner: Sendable {
             if let concurrency {
                 // Closed model: wait while the stage allows fewer workers than this one's number.
                 let now = monotonicNanoseconds()
-                guard let active = concurrency.nextActiveSeconds(worker: worker, atOrAfter: Double(now &- start) / 1e9)
+                guard let active = concurrency.nextActiveSeconds(worker: runWorker, atOrAfter: Double(now &- start) / 1e9)
                 else { break }
                 let wake = start + UInt64(active * 1e9)
                 if let deadline, wake >= deadline { break }
@@ -237,11 +243,12 @@ final class BenchRunner: Sendable {
             }
             let ticket = nextTicket.wrappingAdd(1, ordering: .relaxed).oldValue
             if let limit, ticket >= limit { break }
+            let runTicket = shard.globalNumber(ofLocal: ticket)
             let intended: UInt64
             if let arrivals {
                 // The schedule is fixed in advance: a late request keeps its intended time, so its wait for a free
                 // worker counts as latency.
-                guard let offset = arrivals.intendedSeconds(ofRequest: ticket) else { break }
+                guard let offset = arrivals.intendedSeconds(ofRequest: runTicket) else { break }
                 intended = start + UInt64(offset * 1e9)
                 if let deadline, intended >= deadline { break }
                 if intended > monotonicNanoseconds() {
@@ -251,7 +258,7 @@ final class BenchRunner: Sendable {
                 intended = previousEnd
                 if let deadline, intended >= deadline { break }
             }
-            let targetIndex = severalTargets ? targetOrder.targetIndex(ofRequest: ticket, targetCount: targets.count) : 0
+            let targetIndex = severalTargets ? targetOrder.targetIndex(ofRequest: runTicket, targetCount: targets.count) : 0
             let outcome: Result<CurlewResponse, any Error>
             do {
                 // Bodies are counted, never kept: a load generator has no use for them. The request is passed

@@ -1,8 +1,8 @@
 import Foundation
 
 /// The bench result as printed, in text or JSON. Field names are part of the command's interface (README).
-struct BenchSummary: Encodable {
-    struct Latency: Encodable {
+struct BenchSummary: Codable {
+    struct Latency: Codable {
         var p50: Double
         var p90: Double
         var p99: Double
@@ -13,14 +13,14 @@ struct BenchSummary: Encodable {
     }
 
     /// One line of a targets file and what it got.
-    struct Target: Encodable {
+    struct Target: Codable {
         var method: String
         var url: String
         var requests: Int
         var failed: Int
     }
 
-    struct EmbeddedServer: Encodable {
+    struct EmbeddedServer: Codable {
         var requests: Int
         var connections: Int
     }
@@ -59,6 +59,16 @@ struct BenchSummary: Encodable {
     var freshConnectionRetries: Int
     var interrupted = false
     var embeddedServer: EmbeddedServer?
+    /// This process's part of a sharded run (nil for a whole run) and the run's id.
+    var shard: ShardAssignment?
+    var runId: String?
+    /// `curlew merge`: how many shards' results this summary adds up.
+    var shardsMerged: Int?
+    /// When the load started (seconds since 1970), and the `--start-at` time it was meant to start at.
+    var startedAt: Double?
+    var startAt: Double?
+    /// `--output-dir` files only: what `curlew merge` needs beyond the summary.
+    var run: BenchRunRecord?
 
     /// The figures thresholds are evaluated against.
     static func measurements(of result: BenchResult) -> BenchMeasurements {
@@ -82,12 +92,23 @@ struct BenchSummary: Encodable {
     }
 
     init(result: BenchResult, plan: BenchPlan, url: String, method: String, loops: Int) {
+        self.init(
+            result: result, url: url, method: method, connections: plan.connections, loops: loops,
+            latencyFromIntendedTime: plan.latencyFromIntendedTime, rate: plan.rate,
+            targets: plan.targets.count > 1 ? plan.targets.map { ($0.method.rawValue, $0.url) } : nil)
+    }
+
+    /// - Parameter targets: method and URL of each target of a targets file, nil for a single URL.
+    init(
+        result: BenchResult, url: String, method: String, connections: Int, loops: Int, latencyFromIntendedTime: Bool,
+        rate: Double?, targets: [(method: String, url: String)]?
+    ) {
         let tally = result.tally
         let histogram = tally.histogram
         let hasSamples = histogram.totalCount > 0
         self.url = url
         self.method = method
-        self.connections = plan.connections
+        self.connections = connections
         self.loops = loops
         self.requests = tally.requests
         self.succeeded = tally.succeeded
@@ -102,15 +123,15 @@ struct BenchSummary: Encodable {
             p50: percentile(50), p90: percentile(90), p99: percentile(99), p99_9: percentile(99.9),
             max: hasSamples ? Double(histogram.max) : 0, mean: hasSamples ? (histogram.mean * 10).rounded() / 10 : 0,
             min: hasSamples ? Double(histogram.min) : 0)
-        self.latencyFrom = plan.latencyFromIntendedTime ? "intended" : "actual"
-        if !tally.targetRequests.isEmpty {
-            self.targets = plan.targets.indices.map { index in
+        self.latencyFrom = latencyFromIntendedTime ? "intended" : "actual"
+        if let targets, tally.targetRequests.count == targets.count {
+            self.targets = targets.indices.map { index in
                 Target(
-                    method: plan.targets[index].method.rawValue, url: plan.targets[index].url,
+                    method: targets[index].method, url: targets[index].url,
                     requests: tally.targetRequests[index], failed: tally.targetFailures[index])
             }
         }
-        self.rate = plan.rate
+        self.rate = rate
         self.bytesSent = tally.bytesSent
         self.bytesReceived = tally.bytesReceived
         self.connectionsOpened = tally.connectionsOpened
@@ -121,6 +142,8 @@ struct BenchSummary: Encodable {
         let latency = latencyMicroseconds
         var lines: [String] = []
         func row(_ label: String, _ value: String) { lines.append(label.padding(toLength: 14, withPad: " ", startingAt: 0) + value) }
+        if let shardsMerged { row("shards", "\(shardsMerged) merged" + (runId.map { " (run \($0))" } ?? "")) }
+        if let shard { row("shard", "\(shard)" + (runId.map { " of run \($0)" } ?? "")) }
         row("requests", "\(formatCount(requests)) (\(formatCount(succeeded)) succeeded, \(formatCount(failed)) failed)\(interrupted ? ", interrupted" : "")")
         row("duration", String(format: "%.2f s", durationSeconds))
         row("requests/s", formatCount(Int(requestsPerSecond.rounded())))

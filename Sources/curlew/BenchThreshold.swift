@@ -202,7 +202,7 @@ struct BenchMeasurements: Sendable {
 }
 
 /// One evaluated threshold, as the summary prints it and JSON carries it.
-struct BenchThresholdResult: Sendable, Encodable, Equatable {
+struct BenchThresholdResult: Sendable, Codable, Equatable {
     var threshold: String
     var passed: Bool
     /// The measured value in ``unit``; nil (JSON null) when the run gave none.

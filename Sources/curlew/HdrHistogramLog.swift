@@ -164,3 +164,135 @@ struct HdrHistogramLogWriter {
         try? handle.close()
     }
 }
+
+extension HdrHistogramEncoding {
+    /// Reads the compressed V2 encoding back (what `base64(_:)` writes and other HdrHistogram implementations
+    /// write with 3 significant digits and a lowest discernible value of 1): `curlew merge` adds up the shards'
+    /// interval histograms from their `--hdr-log`s.
+    static func histogram(base64 text: Substring) throws(Failure) -> LatencyHistogram {
+        guard let data = Data(base64Encoded: String(text)) else { throw Failure(description: "not base64") }
+        let bytes = [UInt8](data)
+        guard bytes.count >= 8, readBigEndian(UInt32.self, bytes, at: 0) == compressionCookie else {
+            throw Failure(description: "not a compressed HdrHistogram (V2) encoding")
+        }
+        let length = Int(readBigEndian(UInt32.self, bytes, at: 4))
+        guard bytes.count >= 8 + length else { throw Failure(description: "the encoding is cut short") }
+        let payload = try inflate(Array(bytes[8..<(8 + length)]))
+        guard payload.count >= 40, readBigEndian(UInt32.self, payload, at: 0) == encodingCookie else {
+            throw Failure(description: "not a V2 HdrHistogram payload")
+        }
+        let countsLength = Int(readBigEndian(UInt32.self, payload, at: 4))
+        let digits = Int(readBigEndian(UInt32.self, payload, at: 12))
+        let lowest = readBigEndian(UInt64.self, payload, at: 16)
+        guard digits == 3, lowest == 1 else {
+            throw Failure(description: "a histogram of \(digits) significant digits from \(lowest) (curlew writes 3 from 1)")
+        }
+        guard payload.count >= 40 + countsLength else { throw Failure(description: "the counts are cut short") }
+        let layout = CountsLayout(significantDigits: 3)
+        var histogram = BenchTally.emptyHistogram()
+        var position = 40
+        let end = 40 + countsLength
+        var index = 0
+        while position < end {
+            let count = try readZigZag(payload, at: &position, end: end)
+            if count < 0 {
+                index += Int(-count)
+            } else {
+                if count > 0 { _ = histogram.record(layout.value(at: index), count: UInt64(count)) }
+                index += 1
+            }
+        }
+        return histogram
+    }
+
+    private static func readBigEndian<T: FixedWidthInteger>(_: T.Type, _ bytes: [UInt8], at offset: Int) -> T {
+        var value: T = 0
+        for byte in bytes[offset..<(offset + MemoryLayout<T>.size)] { value = value << 8 | T(byte) }
+        return value
+    }
+
+    private static func readZigZag(_ bytes: [UInt8], at position: inout Int, end: Int) throws(Failure) -> Int64 {
+        var value: UInt64 = 0
+        for step in 0..<9 {
+            guard position < end else { throw Failure(description: "a count is cut short") }
+            let byte = bytes[position]
+            position += 1
+            if step == 8 {
+                value |= UInt64(byte) << 56
+                break
+            }
+            value |= UInt64(byte & 0x7f) << UInt64(7 * step)
+            if byte & 0x80 == 0 { break }
+        }
+        return Int64(bitPattern: (value >> 1) ^ (0 &- (value & 1)))
+    }
+
+    private static func inflate(_ compressed: [UInt8]) throws(Failure) -> [UInt8] {
+        // The payload's length is inside the payload: grow the buffer until it fits (counts arrays stay well
+        // under a megabyte: 3 digits up to an hour are ~30,000 counts).
+        var capacity = max(compressed.count * 8, 4096)
+        while capacity <= 64 << 20 {
+            var output = [UInt8](repeating: 0, count: capacity)
+            var produced = uLong(capacity)
+            let status = output.withUnsafeMutableBufferPointer { out in
+                compressed.withUnsafeBufferPointer { input in
+                    uncompress(out.baseAddress, &produced, input.baseAddress, uLong(input.count))
+                }
+            }
+            if status == Z_OK { return Array(output[..<Int(produced)]) }
+            guard status == Z_BUF_ERROR else { throw Failure(description: "zlib cannot inflate the histogram (\(status))") }
+            capacity *= 4
+        }
+        throw Failure(description: "the histogram inflates beyond 64 MiB")
+    }
+}
+
+extension HdrHistogramEncoding.CountsLayout {
+    /// The lowest value counted at `index`: the inverse of `index(of:)`.
+    func value(at index: Int) -> UInt64 {
+        var bucket = (index >> subBucketHalfCountMagnitude) - 1
+        var subBucket = (index & (subBucketHalfCount - 1)) + subBucketHalfCount
+        if bucket < 0 {
+            subBucket -= subBucketHalfCount
+            bucket = 0
+        }
+        return UInt64(subBucket) << UInt64(bucket)
+    }
+}
+
+/// One line of an HdrHistogram interval log: when it started (seconds after the log's start time), how long it
+/// lasted, and its latencies.
+struct HdrHistogramLogEntry {
+    var startSeconds: Double
+    var lengthSeconds: Double
+    var histogram: LatencyHistogram
+}
+
+/// Reads the interval logs `HdrHistogramLogWriter` writes.
+enum HdrHistogramLogReader {
+    /// The start time (seconds since 1970) and the entries, in order.
+    static func read(path: String) throws(HdrHistogramEncoding.Failure) -> (startTime: Double?, entries: [HdrHistogramLogEntry]) {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw HdrHistogramEncoding.Failure(description: "cannot read \(path.debugDescription)")
+        }
+        var startTime: Double?
+        var entries: [HdrHistogramLogEntry] = []
+        for (number, line) in String(decoding: data, as: UTF8.self).split(separator: "\n").enumerated() {
+            if line.hasPrefix("#[StartTime: ") {
+                startTime = Double(line.dropFirst("#[StartTime: ".count).prefix { $0 != " " })
+                continue
+            }
+            if line.hasPrefix("#") || line.hasPrefix("\"") || line.isEmpty { continue }
+            let fields = line.split(separator: ",", omittingEmptySubsequences: false)
+            guard fields.count == 4, let start = Double(fields[0]), let length = Double(fields[1]) else {
+                throw HdrHistogramEncoding.Failure(description: "\(path.debugDescription) line \(number + 1) is not an interval")
+            }
+            do {
+                entries.append(HdrHistogramLogEntry(startSeconds: start, lengthSeconds: length, histogram: try HdrHistogramEncoding.histogram(base64: fields[3])))
+            } catch {
+                throw HdrHistogramEncoding.Failure(description: "\(path.debugDescription) line \(number + 1): \(error.description)")
+            }
+        }
+        return (startTime, entries)
+    }
+}

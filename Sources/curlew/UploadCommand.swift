@@ -105,6 +105,8 @@ struct UploadCommand: AsyncParsableCommand {
     @Option(help: "Start at most this many files per second (to spare a server).")
     var rate: Double?
 
+    @OptionGroup(title: "Sharding") var sharding: ShardOptions
+
     @OptionGroup var shared: SharedOptions
 
     func validate() throws {
@@ -151,19 +153,29 @@ struct UploadCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        let (shard, runID) = try sharding.resolved()
+        if let outputDirectory = sharding.outputDirectory { try ShardOptions.prepare(directory: outputDirectory) }
         var listing = try UploadSource.list(source)
         let filter = UploadFilter(includes: include, excludes: exclude)
         let filteredOut = listing.items.count
         listing.items.removeAll { !filter.admits($0.relativePath) }
         let excludedCount = filteredOut - listing.items.count
+        // A shard sends the files whose path hashes to it; the others' shards send theirs.
+        let listedBeforeSharding = listing.items.count
+        if !shard.isWhole {
+            listing.items.removeAll { !shard.owns(relativePath: $0.relativePath) }
+            listing.problems.removeAll { !shard.owns(relativePath: $0.relativePath) }
+        }
+        // Each shard keeps a journal of its own: shards may run at once on one shared file system.
+        let journalPath = journal.map { shard.isWhole ? $0 : "\($0).\(shard.fileTag)" }
         if dryRun {
             // Nothing is opened or sent: not the journal for writing, not a connection.
-            let recorded = try journal.map { try UploadJournal.read(path: $0) }
+            let recorded = try journalPath.map { try UploadJournal.read(path: $0) }
             let pending = listing.items.filter { item in recorded?[item.relativePath] != UploadJournal.Entry(size: item.size, modifiedNanoseconds: item.modifiedNanoseconds) }
             printDryRun(pending, listing: listing, excluded: excludedCount)
             return
         }
-        let journal = try journal.map(UploadJournal.init(path:))
+        let journal = try journalPath.map(UploadJournal.init(path:))
         let pending = listing.items.filter { !(journal?.isDone($0) ?? false) }
         let skipped = listing.items.count - pending.count
 
@@ -222,6 +234,11 @@ struct UploadCommand: AsyncParsableCommand {
             if excludedCount > 0 { line += " (\(formatCount(excludedCount)) excluded by filters)" }
             if skipped > 0 { line += "; \(formatCount(skipped)) already in the journal, \(formatCount(pending.count)) to send" }
             print(line + "; \(concurrency) at a time")
+            if !shard.isWhole {
+                print("  shard \(shard)" + (runID.map { " of run \($0)" } ?? "")
+                    + ": \(formatCount(listing.items.count)) of the \(formatCount(listedBeforeSharding)) files (by path hash)"
+                    + (journalPath.map { ", journal \($0)" } ?? ""))
+            }
         }
 
         let runner = UploadRunner(client: client, plan: plan, items: pending, journal: journal, s3: s3)
@@ -240,6 +257,7 @@ struct UploadCommand: AsyncParsableCommand {
             await Self.reportProgress(runner, totalFiles: pending.count, totalBytes: totalBytes, every: shared.progressInterval.duration, to: progress)
         }
         let started = ContinuousClock.now
+        let startedAt = Date()
         let tally = await work.value
         let elapsed = ContinuousClock.now - started
         reporter.cancel()
@@ -263,9 +281,22 @@ struct UploadCommand: AsyncParsableCommand {
             interrupted: interrupts.wasInterrupted)
         summary.excluded = excludedCount
         summary.error = s3?.client.runProblem
+        summary.shard = shard.isWhole ? nil : shard
+        summary.runId = runID
+        summary.startedAt = startedAt.timeIntervalSince1970
         if let server {
             summary.embeddedServer = .init(requests: server.requestsServed, bytes: server.bytesReceived)
             try? await server.shutdown()
+        }
+        if let outputDirectory = sharding.outputDirectory {
+            var record = summary
+            record.run = UploadRunRecord(plan: UploadRunPlan(url: url ?? "(embedded server)", mode: mode.rawValue, shards: shard.count))
+            let path = ShardOptions.outputPath(directory: outputDirectory, kind: "upload", shard: shard, suffix: ".json")
+            do {
+                try Data((try jsonLine(record) + "\n").utf8).write(to: URL(fileURLWithPath: path))
+            } catch {
+                throw CommandFailure("cannot write --output-dir \(path.debugDescription): \(error.localizedDescription)")
+            }
         }
         if json {
             print(try jsonLine(summary))
@@ -340,8 +371,8 @@ struct UploadCommand: AsyncParsableCommand {
 }
 
 /// The upload result as printed, in text or JSON. Field names are part of the command's interface (README).
-struct UploadSummary: Encodable {
-    struct EmbeddedServer: Encodable {
+struct UploadSummary: Codable {
+    struct EmbeddedServer: Codable {
         var requests: Int
         var bytes: Int
     }
@@ -372,6 +403,15 @@ struct UploadSummary: Encodable {
     var embeddedServer: EmbeddedServer?
     /// What stopped the run (bad credentials, missing bucket, clock skew, wrong region), once.
     var error: String?
+    /// This process's part of a sharded run (nil for a whole run), the run's id, and when sending started
+    /// (seconds since 1970).
+    var shard: ShardAssignment?
+    var runId: String?
+    var startedAt: Double?
+    /// `curlew merge`: how many shards' results this summary adds up.
+    var shardsMerged: Int?
+    /// `--output-dir` files only: what `curlew merge` checks.
+    var run: UploadRunRecord?
 
     init(
         source: String, url: String, mode: UploadMode, concurrency: Int, listing: UploadListing, skipped: Int,
@@ -408,6 +448,8 @@ struct UploadSummary: Encodable {
         if excluded > 0 { outcome += ", \(formatCount(excluded)) excluded" }
         if notStarted > 0 { outcome += ", \(formatCount(notStarted)) not started" }
         if interrupted { outcome += ", interrupted" }
+        if let shardsMerged { row("shards", "\(shardsMerged) merged" + (runId.map { " (run \($0))" } ?? "")) }
+        if let shard { row("shard", "\(shard)" + (runId.map { " of run \($0)" } ?? "")) }
         row("files", "\(formatCount(files)): " + outcome)
         row("bytes", formatBytes(bytes))
         row("duration", String(format: "%.2f s", durationSeconds))

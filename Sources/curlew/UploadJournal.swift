@@ -10,6 +10,10 @@ import Musl
 /// An append-only record of files the server accepted (2xx), one line each:
 /// `done<TAB>size<TAB>mtime-ns<TAB>percent-encoded path<LF>`.
 ///
+/// A PUT to an http(s) target is announced first with `sending<TAB>size<TAB>mtime-ns<TAB>path`: a run killed while
+/// the file was in flight leaves the server holding it or not, and the next run asks the server (HEAD) before it
+/// sends such a file again, so a resumed run does not PUT a file twice.
+///
 /// Multipart uploads to S3 add three kinds of line, so a run killed at any moment resumes a file from its next
 /// missing part: `upload<TAB>size<TAB>mtime-ns<TAB>part size<TAB>upload ID<TAB>path` when the upload is created,
 /// `part<TAB>size<TAB>mtime-ns<TAB>upload ID<TAB>number<TAB>part length<TAB>ETag<TAB>base64 SHA-256<TAB>path` for
@@ -41,6 +45,8 @@ final class UploadJournal: Sendable {
     let entries: [String: Entry]
     /// Multipart uploads in progress, by relative path.
     let multipartUploads: [String: Multipart]
+    /// Files an earlier run started to PUT and has no `done` line for, by relative path.
+    let inFlight: [String: Entry]
     /// Lines that could not be read (a torn last line after a crash, or foreign text), skipped.
     let ignoredLines: Int
     private let descriptor: Int32
@@ -51,7 +57,9 @@ final class UploadJournal: Sendable {
     init(path: String) throws {
         self.path = path
         let existing = FileManager.default.contents(atPath: path).map { Array($0) } ?? []
-        (entries, multipartUploads, ignoredLines) = Self.parse(existing)
+        let parsed = Self.parse(existing)
+        (entries, multipartUploads, ignoredLines) = (parsed.entries, parsed.multipart, parsed.ignored)
+        inFlight = parsed.inFlight.filter { parsed.entries[$0.key] != $0.value }
 
         descriptor = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else {
@@ -72,8 +80,9 @@ final class UploadJournal: Sendable {
         syncTask.withLock { $0 = task }
     }
 
-    static func parse(_ bytes: [UInt8]) -> ([String: Entry], [String: Multipart], Int) {
+    static func parse(_ bytes: [UInt8]) -> (entries: [String: Entry], multipart: [String: Multipart], inFlight: [String: Entry], ignored: Int) {
         var entries: [String: Entry] = [:]
+        var inFlight: [String: Entry] = [:]
         var multipart: [String: Multipart] = [:]
         var ignored = 0
         var lines = bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
@@ -91,6 +100,10 @@ final class UploadJournal: Sendable {
             case ("done", 4):
                 guard let file = entry(), let path = decoded(3) else { break }
                 entries[path] = file
+                continue
+            case ("sending", 4):
+                guard let file = entry(), let path = decoded(3) else { break }
+                inFlight[path] = file
                 continue
             case ("upload", 6):
                 guard let file = entry(), let partSize = Int64(fields[3]), let id = decoded(4), let path = decoded(5) else { break }
@@ -113,7 +126,7 @@ final class UploadJournal: Sendable {
             }
             ignored += 1
         }
-        return (entries, multipart, ignored)
+        return (entries, multipart, inFlight, ignored)
     }
 
     /// A journal's records without opening it for writing (`--dry-run` changes nothing).
@@ -122,12 +135,22 @@ final class UploadJournal: Sendable {
             if FileManager.default.fileExists(atPath: path) { throw CommandFailure("cannot read --journal \(path.debugDescription)") }
             return [:]
         }
-        return parse(Array(data)).0
+        return parse(Array(data)).entries
     }
 
     /// Whether an earlier run sent this file as it is now.
     func isDone(_ item: UploadItem) -> Bool {
         entries[item.relativePath] == Entry(size: item.size, modifiedNanoseconds: item.modifiedNanoseconds)
+    }
+
+    /// Whether an earlier run was sending this file, as it is now, when it stopped: the server may hold it.
+    func wasInFlight(_ item: UploadItem) -> Bool {
+        inFlight[item.relativePath] == Entry(size: item.size, modifiedNanoseconds: item.modifiedNanoseconds)
+    }
+
+    /// Records that a PUT of the file starts.
+    func recordSending(_ item: UploadItem) {
+        appendRecord("sending\t\(item.size)\t\(item.modifiedNanoseconds)\t\(PathEncoding.encodePath(item.relativePath))\n")
     }
 
     /// Records a file the server accepted.

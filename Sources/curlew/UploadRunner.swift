@@ -99,7 +99,7 @@ final class SendBudget: Sendable {
     }
 }
 
-struct UploadFailure: Sendable, Encodable {
+struct UploadFailure: Sendable, Codable {
     let path: String
     let error: String
 }
@@ -225,6 +225,16 @@ final class UploadRunner: Sendable {
             let retryable: Bool
             // Only large plain files report progress: for small ones the per-file count is fine-grained enough, and
             // gzip changes what "bytes sent" means.
+            if attempt == 0, plan.mode == .put, let journal {
+                if journal.wasInFlight(item), await serverHolds(item) {
+                    // A run killed while this file was in flight; the server has it whole: not sent twice.
+                    journal.record(item)
+                    tally.alreadyThere += 1
+                    filesDone.add(1, ordering: .relaxed)
+                    return
+                }
+                journal.recordSending(item)
+            }
             let live = item.size >= Self.liveProgressThreshold && !plan.gzip ? LiveFileBytes(limit: item.size) : nil
             defer { if let live { bytesDone.subtract(live.settle(), ordering: .relaxed) } }
             do {
@@ -301,6 +311,16 @@ final class UploadRunner: Sendable {
     private func fail(_ item: UploadItem, _ reason: String, into tally: inout UploadTally) {
         tally.failures.append(UploadFailure(path: item.relativePath, error: reason))
         filesFailed.add(1, ordering: .relaxed)
+    }
+
+    /// Whether the server answers HEAD for the file's URL with a 2xx and the file's length, as WebDAV servers and
+    /// object stores do for a stored file. Compressed uploads never match (the server holds the gzip bytes), so
+    /// they are sent again.
+    private func serverHolds(_ item: UploadItem) async -> Bool {
+        guard !plan.gzip, var request = try? CurlewRequest(method: .head, url: plan.url(for: item)) else { return false }
+        for (name, value) in plan.headers where name.lowercased() == "authorization" { try? request.setHeader(name, value) }
+        guard let response = try? await client.execute(request), (200..<300).contains(response.status.code) else { return false }
+        return response.header("Content-Length").flatMap { Int64($0) } == item.size
     }
 
     private func makeRequest(for item: UploadItem) throws -> CurlewRequest {

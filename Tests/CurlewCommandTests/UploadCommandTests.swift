@@ -142,7 +142,9 @@ import Musl
         #expect(second.status == 0, "\(second.stdout)\n\(second.stderr)")
         let json = try second.json()
         #expect(json["skipped"] as? Int == completedBeforeKill.count)
-        #expect(json["uploaded"] as? Int == names.count - completedBeforeKill.count)
+        // Files in flight at the kill that the server holds whole are found with HEAD, not sent again.
+        let uploaded = try #require(json["uploaded"] as? Int), alreadyThere = try #require(json["alreadyThere"] as? Int)
+        #expect(uploaded + alreadyThere == names.count - completedBeforeKill.count)
 
         for name in names {
             let stored = target.storedPath(name)
@@ -155,9 +157,48 @@ import Musl
         for name in completedBeforeKill {
             #expect(puts[name] == 1, "\(name) was journaled before the kill but sent \(puts[name] ?? 0) times")
         }
-        // Only the transfers in flight at the kill (at most the concurrency) may have reached the server twice.
-        #expect(puts.values.reduce(0, +) <= names.count + 4)
+        // Not even the transfers in flight at the kill reached the server twice.
+        #expect(puts.values.allSatisfy { $0 == 1 }, "\(puts.filter { $0.value != 1 })")
         #expect(try Set(journaledPaths(journal)) == Set(names))
+    }
+
+    /// A file the journal says was in flight when a run died is looked up with HEAD first: the server that holds
+    /// it whole does not get it again; one that does not hold it (or holds another length) does.
+    @Test func filesInFlightAtACrashAreCheckedWithHeadBeforeTheyAreSentAgain() async throws {
+        let nginx = try await NginxServer.shared()
+        let target = DavTarget(nginx: nginx)
+        let tree = try SourceTree(prefix: "curlew-upload-in-flight")
+        let journal = tree.root + ".journal"
+        defer {
+            tree.remove()
+            target.remove()
+            try? FileManager.default.removeItem(atPath: journal)
+        }
+        var lines = "# curlew upload journal v1\n"
+        for name in ["stored whole.bin", "never arrived.bin", "stored cut short.bin"] {
+            let path = try tree.write(name, SourceTree.content(for: name, size: 5000))
+            var status = stat()
+            stat(path, &status)
+            let modified = Int64(status.st_mtim.tv_sec) * 1_000_000_000 + Int64(status.st_mtim.tv_nsec)
+            lines += "sending\t5000\t\(modified)\t\(name.replacingOccurrences(of: " ", with: "%20"))\n"
+        }
+        try lines.write(toFile: journal, atomically: true, encoding: .utf8)
+        // What the crashed run got to the server, written past curlew.
+        for (name, size) in [("stored whole.bin", 5000), ("stored cut short.bin", 4000)] {
+            let stored = target.storedPath(name)
+            try FileManager.default.createDirectory(atPath: (stored as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            try Data(SourceTree.content(for: name, size: 5000).prefix(size)).write(to: URL(fileURLWithPath: stored))
+        }
+
+        let output = try await CurlewBinary.run(["upload", tree.root, target.url, "--journal", journal, "--json"])
+        #expect(output.status == 0, "\(output.stdout)\n\(output.stderr)")
+        let json = try output.json()
+        #expect(json["alreadyThere"] as? Int == 1)
+        #expect(json["uploaded"] as? Int == 2)
+        try await waitUntil(timeout: .seconds(10), "nginx to log the two PUTs") { try target.acceptedPuts().count >= 2 }
+        #expect(try target.acceptedPuts() == ["never arrived.bin": 1, "stored cut short.bin": 1])
+        #expect(FileManager.default.contents(atPath: target.storedPath("stored cut short.bin"))?.count == 5000)
+        #expect(try Set(journaledPaths(journal)) == ["stored whole.bin", "never arrived.bin", "stored cut short.bin"])
     }
 
     @Test func interruptStopsStartingFilesAndLeavesAConsistentJournal() async throws {

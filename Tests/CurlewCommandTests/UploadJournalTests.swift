@@ -1,4 +1,5 @@
 import Testing
+import Foundation
 
 @testable import curlew
 
@@ -17,7 +18,7 @@ import Testing
         """
 
     @Test func partsOfTheCurrentUploadAreKeptAndATornLastLineIsIgnored() {
-        let (done, multipart, ignored) = UploadJournal.parse(Array(Self.journal.utf8))
+        let (done, multipart, _, ignored) = UploadJournal.parse(Array(Self.journal.utf8))
         #expect(done == ["small file.txt": UploadJournal.Entry(size: 10, modifiedNanoseconds: 111)])
         let big = multipart["big.bin"]
         #expect(big?.uploadID == "ID/1")
@@ -30,7 +31,23 @@ import Testing
 
     @Test func aPartOfAnotherVersionOfTheFileIsNotKept() {
         let text = "upload\t50\t222\t16\tID\tf\npart\t51\t999\tID\t1\t16\te\tc\tf\n"
-        let (_, multipart, _) = UploadJournal.parse(Array(text.utf8))
+        let (_, multipart, _, _) = UploadJournal.parse(Array(text.utf8))
         #expect(multipart["f"]?.parts.isEmpty == true)
+    }
+
+    @Test func aFileSentButNotAcknowledgedIsInFlightUntilItsDoneLine() throws {
+        let text = "sending\t10\t111\ta.txt\nsending\t20\t222\tb.txt\ndone\t20\t222\tb.txt\n"
+        let (done, _, inFlight, ignored) = UploadJournal.parse(Array(text.utf8))
+        #expect(done.keys.sorted() == ["b.txt"])
+        #expect(inFlight["a.txt"] == UploadJournal.Entry(size: 10, modifiedNanoseconds: 111))
+        #expect(ignored == 0)
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("journal-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("j").path
+        try Data(text.utf8).write(to: URL(fileURLWithPath: path))
+        let journal = try UploadJournal(path: path)
+        defer { journal.finish() }
+        #expect(journal.inFlight.keys.sorted() == ["a.txt"], "a done line settles an earlier sending line")
     }
 }

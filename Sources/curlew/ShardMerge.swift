@@ -1,0 +1,303 @@
+import Foundation
+
+/// What must be the same in every shard of one run, and the check that a set of shard results is one whole run.
+enum ShardSet {
+    /// One shard's result file, as far as the check needs it.
+    struct Member<Plan: Codable & Equatable> {
+        var path: String
+        var shard: ShardAssignment
+        var runId: String?
+        var plan: Plan
+    }
+
+    /// Throws, naming the files, unless the members are every shard of one run exactly once: the same run id, the
+    /// same plan (which includes the shard count), and each index from 0 to count − 1.
+    static func check<Plan>(_ members: [Member<Plan>]) throws(CommandFailure) {
+        guard let first = members.first else { throw CommandFailure("nothing to merge: no shard results found") }
+        let name = { (member: Member<Plan>) in (member.path as NSString).lastPathComponent }
+        for member in members.dropFirst() {
+            if member.runId != first.runId {
+                throw CommandFailure(
+                    "the inputs come from different runs: \(name(first)) is run \(first.runId ?? "(no id)"), "
+                        + "\(name(member)) is run \(member.runId ?? "(no id)")")
+            }
+            if member.plan != first.plan {
+                throw CommandFailure(
+                    "the inputs come from different runs: \(name(first)) and \(name(member)) differ in "
+                        + differences(first.plan, member.plan).joined(separator: ", "))
+            }
+        }
+        let count = first.shard.count
+        var seen: [Int: Member<Plan>] = [:]
+        for member in members {
+            // The plan holds the shard count, so every member has the same one here.
+            if let earlier = seen[member.shard.index] {
+                throw CommandFailure("shard \(member.shard) appears twice: \(name(earlier)) and \(name(member))")
+            }
+            seen[member.shard.index] = member
+        }
+        let missing = (0..<count).filter { seen[$0] == nil }
+        if !missing.isEmpty {
+            let list = missing.prefix(20).map { "\($0)/\(count)" }.joined(separator: ", ") + (missing.count > 20 ? ", …" : "")
+            throw CommandFailure(
+                "\(missing.count) of \(count) shards missing (\(list)): the merge of an incomplete run would not be "
+                    + "the run's result; re-run those shards or merge the ones of another run")
+        }
+    }
+
+    /// The top-level fields two plans differ in, with both values.
+    static func differences<Plan: Encodable>(_ left: Plan, _ right: Plan) -> [String] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        func fields(_ plan: Plan) -> [String: String] {
+            guard let data = try? encoder.encode(plan),
+                let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
+            else { return [:] }
+            return object.mapValues { value in
+                (try? JSONSerialization.data(withJSONObject: value, options: [.fragmentsAllowed, .sortedKeys]))
+                    .map { String(decoding: $0, as: UTF8.self) } ?? "\(value)"
+            }
+        }
+        let (a, b) = (fields(left), fields(right))
+        return Set(a.keys).union(b.keys).sorted().compactMap { key in
+            a[key] == b[key] ? nil : "\(key) (\(a[key] ?? "none") vs \(b[key] ?? "none"))"
+        }
+    }
+
+    /// The result files `curlew merge` was given: files as they are, directories searched (not recursively) for
+    /// `bench…json` and `upload…json`.
+    static func resultFiles(in paths: [String]) throws(CommandFailure) -> [String] {
+        var files: [String] = []
+        for path in paths {
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
+                throw CommandFailure("\(path.debugDescription) does not exist")
+            }
+            guard isDirectory.boolValue else {
+                files.append(path)
+                continue
+            }
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []
+            files += names.filter { name in
+                (name.hasPrefix("bench") || name.hasPrefix("upload")) && name.hasSuffix(".json") && !name.hasSuffix(".histogram.json")
+            }.sorted().map { (path as NSString).appendingPathComponent($0) }
+        }
+        return files
+    }
+}
+
+/// What `curlew bench --output-dir` writes beyond the summary, for `curlew merge`.
+struct BenchRunRecord: Codable, Sendable {
+    var plan: BenchRunPlan
+    var intervals: [BenchIntervalCounts]
+    /// File names, beside the summary.
+    var histogramFile: String
+    var hdrLogFile: String
+}
+
+/// The run as asked for, before it was divided: every shard of one run has the same.
+struct BenchRunPlan: Codable, Sendable, Equatable {
+    var target: String
+    var method: String
+    var requests: Int?
+    var durationSeconds: Double?
+    var rate: Double?
+    var stages: String?
+    var connections: Int?
+    var httpVersion: String
+    var targetsOrder: String
+    var seed: UInt64?
+    var intervalSeconds: Double
+    var startAt: Double?
+    var shards: Int
+}
+
+/// The counts of one interval (its latencies are the `--hdr-log` line of the same number).
+struct BenchIntervalCounts: Codable, Sendable {
+    var startSeconds: Double
+    var endSeconds: Double
+    var requests: Int
+    var failed: Int
+    var statusCodes: [String: Int]
+
+    init(_ interval: BenchInterval) {
+        startSeconds = interval.startSeconds
+        endSeconds = interval.endSeconds
+        requests = interval.requests
+        failed = interval.failed
+        statusCodes = Dictionary(uniqueKeysWithValues: interval.statusCounts.map { (String($0.key), $0.value) })
+    }
+}
+
+/// One shard's `--output-dir` results, loaded.
+struct BenchShardResult {
+    var path: String
+    var summary: BenchSummary
+    var record: BenchRunRecord
+    var histogram: LatencyHistogram
+    /// Seconds relative to the shard's start, as recorded.
+    var intervals: [BenchInterval]
+
+    static func load(path: String) throws(CommandFailure) -> BenchShardResult {
+        let directory = (path as NSString).deletingLastPathComponent
+        let summary: BenchSummary
+        do {
+            summary = try JSONDecoder().decode(BenchSummary.self, from: try Data(contentsOf: URL(fileURLWithPath: path)))
+        } catch {
+            throw CommandFailure("\(path.debugDescription) is not a curlew bench result: \(error)")
+        }
+        guard let record = summary.run else {
+            throw CommandFailure("\(path.debugDescription) is a summary without the run's record: write shard results with --output-dir")
+        }
+        let histogramPath = (directory as NSString).appendingPathComponent(record.histogramFile)
+        let histogram: LatencyHistogram
+        do {
+            histogram = try JSONDecoder().decode(LatencyHistogram.self, from: try Data(contentsOf: URL(fileURLWithPath: histogramPath)))
+        } catch {
+            throw CommandFailure("cannot read the histogram \(histogramPath.debugDescription): \(error)")
+        }
+        guard Int(histogram.totalCount) == summary.requests else {
+            throw CommandFailure("\(histogramPath.debugDescription) holds \(histogram.totalCount) latencies, its summary \(summary.requests) requests")
+        }
+        let logPath = (directory as NSString).appendingPathComponent(record.hdrLogFile)
+        let entries: [HdrHistogramLogEntry]
+        do {
+            entries = try HdrHistogramLogReader.read(path: logPath).entries
+        } catch {
+            throw CommandFailure("cannot read the interval log: \(error.description)")
+        }
+        guard entries.count == record.intervals.count,
+            zip(entries, record.intervals).allSatisfy({ Int($0.histogram.totalCount) == $1.requests })
+        else {
+            throw CommandFailure("\(logPath.debugDescription) does not match the intervals of \(path.debugDescription)")
+        }
+        var total = (requests: 0, failed: 0)
+        let intervals = zip(entries, record.intervals).map { entry, counts in
+            total.requests += counts.requests
+            total.failed += counts.failed
+            return BenchInterval(
+                startSeconds: counts.startSeconds, endSeconds: counts.endSeconds, histogram: entry.histogram, failed: counts.failed,
+                statusCounts: Dictionary(uniqueKeysWithValues: counts.statusCodes.compactMap { key, value in Int(key).map { ($0, value) } }),
+                totalRequests: total.requests, totalFailed: total.failed)
+        }
+        return BenchShardResult(path: path, summary: summary, record: record, histogram: histogram, intervals: intervals)
+    }
+
+    /// The counts of the summary and the histogram as a tally, to add up.
+    var tally: BenchTally {
+        var tally = BenchTally(targetCount: summary.targets?.count ?? 1)
+        tally.histogram = histogram
+        tally.succeeded = summary.succeeded
+        tally.failures = summary.failures
+        for (code, count) in summary.statusCodes {
+            if let code = Int(code), tally.statusCounts.indices.contains(code) { tally.statusCounts[code] += count }
+        }
+        tally.bytesSent = summary.bytesSent
+        tally.bytesReceived = summary.bytesReceived
+        tally.connectionsOpened = summary.connectionsOpened
+        tally.freshConnectionRetries = summary.freshConnectionRetries
+        if let targets = summary.targets, targets.count > 1 {
+            tally.targetRequests = targets.map(\.requests)
+            tally.targetFailures = targets.map(\.failed)
+        }
+        return tally
+    }
+}
+
+/// Shards' bench results added up into the result of the whole run: counts summed, percentiles from the sum of
+/// the histograms (HdrHistograms add exactly, bucket by bucket; averaging percentiles would not be exact), and
+/// intervals lined up on wall-clock time.
+struct BenchMerge {
+    var summary: BenchSummary
+    var intervals: [BenchInterval]
+    var histogram: LatencyHistogram
+    var plan: BenchRunPlan
+
+    init(_ shards: [BenchShardResult], thresholds extraThresholds: [BenchThreshold]) throws(CommandFailure) {
+        try ShardSet.check(shards.map { ShardSet.Member(path: $0.path, shard: $0.summary.shard ?? .whole, runId: $0.summary.runId, plan: $0.record.plan) })
+        let first = shards[0]
+        let plan = first.record.plan
+        var tally = BenchTally(targetCount: first.summary.targets?.count ?? 1)
+        for shard in shards { tally.add(shard.tally) }
+        // The run's window: from the first shard's start to the last one's end (with --start-at, one second).
+        let starts = shards.map { $0.summary.startedAt ?? 0 }
+        let runStart = starts.min() ?? 0
+        let runEnd = zip(shards, starts).map { $1 + $0.summary.durationSeconds }.max() ?? runStart
+        let result = BenchResult(tally: tally, elapsed: .nanoseconds(Int64(max(runEnd - runStart, 0) * 1e9)))
+
+        var summary = BenchSummary(
+            result: result, url: first.summary.url, method: first.summary.method,
+            connections: shards.reduce(0) { $0 + $1.summary.connections }, loops: shards.reduce(0) { $0 + $1.summary.loops },
+            latencyFromIntendedTime: first.summary.latencyFrom == "intended", rate: first.summary.rate,
+            targets: first.summary.targets?.map { ($0.method, $0.url) })
+        summary.stages = first.summary.stages
+        summary.runId = first.summary.runId
+        summary.startedAt = runStart
+        summary.startAt = plan.startAt
+        summary.shardsMerged = shards.count
+        summary.interrupted = shards.contains { $0.summary.interrupted }
+        // The shards' own thresholds, then the merge's, each once.
+        var texts: [String] = []
+        var thresholds: [BenchThreshold] = []
+        for threshold in shards.flatMap({ $0.summary.thresholds.compactMap { try? BenchThreshold(parsing: $0.threshold) } }) + extraThresholds
+        where !texts.contains(threshold.text) {
+            texts.append(threshold.text)
+            thresholds.append(threshold)
+        }
+        summary.thresholds = thresholds.map { $0.evaluate(BenchSummary.measurements(of: result)) }
+        summary.exitStatus = BenchExitStatus.of(
+            interrupted: summary.interrupted, requests: summary.requests, succeeded: summary.succeeded, thresholds: summary.thresholds)
+        self.summary = summary
+        self.histogram = tally.histogram
+        self.plan = plan
+        self.intervals = Self.alignedIntervals(shards, runStart: runStart, length: plan.intervalSeconds)
+    }
+
+    /// Interval `k` of the merge covers `[k, k + 1) × length` after the run's start; each shard interval goes to
+    /// the `k` its own start falls on, by wall-clock time.
+    static func alignedIntervals(_ shards: [BenchShardResult], runStart: Double, length: Double) -> [BenchInterval] {
+        var merged: [Int: BenchInterval] = [:]
+        for shard in shards {
+            let offset = (shard.summary.startedAt ?? runStart) - runStart
+            for interval in shard.intervals {
+                let slot = max(Int(((offset + interval.startSeconds) / length).rounded()), 0)
+                // The slot lasts as long as its longest member: shards' intervals of one slot run side by side.
+                let lasted = interval.endSeconds - interval.startSeconds
+                if var existing = merged[slot] {
+                    existing.histogram.add(interval.histogram)
+                    existing.failed += interval.failed
+                    existing.statusCounts.merge(interval.statusCounts, uniquingKeysWith: +)
+                    existing.endSeconds = max(existing.endSeconds, existing.startSeconds + lasted)
+                    merged[slot] = existing
+                } else {
+                    var copy = interval
+                    copy.startSeconds = Double(slot) * length
+                    copy.endSeconds = copy.startSeconds + lasted
+                    merged[slot] = copy
+                }
+            }
+        }
+        var total = (requests: 0, failed: 0)
+        return merged.keys.sorted().map { slot in
+            var interval = merged[slot]!
+            total.requests += interval.requests
+            total.failed += interval.failed
+            interval.totalRequests = total.requests
+            interval.totalFailed = total.failed
+            return interval
+        }
+    }
+}
+
+/// What `curlew upload --output-dir` writes beyond the summary.
+struct UploadRunRecord: Codable, Sendable {
+    var plan: UploadRunPlan
+}
+
+/// The upload as asked for: the same in every shard of one run. The source path is not part of it: on many
+/// machines the same data may sit under different paths.
+struct UploadRunPlan: Codable, Sendable, Equatable {
+    var url: String
+    var mode: String
+    var shards: Int
+}

@@ -1,0 +1,127 @@
+import CurlewTestSupport
+import Foundation
+import Testing
+
+/// Sharded runs against nginx, merged: the server's count is the run's, and the merge is exact.
+@Suite struct MergeCommandTests {
+    private static func scratch() throws -> String {
+        let directory = NSTemporaryDirectory() + "curlew-merge-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        return directory
+    }
+
+    /// Runs every shard of a run at once (as a scheduler would) and returns their outputs in shard order.
+    private static func runShards(_ count: Int, _ arguments: [String], timeout: Duration = .seconds(120)) async throws -> [CommandOutput] {
+        let commands = try (0..<count).map { index in try CurlewBinary.start(arguments + ["--shard", "\(index)/\(count)"]) }
+        var outputs: [CommandOutput] = []
+        for command in commands { outputs.append(try await command.finish(timeout: timeout)) }
+        return outputs
+    }
+
+    @Test func fourShardsSendExactlyTheRequestsAskedAndTheMergeIsExact() async throws {
+        let nginx = try await NginxServer.shared()
+        let marker = NginxHit.makeMarker()
+        let directory = try Self.scratch()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let start = String(Int(Date().timeIntervalSince1970) + 2)
+        let outputs = try await Self.runShards(4, [
+            "bench", nginx.httpBaseURL + marker + "x", "-n", "20003", "-c", "16", "--run-id", "merge-test", "--start-at", start,
+            "--output-dir", directory, "--interval", "250ms", "--no-progress", "--json",
+        ])
+        for output in outputs { #expect(output.status == 0, "\(output.stderr)") }
+        // The remainder of 20,003 / 4 goes to the first three shards.
+        #expect(try outputs.map { try $0.json()["requests"] as? Int } == [5001, 5001, 5001, 5000])
+        #expect(try outputs.map { try ($0.json()["shard"] as? [String: Int])?["index"] } == [0, 1, 2, 3])
+        let hits = try await NginxHit.read(nginx, marker: marker, atLeast: 20003)
+        #expect(hits.count == 20003, "nginx counts exactly the requests asked for")
+
+        let merged = try await CurlewBinary.run(["merge", directory, "--json", "--report", directory + "/merged.html"])
+        #expect(merged.status == 0, "\(merged.stderr)")
+        let json = try merged.json()
+        #expect(json["requests"] as? Int == 20003)
+        #expect(json["succeeded"] as? Int == 20003)
+        #expect(json["shardsMerged"] as? Int == 4)
+        #expect(json["runId"] as? String == "merge-test")
+        #expect((json["statusCodes"] as? [String: Int])?["200"] == 20003)
+
+        // Independently: HdrHistogram's Python implementation adds up every interval of every shard's log.
+        let reader = """
+            import glob, json, sys
+            from hdrh.histogram import HdrHistogram
+            from hdrh.log import HistogramLogReader
+            merged = HdrHistogram(1, 60000000, 3)
+            for path in sorted(glob.glob(sys.argv[1] + "/bench-shard-*.hlog")):
+                reader = HistogramLogReader(path, HdrHistogram(1, 60000000, 3))
+                while True:
+                    h = reader.get_next_interval_histogram()
+                    if h is None: break
+                    merged.add(h)
+            print(json.dumps({"total": merged.get_total_count(),
+                              "p50": merged.get_value_at_percentile(50), "p90": merged.get_value_at_percentile(90),
+                              "p99": merged.get_value_at_percentile(99), "p99_9": merged.get_value_at_percentile(99.9)}))
+            """
+        let independent = try await CurlewBinary.runProgram(["python3", "-c", reader, directory])
+        #expect(independent.status == 0, "\(independent.stderr)")
+        let python = try independent.json()
+        let latency = try #require(json["latencyMicroseconds"] as? [String: Double])
+        #expect(python["total"] as? Int == 20003)
+        for key in ["p50", "p90", "p99", "p99_9"] {
+            #expect(latency[key] == (python[key] as? NSNumber)?.doubleValue, "\(key): merge \(latency[key] ?? -1), hdrh \(python[key] ?? -1)")
+        }
+        // The report plots the merged intervals, one slot per 250 ms of the run.
+        let html = try String(contentsOfFile: directory + "/merged.html", encoding: .utf8)
+        #expect(html.contains("<svg") && html.contains("4 shards"))
+    }
+
+    @Test func aShardedRateSendsTheWholeSchedulesRequestsExactly() async throws {
+        let nginx = try await NginxServer.shared()
+        let marker = NginxHit.makeMarker()
+        let directory = try Self.scratch()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let start = String(Int(Date().timeIntervalSince1970) + 2)
+        // 300 requests/s for 2 s is 600 requests; three shards send every third of the schedule each.
+        let outputs = try await Self.runShards(3, [
+            "bench", nginx.httpBaseURL + marker + "r", "--rate", "300", "-d", "2s", "-c", "6", "--start-at", start,
+            "--run-id", "rate", "--output-dir", directory, "--no-progress", "--json",
+        ])
+        for output in outputs { #expect(output.status == 0, "\(output.stderr)") }
+        #expect(try outputs.map { try $0.json()["requests"] as? Int } == [200, 200, 200])
+        let hits = try await NginxHit.read(nginx, marker: marker, atLeast: 600)
+        #expect(hits.count == 600)
+        // The shards started together: every request arrived within the planned two seconds (and a margin).
+        let first = try #require(hits.map(\.time).min()), last = try #require(hits.map(\.time).max())
+        #expect(last - first < 2.5, "arrivals span \(last - first) s")
+        let merged = try await CurlewBinary.run(["merge", directory, "--json", "--threshold", "rps>250"])
+        #expect(merged.status == 0, "\(merged.stderr)")
+        #expect(try merged.json()["requests"] as? Int == 600)
+    }
+
+    @Test func theMergeRefusesAMissingShardAnotherRunAndFailsItsThresholds() async throws {
+        let nginx = try await NginxServer.shared()
+        let directory = try Self.scratch()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let url = nginx.httpBaseURL + NginxHit.makeMarker() + "m"
+        _ = try await Self.runShards(2, ["bench", url, "-n", "40", "-c", "2", "--run-id", "a", "--output-dir", directory, "--no-progress"])
+
+        let failing = try await CurlewBinary.run(["merge", directory, "--threshold", "p50<1us", "--json"])
+        #expect(failing.status == 99, "a threshold failed on the merge exits as bench does: \(failing.stderr)")
+        #expect(try failing.json()["requests"] as? Int == 40)
+
+        let missing = try await CurlewBinary.run(["merge", directory + "/bench-shard-0-of-2.json"])
+        #expect(missing.status == 1)
+        #expect(missing.stderr.contains("1 of 2 shards missing (1/2)"), "\(missing.stderr)")
+
+        let other = directory + "/other"
+        _ = try await CurlewBinary.run(["bench", url, "-n", "40", "-c", "2", "--run-id", "b", "--output-dir", other, "--shard", "1/2", "--no-progress"])
+        let mixed = try await CurlewBinary.run(["merge", directory + "/bench-shard-0-of-2.json", other + "/bench-shard-1-of-2.json"])
+        #expect(mixed.status == 1)
+        #expect(mixed.stderr.contains("different runs"), "\(mixed.stderr)")
+
+        let unsharded = try await CurlewBinary.run(["bench", url, "-n", "10", "-c", "2", "--no-progress", "--json"])
+        let summaryOnly = directory + "/bench-stdout.json"
+        try unsharded.stdout.split(separator: "\n").last.map(String.init)?.write(toFile: summaryOnly, atomically: true, encoding: .utf8)
+        let notAShard = try await CurlewBinary.run(["merge", summaryOnly])
+        #expect(notAShard.status == 1)
+        #expect(notAShard.stderr.contains("--output-dir"), "\(notAShard.stderr)")
+    }
+}
