@@ -174,20 +174,38 @@ public final class SlurmCluster: Sendable {
     /// Runs an ended job (or one task of an array) again under the same IDs: `SLURM_ARRAY_JOB_ID`, the task ID and
     /// `SLURM_ARRAY_TASK_COUNT` stay, `SLURM_RESTART_COUNT` goes up. A running one is killed first.
     ///
-    /// `scontrol requeue` holds a job back for the credential lifetime (`cred_expire`, 120 s); this lets it start
-    /// at once (`scontrol update StartTime=now`). Note that a job that depends on this one with `afterok` and was
-    /// marked `DependencyNeverSatisfied` when this one failed stays so; give it its dependency anew
-    /// (`scontrol update JobId=… Dependency=afterok:…`) or let it depend with `afterany`.
+    /// `scontrol requeue` holds a job back for the credential lifetime (`cred_expire`, 120 s): slurmd revoked the
+    /// job's credential when it killed the job, and refuses ("Job N already killed, do not launch batch job") a new
+    /// one that is not newer, in whole seconds, than that revocation. This waits until the old run is gone, then
+    /// for the next second, and lets the job start at once (`scontrol update StartTime=now`): under a second.
+    ///
+    /// A job that depends on this one with `afterok` and was marked `DependencyNeverSatisfied` when this one failed
+    /// stays so; give it its dependency anew (`scontrol update JobId=… Dependency=afterok:…`) or let it depend with
+    /// `afterany`.
     public func requeue(jobID: Int, arrayTask: Int? = nil, timeout: Duration = .seconds(30)) async throws {
         let target = arrayTask.map { "\(jobID)_\($0)" } ?? String(jobID)
         let clock = ContinuousClock()
         let deadline = clock.now.advanced(by: timeout)
-        // A task still COMPLETING (its processes are being reaped) cannot be requeued yet.
+        // A job still COMPLETING (its processes are being reaped) cannot be requeued yet.
         while true {
             let output = try await self.run(["scontrol", "requeue", target])
             if output.status == 0 { break }
             guard clock.now < deadline else { throw TestSupportError("scontrol requeue \(target) failed for \(timeout): \(output)") }
             try await Task.sleep(for: .milliseconds(100))
+        }
+        // PENDING (not COMPLETING or REQUEUED): slurmd has killed the old run, and revoked its credential before that.
+        var pendingSince = time(nil)
+        while true {
+            let output = try await self.run(["scontrol", "--oneliner", "show", "job", target])
+            if SlurmTask.parse(scontrolOneliner: output.stdout).first?.state == "PENDING" {
+                pendingSince = time(nil)
+                break
+            }
+            guard clock.now < deadline else { throw TestSupportError("job \(target) was not pending again within \(timeout): \(output)") }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        try await waitUntil(timeout: .seconds(2), pollInterval: .milliseconds(20), "the second after job \(target)'s credential was revoked") {
+            time(nil) > pendingSince
         }
         let update = try await self.run(["scontrol", "update", "JobId=\(target)", "StartTime=now"])
         guard update.status == 0 else { throw TestSupportError("scontrol update JobId=\(target) StartTime=now failed: \(update)") }
@@ -239,13 +257,16 @@ public final class SlurmCluster: Sendable {
     /// One line per task (state, reason, exit status) with the end of its output, for failure messages.
     public func describe(_ tasks: [SlurmTask]) -> String {
         guard !tasks.isEmpty else { return "(no job records)\n" + self.controller.stderrTail(maxBytes: 3000) }
-        return tasks.map { task in
+        let lines = tasks.map { task in
             guard let path = task.standardOutput, let data = FileManager.default.contents(atPath: path), !data.isEmpty else {
                 return "  \(task)"
             }
             let tail = String(decoding: data.suffix(1500), as: UTF8.self).replacingOccurrences(of: "\n", with: "\n    ")
             return "  \(task)\n    output (\(path)):\n    \(tail)"
         }.joined(separator: "\n")
+        // A task that failed before its script ran says why only in slurmd's log.
+        let failed = tasks.contains { $0.isFinished && $0.state != "COMPLETED" && $0.state != "CANCELLED" }
+        return failed ? lines + "\n" + self.node.stderrTail(maxBytes: 3000) : lines
     }
 
     // MARK: - Start-up
