@@ -3,7 +3,8 @@ SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 .DEFAULT_GOAL := demo
 
-APT_PACKAGES := libcurl4-openssl-dev zlib1g-dev nginx-light openssl curl chromium
+# slurm-wlm and munge: the one-node Slurm cluster the sharding tests submit job arrays to (Tests/CurlewTestSupport/SlurmCluster.swift).
+APT_PACKAGES := libcurl4-openssl-dev zlib1g-dev nginx-light openssl curl chromium slurm-wlm munge
 BENCH_APT_PACKAGES := wrk nghttp2-client time util-linux rclone
 # hypercorn: a second HTTP/2 server; hdrhistogram: the interval-log reader; moto's S3 server and boto3:
 # the S3 store and the independent verifier of `curlew upload s3://…` tests.
@@ -109,8 +110,8 @@ clean:
 	rm -rf .build Benchmarks/.build
 
 # Installs the Debian packages that are missing; `apt-get update` runs once, only when something is missing.
-# A temporary policy-rc.d keeps the nginx package from starting a system-wide server on port 80: the tests
-# and benchmarks start their own, on loopback ports of their own.
+# A temporary policy-rc.d keeps the nginx, munge and slurm packages from starting system-wide daemons (nginx on
+# port 80, munged, slurmctld, slurmd): the tests and benchmarks start their own, on loopback ports of their own.
 define apt_install
 	@missing=""; for package in $(1); do \
 		dpkg-query -W -f='$${Status}' $$package 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$package"; \

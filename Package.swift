@@ -217,6 +217,8 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+                // To read the Kubernetes manifests under deploy/ in their test.
+                .product(name: "Yams", package: "Yams"),
             ],
             swiftSettings: strictSettings
         ),

@@ -76,6 +76,18 @@ def stop_group(child):
     child.wait()
 
 
+def remove_directory(path):
+    """Removes path, again while something still writes into it: the other daemons of a server made of several
+    (slurmctld and slurmd beside munged, each under a supervisor of its own) stop at the same time as PROGRAM and
+    save their state as they go. Once the folders are gone, what they write fails instead."""
+    deadline = time.monotonic() + GRACE_SECONDS + 2
+    while True:
+        shutil.rmtree(path, ignore_errors=True)
+        if not os.path.lexists(path) or time.monotonic() >= deadline:
+            return
+        time.sleep(0.1)
+
+
 def main():
     listen, cleanup_dir, program = parse_arguments(sys.argv[1:])
     parent = os.getppid()
@@ -141,7 +153,7 @@ def main():
 
     stop_group(child)
     if cleanup_dir:
-        shutil.rmtree(cleanup_dir, ignore_errors=True)
+        remove_directory(cleanup_dir)
 
 
 if __name__ == "__main__":
