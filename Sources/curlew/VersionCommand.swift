@@ -4,7 +4,7 @@ import CLibCurl
 /// Versions of the command and of the libcurl it runs on.
 enum CurlewVersion {
     /// The command's version; `curlew --version` prints it.
-    static let curlew = "0.13.0"
+    static let curlew = "0.15.0"
 
     /// libcurl's own version string, from the library loaded at run time (not the headers built against). The
     /// struct version is spelled out: `CURLVERSION_NOW` is a C macro Swift does not import (7.88 defines it as
