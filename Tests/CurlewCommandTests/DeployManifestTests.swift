@@ -239,6 +239,8 @@ import Yams
         let cluster = try await SlurmCluster.shared()
         let run = try StubRun(cluster, "upload-launcher", [
             "SOURCE": "/data/photos", "DEST": "http://127.0.0.1:9/dav/photos/", "CONCURRENCY": "3", "SHARDS": "4",
+            // Passed on word by word and not globbed: the job's folder holds curlew-stub, which curlew-* would match.
+            "EXTRA_ARGS": "--include curlew-*  --rate 5",
         ])
         let (array, merge, _) = try await Self.launch("upload.sbatch", run, on: cluster)
         let shards = try await cluster.waitForJob(array, timeout: .seconds(60))
@@ -253,7 +255,7 @@ import Yams
             // One JOURNAL for the run: curlew makes it JOURNAL.shard-I-of-N in each shard.
             #expect(arguments == [
                 "upload", "/data/photos", "http://127.0.0.1:9/dav/photos/", "--concurrency", "3",
-                "--journal", outputDirectory + "/upload.journal", "--output-dir", outputDirectory,
+                "--journal", outputDirectory + "/upload.journal", "--output-dir", outputDirectory, "--include", "curlew-*", "--rate", "5",
             ])
         }
         #expect(try run.call("merge-none").arguments == ["merge", outputDirectory, "--json"])
