@@ -196,7 +196,15 @@ import Yams
 
     /// `bash deploy/slurm/…` as documented; returns the array's and the merge's job IDs from what it printed.
     static func launch(_ script: String, _ run: StubRun, on cluster: SlurmCluster) async throws -> (array: Int, merge: Int, printed: String) {
-        let output = try await cluster.run(["bash", path("deploy/slurm/" + script)], environment: run.environment, workingDirectory: run.folder)
+        try await launch(script, environment: run.environment, in: run.folder, on: cluster)
+    }
+
+    /// `bash deploy/slurm/SCRIPT` run from `folder` with `environment` (the settings the script reads); returns the
+    /// array's and the merge's job IDs from the line it printed ("array job N … merge job M").
+    static func launch(
+        _ script: String, environment: [String: String], in folder: String, on cluster: SlurmCluster
+    ) async throws -> (array: Int, merge: Int, printed: String) {
+        let output = try await cluster.run(["bash", path("deploy/slurm/" + script)], environment: environment, workingDirectory: folder)
         #expect(output.status == 0, "\(output)")
         let words = output.stdout.split(whereSeparator: { $0 == " " || $0 == "\n" || $0 == "," })
         let array = words.firstIndex(of: "array").flatMap { Int(words[$0 + 2]) }
