@@ -196,7 +196,15 @@ import Yams
 
     /// `bash deploy/slurm/…` as documented; returns the array's and the merge's job IDs from what it printed.
     static func launch(_ script: String, _ run: StubRun, on cluster: SlurmCluster) async throws -> (array: Int, merge: Int, printed: String) {
-        let output = try await cluster.run(["bash", path("deploy/slurm/" + script)], environment: run.environment, workingDirectory: run.folder)
+        try await launch(script, environment: run.environment, in: run.folder, on: cluster)
+    }
+
+    /// `bash deploy/slurm/SCRIPT` run from `folder` with `environment` (the settings the script reads); returns the
+    /// array's and the merge's job IDs from the line it printed ("array job N … merge job M").
+    static func launch(
+        _ script: String, environment: [String: String], in folder: String, on cluster: SlurmCluster
+    ) async throws -> (array: Int, merge: Int, printed: String) {
+        let output = try await cluster.run(["bash", path("deploy/slurm/" + script)], environment: environment, workingDirectory: folder)
         #expect(output.status == 0, "\(output)")
         let words = output.stdout.split(whereSeparator: { $0 == " " || $0 == "\n" || $0 == "," })
         let array = words.firstIndex(of: "array").flatMap { Int(words[$0 + 2]) }
@@ -239,6 +247,8 @@ import Yams
         let cluster = try await SlurmCluster.shared()
         let run = try StubRun(cluster, "upload-launcher", [
             "SOURCE": "/data/photos", "DEST": "http://127.0.0.1:9/dav/photos/", "CONCURRENCY": "3", "SHARDS": "4",
+            // Passed on word by word and not globbed: the job's folder holds curlew-stub, which curlew-* would match.
+            "EXTRA_ARGS": "--include curlew-*  --rate 5",
         ])
         let (array, merge, _) = try await Self.launch("upload.sbatch", run, on: cluster)
         let shards = try await cluster.waitForJob(array, timeout: .seconds(60))
@@ -253,7 +263,7 @@ import Yams
             // One JOURNAL for the run: curlew makes it JOURNAL.shard-I-of-N in each shard.
             #expect(arguments == [
                 "upload", "/data/photos", "http://127.0.0.1:9/dav/photos/", "--concurrency", "3",
-                "--journal", outputDirectory + "/upload.journal", "--output-dir", outputDirectory,
+                "--journal", outputDirectory + "/upload.journal", "--output-dir", outputDirectory, "--include", "curlew-*", "--rate", "5",
             ])
         }
         #expect(try run.call("merge-none").arguments == ["merge", outputDirectory, "--json"])

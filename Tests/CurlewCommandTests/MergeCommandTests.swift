@@ -45,28 +45,11 @@ import Testing
         #expect((json["statusCodes"] as? [String: Int])?["200"] == 20003)
 
         // Independently: HdrHistogram's Python implementation adds up every interval of every shard's log.
-        let reader = """
-            import glob, json, sys
-            from hdrh.histogram import HdrHistogram
-            from hdrh.log import HistogramLogReader
-            merged = HdrHistogram(1, 60000000, 3)
-            for path in sorted(glob.glob(sys.argv[1] + "/bench-shard-*.hlog")):
-                reader = HistogramLogReader(path, HdrHistogram(1, 60000000, 3))
-                while True:
-                    h = reader.get_next_interval_histogram()
-                    if h is None: break
-                    merged.add(h)
-            print(json.dumps({"total": merged.get_total_count(),
-                              "p50": merged.get_value_at_percentile(50), "p90": merged.get_value_at_percentile(90),
-                              "p99": merged.get_value_at_percentile(99), "p99_9": merged.get_value_at_percentile(99.9)}))
-            """
-        let independent = try await CurlewBinary.runProgram(["python3", "-c", reader, directory])
-        #expect(independent.status == 0, "\(independent.stderr)")
-        let python = try independent.json()
+        let python = try await HdrhReference.summingShardLogs(in: directory)
         let latency = try #require(json["latencyMicroseconds"] as? [String: Double])
-        #expect(python["total"] as? Int == 20003)
-        for key in ["p50", "p90", "p99", "p99_9"] {
-            #expect(latency[key] == (python[key] as? NSNumber)?.doubleValue, "\(key): merge \(latency[key] ?? -1), hdrh \(python[key] ?? -1)")
+        #expect(python.total == 20003)
+        for key in HdrhReference.keys {
+            #expect(latency[key] == python.percentiles[key], "\(key): merge \(latency[key] ?? -1), hdrh \(python.percentiles[key] ?? -1)")
         }
         // The report plots the merged intervals, one slot per 250 ms of the run.
         let html = try String(contentsOfFile: directory + "/merged.html", encoding: .utf8)

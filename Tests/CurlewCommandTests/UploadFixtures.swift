@@ -69,6 +69,18 @@ struct DavTarget {
         return counts
     }
 
+    /// Every request of `method` to this target's folder in nginx's access log, in order: its status and the
+    /// decoded relative path.
+    func loggedRequests(method: String) -> [(status: Int, path: String)] {
+        let log = (try? String(contentsOfFile: nginx.davAccessLogPath, encoding: .utf8)) ?? ""
+        let prefix = "/dav/\(folder)/"
+        return log.split(separator: "\n").compactMap { line in
+            let fields = line.split(separator: " ", maxSplits: 2)
+            guard fields.count == 3, fields[0] == method, let status = Int(fields[1]), fields[2].hasPrefix(prefix) else { return nil }
+            return (status, String(fields[2].dropFirst(prefix.count)).removingPercentEncoding ?? "?")
+        }
+    }
+
     func remove() {
         try? FileManager.default.removeItem(atPath: nginx.scratchDirectory + "/\(folder)")
     }
@@ -85,6 +97,18 @@ enum FileDigest {
         }
         return hasher.finalize()
     }
+}
+
+/// The files a journal says were being sent (a `sending` line) and were never recorded as done: a run killed with
+/// PUTs in flight leaves these.
+func inFlightPaths(_ journalPath: String) throws -> Set<String> {
+    let text = try String(contentsOfFile: journalPath, encoding: .utf8)
+    var sending: Set<String> = []
+    for line in text.split(separator: "\n", omittingEmptySubsequences: false).dropLast() where line.hasPrefix("sending\t") {
+        let fields = line.split(separator: "\t")
+        if fields.count == 4, let path = String(fields[3]).removingPercentEncoding { sending.insert(path) }
+    }
+    return sending.subtracting(try journaledPaths(journalPath))
 }
 
 /// The done lines of a journal, decoded.

@@ -162,12 +162,17 @@ public final class SlurmCluster: Sendable {
         }
     }
 
-    /// `scancel [--signal=SIGNAL] JOB[_TASK]`: the whole job, or one task of an array. Without a signal the job
-    /// ends `CANCELLED` (SIGTERM, then SIGKILL after `KillWait`, 5 s); with one, the job's processes get it and the
-    /// job ends as they do.
-    public func cancel(jobID: Int, arrayTask: Int? = nil, signal: String? = nil) async throws {
+    /// `scancel [--signal=SIGNAL] [--batch] JOB[_TASK]`: the whole job, or one task of an array. Without a signal the
+    /// job ends `CANCELLED` (SIGTERM, then SIGKILL after `KillWait`, 5 s); with one, the job's processes get it and
+    /// the job ends as they do.
+    ///
+    /// `signal: "KILL"` alone is no `kill -9`: slurmctld takes it as a plain cancel, so the processes get SIGTERM
+    /// first and the job ends `CANCELLED` with exit `0:15`. With `batchStep: true` (`--batch`) slurmd sends the
+    /// signal itself to the batch script's process (the program a script `exec`s): SIGKILL then kills it as the
+    /// OOM killer would, and the job ends `FAILED` with exit `0:9`.
+    public func cancel(jobID: Int, arrayTask: Int? = nil, signal: String? = nil, batchStep: Bool = false) async throws {
         let target = arrayTask.map { "\(jobID)_\($0)" } ?? String(jobID)
-        let output = try await self.run(["scancel"] + (signal.map { ["--signal=\($0)"] } ?? []) + [target])
+        let output = try await self.run(["scancel"] + (signal.map { ["--signal=\($0)"] } ?? []) + (batchStep ? ["--batch"] : []) + [target])
         guard output.status == 0 else { throw TestSupportError("scancel \(target) failed: \(output)") }
     }
 
