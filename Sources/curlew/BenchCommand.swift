@@ -23,7 +23,8 @@ struct BenchCommand: AsyncParsableCommand {
             Exit status: 0 when the run finished and every threshold passed; 1 when the command could not do its \
             work (unreadable or unwritable file); 64 for bad arguments (nothing was sent); 98 when requests were \
             sent and not one succeeded, whatever the thresholds say; 99 when a --threshold failed; 130 when \
-            interrupted with Ctrl-C (the summary covers what finished; thresholds are printed but not conclusive).
+            interrupted with Ctrl-C or SIGTERM (a scheduler stopping the job): the summary and --output-dir files \
+            cover what finished; thresholds are printed but not conclusive.
             """
     )
 

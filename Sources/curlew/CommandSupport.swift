@@ -116,31 +116,40 @@ func writeStandardError(_ text: String) {
     }
 }
 
-/// Counts Ctrl-C presses. The handler is a Dispatch signal source, so it runs as ordinary code on a queue
-/// (not in a signal handler) and can do anything.
+/// Counts interrupts: Ctrl-C presses, and SIGTERM, which schedulers send to stop a job (Slurm on `scancel`, a time
+/// limit or pre-emption; Kubernetes when it deletes a pod, before SIGKILL after the grace period). Either one is an
+/// interrupt: work in flight finishes and the summary (and a shard's `--output-dir` files) are still written. The
+/// handlers are Dispatch signal sources, so they run as ordinary code on a queue (not in a signal handler) and can
+/// do anything.
 final class InterruptMonitor: Sendable {
-    private let presses = Atomic<Int>(0)
-    // DispatchSourceSignal is not Sendable; it is only touched at creation and in `stop()`.
-    nonisolated(unsafe) private let source: any DispatchSourceSignal
+    private static let signals = [SIGINT, SIGTERM]
+    /// A class of its own, so the signal handlers can share it before `self` is complete.
+    private final class Count: Sendable {
+        let value = Atomic<Int>(0)
+    }
+    private let presses = Count()
+    // DispatchSourceSignal is not Sendable; the sources are only touched at creation and in `stop()`.
+    nonisolated(unsafe) private let sources: [any DispatchSourceSignal]
 
-    /// - Parameter onInterrupt: called with the press count (1, 2, …) for each Ctrl-C.
+    /// - Parameter onInterrupt: called with the interrupt count (1, 2, …) for each Ctrl-C or SIGTERM.
     init(onInterrupt: @escaping @Sendable (Int) -> Void) {
-        signal(SIGINT, SIG_IGN)
-        let source = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
-        self.source = source
-        source.setEventHandler { [weak self] in
-            guard let self else { return }
-            let count = self.presses.add(1, ordering: .relaxed).newValue
-            onInterrupt(count)
+        let presses = self.presses
+        sources = Self.signals.map { number in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler {
+                onInterrupt(presses.value.add(1, ordering: .relaxed).newValue)
+            }
+            source.resume()
+            return source
         }
-        source.resume()
     }
 
-    var wasInterrupted: Bool { presses.load(ordering: .relaxed) > 0 }
+    var wasInterrupted: Bool { presses.value.load(ordering: .relaxed) > 0 }
 
     func stop() {
-        source.cancel()
-        signal(SIGINT, SIG_DFL)
+        for source in sources { source.cancel() }
+        for number in Self.signals { signal(number, SIG_DFL) }
     }
 }
 

@@ -16,8 +16,8 @@ struct UploadCommand: AsyncParsableCommand {
             --mode multipart POSTs a form to URL with the file as part `file` and its relative path as field `path`.
             Without a URL, an embedded loopback server receives the files (and checksums and discards them).
             With --journal, every file the server accepted (2xx) is recorded; running again with the same
-            journal skips those and sends the rest. Ctrl-C stops starting new files and lets the ones in flight
-            finish; a second Ctrl-C cancels them.
+            journal skips those and sends the rest. Ctrl-C (or SIGTERM, as schedulers send) stops starting new
+            files and lets the ones in flight finish; a second one cancels them.
             Exit status: 0 when every file was sent, 1 when some failed (listed), 130 when interrupted.
 
             s3://BUCKET/PREFIX uploads to Amazon S3 or any S3-compatible store (--endpoint), each request signed
@@ -248,7 +248,7 @@ struct UploadCommand: AsyncParsableCommand {
             if presses == 1 {
                 runner.requestStop()
                 progress.finish()
-                writeStandardError("interrupted: finishing the files in flight (Ctrl-C again to cancel them)\n")
+                writeStandardError("interrupted: finishing the files in flight (interrupt again to cancel them)\n")
             } else {
                 work.cancel()
             }

@@ -182,6 +182,28 @@ extension BenchCommandTests {
 }
 
 extension BenchCommandTests {
+    /// Slurm (scancel, a time limit) and Kubernetes (pod deletion) stop a job with SIGTERM: the shard ends like
+    /// after Ctrl-C and still writes its results, so the merge can say what was done.
+    @Test func sigtermStopsTheRunAndStillWritesTheShardsResults() async throws {
+        let directory = NSTemporaryDirectory() + "curlew-sigterm-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try await withLoopbackServer { server in
+            let command = try CurlewBinary.start([
+                "bench", server.baseURL + "/small", "-d", "60s", "--rate", "200", "-c", "4", "--progress-interval", "100ms",
+                "--shard", "1/2", "--output-dir", directory, "--json",
+            ])
+            try await waitUntil(timeout: .seconds(20), "a progress line") { command.currentStderr.contains("progress: ") }
+            command.signal(SIGTERM)
+            let output = try await command.finish(timeout: .seconds(20))
+            #expect(output.status == 130)
+            #expect(try output.json()["interrupted"] as? Bool == true)
+            let written = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: directory + "/bench-shard-1-of-2.json"))) as? [String: Any]
+            #expect(written?["interrupted"] as? Bool == true)
+            #expect(written?["requests"] as? Int == server.requestsServed)
+            #expect(FileManager.default.fileExists(atPath: directory + "/bench-shard-1-of-2.hlog"))
+        }
+    }
+
     @Test func ctrlCStopsTheRunPrintsTheSummaryAndExits130() async throws {
         try await withLoopbackServer { server in
             let command = try CurlewBinary.start([
