@@ -156,16 +156,18 @@ struct UploadCommand: AsyncParsableCommand {
         let (shard, runID) = try sharding.resolved()
         if let outputDirectory = sharding.outputDirectory { try ShardOptions.prepare(directory: outputDirectory) }
         var listing = try UploadSource.list(source)
-        let filter = UploadFilter(includes: include, excludes: exclude)
-        let filteredOut = listing.items.count
-        listing.items.removeAll { !filter.admits($0.relativePath) }
-        let excludedCount = filteredOut - listing.items.count
-        // A shard sends the files whose path hashes to it; the others' shards send theirs.
+        // A shard sends the files whose path hashes to it; the others' shards send theirs. Sharding comes before the
+        // filters, so each shard counts only its own files as excluded and the merge's sum is the run's.
         let listedBeforeSharding = listing.items.count
         if !shard.isWhole {
             listing.items.removeAll { !shard.owns(relativePath: $0.relativePath) }
             listing.problems.removeAll { !shard.owns(relativePath: $0.relativePath) }
         }
+        let ownedByShard = listing.items.count
+        let filter = UploadFilter(includes: include, excludes: exclude)
+        let filteredOut = listing.items.count
+        listing.items.removeAll { !filter.admits($0.relativePath) }
+        let excludedCount = filteredOut - listing.items.count
         // Each shard keeps a journal of its own: shards may run at once on one shared file system.
         let journalPath = journal.map { shard.isWhole ? $0 : "\($0).\(shard.fileTag)" }
         if dryRun {
@@ -236,7 +238,7 @@ struct UploadCommand: AsyncParsableCommand {
             print(line + "; \(concurrency) at a time")
             if !shard.isWhole {
                 print("  shard \(shard)" + (runID.map { " of run \($0)" } ?? "")
-                    + ": \(formatCount(listing.items.count)) of the \(formatCount(listedBeforeSharding)) files (by path hash)"
+                    + ": \(formatCount(ownedByShard)) of the \(formatCount(listedBeforeSharding)) files (by path hash)"
                     + (journalPath.map { ", journal \($0)" } ?? ""))
             }
         }

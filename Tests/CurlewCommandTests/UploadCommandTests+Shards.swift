@@ -77,5 +77,31 @@ extension UploadCommandTests {
     }
 }
 
+extension UploadCommandTests {
+    /// Filters apply within each shard, so the merge's counts are the run's: excluded files counted once.
+    @Test func shardsCountTheirOwnExcludedFilesAndTheMergeAddsUpToTheRun() async throws {
+        let tree = try SourceTree(prefix: "curlew-upload-shard-filters")
+        let results = tree.root + ".results"
+        defer {
+            tree.remove()
+            try? FileManager.default.removeItem(atPath: results)
+        }
+        for index in 0..<40 { try tree.write("f\(index)" + (index % 4 == 0 ? ".skip" : ".bin"), [UInt8(index)]) }
+        for index in 0..<2 {
+            let output = try await CurlewBinary.run([
+                "upload", tree.root, "--shard", "\(index)/2", "--exclude", "*.skip", "--output-dir", results, "--no-progress",
+            ])
+            #expect(output.status == 0, "\(output.stderr)")
+        }
+        let merged = try await CurlewBinary.run(["merge", results, "--json"])
+        #expect(merged.status == 0, "\(merged.stderr)")
+        let json = try merged.json()
+        #expect(json["excluded"] as? Int == 10)
+        #expect(json["uploaded"] as? Int == 30)
+        #expect(json["files"] as? Int == 30)
+        #expect(json["shardsMerged"] as? Int == 2)
+    }
+}
+
 /// A size per name, so files differ in length as well as content.
 private func extraSize(_ name: String) -> Int { name.utf8.reduce(0) { $0 + Int($1) } % 1024 }
