@@ -22,6 +22,8 @@ SCENARIOS = {
     "s1-c64": ("S1", "GET /small, HTTP/1.1 keep-alive, c = 64, client pinned", "n_c64"),
     "s1-c64-unpinned": ("S1", "GET /small, HTTP/1.1 keep-alive, c = 64, client unpinned (both cores; Curlew with --loops 2)", "n_c64"),
     "s2-h2-c64": ("S2", "GET /small, HTTP/2 over TLS multiplexed on one connection, c = 64 streams, client pinned", "n_h2"),
+    "s2-h2-hypercorn-c64": ("S2", "GET /small, HTTP/2 over TLS against hypercorn (PyPI, one process, its defaults: a GOAWAY "
+                            "after 1,000 requests per connection), c = 64 streams, client pinned", "n_h2_hypercorn"),
     "s3-json-c16": ("S3", "GET /json (gzip) decoded into a Decodable model, c = 16, client pinned; "
                     "curlew-engine here is the engine with the same JSONDecoder", "n_c16"),
     "s10-openapi-c16": ("S10", "GET /small through a swift-openapi-runtime ClientTransport (`send`, body collected), "
@@ -448,9 +450,15 @@ def main():
                    "| req/s ÷ raw | CPU/req ÷ raw | req/s ÷ curlew | CPU/req ÷ curlew | conns | runs | other CPU % |")
         out.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         names = [c for c in CLIENT_ORDER if c in clients] + [c for c in clients if c not in CLIENT_ORDER]
+        # Variants of the engine from other commits (BENCH_CURLEW_VARIANTS) right below curlew-engine.
+        variants = [c for c in names if c.startswith("curlew-at-")]
+        names = [c for c in names if c not in variants]
+        if variants:
+            index = names.index("curlew-engine") + 1 if "curlew-engine" in names else len(names)
+            names[index:index] = variants
         for client in names:
             runs = clients[client]
-            label = CLIENT_LABEL.get(client, client)
+            label = CLIENT_LABEL.get(client, client if not client.startswith("curlew-at-") else f"{client} (executor, BENCH_CURLEW_VARIANTS)")
             if client in summaries:
                 s = summaries[client]
                 cells = [

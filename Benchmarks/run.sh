@@ -11,6 +11,7 @@
 #   BENCH_N_C16            requests for S1 at c=16       (default 120000, quick 10000)
 #   BENCH_N_C64            requests for S1 at c=64       (default 120000, quick 10000)
 #   BENCH_N_H2             requests for S2 (HTTP/2, c=64) (default 100000, quick 10000)
+#   BENCH_N_H2_HYPERCORN   requests for S2 against hypercorn (default 20000, quick 3000)
 #   BENCH_WRK_SECONDS      duration of each wrk run      (default 3, quick 1)
 #   BENCH_TIMEOUT          seconds before one client run is killed and reported failed (default 120)
 #   BENCH_UPLOAD_REPS      repetitions of the upload scenarios S4-S6 (default 5, quick 1)
@@ -23,14 +24,19 @@
 #   BENCH_UPLOAD_VERIFY    1 (default, 0 in quick runs): once per run, PUT the S4 file and the S6 gzip body with
 #                          bench-curlew-upload into nginx's WebDAV folder and compare them byte for byte
 #   BENCH_SCENARIOS        space-separated subset of: s1-c1 s1-c16 s1-c64 s1-c64-unpinned s2-h2-c64
-#                          s3-json-c16 s10-openapi-c16 s4-upload s5-multipart s6-gzip
+#                          s2-h2-hypercorn-c64 s3-json-c16 s10-openapi-c16 s4-upload s5-multipart s6-gzip
+#                          (s2-h2-hypercorn-c64, S2 against hypercorn from PyPI with its defaults: a GOAWAY after
+#                          1,000 requests per connection; only when named, it needs `pip install hypercorn`)
+#   BENCH_CURLEW_VARIANTS  other bench-curlew binaries, e.g. built from other commits, as "NAME=PATH NAME2=PATH2":
+#                          client curlew-at-NAME runs PATH with curlew-engine's arguments right after it, so an A/B
+#                          of two commits runs in one sitting (S1, S2)
 #   BENCH_CLIENTS          space-separated subset of the client ids below
 #   BENCH_SKIP_BUILD=1     use the binaries already built
 #   BENCH_CLIENT_CPU       CPU the pinned client runs on (default 1); nginx's worker uses NGINX_CPU (default 0)
 #   BENCH_WAIT_QUIET       before each run, wait up to this many seconds for the machine to go idle
 #                          (other processes under 20% of a CPU for 1 s); default 0 = don't wait
 #
-# Clients: raw-libcurl curlew-engine curlew-engine-plain curlew-dispatch async-http-client urlsession
+# Clients: raw-libcurl curlew-engine curlew-at-NAME curlew-engine-plain curlew-dispatch async-http-client urlsession
 # plus the ceilings wrk (S1) and h2load (S2); for the uploads also curl's command line (curl-T, curl-F,
 # gzip-curl, gzip-curl-T; see uploads/cli_upload.sh) and zlib (deflate alone, no network, S6).
 #
@@ -78,6 +84,7 @@ if [ "$QUICK" = "1" ]; then
     N_C16=${BENCH_N_C16:-10000}
     N_C64=${BENCH_N_C64:-10000}
     N_H2=${BENCH_N_H2:-10000}
+    N_H2_HYPERCORN=${BENCH_N_H2_HYPERCORN:-3000}
     WRK_SECONDS=${BENCH_WRK_SECONDS:-1}
     UPLOAD_REPS=${BENCH_UPLOAD_REPS:-1}
     UPLOAD_BYTES=${BENCH_UPLOAD_BYTES:-134217728}
@@ -88,6 +95,7 @@ else
     N_C16=${BENCH_N_C16:-120000}
     N_C64=${BENCH_N_C64:-120000}
     N_H2=${BENCH_N_H2:-100000}
+    N_H2_HYPERCORN=${BENCH_N_H2_HYPERCORN:-20000}
     WRK_SECONDS=${BENCH_WRK_SECONDS:-3}
     UPLOAD_REPS=${BENCH_UPLOAD_REPS:-5}
     UPLOAD_BYTES=${BENCH_UPLOAD_BYTES:-1073741824}
@@ -101,7 +109,9 @@ WAIT_QUIET=${BENCH_WAIT_QUIET:-0}
 CLIENT_CPU=${BENCH_CLIENT_CPU:-1}
 export NGINX_CPU=${NGINX_CPU:-0}
 SCENARIOS=${BENCH_SCENARIOS:-"s1-c1 s1-c16 s1-c64 s1-c64-unpinned s2-h2-c64 s3-json-c16 s10-openapi-c16 s4-upload s5-multipart s6-gzip"}
-CLIENTS=${BENCH_CLIENTS:-"raw-libcurl curlew-engine curlew-route curlew-engine-plain curlew-dispatch async-http-client urlsession wrk h2load curl-T curl-F gzip-curl gzip-curl-T zlib curlew-openapi ahc-openapi"}
+CURLEW_VARIANT_CLIENTS=""
+for variant in ${BENCH_CURLEW_VARIANTS:-}; do CURLEW_VARIANT_CLIENTS="$CURLEW_VARIANT_CLIENTS curlew-at-${variant%%=*}"; done
+CLIENTS=${BENCH_CLIENTS:-"raw-libcurl curlew-engine$CURLEW_VARIANT_CLIENTS curlew-route curlew-engine-plain curlew-dispatch async-http-client urlsession wrk h2load curl-T curl-F gzip-curl gzip-curl-T zlib curlew-openapi ahc-openapi"}
 
 STAMP=$(date -u +%Y%m%dT%H%M%SZ)
 RESULTS_DIR=$BENCH_DIR/results
@@ -165,11 +175,37 @@ mkdir -p "$NGINX_DIR"
 "$BENCH_DIR/nginx/nginx.sh" start "$NGINX_DIR" >&2
 cleanup() {
     "$BENCH_DIR/nginx/nginx.sh" stop "$NGINX_DIR" || true
+    if [ -n "${HYPERCORN_PID:-}" ]; then kill "$HYPERCORN_PID" 2>/dev/null || true; fi
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 # shellcheck disable=SC1091
 . "$NGINX_DIR/env"
+
+# hypercorn (PyPI) for s2-h2-hypercorn-c64 only: one process on nginx's CPU, HTTP/2 over TLS with nginx's certificate,
+# every setting at hypercorn's default (a GOAWAY after 1,000 requests per connection, 5 s idle close, no access log).
+# The app answers every path with a short text body (Tests/servers/hypercorn_app.py, the tests' own).
+HYPERCORN_PID="" HYPERCORN_WORKERS=""
+case " $SCENARIOS " in
+    *" s2-h2-hypercorn-c64 "*)
+        HYPERCORN_PORT=${BENCH_HYPERCORN_PORT:-18543}
+        while ss -Hltn "sport = :$HYPERCORN_PORT" 2>/dev/null | grep -q .; do HYPERCORN_PORT=$((HYPERCORN_PORT + 1)); done
+        taskset -c "$NGINX_CPU" python3 -m hypercorn --workers 1 --bind "127.0.0.1:$HYPERCORN_PORT" \
+            --certfile "$NGINX_DIR/server.pem" --keyfile "$NGINX_DIR/server.key" \
+            "$ROOT_DIR/Tests/servers/hypercorn_app.py:app" </dev/null >"$RAW_DIR/hypercorn.log" 2>&1 &
+        HYPERCORN_PID=$!
+        HYPERCORN_URL=https://127.0.0.1:$HYPERCORN_PORT
+        for _ in $(seq 1 100); do
+            curl -s -o /dev/null --cacert "$CA_FILE" "$HYPERCORN_URL/small" && break
+            kill -0 "$HYPERCORN_PID" 2>/dev/null || break
+            sleep 0.1
+        done
+        curl -s -o /dev/null --cacert "$CA_FILE" "$HYPERCORN_URL/small" \
+            || { log "hypercorn did not start (pip install hypercorn?): $(tail -3 "$RAW_DIR/hypercorn.log")"; exit 1; }
+        # hypercorn serves from a worker process of its own, also on NGINX_CPU.
+        HYPERCORN_WORKERS=$(pgrep -P "$HYPERCORN_PID" | tr '\n' ' ')
+        log "hypercorn $(python3 -m pip show hypercorn 2>/dev/null | awk '/^Version/{print $2}') PID $HYPERCORN_PID at $HYPERCORN_URL" ;;
+esac
 
 # ---------------------------------------------------------------------------------------------
 # Runs
@@ -186,7 +222,7 @@ machine_busy_ticks() {
 }
 nginx_ticks() {
     local pid total=0 ticks
-    for pid in $NGINX_PID $NGINX_WORKERS; do
+    for pid in $NGINX_PID $NGINX_WORKERS $HYPERCORN_PID $HYPERCORN_WORKERS; do
         ticks=$(awk '{print $14 + $15}' "/proc/$pid/stat" 2>/dev/null || echo 0)
         total=$((total + ticks))
     done
@@ -231,8 +267,11 @@ run_one() {
     read -r accepted1 served1 < <(nginx_counters)
     local status=ran
     if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then status=timeout; fi
+    local connections=$((accepted1 - accepted0 - 1)) served=$((served1 - served0 - 1))
+    # nginx's counters say nothing about a run against hypercorn.
+    case "$scenario" in *hypercorn*) connections="" served="" ;; esac
     printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$scenario" "$client" "$rep" "$status" "" "$prefix" "$rc" "$load" \
-        "$((busy1 - busy0))" "$((nginx1 - nginx0))" "$((accepted1 - accepted0 - 1))" "$((served1 - served0 - 1))" \
+        "$((busy1 - busy0))" "$((nginx1 - nginx0))" "$connections" "$served" \
         "${pin_cmd[*]}${pin_cmd:+ }$*" >>"$MANIFEST"
     log "  $scenario $client rep $rep: exit $rc $(head -c 200 "$prefix.out" | tr '\n' ' ')"
 }
@@ -396,6 +435,8 @@ run_scenario() {
         s1-c64-unpinned) url=$BASE_URL/small; concurrency=64; requests=$N_C64; pin=unpinned; loops=2 ;;
         s2-h2-c64) url=$TLS_BASE_URL/small; concurrency=64; requests=$N_H2; pin=pinned; loops=1
             http2=--http2; cafile=$CA_FILE ;;
+        s2-h2-hypercorn-c64) url=$HYPERCORN_URL/small; concurrency=64; requests=$N_H2_HYPERCORN; pin=pinned; loops=1
+            http2=--http2; cafile=$CA_FILE ;;
         *) echo "run.sh: unknown scenario $id" >&2; exit 2 ;;
     esac
     local -a common=(--url "$url" --concurrency "$concurrency" --requests "$requests")
@@ -414,6 +455,16 @@ run_scenario() {
                     skip_one "$id" "$client" "$rep" "bench-curlew did not build (CurlewEngine); see raw/$STAMP/build.log"
                 else
                     run_one "$id" "$client" "$rep" "$pin" "" "$SWIFT_BIN/bench-curlew" --mode "$mode" --loops "$loops" "${common[@]}"
+                fi ;;
+            curlew-at-*)
+                local variant binary=""
+                for variant in ${BENCH_CURLEW_VARIANTS:-}; do
+                    [ "curlew-at-${variant%%=*}" = "$client" ] && binary=${variant#*=}
+                done
+                if [ ! -x "$binary" ]; then
+                    skip_one "$id" "$client" "$rep" "no binary for $client in BENCH_CURLEW_VARIANTS"
+                else
+                    run_one "$id" "$client" "$rep" "$pin" "" "$binary" --mode executor --loops "$loops" "${common[@]}"
                 fi ;;
             curlew-route)
                 if [ "$CURLEW_BUILD" != ok ]; then
@@ -528,6 +579,9 @@ done
     echo "n_c16=$N_C16"
     echo "n_c64=$N_C64"
     echo "n_h2=$N_H2"
+    echo "n_h2_hypercorn=$N_H2_HYPERCORN"
+    echo "hypercorn=$( [ -n "$HYPERCORN_PID" ] && python3 -m pip show hypercorn 2>/dev/null | awk '/^Version/{print $2}')"
+    echo "curlew_variants=${BENCH_CURLEW_VARIANTS:-}"
     echo "wrk_seconds=$WRK_SECONDS"
     echo "client_cpu=$CLIENT_CPU"
     echo "clk_tck=$CLK_TCK"

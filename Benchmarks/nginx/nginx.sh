@@ -24,7 +24,8 @@
 # The same locations on HTTPS_PORT with `ssl http2`, certificate signed by DIR/ca.pem.
 #
 # Environment: NGINX_HTTP_PORT (default 18080), NGINX_HTTPS_PORT (18443), NGINX_CPU (0),
-# NGINX_BIN (/usr/sbin/nginx).
+# NGINX_BIN (/usr/sbin/nginx), NGINX_ACCESS_LOG (a path: log every request there as
+# '$msec $request_time $status $server_port $request_uri $connection', for arrivals per second; default off).
 set -euo pipefail
 
 NGINX_BIN=${NGINX_BIN:-/usr/sbin/nginx}
@@ -91,6 +92,8 @@ write_config() {
     if [ "$(id -u)" -eq 0 ]; then
         user_line="user root;"
     fi
+    local access_line="access_log off;"
+    if [ -n "${NGINX_ACCESS_LOG:-}" ]; then access_line="access_log $NGINX_ACCESS_LOG timed buffer=256k flush=1s;"; fi
     # A 100-byte body for /small.
     local small
     small=$(printf 'curlew-bench-small-%081d' 0)
@@ -150,8 +153,9 @@ http {
         text/plain txt;
     }
     default_type application/octet-stream;
-    access_log off;
+    log_format timed '\$msec \$request_time \$status \$server_port \$request_uri \$connection';
     log_format upload '\$request_method \$status request_length=\$request_length content_length=\$content_length request_time=\$request_time';
+    $access_line
     sendfile on;
     tcp_nodelay on;
     keepalive_requests 10000000;
