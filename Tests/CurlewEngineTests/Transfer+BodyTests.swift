@@ -87,12 +87,13 @@ struct TransferBodyTests {
             try await withClient(loop) { client in
                 var request = try CurlewRequest(
                     method: .put, url: "\(server.baseURL)/fault/never-answer", body: .file(.path(file.path)))
-                request.expectContinue = .enabled(timeout: .milliseconds(1500))
-                request.timeouts = .init(total: .seconds(10))
+                // The window is the 100-continue wait: wide enough that the change lands in it on a loaded machine.
+                request.expectContinue = .enabled(timeout: .seconds(4))
+                request.timeouts = .init(total: .seconds(40))
                 async let outcome = curlewErrorCode { _ = try await client.execute(request) }
                 // On a thread of its own, so the change lands inside the window however busy the suite is.
                 try await onDedicatedThread {
-                    try await waitUntil(timeout: .seconds(5)) { server.requestsServed >= 1 }
+                    try await waitUntil(timeout: .seconds(30)) { server.requestsServed >= 1 }
                     switch change {
                     case "shrink": #expect(truncate(file.path, 1000) == 0)
                     case "grow": try file.append(Array(repeating: 7, count: 10))
