@@ -43,7 +43,8 @@ demo: deps-system
 test: deps check-warnings readme-check
 	# File-descriptor accounting is process-wide, so that suite runs in a process of its own.
 	$(SWIFT) test --skip-build --skip FileDescriptorTests --skip MemoryTests --skip BenchStagesCommandTests \
-		--skip UploadBandwidthLimitTests --skip TracingBootstrapTests --skip SlurmShardedRunTests
+		--skip UploadBandwidthLimitTests --skip TracingBootstrapTests --skip SlurmShardedRunTests --skip SlurmClusterTests \
+		--skip DeployManifestTests --skip NamespaceHostsTests
 	$(SWIFT) test --skip-build --filter FileDescriptorTests
 	# Bootstrapping the tracing system is process-wide and once only: that suite runs in a process of its own.
 	$(SWIFT) test --skip-build --filter TracingBootstrapTests
@@ -53,9 +54,10 @@ test: deps check-warnings readme-check
 	$(SWIFT) test --skip-build --filter MemoryTests
 	# A measured send rate needs the CPU the rest of the suite would take: that test runs on its own too.
 	$(SWIFT) test --skip-build --filter UploadBandwidthLimitTests
-	# Sharded runs under Slurm (200,000 requests, 10,000 files; shards that must start in the same second): a process of
-	# their own, about a minute, with a Slurm cluster and an nginx of its own.
-	$(SWIFT) test --skip-build --filter SlurmShardedRunTests
+	# Slurm and network namespaces: the cluster's daemons and sharded runs (200,000 requests, 10,000 files; shards that
+	# must start in the same second) in a process of their own, about a minute and a half, so their load does not
+	# land on the timing-sensitive tests of the main run.
+	$(SWIFT) test --skip-build --filter 'SlurmShardedRunTests|SlurmClusterTests|DeployManifestTests|NamespaceHostsTests'
 
 ## test-large: the S3 upload proofs at full size (minutes, GiBs of disk): a 1 GiB multipart upload killed with
 ## kill -9 at 10 points and resumed without resending a part, and a 6 GiB object (over S3's 5 GiB single-PUT limit)
