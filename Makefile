@@ -60,7 +60,8 @@ test: deps check-warnings readme-check
 	$(SWIFT) test --skip-build --filter 'SlurmShardedRunTests|SlurmClusterTests|DeployManifestTests|NamespaceHostsTests'
 
 ## test-large: the S3 upload proofs at full size (minutes, GiBs of disk): a 1 GiB multipart upload killed with
-## kill -9 at 10 points and resumed without resending a part, and a 6 GiB object (over S3's 5 GiB single-PUT limit)
+## kill -9 at 10 points and resumed without resending a part, and a 6 GiB object (over S3's 5 GiB single-PUT limit;
+## moto joins its parts in memory, ~13 GB of RSS, see docs/design/0014-s3-uploads.md)
 test-large: deps check-warnings
 	CURLEW_RESUME_TEST_MIB=1024 CURLEW_RESUME_TEST_KILLS=10 CURLEW_LARGE_OBJECT_TEST_GIB=6 \
 		$(SWIFT) test --skip-build --filter 'UploadS3UploaderTests/(resumesAMultipartUploadAfterKill9|uploadsAnObjectOverFiveGiB)'
