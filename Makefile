@@ -5,7 +5,7 @@ SHELL := /bin/bash
 
 # slurm-wlm and munge: the one-node Slurm cluster the sharding tests submit job arrays to (Tests/CurlewTestSupport/SlurmCluster.swift).
 APT_PACKAGES := libcurl4-openssl-dev zlib1g-dev nginx-light openssl curl chromium slurm-wlm munge
-BENCH_APT_PACKAGES := wrk nghttp2-client time util-linux rclone
+BENCH_APT_PACKAGES := wrk nghttp2-client time util-linux rclone libnginx-mod-http-dav-ext
 # hypercorn: a second HTTP/2 server; hdrhistogram: the interval-log reader; moto's S3 server and boto3:
 # the S3 store and the independent verifier of `curlew upload s3://…` tests.
 PIP_PACKAGES := httpbin gunicorn brotlicffi hypercorn hdrhistogram 'moto[server]' boto3

@@ -92,6 +92,13 @@ write_config() {
     if [ "$(id -u)" -eq 0 ]; then
         user_line="user root;"
     fi
+    # Debian's libnginx-mod-http-dav-ext (a bench dependency) adds PROPFIND, which rclone's WebDAV backend lists
+    # folders with (S7); nginx-light alone answers it with 405.
+    local dav_module_line="" dav_ext_line=""
+    if [ -f /usr/lib/nginx/modules/ngx_http_dav_ext_module.so ]; then
+        dav_module_line="load_module /usr/lib/nginx/modules/ngx_http_dav_ext_module.so;"
+        dav_ext_line="dav_ext_methods PROPFIND OPTIONS;"
+    fi
     local access_line="access_log off;"
     if [ -n "${NGINX_ACCESS_LOG:-}" ]; then access_line="access_log $NGINX_ACCESS_LOG timed buffer=256k flush=1s;"; fi
     # A 100-byte body for /small.
@@ -128,6 +135,7 @@ write_config() {
             client_max_body_size 0;
             client_body_temp_path $body_temp/dav;
             dav_methods PUT DELETE MKCOL;
+            $dav_ext_line
             create_full_put_path on;
         }
 EOF
@@ -135,6 +143,7 @@ EOF
 
     cat >"$dir/nginx.conf" <<EOF
 $user_line
+$dav_module_line
 worker_processes 1;
 worker_cpu_affinity $mask;
 # S8-scale holds 4,000 client connections, each also a descriptor of the worker's.
