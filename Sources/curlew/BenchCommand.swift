@@ -303,7 +303,10 @@ struct BenchCommand: AsyncParsableCommand {
         if !json {
             print("curlew bench \(target)")
             print("  \(describe(plan: plan, loops: client.executors.count))")
-            if !shard.isWhole { print("  shard \(shard)" + (runID.map { " of run \($0)" } ?? "") + ": every \(ordinal(shard.count)) request of the run, from number \(shard.index)") }
+            if !shard.isWhole {
+                print("  shard \(shard)" + (runID.map { " of run \($0)" } ?? "")
+                    + ": the run's requests \(shard.index), \(shard.index + shard.count), \(shard.index + 2 * shard.count), …")
+            }
         }
         if let startAt { try await waitUntil(startAt) }
 
@@ -519,13 +522,6 @@ struct BenchCommand: AsyncParsableCommand {
         try await Task.sleep(for: .nanoseconds(Int64(wait * 1e9)))
     }
 
-    private func ordinal(_ number: Int) -> String {
-        switch number {
-        case 2: "2nd"
-        case 3: "3rd"
-        default: "\(number)th"
-        }
-    }
 }
 
 /// `--start-at`: an absolute wall-clock time, in ISO 8601 or seconds since 1970.

@@ -142,8 +142,9 @@ struct BenchSummary: Codable {
         let latency = latencyMicroseconds
         var lines: [String] = []
         func row(_ label: String, _ value: String) { lines.append(label.padding(toLength: 14, withPad: " ", startingAt: 0) + value) }
-        if let shardsMerged { row("shards", "\(shardsMerged) merged" + (runId.map { " (run \($0))" } ?? "")) }
-        if let shard { row("shard", "\(shard)" + (runId.map { " of run \($0)" } ?? "")) }
+        if let placement = ShardAssignment.summaryRow(shard: shard, runId: runId, shardsMerged: shardsMerged) {
+            row(placement.label, placement.value)
+        }
         row("requests", "\(formatCount(requests)) (\(formatCount(succeeded)) succeeded, \(formatCount(failed)) failed)\(interrupted ? ", interrupted" : "")")
         row("duration", String(format: "%.2f s", durationSeconds))
         row("requests/s", formatCount(Int(requestsPerSecond.rounded())))

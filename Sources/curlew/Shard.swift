@@ -102,6 +102,14 @@ struct ShardAssignment: Sendable, Equatable, Codable, CustomStringConvertible {
 
     var isWhole: Bool { count == 1 }
 
+    /// The summary row that places a result in a sharded run: this process's shard, or how many shards a merge
+    /// adds up; nil for an unsharded run. bench and upload print the same row.
+    static func summaryRow(shard: ShardAssignment?, runId: String?, shardsMerged: Int?) -> (label: String, value: String)? {
+        if let shardsMerged { return ("shards", "\(shardsMerged) merged" + (runId.map { " (run \($0))" } ?? "")) }
+        if let shard { return ("shard", "\(shard)" + (runId.map { " of run \($0)" } ?? "")) }
+        return nil
+    }
+
     /// `shard-2-of-4`: names of per-shard files.
     var fileTag: String { "shard-\(index)-of-\(count)" }
 

@@ -450,8 +450,9 @@ struct UploadSummary: Codable {
         if excluded > 0 { outcome += ", \(formatCount(excluded)) excluded" }
         if notStarted > 0 { outcome += ", \(formatCount(notStarted)) not started" }
         if interrupted { outcome += ", interrupted" }
-        if let shardsMerged { row("shards", "\(shardsMerged) merged" + (runId.map { " (run \($0))" } ?? "")) }
-        if let shard { row("shard", "\(shard)" + (runId.map { " of run \($0)" } ?? "")) }
+        if let placement = ShardAssignment.summaryRow(shard: shard, runId: runId, shardsMerged: shardsMerged) {
+            row(placement.label, placement.value)
+        }
         row("files", "\(formatCount(files)): " + outcome)
         row("bytes", formatBytes(bytes))
         row("duration", String(format: "%.2f s", durationSeconds))

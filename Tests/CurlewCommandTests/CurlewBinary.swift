@@ -72,32 +72,10 @@ struct CurlewBinary {
     }
 
     private static func spawn(_ argv: [String], stdoutPath: String, stderrPath: String, environment extra: [String: String] = [:]) throws -> pid_t {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, stdoutPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        posix_spawn_file_actions_addopen(&actions, 2, stderrPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        // The test process holds servers' sockets that are not close-on-exec; the child must not keep them open.
-        try closeInheritedDescriptors(&actions)
-        var attributes = posix_spawnattr_t()
-        initializeWithDefaultSignals(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-
         let environment = ProcessInfo.processInfo.environment
             .filter { !["http_proxy", "https_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"].contains($0.key) }
             .merging(extra) { $1 }
-            .map { "\($0.key)=\($0.value)" }
-        let cArguments = argv.map { strdup($0) } + [nil]
-        let cEnvironment = environment.map { strdup($0) } + [nil]
-        defer {
-            cArguments.forEach { free($0) }
-            cEnvironment.forEach { free($0) }
-        }
-        var pid: pid_t = 0
-        let status = posix_spawnp(&pid, argv[0], &actions, &attributes, cArguments, cEnvironment)
-        guard status == 0 else { throw TestSupportError("cannot start \(argv[0]): \(String(cString: strerror(status)))") }
-        return pid
+        return try spawnWithOutputFiles(argv, environment: environment, stdoutPath: stdoutPath, stderrPath: stderrPath)
     }
 }
 
@@ -145,10 +123,8 @@ final class RunningCommand: Sendable {
             _ = waitpid(pid, &rawStatus, 0)
             throw TestSupportError("curlew did not exit within \(timeout); stderr:\n\(currentStderr)")
         }
-        let terminatingSignal = rawStatus & 0x7f
-        let status = terminatingSignal == 0 ? (rawStatus >> 8) & 0xff : 128 + terminatingSignal
         let output = CommandOutput(
-            status: status,
+            status: shellExitStatus(fromWaitStatus: rawStatus),
             stdout: (try? String(contentsOfFile: stdoutPath, encoding: .utf8)) ?? "",
             stderr: currentStderr)
         try? FileManager.default.removeItem(atPath: directory)

@@ -580,7 +580,12 @@ enum SlurmClient {
         }
         // `env -C` rather than posix_spawn_file_actions_addchdir_np, which Swift's Glibc module does not import.
         let argv = (workingDirectory.map { ["env", "-C", $0] } ?? []) + arguments
-        let pid = try self.spawn(argv, environment: environment, stdoutPath: base + ".out", stderrPath: base + ".err")
+        let pid: pid_t
+        do {
+            pid = try spawnWithOutputFiles(argv, environment: environment, stdoutPath: base + ".out", stderrPath: base + ".err")
+        } catch {
+            throw TestSupportError("\(error) (Slurm's clients: `apt-get install slurm-wlm`)")
+        }
         var raw: Int32 = 0
         var timedOut = false
         do {
@@ -592,38 +597,12 @@ enum SlurmClient {
             while waitpid(pid, &raw, 0) < 0 && errno == EINTR {}
             timedOut = true
         }
-        let signal = raw & 0x7f
         return SlurmCommandOutput(
             arguments: arguments,
-            status: signal == 0 ? (raw >> 8) & 0xff : 128 + signal,
+            status: shellExitStatus(fromWaitStatus: raw),
             stdout: (try? String(contentsOfFile: base + ".out", encoding: .utf8)) ?? "",
             stderr: (try? String(contentsOfFile: base + ".err", encoding: .utf8)) ?? "",
             timedOut: timedOut)
-    }
-
-    private static func spawn(_ argv: [String], environment: [String: String], stdoutPath: String, stderrPath: String) throws -> pid_t {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, stdoutPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        posix_spawn_file_actions_addopen(&actions, 2, stderrPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        try closeInheritedDescriptors(&actions)
-        var attributes = posix_spawnattr_t()
-        initializeWithDefaultSignals(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        let cArguments = argv.map { strdup($0) } + [nil]
-        let cEnvironment = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer {
-            cArguments.forEach { free($0) }
-            cEnvironment.forEach { free($0) }
-        }
-        var pid: pid_t = 0
-        let status = posix_spawnp(&pid, argv[0], &actions, &attributes, cArguments, cEnvironment)
-        guard status == 0 else {
-            throw TestSupportError("cannot start \(argv[0]): \(String(cString: strerror(status))) (Slurm's clients: `apt-get install slurm-wlm`)")
-        }
-        return pid
     }
 }
 

@@ -362,3 +362,38 @@ public func initializeWithDefaultSignals(_ attributes: inout posix_spawnattr_t) 
     posix_spawnattr_setsigdefault(&attributes, &defaults)
     posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
 }
+
+/// Starts `argv` (`argv[0]` looked up on PATH) with stdin from /dev/null, stdout and stderr into the given files,
+/// default signal handling and none of the test process's descriptors: how the tests run the `curlew` binary and
+/// the command-line tools they drive (Slurm's clients).
+public func spawnWithOutputFiles(
+    _ argv: [String], environment: [String: String], stdoutPath: String, stderrPath: String
+) throws -> pid_t {
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+    posix_spawn_file_actions_addopen(&actions, 1, stdoutPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+    posix_spawn_file_actions_addopen(&actions, 2, stderrPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+    // The test process holds servers' sockets that are not close-on-exec; the child must not keep them open.
+    try closeInheritedDescriptors(&actions)
+    var attributes = posix_spawnattr_t()
+    initializeWithDefaultSignals(&attributes)
+    defer { posix_spawnattr_destroy(&attributes) }
+    let cArguments = argv.map { strdup($0) } + [nil]
+    let cEnvironment = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+    defer {
+        cArguments.forEach { free($0) }
+        cEnvironment.forEach { free($0) }
+    }
+    var pid: pid_t = 0
+    let status = posix_spawnp(&pid, argv[0], &actions, &attributes, cArguments, cEnvironment)
+    guard status == 0 else { throw TestSupportError("cannot start \(argv[0]): \(String(cString: strerror(status)))") }
+    return pid
+}
+
+/// A `waitpid` status as shells report it: the exit status, or 128 + the signal that ended the process.
+public func shellExitStatus(fromWaitStatus raw: Int32) -> Int32 {
+    let signal = raw & 0x7f
+    return signal == 0 ? (raw >> 8) & 0xff : 128 + signal
+}
