@@ -18,6 +18,14 @@ BUILD_LOG := .build/curlew-build.log
 # lld, because GNU ld prints a mktemp warning from Foundation's static archive.
 CURLEW_RELEASE_FLAGS := -c release --product curlew --static-swift-stdlib -Xswiftc -use-ld=lld
 
+TEST_LOG_DIR := .build/test-logs
+
+# Runs one `swift test` process ($(2): its filter) with its output kept in $(TEST_LOG_DIR)/$(1).log. A failed run does
+# not stop the ones after it: CI shows only the end of the output, so `make test` repeats every failure there.
+define swift_test
+	$(SWIFT) test --skip-build $(2) 2>&1 | tee $(TEST_LOG_DIR)/$(1).log || echo $(1) >> $(TEST_LOG_DIR)/failed
+endef
+
 .PHONY: demo test test-large build deps deps-system deps-python bench clean check-warnings readme-check docs
 
 DEMO_DIR := .build/demo-upload
@@ -41,23 +49,30 @@ demo: deps-system
 
 ## test: install test servers, build with zero warnings, check the README's Swift blocks, run every test
 test: deps check-warnings readme-check
+	@rm -rf $(TEST_LOG_DIR) && mkdir -p $(TEST_LOG_DIR)
 	# File-descriptor accounting is process-wide, so that suite runs in a process of its own.
-	$(SWIFT) test --skip-build --skip FileDescriptorTests --skip MemoryTests --skip BenchStagesCommandTests \
+	$(call swift_test,main,--skip FileDescriptorTests --skip MemoryTests --skip BenchStagesCommandTests \
 		--skip UploadBandwidthLimitTests --skip TracingBootstrapTests --skip SlurmShardedRunTests --skip SlurmClusterTests \
-		--skip DeployManifestTests --skip NamespaceHostsTests
-	$(SWIFT) test --skip-build --filter FileDescriptorTests
+		--skip DeployManifestTests --skip NamespaceHostsTests)
+	$(call swift_test,file-descriptors,--filter FileDescriptorTests)
 	# Bootstrapping the tracing system is process-wide and once only: that suite runs in a process of its own.
-	$(SWIFT) test --skip-build --filter TracingBootstrapTests
+	$(call swift_test,tracing-bootstrap,--filter TracingBootstrapTests)
 	# Arrivals per second against the plan (within 5 %) need a machine the other tests are not loading.
-	$(SWIFT) test --skip-build --filter BenchStagesCommandTests
+	$(call swift_test,bench-stages,--filter BenchStagesCommandTests)
 	# Peak RSS is process-wide too: the 1 GiB constant-memory tests run in a process of their own.
-	$(SWIFT) test --skip-build --filter MemoryTests
+	$(call swift_test,memory,--filter MemoryTests)
 	# A measured send rate needs the CPU the rest of the suite would take: that test runs on its own too.
-	$(SWIFT) test --skip-build --filter UploadBandwidthLimitTests
+	$(call swift_test,upload-bandwidth,--filter UploadBandwidthLimitTests)
 	# Slurm and network namespaces: the cluster's daemons and sharded runs (200,000 requests, 10,000 files; shards that
 	# must start in the same second) in a process of their own, about a minute and a half, so their load does not
 	# land on the timing-sensitive tests of the main run.
-	$(SWIFT) test --skip-build --filter 'SlurmShardedRunTests|SlurmClusterTests|DeployManifestTests|NamespaceHostsTests'
+	$(call swift_test,slurm-and-namespaces,--filter 'SlurmShardedRunTests|SlurmClusterTests|DeployManifestTests|NamespaceHostsTests')
+	@if [ -s $(TEST_LOG_DIR)/failed ]; then \
+		echo; echo "== failed test runs (logs in $(TEST_LOG_DIR)):"; \
+		for run in $$(cat $(TEST_LOG_DIR)/failed); do \
+			echo "-- $$run"; grep -aE '✘|error:|Fatal error|signal code|[Cc]rash' $(TEST_LOG_DIR)/$$run.log | head -60 || true; \
+		done; exit 1; \
+	fi
 
 ## test-large: the S3 upload proofs at full size (minutes, GiBs of disk): a 1 GiB multipart upload killed with
 ## kill -9 at 10 points and resumed without resending a part, and a 6 GiB object (over S3's 5 GiB single-PUT limit;

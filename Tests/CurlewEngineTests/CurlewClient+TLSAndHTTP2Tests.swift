@@ -49,9 +49,7 @@ struct CurlewClientTLSAndHTTP2Tests {
         // One loop, one connection pool; the connection is established first, as in a long-lived client. (A cold
         // burst of more than 100 is libcurl 7.88's weak spot: until the server's SETTINGS arrive it counts a new
         // connection as full at 100 streams and gives every further transfer a connection of its own.)
-        // The idle-age limit is lifted: on a loaded CI machine the burst once started more than the default 4 s after
-        // the first request, so the established connection had been retired.
-        try await withClient(loop, configure: { $0.tls.caFile = nginx.caFile; $0.loopCount = 1; $0.maxConnectionIdleAge = .seconds(120) }) { client in
+        try await withClient(loop, configure: { $0.tls.caFile = nginx.caFile; $0.loopCount = 1 }) { client in
             let request = try CurlewRequest(url: "https://127.0.0.1:\(nginx.httpsPort)/small")
             let first = try await client.execute(request)
             let metrics = try await withThrowingTaskGroup(of: TransferMetrics.self) { group in

@@ -6,6 +6,10 @@ import Testing
 let allLoops = CurlewClient.Configuration.EventLoopKind.allCases
 
 /// Runs `body` with a fresh client on the given loop and always shuts it down.
+///
+/// The pooled-connection idle age is raised from the default 4 s to 120 s before `configure` runs: a loaded CI
+/// machine has left a test process unscheduled for longer than 4 s between two requests, retiring the connection
+/// a test meant to reuse (seen in the logging and unread-bytes tests). Tests of the age policy set their own.
 func withClient<T>(
     _ loop: CurlewClient.Configuration.EventLoopKind,
     configure: (inout CurlewClient.Configuration) -> Void = { _ in },
@@ -13,6 +17,7 @@ func withClient<T>(
 ) async throws -> T {
     var configuration = CurlewClient.Configuration()
     configuration.eventLoop = loop
+    configuration.maxConnectionIdleAge = .seconds(120)
     configure(&configuration)
     let client = CurlewClient(configuration: configuration)
     do {
