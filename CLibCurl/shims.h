@@ -183,11 +183,12 @@ static inline int curlew_epoll_create(void) {
 }
 
 /// Watches `fd` for libcurl's CURL_POLL_IN/OUT interest: added when `is_new`, changed otherwise; a number that
-/// is already (or no longer) in the set is changed (or added) instead. Returns 0 or an errno.
-static inline int curlew_epoll_watch(int epoll_fd, int fd, int what, int is_new) {
+/// is already (or no longer) in the set is changed (or added) instead. `tag` comes back with its events (the
+/// loop's multi handle the socket belongs to). Returns 0 or an errno.
+static inline int curlew_epoll_watch(int epoll_fd, int fd, int what, int is_new, uint32_t tag) {
     struct epoll_event event;
     memset(&event, 0, sizeof event);
-    event.data.fd = fd;
+    event.data.u64 = ((uint64_t)tag << 32) | (uint32_t)fd;
     if (what & CURL_POLL_IN) event.events |= EPOLLIN;
     if (what & CURL_POLL_OUT) event.events |= EPOLLOUT;
     if (epoll_ctl(epoll_fd, is_new ? EPOLL_CTL_ADD : EPOLL_CTL_MOD, fd, &event) == 0) return 0;
@@ -204,9 +205,9 @@ static inline void curlew_epoll_unwatch(int epoll_fd, int fd) {
     (void)epoll_ctl(epoll_fd, EPOLL_CTL_DEL, fd, NULL);
 }
 
-/// Waits up to `timeout_ms` for at most CURLEW_EPOLL_BATCH events; fills `fds` and `masks` (CURL_CSELECT_*) and
-/// returns how many, 0 on timeout or EINTR, -1 on any other error.
-static inline int curlew_epoll_wait(int epoll_fd, int *fds, int *masks, int timeout_ms) {
+/// Waits up to `timeout_ms` for at most CURLEW_EPOLL_BATCH events; fills `fds`, `masks` (CURL_CSELECT_*) and
+/// `tags` (as given to curlew_epoll_watch) and returns how many, 0 on timeout or EINTR, -1 on any other error.
+static inline int curlew_epoll_wait(int epoll_fd, int *fds, int *masks, uint32_t *tags, int timeout_ms) {
     struct epoll_event events[CURLEW_EPOLL_BATCH];
     int ready = epoll_wait(epoll_fd, events, CURLEW_EPOLL_BATCH, timeout_ms);
     if (ready < 0) return errno == EINTR ? 0 : -1;
@@ -215,7 +216,8 @@ static inline int curlew_epoll_wait(int epoll_fd, int *fds, int *masks, int time
         if (events[i].events & EPOLLIN) mask |= CURL_CSELECT_IN;
         if (events[i].events & EPOLLOUT) mask |= CURL_CSELECT_OUT;
         if (events[i].events & (EPOLLERR | EPOLLHUP)) mask |= CURL_CSELECT_ERR;
-        fds[i] = events[i].data.fd;
+        fds[i] = (int)(uint32_t)events[i].data.u64;
+        tags[i] = (uint32_t)(events[i].data.u64 >> 32);
         masks[i] = mask;
     }
     return ready;

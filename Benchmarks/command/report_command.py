@@ -92,7 +92,8 @@ def main():
     print("\n".join(out))
 
 
-SCALE_CLIENTS = ["raw-libcurl", "raw-libcurl-socket", "curlew-bench-poll", "curlew-bench-socket-action", "wrk"]
+SCALE_CLIENTS = ["raw-libcurl", "raw-libcurl-socket", "raw-libcurl-socket-parts", "curlew-bench-poll",
+                 "curlew-bench-socket-action", "wrk"]
 
 
 def scale_section(rows, meta, runs, rate, ok):
@@ -133,7 +134,7 @@ def scale_section(rows, meta, runs, rate, ok):
             "| client | req/s c = 1,000 ÷ c = 64 | CPU/req largest c ÷ c = 64 | " +
             " | ".join(f"÷ raw-libcurl c = {c:,}" for c in points) + " |",
             "|---|---:|---:|" + "---:|" * len(points)]
-    for client in SCALE_CLIENTS[1:4]:
+    for client in SCALE_CLIENTS[1:5]:
         def ratio(numerator, denominator, index):
             if numerator in figures and denominator in figures and figures[denominator][index] > 0:
                 return f"{figures[numerator][index] / figures[denominator][index]:.2f}"

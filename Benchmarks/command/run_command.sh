@@ -9,7 +9,8 @@
 #       client pinned to one core, nginx to the other. Figure: requests/s.
 #   S8-scale  S8 at BENCH_SCALE_CONNECTIONS (64 1000 4000) connections: curlew bench with each loop driver
 #       (--loop-driver poll, socket-action) vs raw libcurl's curl_multi_poll loop (bench_curl.c) vs raw libcurl's
-#       socket-action loop (bench_curl_socket.c) vs wrk. Figures: requests/s and CPU per request (issue 11: the
+#       socket-action loop (bench_curl_socket.c), with one multi handle and with one per 64 transfers (--parts 0),
+#       vs wrk. Figures: requests/s and CPU per request (issue 11: the
 #       cost per request should not grow with the connections open). Not in the default scenarios:
 #       BENCH_COMMAND_SCENARIOS=s8scale.
 #
@@ -144,10 +145,13 @@ run_s8scale() {
     local rep=$1 url=$BASE_URL/small connections rc json scenario
     for connections in $SCALE_CONNECTIONS; do
         scenario=s8scale-c$connections
-        for client in raw-libcurl raw-libcurl-socket; do
-            local binary=$C_BIN
-            [ "$client" = raw-libcurl-socket ] && binary=$C_SOCKET_BIN
-            rc=$(timed "$scenario.$client.$rep" "$binary" --url "$url" --concurrency "$connections" --requests "$N_SCALE")
+        for client in raw-libcurl raw-libcurl-socket raw-libcurl-socket-parts; do
+            local binary=$C_BIN parts=()
+            [ "$client" = raw-libcurl ] || binary=$C_SOCKET_BIN
+            # One multi handle per 64 transfers in flight, as Curlew's socket-action driver spreads them.
+            [ "$client" = raw-libcurl-socket-parts ] && parts=(--parts 0)
+            rc=$(timed "$scenario.$client.$rep" "$binary" --url "$url" --concurrency "$connections" --requests "$N_SCALE" \
+                "${parts[@]}")
             json=$(grep '^{' "$RAW_DIR/$scenario.$client.$rep.out" || echo '{}')
             record "$scenario" "$client" "$rep" "$rc" "$(jq_field "$json" requests)" "$(jq_field "$json" seconds)" \
                 "$(jq_field "$json" failures)" ""

@@ -22,6 +22,8 @@ struct bench_options {
     long concurrency;
     long requests;
     int http2;
+    /* bench_curl_socket only: multi handles sharing the transfers (0: one per 64 transfers in flight). */
+    long parts;
 };
 
 static size_t count_bytes(char *data, size_t size, size_t nmemb, void *userdata) {
@@ -38,12 +40,13 @@ static double now_seconds(void) {
 }
 
 static void usage(const char *program) {
-    fprintf(stderr, "usage: %s --url URL [--concurrency C] --requests N [--cafile PATH] [--http2]\n", program);
+    fprintf(stderr, "usage: %s --url URL [--concurrency C] --requests N [--cafile PATH] [--http2] [--parts P]\n",
+            program);
     exit(2);
 }
 
 static struct bench_options parse_options(int argc, char **argv) {
-    struct bench_options options = {.concurrency = 1};
+    struct bench_options options = {.concurrency = 1, .parts = 1};
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--url") == 0 && i + 1 < argc) {
             options.url = argv[++i];
@@ -55,6 +58,8 @@ static struct bench_options parse_options(int argc, char **argv) {
             options.cafile = argv[++i];
         } else if (strcmp(argv[i], "--http2") == 0) {
             options.http2 = 1;
+        } else if (strcmp(argv[i], "--parts") == 0 && i + 1 < argc) {
+            options.parts = strtol(argv[++i], NULL, 10);
         } else {
             usage(argv[0]);
         }
@@ -101,7 +106,7 @@ static struct transfer *make_transfers(const struct bench_options *options, long
 }
 
 /* Prints the JSON line every client prints, then removes and frees the slots. */
-static void report_and_free(const char *client, CURLM *multi, struct transfer *transfers, long count, long completed,
+static inline void report_and_free(const char *client, CURLM *multi, struct transfer *transfers, long count, long completed,
                             long failures, double elapsed) {
     printf("{\"client\": \"%s\", \"requests\": %ld, \"failures\": %ld, \"seconds\": %.6f}\n", client, completed,
            failures, elapsed);
@@ -114,24 +119,43 @@ static void report_and_free(const char *client, CURLM *multi, struct transfer *t
 }
 
 /* Reads libcurl's completion messages: counts each finished request, a failure if it did not end in 200, and
- * sends its handle out again while fewer than N requests were started. */
+ * sends its handle out again while fewer than N requests were started. Every message is read before any handle
+ * is removed: libcurl 7.88's curl_multi_remove_handle walks the messages still queued, so removing each handle as
+ * its message is read costs the square of the transfers that finished together. */
 static void finish_transfers(CURLM *multi, const struct bench_options *options, long *started, long *completed,
                              long *failures) {
     static long printed = 0;
+    static CURL **handles = NULL;
+    static CURLcode *results = NULL;
+    static long capacity = 0;
+    long count = 0;
     CURLMsg *message;
     int queued;
     while ((message = curl_multi_info_read(multi, &queued)) != NULL) {
         if (message->msg != CURLMSG_DONE) {
             continue;
         }
-        CURL *easy = message->easy_handle;
-        CURLcode result = message->data.result;
+        if (count == capacity) {
+            capacity = capacity ? capacity * 2 : 256;
+            handles = realloc(handles, (size_t)capacity * sizeof *handles);
+            results = realloc(results, (size_t)capacity * sizeof *results);
+            if (handles == NULL || results == NULL) {
+                fprintf(stderr, "out of memory\n");
+                exit(1);
+            }
+        }
+        handles[count] = message->easy_handle;
+        results[count] = message->data.result;
+        count++;
+    }
+    for (long i = 0; i < count; i++) {
+        CURL *easy = handles[i];
         long status = 0;
         curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
-        if (result != CURLE_OK || status != 200) {
+        if (results[i] != CURLE_OK || status != 200) {
             (*failures)++;
             if (printed++ < 3) {
-                fprintf(stderr, "request failed: %s, status %ld\n", curl_easy_strerror(result), status);
+                fprintf(stderr, "request failed: %s, status %ld\n", curl_easy_strerror(results[i]), status);
             }
         }
         (*completed)++;

@@ -29,6 +29,8 @@ struct BenchSummary: Codable {
     var method: String
     var connections: Int
     var loops: Int
+    /// How the loops drove libcurl: "poll" or "socket-action" (`--loop-driver`, or chosen by connections per loop).
+    var loopDriver: String?
     var requests: Int
     var succeeded: Int
     var failed: Int

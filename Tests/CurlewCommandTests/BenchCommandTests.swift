@@ -33,13 +33,29 @@ import Testing
         }
     }
 
+    /// Without `--loop-driver`, more than 512 connections per loop take the socket-action driver (faster there on
+    /// libcurl 7.88, `docs/design/0011-socket-action-loop.md`), fewer the poll driver; the JSON says which ran.
+    @Test(arguments: [(600, nil, "socket-action"), (500, nil, "poll"), (600, "poll", "poll"), (8, "socket-action", "socket-action")])
+    func theLoopDriverFollowsConnectionsPerLoopUnlessNamed(connections: Int, named: String?, expected: String) async throws {
+        try await withLoopbackServer(threads: 2) { server in
+            let output = try await CurlewBinary.run(
+                ["bench", server.baseURL + "/small", "-n", String(2 * connections), "-c", String(connections), "--loops", "1",
+                 "--json"] + (named.map { ["--loop-driver", $0] } ?? []))
+            #expect(output.status == 0, "\(output.stderr)")
+            #expect(server.requestsServed == 2 * connections)
+            let json = try output.json()
+            #expect(json["loopDriver"] as? String == expected)
+            #expect(json["succeeded"] as? Int == 2 * connections)
+        }
+    }
+
     @Test func jsonSummaryHasEveryDocumentedField() async throws {
         try await withLoopbackServer { server in
             let output = try await CurlewBinary.run(["bench", server.baseURL + "/small", "-n", "300", "-c", "8", "--json"])
             #expect(output.status == 0, "\(output.stderr)")
             let json = try output.json()
             for key in [
-                "url", "method", "connections", "loops", "requests", "succeeded", "failed", "failures", "statusCodes",
+                "url", "method", "connections", "loops", "loopDriver", "requests", "succeeded", "failed", "failures", "statusCodes",
                 "durationSeconds", "requestsPerSecond", "latencyMicroseconds", "latencyFrom", "bytesSent",
                 "bytesReceived", "connectionsOpened", "interrupted", "thresholds", "exitStatus",
             ] {

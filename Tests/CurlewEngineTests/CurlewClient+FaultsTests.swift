@@ -104,7 +104,7 @@ struct CurlewClientFaultsTests {
         configuration.eventLoop = loop
         let client = CurlewClient(configuration: configuration)
         let stuck = Task { try await client.execute(try CurlewRequest(url: "\(server.baseURL)/fault/never-answer")) }
-        try await waitUntil(timeout: .seconds(5)) { server.requestsServed >= 1 }
+        try await waitUntil(timeout: .seconds(30)) { server.requestsServed >= 1 }
         await client.shutdown()
         let stuckCode = await curlewErrorCode { _ = try await stuck.value }
         #expect(stuckCode == .cancelled)

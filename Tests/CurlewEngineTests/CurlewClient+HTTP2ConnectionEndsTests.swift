@@ -42,7 +42,7 @@ struct CurlewClientHTTP2ConnectionEndsTests {
         #expect(connections.count >= 5, "connections: \(connections.count), retried: \(retried)")
         // Counted server-side: every request answered (the log is shared with the other tests of the suite, which
         // run one after another).
-        try? await waitUntil(timeout: .seconds(5)) { hypercorn.requestsServed() - servedBefore >= 5000 }
+        try? await waitUntil(timeout: .seconds(30)) { hypercorn.requestsServed() - servedBefore >= 5000 }
         #expect(hypercorn.requestsServed() - servedBefore >= 5000, "served \(hypercorn.requestsServed() - servedBefore)")
     }
 

@@ -315,7 +315,7 @@ struct CurlewClientStreamingTests {
                         try CurlewRequest(url: "\(server.baseURL)/fault/slow-body?chunks=100&interval_ms=50"),
                         to: directory.path + "/download.bin")
                 }
-                try await waitUntil(timeout: .seconds(5)) { (try? directory.entries().count) == 1 }
+                try await waitUntil(timeout: .seconds(30)) { (try? directory.entries().count) == 1 }
                 download.cancel()
                 let outcome = await download.result
                 #expect(throws: CancellationError.self) { try outcome.get() }

@@ -83,7 +83,7 @@ struct CurlewClientTimeoutsTests {
                 let slow = try CurlewRequest(url: "\(server.baseURL)/delay/3000")
                 async let occupying = client.execute(slow)
                 // Let the slow request take the only connection (a bounded wait on the server's own count).
-                try await waitUntil(timeout: .seconds(5)) { server.requestsServed >= 1 }
+                try await waitUntil(timeout: .seconds(30)) { server.requestsServed >= 1 }
                 var queued = try CurlewRequest(url: "\(server.baseURL)/small")
                 queued.timeouts = .init(total: .milliseconds(300))
                 let clock = ContinuousClock()
@@ -107,7 +107,7 @@ struct CurlewClientTimeoutsTests {
         }) { client in
             // The first request keeps the only connection busy for 1.2 s, with bytes moving every 150 ms.
             async let busy = client.execute(try CurlewRequest(url: "\(server.baseURL)/fault/slow-body?chunks=8&interval_ms=150"))
-            try await waitUntil(timeout: .seconds(5)) { server.requestsServed >= 1 }
+            try await waitUntil(timeout: .seconds(30)) { server.requestsServed >= 1 }
             // The second waits four idle periods for that connection, then is served at once.
             let queued = try await client.execute(try CurlewRequest(url: "\(server.baseURL)/small"))
             #expect(queued.body.count == 100)

@@ -42,7 +42,7 @@ struct FileDescriptorTests {
             for round in 0..<50 {
                 let served = server.requestsServed
                 let task = Task { try await client.execute(try CurlewRequest(url: "\(server.baseURL)/fault/never-answer")) }
-                if round % 2 == 0 { try await waitUntil(timeout: .seconds(5)) { server.requestsServed > served } }
+                if round % 2 == 0 { try await waitUntil(timeout: .seconds(30)) { server.requestsServed > served } }
                 task.cancel()
                 _ = try? await task.value
             }
@@ -51,7 +51,7 @@ struct FileDescriptorTests {
         // so a reused number holding a new socket counts as new). The in-process server closes its ends of the
         // connections asynchronously after the client hangs up, hence the bounded wait.
         let newDescriptors = { TestProcess.openFileDescriptors().filter { descriptorsBefore[$0.key] != $0.value } }
-        try? await waitUntil(timeout: .seconds(5)) { newDescriptors().isEmpty }
+        try? await waitUntil(timeout: .seconds(30)) { newDescriptors().isEmpty }
         #expect(newDescriptors().isEmpty, "still open after shutdown: \(newDescriptors())")
         #expect(TestProcess.openFileDescriptorCount() <= before)
     }
@@ -126,7 +126,7 @@ struct FileDescriptorTests {
             let clientOwned = newDescriptors().filter { !$0.value.hasPrefix("socket:") && $0.value != "?" }
             #expect(clientOwned.isEmpty, "open after shutdown(): \(clientOwned)")
             // Sockets: the in-process server closes its ends after the client's, hence the bounded wait.
-            try? await waitUntil(timeout: .seconds(5)) { newDescriptors().isEmpty }
+            try? await waitUntil(timeout: .seconds(30)) { newDescriptors().isEmpty }
             #expect(newDescriptors().isEmpty, "still open after shutdown: \(newDescriptors())")
             withExtendedLifetime(client) {}
         }
@@ -149,7 +149,7 @@ struct FileDescriptorTests {
                 // Released here: its connection and loop outlive it only until they have cleaned up.
             }
             let leftovers = { TestProcess.openFileDescriptors().filter { descriptorsBefore[$0.key] != $0.value } }
-            try? await waitUntil(timeout: .seconds(5)) { leftovers().isEmpty }
+            try? await waitUntil(timeout: .seconds(30)) { leftovers().isEmpty }
             #expect(leftovers().isEmpty, "still open: \(leftovers())")
         }
     }

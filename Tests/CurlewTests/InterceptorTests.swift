@@ -124,7 +124,7 @@ private struct RecordingInterceptor: Interceptor {
         let mock = MockTransport(stubs: [.get("/slow", json: [:], delay: .seconds(30))])
         let provider = TestProvider(baseURL: "http://api.local", transport: mock)
         let task = Task { () async throws(ProviderError) -> RouteResponse in try await provider.request(Route(path: "/slow")) }
-        try await waitUntil(timeout: .seconds(5)) { !mock.receivedRequests.isEmpty }
+        try await waitUntil(timeout: .seconds(30)) { !mock.receivedRequests.isEmpty }
         task.cancel()
         let result = await task.result
         guard case .failure(let error) = result, case .cancelled? = error as? ProviderError else {

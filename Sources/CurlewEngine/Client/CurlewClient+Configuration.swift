@@ -14,7 +14,9 @@ extension CurlewClient {
             /// The same dedicated thread and `TaskExecutor`, driving libcurl's socket API instead
             /// (`curl_multi_socket_action` for the sockets epoll reports, `CURLMOPT_TIMERFUNCTION` for the timer):
             /// a loop iteration then costs nothing per idle connection, where `curl_multi_perform` walks every
-            /// transfer. Meant for thousands of connections; see `docs/design/0011-socket-action-loop.md`.
+            /// transfer. HTTP/1 transfers are spread over one libcurl multi handle per 64 in flight, since libcurl
+            /// 7.88 walks every connection of a multi handle on each request. Faster than ``thread`` beyond about
+            /// 500 connections per loop (0.95 × at 64, 2.2 × at 4,000); see `docs/design/0011-socket-action-loop.md`.
             case threadSocketAction
             /// libcurl's socket-action API on a serial `DispatchQueue` with per-socket `DispatchSource`s,
             /// for applications built around Dispatch. About 0.4 × the thread loop's requests per second.
@@ -35,7 +37,8 @@ extension CurlewClient {
         /// The most HTTP/2 streams one connection carries; the server's own `SETTINGS_MAX_CONCURRENT_STREAMS`
         /// applies too. libcurl's default of 100 would open a new connection for every request beyond it.
         public var maxConcurrentStreamsPerConnection: Int = 1000
-        /// Idle connections each loop keeps cached for reuse.
+        /// Idle connections each loop keeps cached for reuse. With ``EventLoopKind/threadSocketAction`` and more
+        /// than 64 transfers in flight, each of a loop's multi handles caches at least 64 (as many as it runs).
         public var maxCachedConnectionsPerLoop: Int = 256
         /// The longest a connection may sit idle in the pool and still be reused (`CURLOPT_MAXAGE_CONN`, whole
         /// seconds, at least 1). libcurl does not watch pooled connections, so a server that closes idle ones sooner

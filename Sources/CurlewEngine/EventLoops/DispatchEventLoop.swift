@@ -38,7 +38,8 @@ final class DispatchEventLoop: CurlEventLoop, @unchecked Sendable {
     private var shutdownWaiters: [CheckedContinuation<Void, Never>] = []
 
     init?(settings: ClientSettings, index: Int, loopCount: Int) {
-        guard let core = MultiCore(settings: settings, load: load, loopCount: loopCount) else { return nil }
+        let limits = MultiPartPlan(settings: settings, loopCount: loopCount, spreadsTransfers: false).limits(ofPart: 0)
+        guard let core = MultiCore(settings: settings, load: load, limits: limits) else { return nil }
         self.core = core
         self.queue = DispatchQueue(label: "curlew-dispatch-loop-\(index)")
         self.timer = DispatchSource.makeTimerSource(queue: queue)

@@ -49,7 +49,12 @@ final class ThreadEventLoop: CurlEventLoop, TaskExecutor, @unchecked Sendable {
     }
 
     let load = LoopLoad()
+    /// The multi handle of the poll driver, and part 0 of the socket-action driver's.
     private let core: MultiCore
+    /// The socket-action driver's multi handles (`MultiPartPlan`), opened as the transfers in flight need them;
+    /// part 0 runs on `core`. Empty with the poll driver. Loop-only.
+    @exclusivity(unchecked) private var parts: [MultiPart] = []
+    private let partPlan: MultiPartPlan
     private let wakeupDescriptor: Int32
     private let driver: Driver
     /// The epoll set of the socket-action driver (libcurl's sockets and the eventfd), -1 with the poll driver.
@@ -64,10 +69,25 @@ final class ThreadEventLoop: CurlEventLoop, TaskExecutor, @unchecked Sendable {
     @exclusivity(unchecked) private var localMessages: [Message] = []
     @exclusivity(unchecked) private var drainedMessages: [Message] = []
     private var startedTransfers = false
-    /// When libcurl's timer expires (socket-action driver), on the loop's clock; `.max` when it is not set.
-    private var curlTimerDeadline: UInt64 = .max
-    /// Easy handles whose socket could not be watched during the current libcurl call; failed right after it.
-    private var unwatchableHandles: [UnsafeMutableRawPointer] = []
+    /// Where each socket number stands in the epoll set (socket-action driver), indexed by descriptor.
+    private struct SocketState {
+        static let absent = SocketState()
+        /// Whether the number is in the epoll set.
+        var isInSet = false
+        /// Whether libcurl watches it (a connection's socket stays in the set after libcurl stops, see
+        /// `socketInterest`).
+        var isWatched = false
+        /// Whether it is a connection socket libcurl opened and will close through this loop's callbacks.
+        var isConnection = false
+        /// The CURL_POLL_IN/OUT interest and the part it is in the set with.
+        var interest: Int32 = 0
+        var tag: UInt32 = 0
+    }
+
+    @exclusivity(unchecked) private var socketStates: [SocketState] = []
+    /// Easy handles whose socket could not be watched during the current libcurl call, with their part; failed
+    /// right after it.
+    private var unwatchableHandles: [(part: Int, handle: UnsafeMutableRawPointer)] = []
 
     init?(settings: ClientSettings, index: Int, loopCount: Int, driver: Driver = .poll) {
         let wakeupDescriptor = curlew_wakeup_create()
@@ -75,30 +95,26 @@ final class ThreadEventLoop: CurlEventLoop, TaskExecutor, @unchecked Sendable {
         var epollDescriptor: Int32 = -1
         if driver == .socketAction {
             epollDescriptor = curlew_epoll_create()
-            guard epollDescriptor >= 0, curlew_epoll_watch(epollDescriptor, wakeupDescriptor, CURL_POLL_IN, 1) == 0 else {
+            guard epollDescriptor >= 0, curlew_epoll_watch(epollDescriptor, wakeupDescriptor, CURL_POLL_IN, 1, UInt32.max) == 0 else {
                 if epollDescriptor >= 0 { close(epollDescriptor) }
                 close(wakeupDescriptor)
                 return nil
             }
         }
-        guard let core = MultiCore(settings: settings, load: load, loopCount: loopCount) else {
+        let partPlan = MultiPartPlan(settings: settings, loopCount: loopCount, spreadsTransfers: driver == .socketAction)
+        guard let core = MultiCore(settings: settings, load: load, limits: partPlan.limits(ofPart: 0)) else {
             if epollDescriptor >= 0 { close(epollDescriptor) }
             close(wakeupDescriptor)
             return nil
         }
         self.core = core
+        self.partPlan = partPlan
         self.wakeupDescriptor = wakeupDescriptor
         self.driver = driver
         self.epollDescriptor = epollDescriptor
         self.name = "curlew-loop-\(index)"
         if driver == .socketAction {
-            // The thread holds the loop until `run` returns, after the multi handle's cleanup: the callbacks,
-            // which libcurl calls only from inside calls made on the thread, always find it.
-            let context = Unmanaged.passUnretained(self).toOpaque()
-            _ = curlew_multi_setopt_socket_callback(core.multi, threadLoopSocketCallback)
-            _ = curlew_multi_setopt_pointer(core.multi, CURLMOPT_SOCKETDATA, context)
-            _ = curlew_multi_setopt_timer_callback(core.multi, threadLoopTimerCallback)
-            _ = curlew_multi_setopt_pointer(core.multi, CURLMOPT_TIMERDATA, context)
+            parts = [MultiPart(core: core, index: 0, loop: self)]
         }
         let started = Unmanaged.passRetained(self).toOpaque()
         var threadID = pthread_t()
@@ -251,52 +267,68 @@ final class ThreadEventLoop: CurlEventLoop, TaskExecutor, @unchecked Sendable {
         }
     }
 
-    /// The socket-action iteration: wait in epoll (not at all while there is work), hand libcurl the sockets
-    /// with events and, once due, its timer, then finish transfers, check deadlines and run what they resumed.
-    /// New transfers set libcurl's timer to 0 (`curl_multi_add_handle`), so they start on the next iteration.
+    /// The socket-action iteration: wait in epoll (not at all while there is work), hand each part's libcurl the
+    /// sockets with events and, once due, its timer, then finish the transfers of the parts that moved, check
+    /// deadlines and run what they resumed. New transfers set their part's libcurl timer to 0
+    /// (`curl_multi_add_handle`), so they start on the next iteration.
     private func runSocketActions() {
-        let descriptors = UnsafeMutablePointer<Int32>.allocate(capacity: Int(CURLEW_EPOLL_BATCH))
-        let masks = UnsafeMutablePointer<Int32>.allocate(capacity: Int(CURLEW_EPOLL_BATCH))
+        let batch = Int(CURLEW_EPOLL_BATCH)
+        let descriptors = UnsafeMutablePointer<Int32>.allocate(capacity: batch)
+        let masks = UnsafeMutablePointer<Int32>.allocate(capacity: batch)
+        let tags = UnsafeMutablePointer<UInt32>.allocate(capacity: batch)
         defer {
             descriptors.deallocate()
             masks.deallocate()
+            tags.deallocate()
         }
         var running: Int32 = 0
         while !runPostedWork() {
             let timeout = epollTimeout(now: core.clock.now)
             startedTransfers = false
-            let ready = curlew_epoll_wait(epollDescriptor, descriptors, masks, timeout)
+            let ready = curlew_epoll_wait(epollDescriptor, descriptors, masks, tags, timeout)
             if timeout != 0 { inbox.withLock { $0.isSleeping = false } }
-            // The callbacks inside socket actions record activity with the loop's time: read it right before.
-            core.tick()
+            // The callbacks inside socket actions record activity with the loop's time (one clock for every
+            // part): read it right before.
+            let now = core.tick()
             for index in 0..<Int(max(ready, 0)) {
                 let descriptor = descriptors[index]
                 if descriptor == wakeupDescriptor {
                     curlew_wakeup_drain(wakeupDescriptor)
-                } else {
-                    curl_multi_socket_action(core.multi, descriptor, masks[index], &running)
+                } else if isWatchedByLibcurl(descriptor),
+                    let part = parts.indices.contains(Int(tags[index])) ? parts[Int(tags[index])] : nil
+                {
+                    curl_multi_socket_action(part.core.multi, descriptor, masks[index], &running)
+                    part.hasNews = true
                 }
             }
-            if curlTimerDeadline <= core.clock.now {
-                curlTimerDeadline = .max
-                curl_multi_socket_action(core.multi, -1, 0, &running)  // -1 is CURL_SOCKET_TIMEOUT
+            for part in parts where part.timerDeadline <= now {
+                part.timerDeadline = .max
+                curl_multi_socket_action(part.core.multi, -1, 0, &running)  // -1 is CURL_SOCKET_TIMEOUT
+                part.hasNews = true
             }
             if !unwatchableHandles.isEmpty {
-                for handle in unwatchableHandles { core.failUnwatchable(handle) }
+                for (part, handle) in unwatchableHandles { parts[part].core.failUnwatchable(handle) }
                 unwatchableHandles.removeAll()
             }
-            core.drainCompletions()
-            core.checkDeadlines(now: core.tick())
+            let afterActions = core.tick()
+            for part in parts {
+                if part.hasNews {
+                    part.hasNews = false
+                    part.core.drainCompletions()
+                }
+                if part.core.nextDeadlineCheck <= afterActions { part.core.checkDeadlines(now: afterActions) }
+            }
             // Resumed tasks run here and may submit their next requests inline.
             processMessages()
         }
     }
 
-    /// How long the next epoll wait may sleep: not at all while work is pending or libcurl's timer is due,
-    /// otherwise until the earlier of libcurl's timer and the engine's next deadline check. A sleeping loop says
-    /// so under the inbox lock, as with the poll driver, so posters know to signal the eventfd.
+    /// How long the next epoll wait may sleep: not at all while work is pending or a libcurl timer is due,
+    /// otherwise until the earliest of the parts' libcurl timers and the engine's deadline checks. A sleeping loop
+    /// says so under the inbox lock, as with the poll driver, so posters know to signal the eventfd.
     private func epollTimeout(now: UInt64) -> Int32 {
-        let deadline = min(curlTimerDeadline, core.nextDeadlineCheck)
+        var deadline = UInt64.max
+        for part in parts { deadline = min(deadline, part.timerDeadline, part.core.nextDeadlineCheck) }
         if startedTransfers || deadline <= now { return 0 }
         let mayWait = announceSleep()
         guard mayWait else { return 0 }
@@ -315,22 +347,114 @@ final class ThreadEventLoop: CurlEventLoop, TaskExecutor, @unchecked Sendable {
         }
     }
 
-    /// libcurl's interest in one of its sockets changed (called inside libcurl, on the loop thread).
-    fileprivate func socketInterest(_ descriptor: Int32, _ what: Int32, isWatched: Bool) -> Bool {
+    /// libcurl's interest in one of the sockets of part `tag` changed (called inside libcurl, on the loop thread);
+    /// returns whether the socket is watched.
+    ///
+    /// A connection's socket that libcurl stops watching stays in the epoll set, with its interest: libcurl 7.88
+    /// removes a kept-alive connection's socket when each transfer ends and names it again, with the same interest,
+    /// for the next, and an `EPOLL_CTL_DEL`, `ADD` and `MOD` per request cost more than remembering
+    /// (`docs/design/0011-socket-action-loop.md`). Only sockets this loop opened and closes for libcurl
+    /// (`openSocket`, `closeSocket`) are kept so, because only their closing is seen: the threaded resolver's
+    /// socketpair, which libcurl closes without the close callback, leaves the set on `CURL_POLL_REMOVE`. A resting
+    /// socket that reports an event (a server closing an idle connection) is taken out then.
+    fileprivate func socketInterest(_ descriptor: Int32, _ what: Int32, tag: Int) -> Bool {
+        let index = Int(descriptor)
+        guard index >= 0 else { return false }
+        growSocketStates(to: index)
+        var state = socketStates[index]
         if what == CURL_POLL_REMOVE {
-            curlew_epoll_unwatch(epollDescriptor, descriptor)
+            if state.isConnection && state.isInSet {
+                socketStates[index].isWatched = false
+            } else {
+                if state.isInSet { curlew_epoll_unwatch(epollDescriptor, descriptor) }
+                socketStates[index] = .absent
+            }
             return false
         }
-        return curlew_epoll_watch(epollDescriptor, descriptor, what, isWatched ? 0 : 1) == 0
+        let tag = UInt32(tag)
+        if state.isInSet && state.interest == what && state.tag == tag {
+            // The interest the kernel already has (a kept-alive connection's next transfer): no system call.
+            socketStates[index].isWatched = true
+            return true
+        }
+        guard curlew_epoll_watch(epollDescriptor, descriptor, what, state.isInSet ? 0 : 1, tag) == 0 else {
+            socketStates[index] = .absent
+            return false
+        }
+        state.isInSet = true
+        state.isWatched = true
+        state.interest = what
+        state.tag = tag
+        socketStates[index] = state
+        return true
     }
 
-    fileprivate var multi: UnsafeMutableRawPointer { core.multi }
+    /// Whether libcurl watches `descriptor`; a resting one that reported an event leaves the epoll set.
+    private func isWatchedByLibcurl(_ descriptor: Int32) -> Bool {
+        let index = Int(descriptor)
+        guard index >= 0, index < socketStates.count else { return false }
+        if socketStates[index].isWatched { return true }
+        if socketStates[index].isInSet {
+            curlew_epoll_unwatch(epollDescriptor, descriptor)
+            socketStates[index].isInSet = false
+        }
+        return false
+    }
 
-    fileprivate func markUnwatchable(_ easy: UnsafeMutableRawPointer) { unwatchableHandles.append(easy) }
+    private func growSocketStates(to index: Int) {
+        if index >= socketStates.count {
+            socketStates.append(contentsOf: repeatElement(.absent, count: max(index + 1 - socketStates.count, 64)))
+        }
+    }
 
-    /// libcurl asks to be called back in `milliseconds` (-1: never); never calls libcurl from here.
-    fileprivate func curlTimerChanged(_ milliseconds: Int) {
-        curlTimerDeadline = milliseconds < 0 ? .max : core.clock.now &+ UInt64(milliseconds) &* 1_000_000
+    /// Opens a connection socket for libcurl (close-on-exec). The number is new: whatever held it before was
+    /// closed, and the kernel dropped it from the epoll set then.
+    fileprivate func openSocket(_ address: curl_sockaddr) -> Int32 {
+        let descriptor = openCloseOnExecSocket(address)
+        guard descriptor >= 0 else { return descriptor }
+        growSocketStates(to: Int(descriptor))
+        socketStates[Int(descriptor)] = SocketState(isConnection: true)
+        return descriptor
+    }
+
+    /// Closes a connection socket for libcurl, which closes it nowhere else.
+    fileprivate func closeSocket(_ descriptor: Int32) -> Int32 {
+        if descriptor >= 0 && Int(descriptor) < socketStates.count { socketStates[Int(descriptor)] = .absent }
+        return close(descriptor)
+    }
+
+    fileprivate func markUnwatchable(_ easy: UnsafeMutableRawPointer, part: Int) {
+        unwatchableHandles.append((part, easy))
+    }
+
+    /// The part a new transfer runs in (socket-action driver), opening one if the plan says so.
+    private func part(for transfer: Transfer) -> MultiCore {
+        let http1Only = CredentialPolicy.isHTTP1Only(
+            transfer.request.url, version: transfer.request.httpVersion ?? transfer.settings.httpVersion)
+        var index = 0
+        switch partPlan.choosePart(http1Only: http1Only, openParts: parts.count, inFlight: { parts[$0].core.transfersInFlight }) {
+        case .part(let chosen):
+            index = chosen
+        case .openPart:
+            index = openPart() ?? 0
+        }
+        transfer.multiPartIndex = index
+        return parts[index].core
+    }
+
+    /// Opens the next part: a multi handle with its share of the limits, the loop's clock and load, and this
+    /// loop's callbacks. Nil when libcurl cannot make one (the transfer then goes to part 0).
+    private func openPart() -> Int? {
+        let index = parts.count
+        guard let core = MultiCore(settings: core.settings, load: load, limits: partPlan.limits(ofPart: index), clock: core.clock)
+        else { return nil }
+        parts.append(MultiPart(core: core, index: index, loop: self))
+        return index
+    }
+
+    /// The core that runs `transfer`.
+    private func core(of transfer: Transfer) -> MultiCore {
+        driver == .socketAction ? parts[transfer.multiPartIndex].core : core
     }
 
     /// Runs the work posted since the last iteration; returns whether a shutdown was asked for.
@@ -359,12 +483,13 @@ final class ThreadEventLoop: CurlEventLoop, TaskExecutor, @unchecked Sendable {
             for message in drainedMessages {
                 switch message {
                 case .submit(let transfer):
+                    let core = driver == .socketAction ? part(for: transfer) : core
                     core.start(transfer, now: core.clock.now)
                     startedTransfers = true
                 case .cancel(let transfer):
-                    core.cancel(transfer)
+                    core(of: transfer).cancel(transfer)
                 case .unpause(let transfer, let direction):
-                    core.unpause(transfer, direction)
+                    core(of: transfer).unpause(transfer, direction)
                     // The transfer has work again: perform before sleeping.
                     startedTransfers = true
                 case .job(let job):
@@ -388,14 +513,16 @@ final class ThreadEventLoop: CurlEventLoop, TaskExecutor, @unchecked Sendable {
     }
 
     private func stop() {
-        core.beginShutdown()
+        let cores = driver == .socketAction ? parts.map(\.core) : [core]
+        for core in cores { core.beginShutdown() }
         // Work posted before the stop was seen still runs; its new submissions fail, as the client is stopping.
         while true {
             _ = takeMessages()
             if drainedMessages.isEmpty && localMessages.isEmpty { break }
             processMessages()
         }
-        core.cleanup()
+        for core in cores { core.cleanup() }
+        parts.removeAll()
         // After the cleanup, which tells the socket callback to unwatch libcurl's remaining sockets.
         if epollDescriptor >= 0 { close(epollDescriptor) }
         let (waiters, late, closeNow) = inbox.withLock {
@@ -416,24 +543,56 @@ final class ThreadEventLoop: CurlEventLoop, TaskExecutor, @unchecked Sendable {
     }
 }
 
-/// Socket-action driver: keeps the epoll set in step with libcurl. The socket's `socketp` (set with
-/// `curl_multi_assign`; libcurl forgets it when it removes the socket) says whether it is in the set, so a change
-/// costs one `epoll_ctl`.
-private let threadLoopSocketCallback: curl_socket_callback = { easy, descriptor, what, userdata, socketp in
-    let loop = Unmanaged<ThreadEventLoop>.fromOpaque(userdata!).takeUnretainedValue()
-    let watched = loop.socketInterest(descriptor, what, isWatched: socketp != nil)
-    if what == CURL_POLL_REMOVE { return 0 }
-    if !watched {
+/// One multi handle of the socket-action driver (see `MultiPartPlan`): its core, libcurl's timer for it, and
+/// whether it had socket or timer actions this iteration. The callbacks get the part as their userdata; the loop
+/// keeps its parts until the multi handles' cleanup, after which libcurl calls none.
+private final class MultiPart {
+    let core: MultiCore
+    let index: Int
+    unowned(unsafe) let loop: ThreadEventLoop
+    /// When libcurl's timer expires, on the loop's clock; `.max` when it is not set.
+    var timerDeadline: UInt64 = .max
+    /// Whether libcurl ran for this part since its completions were last read.
+    var hasNews = false
+
+    init(core: MultiCore, index: Int, loop: ThreadEventLoop) {
+        self.core = core
+        self.index = index
+        self.loop = loop
+        let context = Unmanaged.passUnretained(self).toOpaque()
+        core.socketOwner = SocketOwner(
+            open: threadLoopOpenSocketCallback, close: threadLoopCloseSocketCallback,
+            context: Unmanaged.passUnretained(loop).toOpaque())
+        _ = curlew_multi_setopt_socket_callback(core.multi, threadLoopSocketCallback)
+        _ = curlew_multi_setopt_pointer(core.multi, CURLMOPT_SOCKETDATA, context)
+        _ = curlew_multi_setopt_timer_callback(core.multi, threadLoopTimerCallback)
+        _ = curlew_multi_setopt_pointer(core.multi, CURLMOPT_TIMERDATA, context)
+    }
+}
+
+/// Socket-action driver: keeps the epoll set in step with libcurl, each socket tagged with its part.
+private let threadLoopSocketCallback: curl_socket_callback = { easy, descriptor, what, userdata, _ in
+    let part = Unmanaged<MultiPart>.fromOpaque(userdata!).takeUnretainedValue()
+    let watched = part.loop.socketInterest(descriptor, what, tag: part.index)
+    if !watched && what != CURL_POLL_REMOVE, let easy {
         // A socket the loop cannot watch would never progress: fail its transfer once libcurl returns.
-        if let easy { loop.markUnwatchable(easy) }
-    } else if socketp == nil {
-        // Any non-nil pointer: libcurl only stores it for the socket and hands it back.
-        _ = curl_multi_assign(loop.multi, descriptor, UnsafeMutableRawPointer(bitPattern: 1))
+        part.loop.markUnwatchable(easy, part: part.index)
     }
     return 0
 }
 
+private let threadLoopOpenSocketCallback: curl_opensocket_callback = { userdata, _, address in
+    guard let address else { return -1 }
+    return Unmanaged<ThreadEventLoop>.fromOpaque(userdata!).takeUnretainedValue().openSocket(address.pointee)
+}
+
+private let threadLoopCloseSocketCallback: curl_closesocket_callback = { userdata, descriptor in
+    Unmanaged<ThreadEventLoop>.fromOpaque(userdata!).takeUnretainedValue().closeSocket(descriptor)
+}
+
+/// libcurl asks to be called back in `milliseconds` (-1: never); never calls libcurl from here.
 private let threadLoopTimerCallback: curl_multi_timer_callback = { _, milliseconds, userdata in
-    Unmanaged<ThreadEventLoop>.fromOpaque(userdata!).takeUnretainedValue().curlTimerChanged(milliseconds)
+    let part = Unmanaged<MultiPart>.fromOpaque(userdata!).takeUnretainedValue()
+    part.timerDeadline = milliseconds < 0 ? .max : part.core.clock.now &+ UInt64(milliseconds) &* 1_000_000
     return 0
 }

@@ -52,6 +52,9 @@ final class Transfer: @unchecked Sendable, DeadlineHeapMember {
     let sink: ResponseSink
     /// The loop running the transfer, which wakers and consumers ask to resume a paused transfer.
     var loop: (any CurlEventLoop)?
+    /// Which of its loop's multi handles runs it (the socket-action driver spreads HTTP/1 transfers over several,
+    /// see `MultiPartPlan`); loop-only.
+    var multiPartIndex = 0
     /// Whether the request carries the engine's own `Expect: 100-continue`.
     var sentExpectContinue = false
     /// Whether libcurl follows redirects for this request (a 3xx head is then not the final one).
