@@ -55,12 +55,13 @@ UPLOAD_LABEL = {
 }
 BUSY_PERCENT = 20
 CLIENT_ORDER = [
-    "raw-libcurl", "curlew-engine", "curlew-route", "curlew-engine-plain", "curlew-dispatch",
+    "raw-libcurl", "curlew-engine", "curlew-engine-socket", "curlew-route", "curlew-engine-plain", "curlew-dispatch",
     "async-http-client", "urlsession", "wrk", "h2load", "curlew-openapi", "ahc-openapi",
 ]
 CLIENT_LABEL = {
     "raw-libcurl": "raw-libcurl (C multi loop)",
     "curlew-engine": "curlew-engine (executor)",
+    "curlew-engine-socket": "curlew-engine (executor, socket-action driver)",
     "curlew-route": "curlew-route (Route + HTTPProvider, executor)",
     "curlew-engine-plain": "curlew-engine (plain tasks)",
     "curlew-dispatch": "curlew-dispatch",

@@ -36,11 +36,13 @@
 #   BENCH_WAIT_QUIET       before each run, wait up to this many seconds for the machine to go idle
 #                          (other processes under 20% of a CPU for 1 s); default 0 = don't wait
 #
-# Clients: raw-libcurl curlew-engine curlew-at-NAME curlew-engine-plain curlew-dispatch async-http-client urlsession
+# Clients: raw-libcurl curlew-engine curlew-engine-socket (the thread loop's socket-action driver) curlew-at-NAME
+#          curlew-engine-plain curlew-dispatch async-http-client urlsession
 # plus the ceilings wrk (S1) and h2load (S2); for the uploads also curl's command line (curl-T, curl-F,
 # gzip-curl, gzip-curl-T; see uploads/cli_upload.sh) and zlib (deflate alone, no network, S6).
 #
-# Output: Benchmarks/results/latest.md (not for BENCH_QUICK=1 runs, unless BENCH_LATEST=1; a run of only
+# Output: Benchmarks/results/latest.md (full runs only: not for BENCH_QUICK=1, BENCH_SCENARIOS or BENCH_CLIENTS runs,
+# unless BENCH_LATEST=1; a run of only
 # s4-upload s5-multipart s6-gzip writes results/uploads-latest.md);
 # the report, every run's stdout, stderr and `/usr/bin/time -v` output, and the nginx config
 # under Benchmarks/results/raw/<timestamp>/ (git-ignored).
@@ -111,7 +113,7 @@ export NGINX_CPU=${NGINX_CPU:-0}
 SCENARIOS=${BENCH_SCENARIOS:-"s1-c1 s1-c16 s1-c64 s1-c64-unpinned s2-h2-c64 s3-json-c16 s10-openapi-c16 s4-upload s5-multipart s6-gzip"}
 CURLEW_VARIANT_CLIENTS=""
 for variant in ${BENCH_CURLEW_VARIANTS:-}; do CURLEW_VARIANT_CLIENTS="$CURLEW_VARIANT_CLIENTS curlew-at-${variant%%=*}"; done
-CLIENTS=${BENCH_CLIENTS:-"raw-libcurl curlew-engine$CURLEW_VARIANT_CLIENTS curlew-route curlew-engine-plain curlew-dispatch async-http-client urlsession wrk h2load curl-T curl-F gzip-curl gzip-curl-T zlib curlew-openapi ahc-openapi"}
+CLIENTS=${BENCH_CLIENTS:-"raw-libcurl curlew-engine$CURLEW_VARIANT_CLIENTS curlew-engine-socket curlew-route curlew-engine-plain curlew-dispatch async-http-client urlsession wrk h2load curl-T curl-F gzip-curl gzip-curl-T zlib curlew-openapi ahc-openapi"}
 
 STAMP=$(date -u +%Y%m%dT%H%M%SZ)
 RESULTS_DIR=$BENCH_DIR/results
@@ -447,14 +449,16 @@ run_scenario() {
         case "$client" in
             raw-libcurl)
                 run_one "$id" "$client" "$rep" "$pin" "" "$C_BIN_DIR/bench_curl" "${common[@]}" ;;
-            curlew-engine | curlew-engine-plain | curlew-dispatch)
-                local mode=executor
+            curlew-engine | curlew-engine-socket | curlew-engine-plain | curlew-dispatch)
+                local mode=executor driver=poll
                 [ "$client" = curlew-engine-plain ] && mode=plain
                 [ "$client" = curlew-dispatch ] && mode=dispatch
+                [ "$client" = curlew-engine-socket ] && driver=socket-action
                 if [ "$CURLEW_BUILD" != ok ]; then
                     skip_one "$id" "$client" "$rep" "bench-curlew did not build (CurlewEngine); see raw/$STAMP/build.log"
                 else
-                    run_one "$id" "$client" "$rep" "$pin" "" "$SWIFT_BIN/bench-curlew" --mode "$mode" --loops "$loops" "${common[@]}"
+                    run_one "$id" "$client" "$rep" "$pin" "" "$SWIFT_BIN/bench-curlew" --mode "$mode" --loops "$loops" \
+                        --loop-driver "$driver" "${common[@]}"
                 fi ;;
             curlew-at-*)
                 local variant binary=""
@@ -596,17 +600,23 @@ done
 } >"$RAW_DIR/meta.txt"
 
 python3 "$BENCH_DIR/report.py" "$RAW_DIR" >"$RAW_DIR/report.md"
-# A smoke run must not replace the full results (BENCH_LATEST=1 forces it). A run of only upload scenarios
-# (S4-S6) writes results/uploads-latest.md instead, so that it leaves the other scenarios' tables alone.
+# Only a full run replaces the full results: a smoke run, or one limited to some scenarios (other than the upload
+# set) or some clients, leaves results/latest.md alone (BENCH_LATEST=1 forces it). A run of only the upload
+# scenarios (S4-S6, all clients) writes results/uploads-latest.md instead.
 LATEST_NAME=latest.md
+PARTIAL=""
 if [ -z "$(printf '%s\n' $SCENARIOS | grep -vE '^(s4-upload|s5-multipart|s6-gzip)$' || true)" ]; then
     LATEST_NAME=uploads-latest.md
+elif [ -n "$REQUESTED_SCENARIOS" ]; then
+    PARTIAL="a scenario list"
 fi
-if [ "$QUICK" != "1" ] || [ "${BENCH_LATEST:-0}" = "1" ]; then
+[ -n "${BENCH_CLIENTS:-}" ] && PARTIAL="a client list"
+[ "$QUICK" = "1" ] && PARTIAL="a quick run"
+if [ -z "$PARTIAL" ] || [ "${BENCH_LATEST:-0}" = "1" ]; then
     cp "$RAW_DIR/report.md" "$RESULTS_DIR/$LATEST_NAME"
     log "wrote $RESULTS_DIR/$LATEST_NAME"
 else
-    log "quick run: report in $RAW_DIR/report.md (results/latest.md left as it was)"
+    log "$PARTIAL: report in $RAW_DIR/report.md (results/$LATEST_NAME left as it was)"
 fi
 cat "$RAW_DIR/report.md"
 

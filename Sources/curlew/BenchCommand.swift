@@ -195,15 +195,17 @@ struct BenchCommand: AsyncParsableCommand {
         }
         if seed != nil && targetsOrder != .random { throw ValidationError("--seed applies to --targets-order random") }
         if interval.duration < .milliseconds(100) { throw ValidationError("--interval must be at least 100ms") }
+        var shape: BenchStages?
         if let stages {
             if rate != nil { throw ValidationError("give --rate or --stages, not both") }
             if requests != nil || duration != nil { throw ValidationError("--stages sets the run's length: drop -n/-d") }
             do {
-                if case .concurrency = try BenchStages.parse(stages), connections != nil {
-                    throw ValidationError("--stages in connections sets the connections: drop -c")
-                }
-            } catch let error as BenchStages.ParseError {
+                shape = try BenchStages.parse(stages)
+            } catch {
                 throw ValidationError(error.description)
+            }
+            if case .concurrency = shape, connections != nil {
+                throw ValidationError("--stages in connections sets the connections: drop -c")
             }
         }
         do {
@@ -218,10 +220,7 @@ struct BenchCommand: AsyncParsableCommand {
         let shard = try sharding.resolved().shard
         if !shard.isWhole {
             // Every shard needs a connection: the whole run's connections are dealt out like its requests.
-            let connectionLevel = try stages.map { text -> Int in
-                if case .concurrency(let schedule) = try BenchStages.parse(text) { return schedule.maxConcurrency }
-                return inFlight
-            } ?? inFlight
+            let connectionLevel = if case .concurrency(let schedule) = shape { schedule.maxConcurrency } else { inFlight }
             if shard.share(of: connectionLevel) == 0 {
                 throw ValidationError("\(connectionLevel) connections cannot be shared by \(shard.count) shards: give each at least one (-c)")
             }

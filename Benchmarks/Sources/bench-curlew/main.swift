@@ -4,6 +4,7 @@
 //                    tasks run on a loop thread (resume -> next submit inline)
 //   --mode plain     thread loop(s); ordinary tasks on the global cooperative pool
 //   --mode dispatch  the Dispatch event loop; ordinary tasks
+//   --loop-driver socket-action  the thread loop on epoll and curl_multi_socket_action (executor and plain modes)
 import ArgumentParser
 import BenchSupport
 import CurlewEngine
@@ -15,6 +16,11 @@ enum Mode: String, ExpressibleByArgument, CaseIterable {
     case dispatch
 }
 
+enum LoopDriver: String, ExpressibleByArgument, CaseIterable {
+    case poll
+    case socketAction = "socket-action"
+}
+
 struct CurlewOptions: ParsableArguments {
     @OptionGroup var common: BenchOptions
 
@@ -23,6 +29,9 @@ struct CurlewOptions: ParsableArguments {
 
     @Option(help: "Number of event loops")
     var loops: Int = 1
+
+    @Option(name: .customLong("loop-driver"), help: "poll | socket-action (the thread loop's way of driving libcurl)")
+    var loopDriver: LoopDriver = .poll
 }
 
 let options = CurlewOptions.parseOrExit()
@@ -33,7 +42,7 @@ let failures = FailureLog()
 
 var configuration = CurlewClient.Configuration()
 configuration.loopCount = max(1, options.loops)
-configuration.eventLoop = mode == .dispatch ? .dispatch : .thread
+configuration.eventLoop = mode == .dispatch ? .dispatch : options.loopDriver == .socketAction ? .threadSocketAction : .thread
 configuration.httpVersion = options.common.http2 ? .http2 : .http1_1
 configuration.tls.caFile = options.common.cafile
 
