@@ -4,8 +4,8 @@ import CurlewTestSupport
 import Testing
 
 /// A thousand connections and more (issue 11). Thousands of transfers through a debug build load both cores for
-/// seconds, so these run in a process of their own (`make test`), with the descriptor suite, not beside the main
-/// run's timing-sensitive tests.
+/// seconds, so these run in a process of their own (`make test`), not beside the main run's timing-sensitive tests
+/// or the descriptor suite's process-wide counts.
 @Suite("Connections at scale")
 struct ConnectionScaleTests {
     /// 1,000 HTTP/1 transfers in flight on one loop (the socket-action driver spreads them over 16 multi handles,
