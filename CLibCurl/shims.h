@@ -15,6 +15,7 @@
 #include <sys/socket.h>
 #include <errno.h>
 #include <sys/epoll.h>
+#include <sys/stat.h>
 #include <sys/eventfd.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -198,6 +199,13 @@ static inline int curlew_epoll_watch(int epoll_fd, int fd, int what, int is_new,
         error = errno;
     }
     return error;
+}
+
+/// The inode of the socket open under `fd` (0 if none): which socket a number names now.
+static inline uint64_t curlew_socket_inode(int fd) {
+    struct stat info;
+    if (fstat(fd, &info) != 0) return 0;
+    return (uint64_t)info.st_ino;
 }
 
 /// Stops watching `fd`; harmless if libcurl already closed it (the kernel then dropped it from the set).

@@ -312,7 +312,7 @@ struct BenchCommand: AsyncParsableCommand {
         let progress = ProgressOutput(enabled: !shared.noProgress)
         if !json {
             print("curlew bench \(target)")
-            print("  \(describe(plan: plan, loops: client.executors.count))")
+            print("  \(describe(plan: plan, loops: client.executors.count, driver: configuration.eventLoop))")
             if !shard.isWhole {
                 print("  shard \(shard)" + (runID.map { " of run \($0)" } ?? "")
                     + ": the run's requests \(shard.index), \(shard.index + shard.count), \(shard.index + 2 * shard.count), …")
@@ -371,7 +371,7 @@ struct BenchCommand: AsyncParsableCommand {
         }
         if let report {
             let page = BenchReport(
-                title: "curlew bench \(target)", parameters: reportParameters(plan: plan, loops: client.executors.count, startedAt: startedAt),
+                title: "curlew bench \(target)", parameters: reportParameters(plan: plan, loops: client.executors.count, driver: configuration.eventLoop, startedAt: startedAt),
                 summary: summary, intervals: recorder.intervals, histogram: result.histogram)
             do {
                 try page.html.write(toFile: report, atomically: true, encoding: .utf8)
@@ -450,7 +450,7 @@ struct BenchCommand: AsyncParsableCommand {
         }
     }
 
-    private func describe(plan: BenchPlan, loops: Int) -> String {
+    private func describe(plan: BenchPlan, loops: Int, driver: CurlewClient.Configuration.EventLoopKind) -> String {
         let version = h2c ? "h2c" : http2 ? "HTTP/2 (TLS)" : "HTTP/1.1"
         let amount: String =
             switch plan.stop {
@@ -462,12 +462,15 @@ struct BenchCommand: AsyncParsableCommand {
         let shape = stages.map { ", stages \($0)" } ?? ""
         let targets = plan.targets.count > 1 ? ", \(plan.targets.count) targets" : ""
         let reuse = noKeepalive ? ", a new connection per request" : ""
-        return "\(plan.connections) connections, \(loops) loop(s), \(version)\(reuse), \(amount)\(pace)\(shape)\(targets)"
+        let loopDriver = driver == .threadSocketAction ? " (socket-action)" : ""
+        return "\(plan.connections) connections, \(loops) loop(s)\(loopDriver), \(version)\(reuse), \(amount)\(pace)\(shape)\(targets)"
     }
 
-    private func reportParameters(plan: BenchPlan, loops: Int, startedAt: Date) -> [(String, String)] {
+    private func reportParameters(
+        plan: BenchPlan, loops: Int, driver: CurlewClient.Configuration.EventLoopKind, startedAt: Date
+    ) -> [(String, String)] {
         var rows: [(String, String)] = [
-            ("run", describe(plan: plan, loops: loops)),
+            ("run", describe(plan: plan, loops: loops, driver: driver)),
             ("started", ISO8601DateFormatter().string(from: startedAt)),
             ("interval", interval.description),
             ("client", "curlew \(CurlewVersion.curlew), libcurl \(CurlewVersion.libcurl)"),

@@ -71,6 +71,17 @@ struct MultiPartPlanTests {
         #expect(plan.choosePart(http1Only: true, openParts: 2, inFlight: { inFlight[$0] }) == .part(1))
     }
 
+    @Test func theLastPartTakesNoMoreTransfersThanItsSliceOfConnections() {
+        // 65 per host: part 1 has one connection, so it takes one transfer; the rest go to the least loaded part.
+        let plan = plan(perHost: part + 1)
+        #expect(plan.partCount == 2)
+        #expect(plan.capacity(ofPart: 0) == part)
+        #expect(plan.capacity(ofPart: 1) == 1)
+        #expect(plan.choosePart(http1Only: true, openParts: 2, inFlight: { [part, 0][$0] }) == .part(1))
+        #expect(plan.choosePart(http1Only: true, openParts: 2, inFlight: { [part - 3, 1][$0] }) == .part(0))
+        #expect(plan.choosePart(http1Only: true, openParts: 2, inFlight: { [part + 2, 1][$0] }) == .part(1))
+    }
+
     @Test func aTransferThatMayMultiplexStaysInPartZero() {
         let plan = plan(perHost: nil)
         #expect(plan.choosePart(http1Only: false, openParts: 3, inFlight: { _ in 10 * part }) == .part(0))

@@ -37,8 +37,9 @@ extension CurlewClient {
         /// The most HTTP/2 streams one connection carries; the server's own `SETTINGS_MAX_CONCURRENT_STREAMS`
         /// applies too. libcurl's default of 100 would open a new connection for every request beyond it.
         public var maxConcurrentStreamsPerConnection: Int = 1000
-        /// Idle connections each loop keeps cached for reuse. With ``EventLoopKind/threadSocketAction`` and more
-        /// than 64 transfers in flight, each of a loop's multi handles caches at least 64 (as many as it runs).
+        /// Idle connections each loop keeps cached for reuse. With ``EventLoopKind/threadSocketAction`` and
+        /// connection limits above 64 per loop, a loop runs several multi handles (one per 64 transfers in flight)
+        /// and each caches at least 64, as many as it runs, so a loop may keep up to 64 per multi handle in all.
         public var maxCachedConnectionsPerLoop: Int = 256
         /// The longest a connection may sit idle in the pool and still be reused (`CURLOPT_MAXAGE_CONN`, whole
         /// seconds, at least 1). libcurl does not watch pooled connections, so a server that closes idle ones sooner

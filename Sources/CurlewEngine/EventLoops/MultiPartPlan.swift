@@ -20,7 +20,9 @@ struct MultiLimits: Equatable {
 /// part is opened when all are full, and a transfer whose part just finished one takes its place (and its idle
 /// connection). Only transfers that can only use HTTP/1 are spread; a request that may multiplex stays in part 0,
 /// where one connection carries many (its host's bundle stays short). With the client's connection limits no
-/// larger than one part, a loop has one part, as before.
+/// larger than one part, a loop has one part, as before. The price: once a loop has several parts, part 0 holds
+/// one part's slice of the limits, so requests that may multiplex (HTTPS with ``CurlewClient/HTTPVersion/http2``)
+/// get at most 64 connections per host per loop, which an HTTPS server that only speaks HTTP/1.1 then feels.
 struct MultiPartPlan: Equatable {
     /// The most transfers in flight per part before the next part is used. The connection walks cost about
     /// 20 ns per connection; 64 keeps them near 1 µs of a request's ~25 µs (measured in the design note).
@@ -85,6 +87,15 @@ struct MultiPartPlan: Equatable {
         case openPart
     }
 
+    /// How many transfers part `index` takes before the next part is used: ``transfersPerPart``, or fewer when its
+    /// slice of the connection limits is smaller (the last part's may be), so none waits for a connection there
+    /// while another part has room.
+    func capacity(ofPart index: Int) -> Int {
+        guard partCount > 1 else { return .max }
+        let limits = limits(ofPart: index)
+        return [Self.transfersPerPart, limits.hostConnections, limits.totalConnections].filter { $0 > 0 }.min()!
+    }
+
     /// Chooses the part of a new transfer, given how many transfers each open part runs (`inFlight(i)` for
     /// `i < openParts`): the first part with room; a new part when all are full and the plan allows one; else the
     /// least loaded. A transfer that may multiplex (`http1Only` false) always goes to part 0.
@@ -94,7 +105,9 @@ struct MultiPartPlan: Equatable {
         var leastCount = Int.max
         for index in 0..<openParts {
             let count = inFlight(index)
-            if count < Self.transfersPerPart { return .part(index) }
+            // Only the last part's slice can be smaller than a full part.
+            let room = index == partCount - 1 ? capacity(ofPart: index) : Self.transfersPerPart
+            if count < room { return .part(index) }
             if count < leastCount { (leastLoaded, leastCount) = (index, count) }
         }
         return openParts < partCount ? .openPart : .part(leastLoaded)

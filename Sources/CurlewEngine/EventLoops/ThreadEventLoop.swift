@@ -74,11 +74,18 @@ final class ThreadEventLoop: CurlEventLoop, TaskExecutor, @unchecked Sendable {
         static let absent = SocketState()
         /// Whether the number is in the epoll set.
         var isInSet = false
-        /// Whether libcurl watches it (a connection's socket stays in the set after libcurl stops, see
-        /// `socketInterest`).
+        /// Whether libcurl watches it (an established connection's socket stays in the set after libcurl stops,
+        /// see `socketInterest`).
         var isWatched = false
-        /// Whether it is a connection socket libcurl opened and will close through this loop's callbacks.
+        /// Whether it is a connection socket this loop opened for libcurl (`openSocket`), still the same socket
+        /// (`inode`), which libcurl closes through `closeSocket`.
         var isConnection = false
+        /// Whether libcurl has waited on it for input: a connection that carried a request. Only such sockets rest
+        /// in the set; a connect attempt (named with output interest only) that loses a race is closed by libcurl
+        /// without the close callback.
+        var isEstablished = false
+        /// The socket's inode when it was opened, to tell it from a later socket under the same number.
+        var inode: UInt64 = 0
         /// The CURL_POLL_IN/OUT interest and the part it is in the set with.
         var interest: Int32 = 0
         var tag: UInt32 = 0
@@ -306,10 +313,7 @@ final class ThreadEventLoop: CurlEventLoop, TaskExecutor, @unchecked Sendable {
                 curl_multi_socket_action(part.core.multi, -1, 0, &running)  // -1 is CURL_SOCKET_TIMEOUT
                 part.hasNews = true
             }
-            if !unwatchableHandles.isEmpty {
-                for (part, handle) in unwatchableHandles { parts[part].core.failUnwatchable(handle) }
-                unwatchableHandles.removeAll()
-            }
+            failUnwatchableHandles()
             let afterActions = core.tick()
             for part in parts {
                 if part.hasNews {
@@ -350,20 +354,23 @@ final class ThreadEventLoop: CurlEventLoop, TaskExecutor, @unchecked Sendable {
     /// libcurl's interest in one of the sockets of part `tag` changed (called inside libcurl, on the loop thread);
     /// returns whether the socket is watched.
     ///
-    /// A connection's socket that libcurl stops watching stays in the epoll set, with its interest: libcurl 7.88
-    /// removes a kept-alive connection's socket when each transfer ends and names it again, with the same interest,
-    /// for the next, and an `EPOLL_CTL_DEL`, `ADD` and `MOD` per request cost more than remembering
-    /// (`docs/design/0011-socket-action-loop.md`). Only sockets this loop opened and closes for libcurl
-    /// (`openSocket`, `closeSocket`) are kept so, because only their closing is seen: the threaded resolver's
-    /// socketpair, which libcurl closes without the close callback, leaves the set on `CURL_POLL_REMOVE`. A resting
-    /// socket that reports an event (a server closing an idle connection) is taken out then.
+    /// An established connection's socket that libcurl stops watching stays in the epoll set, with its interest:
+    /// libcurl 7.88 removes a kept-alive connection's socket when each transfer ends and names it again, with the
+    /// same interest, for the next, and an `EPOLL_CTL_DEL`, `ADD` and `MOD` per request cost more than remembering
+    /// (`docs/design/0011-socket-action-loop.md`). Only sockets that can rest safely do: ones this loop opened
+    /// (`openSocket`), that libcurl has waited on for input (a connection that carried a request), and that are
+    /// still the socket opened under that number (inode, checked whenever the kernel is told anything). libcurl
+    /// closes those through `closeSocket`, which takes them out of the set first. Everything else libcurl names
+    /// leaves the set on `CURL_POLL_REMOVE`: the threaded resolver's socketpair and a connect attempt that lost a
+    /// race, both of which libcurl closes without the close callback (0001). A resting socket that reports an event
+    /// (a server closing an idle connection) is taken out then.
     fileprivate func socketInterest(_ descriptor: Int32, _ what: Int32, tag: Int) -> Bool {
         let index = Int(descriptor)
         guard index >= 0 else { return false }
         growSocketStates(to: index)
         var state = socketStates[index]
         if what == CURL_POLL_REMOVE {
-            if state.isConnection && state.isInSet {
+            if state.isConnection && state.isEstablished && state.isInSet {
                 socketStates[index].isWatched = false
             } else {
                 if state.isInSet { curlew_epoll_unwatch(epollDescriptor, descriptor) }
@@ -377,12 +384,17 @@ final class ThreadEventLoop: CurlEventLoop, TaskExecutor, @unchecked Sendable {
             socketStates[index].isWatched = true
             return true
         }
+        if state.isConnection && curlew_socket_inode(descriptor) != state.inode {
+            // Not the socket opened under this number (closed without the callback, the number taken again).
+            state = .absent
+        }
         guard curlew_epoll_watch(epollDescriptor, descriptor, what, state.isInSet ? 0 : 1, tag) == 0 else {
             socketStates[index] = .absent
             return false
         }
         state.isInSet = true
         state.isWatched = true
+        if what & CURL_POLL_IN != 0 { state.isEstablished = true }
         state.interest = what
         state.tag = tag
         socketStates[index] = state
@@ -407,20 +419,31 @@ final class ThreadEventLoop: CurlEventLoop, TaskExecutor, @unchecked Sendable {
         }
     }
 
-    /// Opens a connection socket for libcurl (close-on-exec). The number is new: whatever held it before was
-    /// closed, and the kernel dropped it from the epoll set then.
+    /// Opens a connection socket for libcurl (close-on-exec) and records which socket it is.
     fileprivate func openSocket(_ address: curl_sockaddr) -> Int32 {
         let descriptor = openCloseOnExecSocket(address)
         guard descriptor >= 0 else { return descriptor }
         growSocketStates(to: Int(descriptor))
-        socketStates[Int(descriptor)] = SocketState(isConnection: true)
+        socketStates[Int(descriptor)] = SocketState(isConnection: true, inode: curlew_socket_inode(descriptor))
         return descriptor
     }
 
-    /// Closes a connection socket for libcurl, which closes it nowhere else.
+    /// Closes a connection socket for libcurl, which closes it nowhere else. A resting socket leaves the epoll set
+    /// first: a registration belongs to the open socket, not the number, and would outlive the close if another
+    /// process held the socket (a child between fork and exec).
     fileprivate func closeSocket(_ descriptor: Int32) -> Int32 {
-        if descriptor >= 0 && Int(descriptor) < socketStates.count { socketStates[Int(descriptor)] = .absent }
+        if descriptor >= 0 && Int(descriptor) < socketStates.count {
+            if socketStates[Int(descriptor)].isInSet { curlew_epoll_unwatch(epollDescriptor, descriptor) }
+            socketStates[Int(descriptor)] = .absent
+        }
         return close(descriptor)
+    }
+
+    /// Fails the transfers whose socket could not be watched during the libcurl calls just made.
+    private func failUnwatchableHandles() {
+        guard !unwatchableHandles.isEmpty else { return }
+        for (part, handle) in unwatchableHandles { parts[part].core.failUnwatchable(handle) }
+        unwatchableHandles.removeAll()
     }
 
     fileprivate func markUnwatchable(_ easy: UnsafeMutableRawPointer, part: Int) {
@@ -490,6 +513,9 @@ final class ThreadEventLoop: CurlEventLoop, TaskExecutor, @unchecked Sendable {
                     core(of: transfer).cancel(transfer)
                 case .unpause(let transfer, let direction):
                     core(of: transfer).unpause(transfer, direction)
+                    // libcurl may have named a socket inside curl_easy_pause: fail its transfer before anything
+                    // else can end it and hand its easy handle to another.
+                    failUnwatchableHandles()
                     // The transfer has work again: perform before sleeping.
                     startedTransfers = true
                 case .job(let job):
