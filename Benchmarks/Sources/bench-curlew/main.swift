@@ -44,6 +44,10 @@ var configuration = CurlewClient.Configuration()
 configuration.loopCount = max(1, options.loops)
 configuration.eventLoop = mode == .dispatch ? .dispatch : options.loopDriver == .socketAction ? .threadSocketAction : .thread
 configuration.httpVersion = options.common.http2 ? .http2 : .http1_1
+// As `curlew bench` does: a connection per worker (the default of 256 per host would queue the rest inside
+// libcurl), and a cache as large (libcurl 7.88 counts busy connections against it).
+configuration.maxConnectionsPerHost = max(concurrency, 256)
+configuration.maxCachedConnectionsPerLoop = max(concurrency, configuration.maxCachedConnectionsPerLoop)
 configuration.tls.caFile = options.common.cafile
 
 let client = CurlewClient(configuration: configuration)
