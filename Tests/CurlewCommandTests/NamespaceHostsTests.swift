@@ -18,10 +18,7 @@ struct NamespaceHostsTests {
 
         let hosts = try await NamespaceHosts.create(clients: 2)
         #expect(!NamespaceHosts.exists(abandoned))
-        var server: NamespaceNginx?
-        do {
-            let nginx = try await hosts.startNginx()
-            server = nginx
+        try await hosts.withNginx { nginx in
             for index in 0..<2 {
                 let output = try await CurlewBinary.runProgram(
                     hosts.execPrefix(client: index) + ["curl", "-sS", "--max-time", "10", nginx.baseURL + "/hits/namespace-test"])
@@ -29,13 +26,7 @@ struct NamespaceHostsTests {
             }
             let log = try String(contentsOfFile: nginx.hitsLogPath, encoding: .utf8)
             #expect(log.split(separator: "\n").map { String($0.split(separator: " ")[0]) } == hosts.clientAddresses, "\(log)")
-        } catch {
-            await server?.stop()
-            await hosts.remove()
-            throw error
         }
-        await server?.stop()
-        await hosts.remove()
         #expect(NamespaceHosts.ownNamespaces().isEmpty, "left behind: \(NamespaceHosts.ownNamespaces())")
         #expect(([hosts.server] + hosts.clients).allSatisfy { !NamespaceHosts.exists($0) })
     }

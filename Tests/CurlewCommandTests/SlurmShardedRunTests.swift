@@ -37,9 +37,7 @@ import Testing
 
         // Each shard: its quarter, as shard I of run ARRAY_JOB_ID, started at the common second.
         let outputDirectory = "\(folder)/curlew-bench-\(array)"
-        let results = try (0..<Self.shards).map { index in
-            try decode(BenchSummary.self, fromFile: "\(outputDirectory)/bench-shard-\(index)-of-\(Self.shards).json")
-        }
+        let results = try Self.shardSummaries(in: outputDirectory)
         #expect(results.map(\.shard) == (0..<Self.shards).map { ShardAssignment(index: $0, count: Self.shards) })
         #expect(results.allSatisfy { $0.runId == String(array) }, "\(results.map(\.runId))")
         #expect(results.map(\.requests) == Array(repeating: requests / Self.shards, count: Self.shards))
@@ -246,22 +244,18 @@ import Testing
 
         """
 
+    /// Each bench shard's JSON summary in a run's output folder, in shard order.
+    static func shardSummaries(in outputDirectory: String) throws -> [BenchSummary] {
+        try (0..<shards).map { index in
+            try decode(BenchSummary.self, fromFile: "\(outputDirectory)/bench-shard-\(index)-of-\(shards).json")
+        }
+    }
+
     @Test(.enabled(if: NamespaceHosts.unavailableReason == nil, "network namespaces need root and iproute2's ip"))
     func benchShardsOnHostsOfTheirOwnReachTheServerFromFourAddressesAndMergeExactly() async throws {
         let cluster = try await SlurmCluster.shared()
         let hosts = try await NamespaceHosts.create(clients: Self.shards)
-        var server: NamespaceNginx?
-        do {
-            let nginx = try await hosts.startNginx()
-            server = nginx
-            try await Self.benchOnHostsOfTheirOwn(cluster, hosts, nginx)
-        } catch {
-            await server?.stop()
-            await hosts.remove()
-            throw error
-        }
-        await server?.stop()
-        await hosts.remove()
+        try await hosts.withNginx { nginx in try await Self.benchOnHostsOfTheirOwn(cluster, hosts, nginx) }
         #expect(NamespaceHosts.ownNamespaces().isEmpty, "left behind: \(NamespaceHosts.ownNamespaces())")
     }
 
@@ -283,9 +277,7 @@ import Testing
         let mergeTasks = try await cluster.waitForJob(merge, timeout: .seconds(60))
         #expect(mergeTasks.map(\.state) == ["COMPLETED"], "\(cluster.describe(mergeTasks))")
         let outputDirectory = "\(folder)/curlew-bench-\(array)"
-        let results = try (0..<Self.shards).map { index in
-            try decode(BenchSummary.self, fromFile: "\(outputDirectory)/bench-shard-\(index)-of-\(Self.shards).json")
-        }
+        let results = try Self.shardSummaries(in: outputDirectory)
 
         // nginx saw four clients, each shard's address sending exactly that shard's requests.
         var perAddress: [String: Int] = [:]

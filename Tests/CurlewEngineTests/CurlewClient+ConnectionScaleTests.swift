@@ -26,18 +26,7 @@ struct ConnectionScaleTests {
                 configuration.maxCachedConnectionsPerLoop = inFlight
                 configuration.timeouts.total = .seconds(60)
             }) { client in
-                try await withThrowingTaskGroup(of: Int.self) { group in
-                    for _ in 0..<inFlight {
-                        group.addTask {
-                            var succeeded = 0
-                            for request in [held, small, small] {
-                                if try await client.execute(request).status == .ok { succeeded += 1 }
-                            }
-                            return succeeded
-                        }
-                    }
-                    return try await group.reduce(0, +)
-                }
+                try await okResponses(client, workers: inFlight, each: [held, small, small])
             }
             #expect(succeeded == 3 * inFlight)
             #expect(server.requestsServed == 3 * inFlight)

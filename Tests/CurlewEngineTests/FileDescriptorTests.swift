@@ -80,18 +80,7 @@ struct FileDescriptorTests {
                 configuration.maxCachedConnectionsPerLoop = concurrency
                 configuration.timeouts.total = .seconds(60)
             }) { client in
-                try await withThrowingTaskGroup(of: Int.self) { group in
-                    for _ in 0..<concurrency {
-                        group.addTask {
-                            var succeeded = 0
-                            for request in [held, small] {
-                                if try await client.execute(request).status == .ok { succeeded += 1 }
-                            }
-                            return succeeded
-                        }
-                    }
-                    return try await group.reduce(0, +)
-                }
+                try await okResponses(client, workers: concurrency, each: [held, small])
             }
             #expect(succeeded == 2 * concurrency)
             #expect(server.requestsServed - servedBefore == 2 * concurrency)

@@ -126,6 +126,26 @@ public final class NamespaceHosts: Sendable {
 
     // MARK: - A server
 
+    /// Starts nginx on the server host (``startNginx()``), runs `body` with it, then stops nginx and removes every
+    /// host, whether `body` threw or not.
+    public func withNginx<T>(
+        isolation: isolated (any Actor)? = #isolation, _ body: (NamespaceNginx) async throws -> T
+    ) async throws -> T {
+        var server: NamespaceNginx?
+        do {
+            let nginx = try await self.startNginx()
+            server = nginx
+            let result = try await body(nginx)
+            await nginx.stop()
+            await self.remove()
+            return result
+        } catch {
+            await server?.stop()
+            await self.remove()
+            throw error
+        }
+    }
+
     /// Starts an nginx on the server host, listening on ``serverAddress``:80, that answers `/hits/…` with 200 and
     /// logs each such request to ``NamespaceNginx/hitsLogPath`` with the client's address. Stop it
     /// (``NamespaceNginx/stop()``) before ``remove()``.

@@ -452,7 +452,8 @@ final class ThreadEventLoop: CurlEventLoop, TaskExecutor, @unchecked Sendable {
 
     /// The part a new transfer runs in (socket-action driver), opening one if the plan says so.
     private func part(for transfer: Transfer) -> MultiCore {
-        let http1Only = CredentialPolicy.isHTTP1Only(
+        // Classified only when the loop may spread transfers (a plan of one part sends everything to part 0).
+        let http1Only = partPlan.partCount > 1 && CredentialPolicy.isHTTP1Only(
             transfer.request.url, version: transfer.request.httpVersion ?? transfer.settings.httpVersion)
         var index = 0
         switch partPlan.choosePart(http1Only: http1Only, openParts: parts.count, inFlight: { parts[$0].core.transfersInFlight }) {

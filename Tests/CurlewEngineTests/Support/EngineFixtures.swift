@@ -42,6 +42,22 @@ func curlewErrorCode(_ body: () async throws -> Void) async -> CurlewError.Code?
     }
 }
 
+/// Runs `workers` concurrent tasks, each sending `requests` in order; returns how many responses were 200 OK.
+func okResponses(_ client: CurlewClient, workers: Int, each requests: [CurlewRequest]) async throws -> Int {
+    try await withThrowingTaskGroup(of: Int.self) { group in
+        for _ in 0..<workers {
+            group.addTask {
+                var succeeded = 0
+                for request in requests {
+                    if try await client.execute(request).status == .ok { succeeded += 1 }
+                }
+                return succeeded
+            }
+        }
+        return try await group.reduce(0, +)
+    }
+}
+
 /// The thrown error itself, for tests that look at more than the code.
 func caughtError(_ body: () async throws -> Void) async -> (any Error)? {
     do {
