@@ -20,13 +20,38 @@ CURLEW_RELEASE_FLAGS := -c release --product curlew --static-swift-stdlib -Xswif
 
 TEST_LOG_DIR := .build/test-logs
 
+# The main test run: every suite but those that need a process (or a quiet machine) of their own.
+MAIN_TEST_RUN := --skip FileDescriptorTests --skip ConnectionScaleTests --skip MemoryTests --skip BenchStagesCommandTests \
+	--skip UploadBandwidthLimitTests --skip TracingBootstrapTests --skip SlurmShardedRunTests --skip SlurmClusterTests \
+	--skip DeployManifestTests --skip NamespaceHostsTests
+
+# The second libcurl CI tests: this Debian release's backports suite (Debian 12: 8.14.1, Debian 13's), extracted into
+# a prefix beside the system's own (CLibCurl/backports/extract-backports-libcurl.sh) and linked by path and rpath, in
+# a build folder of its own. The system's libcurl stays installed and untouched.
+MULTIARCH := $(shell gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
+BACKPORTS_LIBCURL_PREFIX := $(CURDIR)/.build/libcurl-backports/prefix
+BACKPORTS_LIBCURL_LIB := $(BACKPORTS_LIBCURL_PREFIX)/usr/lib/$(MULTIARCH)
+BACKPORTS_LIBCURL_FLAGS := --scratch-path .build/libcurl-backports/build \
+	-Xcc -I$(BACKPORTS_LIBCURL_PREFIX)/usr/include/$(MULTIARCH) \
+	-Xlinker -L$(BACKPORTS_LIBCURL_LIB) -Xlinker -rpath=$(BACKPORTS_LIBCURL_LIB)
+BACKPORTS_BUILD_LOG := .build/libcurl-backports/build.log
+
 # Runs one `swift test` process ($(2): its filter) with its output kept in $(TEST_LOG_DIR)/$(1).log. A failed run does
 # not stop the ones after it: CI shows only the end of the output, so `make test` repeats every failure there.
+# Fails when the build log $(1) has a warning about Curlew's own files. swift-distributed-tracing 1.7.3 ships
+# CMakeLists.txt inside its targets, which SwiftPM reports as a warning about that package's own files on every
+# build; it says nothing about Curlew's code.
+define fail_on_warnings
+	@if grep -E '(^warning:|/(Sources|Tests|CLibCurl|Benchmarks)/.*warning:)' $(1) \
+		| grep -vE "^warning: 'swift-distributed-tracing': found [0-9]+ file\(s\) which are unhandled"; then \
+		echo "error: the build printed warnings (Curlew builds with zero warnings)"; exit 1; fi
+endef
+
 define swift_test
 	$(SWIFT) test --skip-build $(2) 2>&1 | tee $(TEST_LOG_DIR)/$(1).log || echo $(1) >> $(TEST_LOG_DIR)/failed
 endef
 
-.PHONY: demo test test-large build deps deps-system deps-python bench clean check-warnings readme-check docs
+.PHONY: demo test test-libcurl-backports test-large build deps deps-system deps-python bench bench-libcurl-backports clean check-warnings readme-check docs
 
 DEMO_DIR := .build/demo-upload
 
@@ -53,9 +78,7 @@ test: deps check-warnings readme-check
 	# File-descriptor accounting is process-wide, so that suite runs in a process of its own; so do the tests of
 	# thousands of connections, whose load would otherwise land on the main run's timing-sensitive tests (and whose
 	# servers' descriptors on the descriptor suite's counts).
-	$(call swift_test,main,--skip FileDescriptorTests --skip ConnectionScaleTests --skip MemoryTests --skip BenchStagesCommandTests \
-		--skip UploadBandwidthLimitTests --skip TracingBootstrapTests --skip SlurmShardedRunTests --skip SlurmClusterTests \
-		--skip DeployManifestTests --skip NamespaceHostsTests)
+	$(call swift_test,main,$(MAIN_TEST_RUN))
 	$(call swift_test,file-descriptors,--filter FileDescriptorTests)
 	$(call swift_test,connection-scale,--filter ConnectionScaleTests)
 	# Bootstrapping the tracing system is process-wide and once only: that suite runs in a process of its own.
@@ -76,6 +99,17 @@ test: deps check-warnings readme-check
 			echo "-- $$run"; grep -aE '✘|error:|Fatal error|signal code|[Cc]rash' $(TEST_LOG_DIR)/$$run.log | head -60 || true; \
 		done; exit 1; \
 	fi
+
+## test-libcurl-backports: the main test run again on the backports suite's libcurl (Debian 12: 8.14.1), built with
+## zero warnings in a folder of its own; the test log names the libcurl the tests ran on
+test-libcurl-backports: deps
+	@version=$$(bash CLibCurl/backports/extract-backports-libcurl.sh $(BACKPORTS_LIBCURL_PREFIX)) && \
+		echo "== libcurl $$version from the backports suite, in $(BACKPORTS_LIBCURL_PREFIX)"
+	$(SWIFT) build --build-tests $(BACKPORTS_LIBCURL_FLAGS) 2>&1 | tee $(BACKPORTS_BUILD_LOG)
+	$(call fail_on_warnings,$(BACKPORTS_BUILD_LOG))
+	@mkdir -p $(TEST_LOG_DIR)
+	$(SWIFT) test --skip-build $(BACKPORTS_LIBCURL_FLAGS) $(MAIN_TEST_RUN) 2>&1 | tee $(TEST_LOG_DIR)/libcurl-backports.log
+	@echo "== the tests above ran on: $$($$($(SWIFT) build $(BACKPORTS_LIBCURL_FLAGS) --show-bin-path)/curlew --version)"
 
 ## test-large: the S3 upload proofs at full size (minutes, GiBs of disk): a 1 GiB multipart upload killed with
 ## kill -9 at 10 points and resumed without resending a part, and a 6 GiB object (over S3's 5 GiB single-PUT limit;
@@ -101,11 +135,7 @@ build: deps-system
 check-warnings: deps-system
 	mkdir -p .build
 	$(SWIFT) build --build-tests 2>&1 | tee $(BUILD_LOG)
-	@# swift-distributed-tracing 1.7.3 ships CMakeLists.txt inside its targets, which SwiftPM reports as a
-	@# warning about that package's own files on every build; it says nothing about Curlew's code.
-	@if grep -E '(^warning:|/(Sources|Tests|CLibCurl|Benchmarks)/.*warning:)' $(BUILD_LOG) \
-		| grep -vE "^warning: 'swift-distributed-tracing': found [0-9]+ file\(s\) which are unhandled"; then \
-		echo "error: the build printed warnings (Curlew builds with zero warnings)"; exit 1; fi
+	$(call fail_on_warnings,$(BUILD_LOG))
 
 ## readme-check: every Swift block of README.md type-checks as written, against the debug build's modules
 readme-check: check-warnings
@@ -117,6 +147,13 @@ bench: deps
 	@python3 -c 'import awscli' 2>/dev/null || python3 -m pip install --quiet awscli 2>/dev/null \
 		|| python3 -m pip install --quiet --break-system-packages awscli
 	bash Benchmarks/run.sh
+
+## bench-libcurl-backports: the same benchmarks with every client built against the backports suite's libcurl
+## (Debian 12: 8.14.1); scenarios as for bench (BENCH_SCENARIOS, BENCH_COMMAND_SCENARIOS=s8scale …)
+bench-libcurl-backports: deps
+	$(call apt_install,$(BENCH_APT_PACKAGES))
+	bash CLibCurl/backports/extract-backports-libcurl.sh $(BACKPORTS_LIBCURL_PREFIX)
+	BENCH_LIBCURL_PREFIX=$(BACKPORTS_LIBCURL_PREFIX) bash Benchmarks/run.sh
 
 deps: deps-system deps-python
 

@@ -122,7 +122,8 @@ mkdir -p "$RAW_DIR"
 MANIFEST=$RAW_DIR/manifest.tsv
 BUILD_LOG=$RAW_DIR/build.log
 NGINX_DIR=$RAW_DIR/nginx
-C_BIN_DIR=$BENCH_DIR/.build/raw-libcurl
+# shellcheck source=libcurl.sh
+. "$BENCH_DIR/libcurl.sh"
 
 log() {
     printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2
@@ -140,18 +141,18 @@ SWIFT_BUILD=ok
 build() {
     log "building raw-libcurl"
     mkdir -p "$C_BIN_DIR"
-    cc -O2 -Wall -o "$C_BIN_DIR/bench_curl" "$BENCH_DIR/raw-libcurl/bench_curl.c" $(curl-config --cflags) -lcurl
-    cc -O2 -Wall -o "$C_BIN_DIR/bench_upload" "$BENCH_DIR/raw-libcurl/bench_upload.c" $(curl-config --cflags) -lcurl -lz
+    cc -O2 -Wall -o "$C_BIN_DIR/bench_curl" "$BENCH_DIR/raw-libcurl/bench_curl.c" $LIBCURL_CC_FLAGS
+    cc -O2 -Wall -o "$C_BIN_DIR/bench_upload" "$BENCH_DIR/raw-libcurl/bench_upload.c" $LIBCURL_CC_FLAGS -lz
 
     log "building the Swift clients (release; a first build takes minutes)"
-    if swift build -c release --package-path "$BENCH_DIR" >"$BUILD_LOG" 2>&1; then
+    if swift build -c release --package-path "$BENCH_DIR" "${SWIFT_BENCH_FLAGS[@]}" >"$BUILD_LOG" 2>&1; then
         :
     else
         CURLEW_BUILD=failed
         log "the full build failed (see $BUILD_LOG); building without CurlewEngine"
-        rm -f "$(swift build -c release --package-path "$BENCH_DIR" --show-bin-path 2>/dev/null)/bench-curlew"
-        rm -f "$(swift build -c release --package-path "$BENCH_DIR" --show-bin-path 2>/dev/null)/bench-curlew-upload"
-        if ! CURLEW_BENCH_NO_ENGINE=1 swift build -c release --package-path "$BENCH_DIR" >>"$BUILD_LOG" 2>&1; then
+        rm -f "$(swift build -c release --package-path "$BENCH_DIR" "${SWIFT_BENCH_FLAGS[@]}" --show-bin-path 2>/dev/null)/bench-curlew"
+        rm -f "$(swift build -c release --package-path "$BENCH_DIR" "${SWIFT_BENCH_FLAGS[@]}" --show-bin-path 2>/dev/null)/bench-curlew-upload"
+        if ! CURLEW_BENCH_NO_ENGINE=1 swift build -c release --package-path "$BENCH_DIR" "${SWIFT_BENCH_FLAGS[@]}" >>"$BUILD_LOG" 2>&1; then
             SWIFT_BUILD=failed
             log "the Swift clients do not build either (see $BUILD_LOG)"
         fi
@@ -167,7 +168,7 @@ if [ "${BENCH_SKIP_BUILD:-0}" = "1" ]; then
 else
     build
 fi
-SWIFT_BIN=$(swift build -c release --package-path "$BENCH_DIR" --show-bin-path 2>/dev/null || echo "$BENCH_DIR/.build/release")
+SWIFT_BIN=$(swift build -c release --package-path "$BENCH_DIR" "${SWIFT_BENCH_FLAGS[@]}" --show-bin-path 2>/dev/null || echo "$BENCH_DIR/.build/release")
 if [ ! -x "$SWIFT_BIN/bench-curlew" ]; then CURLEW_BUILD=failed; fi
 
 # ---------------------------------------------------------------------------------------------
@@ -572,7 +573,7 @@ done
     echo "loadavg=before $LOAD_BEFORE, after $(cut -d' ' -f1-3 /proc/loadavg)"
     echo "uname=$(uname -srm)"
     echo "cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
-    echo "libcurl=$(curl-config --version) ($(curl --version | head -1 | cut -d' ' -f3-))"
+    echo "libcurl=$LIBCURL_VERSION${BENCH_LIBCURL_PREFIX:+ (from $BENCH_LIBCURL_PREFIX)}"
     echo "nginx=$(nginx -v 2>&1 | sed 's/^nginx version: //')"
     echo "swift=$(swift --version 2>/dev/null | head -1)"
     echo "wrk=$(wrk -v 2>&1 | head -1 | cut -d' ' -f1-2)"

@@ -55,11 +55,13 @@ for tool in /usr/bin/time taskset nginx curl curl-config cc wrk xargs python3; d
 done
 
 # Build
-C_BIN=$BENCH_DIR/.build/raw-libcurl/bench_curl
-mkdir -p "$(dirname "$C_BIN")"
-cc -O2 -Wall -o "$C_BIN" "$BENCH_DIR/raw-libcurl/bench_curl.c" $(curl-config --cflags) -lcurl
-C_SOCKET_BIN=$BENCH_DIR/.build/raw-libcurl/bench_curl_socket
-cc -O2 -Wall -o "$C_SOCKET_BIN" "$BENCH_DIR/raw-libcurl/bench_curl_socket.c" $(curl-config --cflags) -lcurl
+# shellcheck source=../libcurl.sh
+. "$BENCH_DIR/libcurl.sh"
+C_BIN=$C_BIN_DIR/bench_curl
+mkdir -p "$C_BIN_DIR"
+cc -O2 -Wall -o "$C_BIN" "$BENCH_DIR/raw-libcurl/bench_curl.c" $LIBCURL_CC_FLAGS
+C_SOCKET_BIN=$C_BIN_DIR/bench_curl_socket
+cc -O2 -Wall -o "$C_SOCKET_BIN" "$BENCH_DIR/raw-libcurl/bench_curl_socket.c" $LIBCURL_CC_FLAGS
 if [[ " $SCENARIOS " == *" s8scale "* ]]; then
     # Each client connection is a descriptor of the client's (and of nginx's, which raises its own limit).
     largest=$(printf '%s\n' $SCALE_CONNECTIONS | sort -n | tail -1)
@@ -74,8 +76,8 @@ else
     log "building curlew (release)"
     # The binary `make demo` builds: the Swift runtime linked in statically (see the Makefile).
     swift build -c release --product curlew --static-swift-stdlib -Xswiftc -use-ld=lld --package-path "$ROOT_DIR" \
-        >"$RAW_DIR/build.log" 2>&1
-    CURLEW=$(swift build -c release --package-path "$ROOT_DIR" --show-bin-path)/curlew
+        "${SWIFT_ROOT_FLAGS[@]}" >"$RAW_DIR/build.log" 2>&1
+    CURLEW=$(swift build -c release --package-path "$ROOT_DIR" "${SWIFT_ROOT_FLAGS[@]}" --show-bin-path)/curlew
 fi
 [ -x "$CURLEW" ] || { echo "run_command.sh: no curlew binary at $CURLEW" >&2; exit 1; }
 
@@ -233,7 +235,7 @@ done
     echo "date=$(date -u '+%Y-%m-%d %H:%M:%S UTC')"
     echo "machine=$(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(uname -srm)"
     echo "loadavg=$(cut -d' ' -f1-3 /proc/loadavg)"
-    echo "libcurl=$(curl-config --version)"
+    echo "libcurl=$LIBCURL_VERSION${BENCH_LIBCURL_PREFIX:+ (from $BENCH_LIBCURL_PREFIX)}"
     echo "nginx=$(nginx -v 2>&1 | sed 's/^nginx version: //')"
     echo "wrk=$(wrk -v 2>&1 | head -1 | cut -d' ' -f1-2)"
     echo "reps=$REPS"

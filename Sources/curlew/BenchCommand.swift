@@ -241,6 +241,7 @@ struct BenchCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        try shared.requireSupportedLibcurl()
         let body = try bodyFile.map(Self.readBody)
         let thresholds = try parsedThresholds()
         let shape = try stages.map { try BenchStages.parse($0) }

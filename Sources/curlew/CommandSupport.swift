@@ -204,6 +204,7 @@ extension CurlewError.Code {
         case .http2: "http2"
         case .cancelled: "cancelled"
         case .clientShutdown: "clientShutdown"
+        case .unsupportedLibcurl: "unsupportedLibcurl"
         case .transport: "transport"
         }
     }

@@ -32,6 +32,15 @@ struct SharedOptions: ParsableArguments {
         }
     }
 
+    /// Fails before anything starts when the libcurl this process loaded is older than the engine supports.
+    func requireSupportedLibcurl() throws {
+        do {
+            try CurlewClient.requireSupportedLibcurl()
+        } catch let error as CurlewError {
+            throw CommandFailure(error.detail)
+        }
+    }
+
     func applyTLS(to configuration: inout CurlewClient.Configuration) {
         configuration.tls.caFile = caFile
         configuration.tls.clientCertificateFile = clientCertificate

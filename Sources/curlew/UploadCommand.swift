@@ -153,6 +153,7 @@ struct UploadCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        try shared.requireSupportedLibcurl()
         let (shard, runID) = try sharding.resolved()
         if let outputDirectory = sharding.outputDirectory { try ShardOptions.prepare(directory: outputDirectory) }
         var listing = try UploadSource.list(source)

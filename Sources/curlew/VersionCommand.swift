@@ -1,5 +1,6 @@
 import ArgumentParser
 import CLibCurl
+import CurlewEngine
 
 /// Versions of the command and of the libcurl it runs on.
 enum CurlewVersion {
@@ -50,7 +51,8 @@ struct VersionCommand: ParsableCommand {
 
     func run() {
         print("curlew \(CurlewVersion.curlew)")
-        for (label, value) in CurlewVersion.libcurlDetails {
+        let requirement = ("requires", "libcurl \(CurlewClient.oldestSupportedLibcurlVersion) or newer")
+        for (label, value) in CurlewVersion.libcurlDetails + [requirement] {
             print(label.padding(toLength: 11, withPad: " ", startingAt: 0) + value)
         }
     }

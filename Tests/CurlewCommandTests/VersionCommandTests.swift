@@ -3,9 +3,17 @@ import Testing
 
 @Suite struct VersionCommandTests {
     @Test func versionFlagAndSubcommandNameTheLibcurlInUse() async throws {
-        // The independent source of truth: curl-config from the libcurl development package.
-        let curlConfig = try await CurlewBinary.runProgram(["curl-config", "--version"])
-        let libcurl = try #require(curlConfig.stdout.split(separator: " ").last?.trimmingCharacters(in: .whitespacesAndNewlines))
+        // The independent source of truth: the libcurl the binary loads (ldd, so a build against another libcurl
+        // than the system's is checked against that one), asked for its version by Python's ctypes.
+        let binary = try CurlewBinary.path()
+        let ldd = try await CurlewBinary.runProgram(["ldd", binary])
+        let libraryLine = try #require(ldd.stdout.split(separator: "\n").first { $0.contains("libcurl.so") }, "\(ldd.stdout)")
+        let libraryPath = try #require(libraryLine.split(separator: " ").first { $0.hasPrefix("/") }.map(String.init))
+        let script = "import ctypes, sys; lib = ctypes.CDLL(sys.argv[1]); lib.curl_version.restype = ctypes.c_char_p; "
+            + "print(lib.curl_version().decode().split()[0].split('/')[1])"
+        let loaded = try await CurlewBinary.runProgram(["python3", "-c", script, libraryPath])
+        let libcurl = loaded.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(!libcurl.isEmpty, "\(loaded.stderr)")
 
         let flag = try await CurlewBinary.run(["--version"])
         #expect(flag.status == 0)
@@ -19,6 +27,7 @@ import Testing
         let features = try #require(lines.first { $0.hasPrefix("features") })
         #expect(features.contains("HTTP2") && features.contains("SSL"))
         #expect(lines.contains { $0.hasPrefix("protocols") && $0.contains("https") })
+        #expect(lines.contains { $0.hasPrefix("requires") && $0.hasSuffix("libcurl 7.80.0 or newer") })
     }
 
     @Test(arguments: [["--help"], ["bench", "--help"], ["version", "--help"]])

@@ -75,7 +75,10 @@ struct CurlewClientHTTP2ConnectionEndsTests {
                                 }
                                 tally.connected(response.metrics.localPort, retried: response.metrics.freshConnectionRetries)
                             } catch {
-                                tally.fail("\(index): \(error)")
+                                let metrics = (error as? CurlewError)?.metrics
+                                tally.fail("\(index): \(error) [reused \(metrics?.reusedConnection ?? false), "
+                                    + "retries \(metrics?.freshConnectionRetries ?? 0), port \(metrics?.localPort ?? 0), "
+                                    + "sent \(metrics?.bytesSent ?? 0), received \(metrics?.bytesReceived ?? 0)]")
                             }
                         }
                     }

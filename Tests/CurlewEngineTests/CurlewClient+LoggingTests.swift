@@ -70,7 +70,9 @@ struct CurlewClientLoggingTests {
         #expect(entries.first?.metadata["url.full"]?.description.contains("REDACTED") == true)
     }
 
-    @Test
+    /// The engine's own refusal of a dirty pooled connection, which only libcurl 7.x leaves to it (8.x refuses such a
+    /// connection itself when it picks it, with no attempt to retry).
+    @Test(.enabled(if: !LibcurlVersion.running.refusesPooledConnectionsWithPendingInput))
     func aRetryOnAFreshConnectionIsLogged() async throws {
         let handler = InMemoryLogHandler()
         try await withWireScriptServer(CurlewClientConnectionReuseTests.strayScript(.after300Milliseconds)) { server in

@@ -100,11 +100,11 @@ struct TransferStateMachineDecisionTests {
 
     static func facts(
         connectionFailed: Bool = true, pooled: Bool = true, written: Int64 = 120, idempotent: Bool = true,
-        replayable: Bool = true
+        replayable: Bool = true, headDelivered: Bool = false
     ) -> TransferStateMachine.CompletionFacts {
         .init(
             connectionFailed: connectionFailed, usedPooledConnection: pooled, requestBytesWritten: written,
-            isIdempotent: idempotent, bodyIsReplayable: replayable)
+            isIdempotent: idempotent, bodyIsReplayable: replayable, headDelivered: headDelivered)
     }
 
     @Test func anIdempotentRequestOnADeadPooledConnectionGoesOutOnceMore() {
@@ -129,10 +129,24 @@ struct TransferStateMachineDecisionTests {
         #expect(machine.curlCompleted(failure: Self.facts(written: 10, replayable: false)) == .finish)
     }
 
-    @Test func noRetryOnceAResponseStartedOrOnAFreshConnectionOrForOtherFailures() {
-        var started = Self.running()
-        started.statusLineReceived()
-        #expect(started.curlCompleted(failure: Self.facts()) == .finish)
+    @Test func anIdempotentRequestWhoseHeadArrivedWithoutABodyByteGoesOutOnceMore() {
+        // hypercorn drops the streams its GOAWAY announced after their HEADERS; libcurl 8.x then fails them.
+        var headOnly = Self.running()
+        headOnly.statusLineReceived()
+        #expect(headOnly.curlCompleted(failure: Self.facts()) == .retryOnFreshConnection)
+        // A head the server sent means it saw the request: only an idempotent, replayable one is repeated.
+        var post = Self.running()
+        post.statusLineReceived()
+        #expect(post.curlCompleted(failure: Self.facts(written: 0, idempotent: false)) == .finish)
+        var oneShot = Self.running()
+        oneShot.statusLineReceived()
+        #expect(oneShot.curlCompleted(failure: Self.facts(replayable: false)) == .finish)
+    }
+
+    @Test func noRetryOnceTheCallerHoldsPartOfAResponseOrOnAFreshConnectionOrForOtherFailures() {
+        var streamedHead = Self.running()
+        streamedHead.statusLineReceived()
+        #expect(streamedHead.curlCompleted(failure: Self.facts(headDelivered: true)) == .finish)
 
         var body = Self.running()
         body.bodyReceived()
@@ -310,6 +324,11 @@ struct TransferStateMachineDecisionTests {
 
         var started = Self.running()
         #expect(started.rejected() == .ignore)
+
+        // A client on a libcurl older than the engine supports starts no loop: its requests end with the reason.
+        var tooOld = TransferStateMachine()
+        #expect(tooOld.rejected(because: .unsupportedLibcurl("libcurl 7.76.1 is older than 7.80.0"))
+            == .fail(.unsupportedLibcurl("libcurl 7.76.1 is older than 7.80.0")))
     }
 
     @Test func everyFailureHasItsOneError() {
@@ -318,6 +337,9 @@ struct TransferStateMachineDecisionTests {
         #expect((TransferStateMachine.Failure.abortedByShutdown.error as? CurlewError)?.code == .cancelled)
         #expect((TransferStateMachine.Failure.timeout(.total).error as? CurlewError)?.code == .timeout(.total))
         #expect((TransferStateMachine.Failure.resumeFailed(43).error as? CurlewError)?.curlCode == 43)
+        let tooOld = TransferStateMachine.Failure.unsupportedLibcurl("libcurl 7.76.1 is older than 7.80.0").error
+        #expect((tooOld as? CurlewError)?.code == .unsupportedLibcurl)
+        #expect((tooOld as? CurlewError)?.detail == "libcurl 7.76.1 is older than 7.80.0")
     }
 
     @Test func theBodyLimitIsTheStopCause() {

@@ -45,6 +45,8 @@ public final class CurlewClient: Sendable {
     let logger: Logger?
     /// Read on every request, so an atomic rather than a lock.
     private let isRunning = Atomic<Bool>(true)
+    /// Why the client started no loop although it was asked to: the libcurl is too old. Requests fail with it.
+    private let unsupportedLibcurl: String?
 
     /// Creates a client and starts its event loops.
     public convenience init(configuration: Configuration = Configuration()) {
@@ -57,7 +59,8 @@ public final class CurlewClient: Sendable {
 
     private init(configuration: Configuration, isShared: Bool) {
         let settings = ClientSettings(configuration: configuration)
-        let loopCount = max(configuration.loopCount, 1)
+        let unsupportedLibcurl = settings.capabilities.libcurl.unsupportedReason
+        let loopCount = unsupportedLibcurl == nil ? max(configuration.loopCount, 1) : 0
         var loops: [any CurlEventLoop] = []
         for index in 0..<loopCount {
             let loop: (any CurlEventLoop)? =
@@ -74,6 +77,7 @@ public final class CurlewClient: Sendable {
         self.configuration = configuration
         self.settings = settings
         self.loops = loops
+        self.unsupportedLibcurl = unsupportedLibcurl
         self.isShared = isShared
         self.tracer = configuration.tracer ?? Self.bootstrappedTracer
         self.logger = configuration.logger
@@ -99,11 +103,26 @@ public final class CurlewClient: Sendable {
         CurlGlobal.capabilities.version
     }
 
+    /// The oldest libcurl version Curlew runs on, `"7.80.0"`. On an older one a client starts no event loop and
+    /// every request fails with ``CurlewError/Code/unsupportedLibcurl``.
+    public static var oldestSupportedLibcurlVersion: String {
+        LibcurlVersion.oldestSupported.description
+    }
+
+    /// Throws ``CurlewError/Code/unsupportedLibcurl``, naming the version found and the one needed, when the
+    /// libcurl the process runs on (read at run time, not from the headers Curlew was compiled with) is older
+    /// than ``oldestSupportedLibcurlVersion``. Call it at start-up to fail there rather than on the first request.
+    public static func requireSupportedLibcurl() throws {
+        if let reason = CurlGlobal.capabilities.libcurl.unsupportedReason {
+            throw CurlewError(code: .unsupportedLibcurl, detail: reason)
+        }
+    }
+
     /// Whether the linked libcurl reuses cleartext HTTP/2 (prior knowledge) connections. libcurl before 8.0
     /// (Debian 12 ships 7.88.1) breaks every request after the first on a reused h2c connection, so Curlew then
     /// gives each h2c request a connection of its own.
     public static var reusesPriorKnowledgeHTTP2Connections: Bool {
-        CurlGlobal.capabilities.reusesPriorKnowledgeHTTP2Connections
+        CurlGlobal.capabilities.libcurl.reusesPriorKnowledgeHTTP2Connections
     }
 
     /// Sends a request and collects the whole response.
@@ -153,7 +172,8 @@ public final class CurlewClient: Sendable {
             // Ended before it started, through the state machine like every ending: the last progress report, and
             // body-stream writers released.
             let failure: TransferStateMachine.Failure
-            if case .fail(let reason) = transfer.stateMachine.rejected() { failure = reason } else { failure = .clientShutdown }
+            let reason = unsupportedLibcurl.map(TransferStateMachine.Failure.unsupportedLibcurl) ?? .clientShutdown
+            if case .fail(let outcome) = transfer.stateMachine.rejected(because: reason) { failure = outcome } else { failure = reason }
             transfer.finish(with: .failure(failure.error))
             throw failure.error
         }

@@ -56,6 +56,10 @@ public struct CurlewError: Error, Sendable, Hashable, CustomStringConvertible {
         case cancelled
         /// The client was already shut down when the request was submitted.
         case clientShutdown
+        /// The libcurl the process runs on is older than the oldest Curlew supports
+        /// (``CurlewClient/oldestSupportedLibcurlVersion``); the detail names both versions. Every request of
+        /// such a client fails with it; ``CurlewClient/requireSupportedLibcurl()`` tells at start-up.
+        case unsupportedLibcurl
         /// Any other libcurl failure; see ``CurlewError/curlCode``.
         case transport
     }

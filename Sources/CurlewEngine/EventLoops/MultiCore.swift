@@ -130,7 +130,7 @@ final class MultiCore {
         let transfer = Unmanaged<Transfer>.fromOpaque(userdata).takeUnretainedValue()
         curl_multi_remove_handle(multi, handle)
         guard let easy = transfer.easy else { return }
-        if let key = transfer.connectionKey { connections.requestEnded(on: key, at: clock.now) }
+        if let key = transfer.connectionKey { connections.requestEnded(on: key) }
         let facts = result == CURLE_OK ? nil : transfer.completionFacts(result, easy: easy)
         switch transfer.stateMachine.curlCompleted(failure: facts) {
         case .ignore:
@@ -327,21 +327,15 @@ struct SocketOwner {
 }
 
 /// The socket of each of a loop's HTTP/1 connections, keyed by its local and remote ports (what libcurl's
-/// pre-request callback says of a connection), and when its last request ended. Entries are replaced when a new
+/// pre-request callback says of a connection), and whether it sits in the pool. Entries are replaced when a new
 /// connection takes the same ports and never removed: a pooled connection's entry is valid while it is pooled, and
 /// stale entries are bounded by the port space. Loop-only.
 final class ConnectionRegistry {
     struct Entry {
         let socket: Int32
-        /// The loop clock when the connection's last request ended; 0 while one runs.
-        var idleSince: UInt64 = 0
+        /// No request runs on the connection: libcurl pooled it after its last response.
+        var isPooled = false
     }
-
-    /// A connection reused sooner than this after its last response is not checked for unread bytes: bytes a
-    /// server sends after a response can always arrive after the next request went out, where no client can tell
-    /// them from the answer (HTTP/1.1 has no request ids), so the check is for bytes that came while the connection
-    /// sat in the pool. It spares a loaded client a system call per request (S8: about 1 µs of ~18).
-    static let uncheckedReuseWindow: UInt64 = 1_000_000
 
     @exclusivity(unchecked) private var entries: [Int: Entry] = [:]
 
@@ -352,25 +346,25 @@ final class ConnectionRegistry {
 
     func register(_ socket: Int32, for key: Int) { entries[key] = Entry(socket: socket) }
 
-    /// The socket to check before a request goes out on the pooled connection `key` at `now`, or nil when it was
-    /// in use until a moment ago (or is unknown).
+    /// The socket to check before a request goes out on the pooled connection `key`, or nil when it is unknown
+    /// (or not pooled). Every reuse is checked, however soon after the last response: a server's own back-to-back
+    /// writes (a response, then stray bytes microseconds later) land exactly in the gap a time window would leave.
     @inline(__always)
-    func socketToCheck(for key: Int, now: UInt64) -> Int32? {
-        guard let entry = entries[key], entry.idleSince != 0, now &- entry.idleSince >= Self.uncheckedReuseWindow
-        else { return nil }
+    func socketToCheck(for key: Int) -> Int32? {
+        guard let entry = entries[key], entry.isPooled else { return nil }
         return entry.socket
     }
 
     /// A request on the connection `key` ended.
     @inline(__always)
-    func requestEnded(on key: Int, at now: UInt64) {
-        entries[key]?.idleSince = max(now, 1)
+    func requestEnded(on key: Int) {
+        entries[key]?.isPooled = true
     }
 
     /// A request starts on the connection `key`.
     @inline(__always)
     func requestStarted(on key: Int) {
-        entries[key]?.idleSince = 0
+        entries[key]?.isPooled = false
     }
 }
 

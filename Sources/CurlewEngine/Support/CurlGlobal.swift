@@ -5,7 +5,9 @@ import Glibc
 enum CurlGlobal {
     /// What the linked libcurl can do, read once after `curl_global_init`.
     struct Capabilities: Sendable {
-        let versionNumber: UInt32
+        /// The libcurl this process runs on, which every version-specific behaviour is keyed off.
+        let libcurl: LibcurlVersion
+        /// Its own version text, for example "8.14.1-DEV".
         let version: String
         let supportsHTTP2: Bool
         let supportsBrotli: Bool
@@ -15,10 +17,6 @@ enum CurlGlobal {
         var contentEncodings: [String] {
             ["deflate", "gzip"] + (supportsBrotli ? ["br"] : []) + (supportsZstd ? ["zstd"] : [])
         }
-
-        /// Debian 12's libcurl 7.88.1 fails every request after the first on a reused
-        /// h2c prior-knowledge connection ("Error in the HTTP2 framing layer"); 8.x reuses fine.
-        var reusesPriorKnowledgeHTTP2Connections: Bool { versionNumber >= 0x08_00_00 }
     }
 
     /// Swift's lazy global initialisation runs this once, thread-safely.
@@ -29,11 +27,11 @@ enum CurlGlobal {
         precondition(code == CURLE_OK, "curl_global_init failed with code \(code.rawValue)")
         guard let info = curlew_version_info() else {
             return Capabilities(
-                versionNumber: 0, version: "unknown", supportsHTTP2: false, supportsBrotli: false, supportsZstd: false)
+                libcurl: LibcurlVersion(number: 0), version: "unknown", supportsHTTP2: false, supportsBrotli: false, supportsZstd: false)
         }
         let features = info.pointee.features
         return Capabilities(
-            versionNumber: UInt32(info.pointee.version_num),
+            libcurl: LibcurlVersion(number: UInt32(info.pointee.version_num)),
             version: info.pointee.version.map { String(cString: $0) } ?? "unknown",
             supportsHTTP2: features & CURL_VERSION_HTTP2 != 0,
             supportsBrotli: features & CURL_VERSION_BROTLI != 0,

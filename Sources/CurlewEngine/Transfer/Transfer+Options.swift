@@ -196,7 +196,9 @@ extension Transfer {
             apply(easy.set(CURLOPT_PIPEWAIT, true))
         case .http2PriorKnowledge:
             apply(easy.set(CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE)))
-            if settings.capabilities.reusesPriorKnowledgeHTTP2Connections {
+            if settings.capabilities.libcurl.reusesPriorKnowledgeHTTP2Connections {
+                // PIPEWAIT: from 8.13 a new h2c connection is shared only after its first response; without it a burst
+                // of requests would open a connection each.
                 apply(easy.set(CURLOPT_PIPEWAIT, true))
             } else {
                 // See docs/design/0003-h2c.md: a connection of its own, never shared, never reused.

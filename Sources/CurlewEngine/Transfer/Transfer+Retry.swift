@@ -9,7 +9,8 @@ extension Transfer {
             usedPooledConnection: easy.info(CURLINFO_NUM_CONNECTS) == 0,
             requestBytesWritten: Int64(easy.info(CURLINFO_REQUEST_SIZE)) + easy.info(offset: CURLINFO_SIZE_UPLOAD_T),
             isIdempotent: Self.isIdempotent(request.method),
-            bodyIsReplayable: request.body?.isReplayable ?? true)
+            bodyIsReplayable: request.body?.isReplayable ?? true,
+            headDelivered: headWasDelivered)
     }
 
     /// The libcurl failures a connection that died under the request causes: nothing came back, sending or

@@ -55,6 +55,11 @@ extension Transfer {
         }
     }
 
+    /// Whether a streaming caller already holds the response head (it is resumed once, with the head).
+    var headWasDelivered: Bool {
+        if case .stream = sink { continuation == nil } else { false }
+    }
+
     /// Resumes a streaming caller with the status and header fields; the body follows through the buffer.
     func deliverHead() {
         guard let continuation, let easy else { return }

@@ -52,6 +52,8 @@ struct TransferStateMachine: Sendable, Equatable {
         case cancelled
         /// Submitted to a loop that is shutting down.
         case clientShutdown
+        /// Submitted to a client that started no loop, because the libcurl it runs on is too old; the reason.
+        case unsupportedLibcurl(String)
         /// Running when the client shut down.
         case abortedByShutdown
         case timeout(CurlewError.TimeoutKind)
@@ -123,16 +125,19 @@ struct TransferStateMachine: Sendable, Equatable {
         var isIdempotent: Bool
         /// The body can be sent again from its start (none, bytes, a file, a form of those).
         var bodyIsReplayable: Bool
+        /// The caller already holds the response head (a streamed response): nothing can be sent again then.
+        var headDelivered: Bool
 
         init(
             connectionFailed: Bool, usedPooledConnection: Bool, requestBytesWritten: Int64, isIdempotent: Bool,
-            bodyIsReplayable: Bool
+            bodyIsReplayable: Bool, headDelivered: Bool = false
         ) {
             self.connectionFailed = connectionFailed
             self.usedPooledConnection = usedPooledConnection
             self.requestBytesWritten = requestBytesWritten
             self.isIdempotent = isIdempotent
             self.bodyIsReplayable = bodyIsReplayable
+            self.headDelivered = headDelivered
         }
     }
 
@@ -148,6 +153,8 @@ struct TransferStateMachine: Sendable, Equatable {
     /// Whether any byte of a response (a header line or body) arrived in this attempt: past that, a failure is
     /// the server's answer going wrong, and the request is never sent again.
     private(set) var responseBytesSeen = false
+    /// Whether a byte of a response body arrived (what a caller may already have been handed).
+    private(set) var bodyBytesSeen = false
     /// How many times the request went out again on a fresh connection (at most once).
     private(set) var freshConnectionRetries = 0
 
@@ -184,12 +191,13 @@ struct TransferStateMachine: Sendable, Equatable {
         }
     }
 
-    /// The transfer never reached a loop (the client or its loop had stopped): it ends here.
-    mutating func rejected() -> StartAction {
+    /// The transfer never reached a loop (the client or its loop had stopped, or never started): it ends here,
+    /// with `reason` unless the caller had already cancelled.
+    mutating func rejected(because reason: Failure = .clientShutdown) -> StartAction {
         switch state {
         case .created(let cancelRequested):
             state = .finished
-            return .fail(cancelRequested ? .cancelled : .clientShutdown)
+            return .fail(cancelRequested ? .cancelled : reason)
         case .running, .finished:
             return .ignore
         }
@@ -230,15 +238,18 @@ struct TransferStateMachine: Sendable, Equatable {
     /// libcurl reported the transfer done, successfully (`facts` nil) or not.
     ///
     /// A failure goes out once more on a fresh connection when the connection it was given turned out dead or
-    /// unusable before any byte of a response arrived, and either the server provably never saw the request
-    /// (the engine refused the connection before writing, or nothing was written) or the request is idempotent
-    /// with a body that can be sent again. Never twice, never once a response has started.
+    /// unusable before the caller got any part of a response, and either the server provably never saw the request
+    /// (the engine refused the connection before writing, or nothing was written and nothing came back) or the
+    /// request is idempotent with a body that can be sent again. An idempotent request whose response head arrived
+    /// but no byte of its body (a server that drops the streams its GOAWAY announced, after their HEADERS) goes out
+    /// again too: the engine still holds that head, the caller has seen nothing. Never twice, never once a body
+    /// byte arrived or a streamed head was handed over.
     mutating func curlCompleted(failure facts: CompletionFacts? = nil) -> CompletionAction {
         guard state == .running else { return .ignore }
-        if let facts, freshConnectionRetries == 0, !responseBytesSeen {
+        if let facts, freshConnectionRetries == 0, !bodyBytesSeen, !facts.headDelivered {
             let connectionWasUnusable = stopCause == .staleConnection
             let deadPooledConnection = stopCause == nil && facts.connectionFailed && facts.usedPooledConnection
-            let serverCannotHaveActed = connectionWasUnusable || facts.requestBytesWritten == 0
+            let serverCannotHaveActed = connectionWasUnusable || (facts.requestBytesWritten == 0 && !responseBytesSeen)
             let safeToRepeat = facts.isIdempotent && facts.bodyIsReplayable
             if (connectionWasUnusable || deadPooledConnection) && (serverCannotHaveActed || safeToRepeat) {
                 freshConnectionRetries += 1
@@ -268,6 +279,7 @@ struct TransferStateMachine: Sendable, Equatable {
         stopCause = nil
         responseStarted = false
         responseBytesSeen = false
+        bodyBytesSeen = false
         sendPaused = false
         receivePaused = false
         blockContentLength = nil
@@ -350,6 +362,7 @@ struct TransferStateMachine: Sendable, Equatable {
     @inline(__always)
     mutating func bodyReceived() {
         responseBytesSeen = true
+        bodyBytesSeen = true
     }
 
     /// The response body passed its limit; the write callback stops the transfer.
@@ -437,6 +450,8 @@ extension TransferStateMachine.Failure {
             CancellationError()
         case .clientShutdown:
             CurlewError(code: .clientShutdown, detail: "the client was shut down")
+        case .unsupportedLibcurl(let reason):
+            CurlewError(code: .unsupportedLibcurl, detail: reason)
         case .abortedByShutdown:
             CurlewError(code: .cancelled, detail: "the client was shut down while the request was running")
         case .timeout(.idle):

@@ -204,13 +204,11 @@ final class Transfer: @unchecked Sendable, DeadlineHeapMember {
         if checks, let connections {
             let key = ConnectionRegistry.key(localPort: localPort, remotePort: remotePort)
             // A redirect that moves to another connection leaves the previous one idle.
-            if let previous = connectionKey, previous != key, let loopClock {
-                connections.requestEnded(on: previous, at: loopClock.now)
-            }
+            if let previous = connectionKey, previous != key { connections.requestEnded(on: previous) }
             connectionKey = key
             // CURLINFO_NUM_CONNECTS is 0 while the transfer has opened no connection: libcurl handed it a pooled one.
             if easy.info(CURLINFO_NUM_CONNECTS) == 0 {
-                if let loopClock, let socket = connections.socketToCheck(for: key, now: loopClock.now) {
+                if let socket = connections.socketToCheck(for: key) {
                     check = curlew_socket_is_quiet(socket) == 1 ? .clean : .unreadBytesOrClosed
                 }
                 connections.requestStarted(on: key)
