@@ -33,6 +33,8 @@
 #   BENCH_CLIENTS          space-separated subset of the client ids below
 #   BENCH_SKIP_BUILD=1     use the binaries already built
 #   BENCH_CLIENT_CPU       CPU the pinned client runs on (default 1); nginx's worker uses NGINX_CPU (default 0)
+#   BENCH_LIBCURL_PREFIX   build every client (C, Swift, curlew) against the libcurl extracted into this prefix
+#                          instead of the system's (Benchmarks/libcurl.sh; `make bench-libcurl-backports`)
 #   BENCH_WAIT_QUIET       before each run, wait up to this many seconds for the machine to go idle
 #                          (other processes under 20% of a CPU for 1 s); default 0 = don't wait
 #

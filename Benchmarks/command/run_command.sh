@@ -17,7 +17,9 @@
 #   Benchmarks/command/run_command.sh      or   BENCH_SCENARIOS="S7 S8" Benchmarks/run.sh
 #
 # Environment (all optional): BENCH_QUICK=1 (1 repetition, small counts), BENCH_REPS (3), BENCH_S7_FILES (10000;
-# quick 1000), BENCH_N_C64 (120000; quick 10000), BENCH_N_SCALE (150000; quick 12000), BENCH_SCALE_CONNECTIONS, BENCH_WRK_SECONDS (3; quick 1), BENCH_CLIENT_CPU (1), NGINX_CPU (0),
+# quick 1000), BENCH_N_C64 (120000; quick 10000), BENCH_N_SCALE (150000; quick 12000), BENCH_SCALE_CONNECTIONS,
+# BENCH_SCALE_CLIENTS (S8-scale's clients, default all), BENCH_WRK_SECONDS (3; quick 1), BENCH_CLIENT_CPU (1), NGINX_CPU (0),
+# BENCH_LIBCURL_PREFIX (build every client against that libcurl instead of the system's: Benchmarks/libcurl.sh),
 # BENCH_COMMAND_SCENARIOS (default "s7 s8"), BENCH_CURLEW_BIN (a curlew binary to use instead of building one
 # with the flags `make demo` uses: `swift build -c release --product curlew --static-swift-stdlib -Xswiftc -use-ld=lld`),
 # BENCH_TIMEOUT (seconds per run, 300).
@@ -39,6 +41,7 @@ else
     N_SCALE=${BENCH_N_SCALE:-150000}
 fi
 SCALE_CONNECTIONS=${BENCH_SCALE_CONNECTIONS:-"64 1000 4000"}
+SCALE_CLIENTS=${BENCH_SCALE_CLIENTS:-"raw-libcurl raw-libcurl-socket raw-libcurl-socket-parts curlew-bench-poll curlew-bench-socket-action wrk"}
 CLIENT_CPU=${BENCH_CLIENT_CPU:-1}
 export NGINX_CPU=${NGINX_CPU:-0}
 RUN_TIMEOUT=${BENCH_TIMEOUT:-300}
@@ -148,6 +151,7 @@ run_s8scale() {
     for connections in $SCALE_CONNECTIONS; do
         scenario=s8scale-c$connections
         for client in raw-libcurl raw-libcurl-socket raw-libcurl-socket-parts; do
+            [[ " $SCALE_CLIENTS " == *" $client "* ]] || continue
             local binary=$C_BIN parts=()
             [ "$client" = raw-libcurl ] || binary=$C_SOCKET_BIN
             # One multi handle per 64 transfers in flight, as Curlew's socket-action driver spreads them.
@@ -160,12 +164,14 @@ run_s8scale() {
         done
         for driver in poll socket-action; do
             local client=curlew-bench-$driver
+            [[ " $SCALE_CLIENTS " == *" $client "* ]] || continue
             rc=$(timed "$scenario.$client.$rep" "$CURLEW" bench "$url" -c "$connections" --requests "$N_SCALE" \
                 --loop-driver "$driver" --json --no-progress)
             json=$(grep '^{' "$RAW_DIR/$scenario.$client.$rep.out" || echo '{}')
             record "$scenario" "$client" "$rep" "$rc" "$(jq_field "$json" requests)" "$(jq_field "$json" durationSeconds)" \
                 "$(jq_field "$json" failed)" ""
         done
+        [[ " $SCALE_CLIENTS " == *" wrk "* ]] || continue
         rc=$(timed "$scenario.wrk.$rep" wrk -t1 -c"$connections" -d"${WRK_SECONDS}s" "$url")
         local out=$RAW_DIR/$scenario.wrk.$rep.out requests seconds bad
         requests=$(sed -nE 's/^ *([0-9]+) requests in ([0-9.]+)s.*/\1/p' "$out")

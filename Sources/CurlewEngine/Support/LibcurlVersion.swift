@@ -44,9 +44,9 @@ package struct LibcurlVersion: Sendable, Hashable, Comparable, CustomStringConve
     /// of its own.
     package var reusesPriorKnowledgeHTTP2Connections: Bool { self >= LibcurlVersion(8, 0, 0) }
 
-    /// From 8.0.0 libcurl itself refuses a pooled connection with input pending when it picks it for a transfer
-    /// ("Connection has input pending, not reusable"), and closes it. The engine's own peek before the request is
-    /// written stays on every version: it is the one check on the connection libcurl actually writes to, and
-    /// it covers the bytes that arrive between libcurl's pick and the write.
+    /// From 8.0.0 libcurl itself refuses a pooled connection with input pending (or a FIN, or an error) each time it
+    /// picks it for a transfer ("Connection has input pending, not reusable"), closes it and takes another, in the
+    /// same call that then writes the request. The engine's own peek before the write, one system call per reused
+    /// HTTP/1 connection, is needed only before 8.0, where libcurl reuses such a connection.
     package var refusesPooledConnectionsWithPendingInput: Bool { self >= LibcurlVersion(8, 0, 0) }
 }

@@ -30,6 +30,9 @@ final class ClientSettings: Sendable {
     /// freed with the settings, which outlive every transfer and easy handle of the client.
     nonisolated(unsafe) let connectToList: UnsafeMutablePointer<curl_slist>?
     let capabilities: CurlGlobal.Capabilities
+    /// Whether the engine peeks a pooled HTTP/1 connection before a request is written on it: where libcurl does
+    /// not refuse one with input pending itself (before 8.0; docs/design/0016-libcurl-versions.md).
+    let checksPooledConnectionsBeforeWriting: Bool
     /// `CURLEW_LIBCURL_VERBOSE=1` in the environment turns on libcurl's own trace (to stderr) for every transfer.
     let libcurlVerbose: Bool
     /// The process-wide share handle (DNS cache, TLS sessions); libcurl locks it through the shim's mutexes.
@@ -62,6 +65,7 @@ final class ClientSettings: Sendable {
         }
         self.connectToList = connectToList
         capabilities = CurlGlobal.capabilities
+        checksPooledConnectionsBeforeWriting = !capabilities.libcurl.refusesPooledConnectionsWithPendingInput
         libcurlVerbose = ProcessInfo.processInfo.environment["CURLEW_LIBCURL_VERBOSE"] == "1"
         share = CurlGlobal.share
     }
@@ -88,7 +92,8 @@ extension Transfer {
         var isPlainGET = request.usesClientDefaultsForPlainGET
         if !sink.usesCollectingOptions { isPlainGET = false }
         let httpVersion = request.httpVersion ?? settings.httpVersion
-        checksReusedConnections = CredentialPolicy.isHTTP1Only(request.url, version: httpVersion)
+        checksReusedConnections = settings.checksPooledConnectionsBeforeWriting
+            && CredentialPolicy.isHTTP1Only(request.url, version: httpVersion)
         let redirects = request.redirects ?? settings.redirects
         followsRedirects = redirects.follow
         if isPlainGET && easy.isConfiguredForPlainGET {

@@ -34,7 +34,7 @@ final class Transfer: @unchecked Sendable, DeadlineHeapMember {
     /// Whether the request carries a field `CredentialPolicy` withholds from other origins.
     var carriesCredentials = false
     /// Whether a reused connection is checked for unread bytes before a request goes out on it: HTTP/1 only (an
-    /// HTTP/2 connection has frames of its own waiting, which libcurl reads).
+    /// HTTP/2 connection has frames of its own waiting, which libcurl reads), on a libcurl that does not check itself.
     var checksReusedConnections = false
 
     // Appended to from libcurl's callbacks, a few times per request. Only the loop touches them and no access
@@ -199,8 +199,10 @@ final class Transfer: @unchecked Sendable, DeadlineHeapMember {
             if carriesCredentials, let effectiveURL { applyCredentialPolicy(to: easy, at: effectiveURL) }
         }
         var check = TransferStateMachine.ConnectionCheck.notChecked
-        let checks = effectiveURL.map { CredentialPolicy.isHTTP1Only($0, version: request.httpVersion ?? settings.httpVersion) }
-            ?? checksReusedConnections
+        let checks = effectiveURL.map {
+            settings.checksPooledConnectionsBeforeWriting
+                && CredentialPolicy.isHTTP1Only($0, version: request.httpVersion ?? settings.httpVersion)
+        } ?? checksReusedConnections
         if checks, let connections {
             let key = ConnectionRegistry.key(localPort: localPort, remotePort: remotePort)
             // A redirect that moves to another connection leaves the previous one idle.
