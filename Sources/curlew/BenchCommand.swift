@@ -148,7 +148,7 @@ struct BenchCommand: AsyncParsableCommand {
         name: .customLong("loop-driver"),
         help: ArgumentHelp(
             "How the loop threads drive libcurl: poll (curl_multi_poll) or socket-action (epoll and curl_multi_socket_action).",
-            discussion: "Default: poll up to 512 connections per loop, socket-action beyond (docs/design/0011-socket-action-loop.md)."))
+            discussion: "Default: poll up to 256 connections per loop on libcurl 7.x and 64 on 8.x, socket-action beyond (docs/design/0016-libcurl-versions.md)."))
     var loopDriver: String?
 
     @Option(
@@ -163,10 +163,9 @@ struct BenchCommand: AsyncParsableCommand {
 
     @OptionGroup var shared: SharedOptions
 
-    /// Connections per loop above which the default driver is socket-action: measured on libcurl 7.88, the poll
-    /// driver is faster up to about 500 (42.7 k against 40.4 k requests/s at 64) and the socket-action driver beyond
-    /// (25.2 k against 22.4 k at 1,000, 23.2 k against 10.3 k at 4,000).
-    static let socketActionAbovePerLoop = 512
+    /// Connections per loop above which the default driver is socket-action, for the libcurl this process runs on
+    /// (measured per version: `LibcurlVersion.socketActionDriverAboveConnectionsPerLoop`).
+    static var socketActionAbovePerLoop: Int { LibcurlVersion.running.socketActionDriverAboveConnectionsPerLoop }
 
     /// The event loop `--loop-driver` names (nil: chosen by connections per loop); nil for a name it does not know.
     private var eventLoop: CurlewClient.Configuration.EventLoopKind? {

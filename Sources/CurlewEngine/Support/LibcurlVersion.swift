@@ -44,6 +44,14 @@ package struct LibcurlVersion: Sendable, Hashable, Comparable, CustomStringConve
     /// of its own.
     package var reusesPriorKnowledgeHTTP2Connections: Bool { self >= LibcurlVersion(8, 0, 0) }
 
+    /// Connections per event loop above which the socket-action driver (epoll, a multi handle per 64 transfers)
+    /// makes more requests per second than the poll driver, as `curlew bench` picks by default. Measured with
+    /// S8-scale (Benchmarks/results/session7-libcurl-versions.md): on 7.88.1 the poll driver is ahead or even up to
+    /// 256 connections (63.6 k against 62.8 k requests/s at 128, 57.9 k against 58.3 k at 256) and behind from 512
+    /// (46.8 k against 50.3 k); on 8.14.1, whose poll loop pays more per connection open, it is ahead at 64
+    /// (61.9 k against 58.5 k) and behind from 128 (52.2 k against 54.9 k; at 256, 43.8 k against 52.9 k).
+    package var socketActionDriverAboveConnectionsPerLoop: Int { self >= LibcurlVersion(8, 0, 0) ? 64 : 256 }
+
     /// From 8.0.0 libcurl itself refuses a pooled connection with input pending (or a FIN, or an error) each time it
     /// picks it for a transfer ("Connection has input pending, not reusable"), closes it and takes another, in the
     /// same call that then writes the request. The engine's own peek before the write, one system call per reused
