@@ -150,8 +150,8 @@ struct TransferStateMachine: Sendable, Equatable {
     private(set) var receivePaused = false
     /// Whether the final response's header block has arrived (in this attempt).
     private(set) var responseStarted = false
-    /// Whether any byte of a response (a header line or body) arrived in this attempt: past that, a failure is
-    /// the server's answer going wrong, and the request is never sent again.
+    /// Whether any byte of a response (a header line or body) arrived in this attempt: past that the server saw
+    /// the request, and only an idempotent one with a replayable body may be sent again.
     private(set) var responseBytesSeen = false
     /// Whether a byte of a response body arrived (what a caller may already have been handed).
     private(set) var bodyBytesSeen = false
