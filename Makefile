@@ -51,7 +51,7 @@ define swift_test
 	$(SWIFT) test --skip-build $(2) 2>&1 | tee $(TEST_LOG_DIR)/$(1).log || echo $(1) >> $(TEST_LOG_DIR)/failed
 endef
 
-.PHONY: demo test test-libcurl-backports test-large build deps deps-system deps-python bench bench-libcurl-backports clean check-warnings readme-check docs
+.PHONY: demo test format format-check test-libcurl-backports test-large build deps deps-system deps-python bench bench-libcurl-backports clean check-warnings readme-check docs
 
 DEMO_DIR := .build/demo-upload
 
@@ -72,8 +72,9 @@ demo: deps-system
 	@echo "== the same upload again: the journal says everything was sent, so nothing is"
 	./.build/release/curlew upload $(DEMO_DIR) --concurrency 16 --journal $(DEMO_DIR).journal
 
-## test: install test servers, build with zero warnings, check the README's Swift blocks, run every test
-test: deps check-warnings readme-check
+## test: install test servers, check the formatting, build with zero warnings, check the README's Swift blocks,
+## run every test
+test: deps format-check check-warnings readme-check
 	@rm -rf $(TEST_LOG_DIR) && mkdir -p $(TEST_LOG_DIR)
 	# File-descriptor accounting is process-wide, so that suite runs in a process of its own; so do the tests of
 	# thousands of connections, whose load would otherwise land on the main run's timing-sensitive tests (and whose
@@ -130,6 +131,18 @@ docs: deps-system
 ## build: debug build of everything, tests included
 build: deps-system
 	$(SWIFT) build --build-tests
+
+# Every Swift file of the project, as the toolchain's swift-format sees it (configuration: .swift-format).
+SWIFT_FORMAT_PATHS := Package.swift Sources Tests Benchmarks/Package.swift Benchmarks/Sources
+
+## format: formats every Swift file in place with the toolchain's swift-format and the checked-in .swift-format
+format:
+	$(SWIFT) format format --in-place --recursive --parallel $(SWIFT_FORMAT_PATHS)
+
+## format-check: fails when a Swift file is not as `make format` leaves it (part of `make test`)
+format-check:
+	@$(SWIFT) format lint --strict --recursive --parallel $(SWIFT_FORMAT_PATHS) \
+		|| { echo "error: Swift files above are not formatted: run 'make format'"; exit 1; }
 
 ## check-warnings: a build of the package and its tests must not print a single warning
 check-warnings: deps-system

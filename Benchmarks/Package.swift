@@ -9,7 +9,7 @@ import PackageDescription
 let withEngine = Context.environment["CURLEW_BENCH_NO_ENGINE"] == nil
 
 let swiftSettings: [SwiftSetting] = [
-    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("ExistentialAny")
 ]
 
 var dependencies: [Package.Dependency] = [
@@ -89,7 +89,7 @@ var targets: [Target] = [
 
 if withEngine {
     dependencies += [
-        .package(name: "Curlew", path: ".."),
+        .package(name: "Curlew", path: "..")
     ]
     products.append(.executable(name: "bench-curlew", targets: ["BenchCurlew"]))
     products.append(.executable(name: "bench-curlew-upload", targets: ["BenchCurlewUpload"]))

@@ -42,7 +42,9 @@ extension CurlewRequest {
             {
                 continue
             }
-            arguments += ["-H", ShellQuoting.quote(field.value.isEmpty ? "\(field.name);" : "\(field.name): \(field.value)")]
+            arguments += [
+                "-H", ShellQuoting.quote(field.value.isEmpty ? "\(field.name);" : "\(field.name): \(field.value)"),
+            ]
         }
         if headerFields[.userAgent] == nil { arguments += ["-H", "User-Agent:"] }
         if hasBody {
@@ -93,7 +95,9 @@ extension CurlewRequest {
         if !placeholders.isEmpty {
             // A comment, so the line still runs (reading standard input) and says what it stands for.
             let source = bodyFile.map { "from \($0)" } ?? "on standard input"
-            line += " # placeholder, pipe in \(source): " + placeholders.joined(separator: "; ")
+            line +=
+                " # placeholder, pipe in \(source): "
+                + placeholders.joined(separator: "; ")
                 .replacingOccurrences(of: "\n", with: " ")
         }
         return line
@@ -108,10 +112,13 @@ extension CurlewRequest {
             let isPlainField = part.fileName == nil && part.contentType == nil && part.headerFields.isEmpty
             var value: [UInt8]
             switch part.content {
-            case .bytes(let bytes) where isPlainField && !bytes.contains(0)
+            case .bytes(let bytes)
+            where isPlainField && !bytes.contains(0)
                 && String(validating: bytes, as: UTF8.self) != nil:
                 // Taken literally: a leading @ or < and ";type=" mean nothing to --form-string.
-                arguments += ["--form-string", ShellQuoting.quote(part.name + "=" + String(decoding: bytes, as: UTF8.self))]
+                arguments += [
+                    "--form-string", ShellQuoting.quote(part.name + "=" + String(decoding: bytes, as: UTF8.self)),
+                ]
                 continue
             case .bytes(let bytes) where !bytes.contains(0):
                 value = Array("\"".utf8) + escapedForCurl(bytes) + Array("\"".utf8)
@@ -134,7 +141,8 @@ extension CurlewRequest {
             }
             if let contentType = part.contentType { value += Array(";type=\(contentType)".utf8) }
             for field in part.headerFields {
-                value += Array(";headers=\"".utf8) + escapedForCurl(Array("\(field.name): \(field.value)".utf8))
+                value +=
+                    Array(";headers=\"".utf8) + escapedForCurl(Array("\(field.name): \(field.value)".utf8))
                     + Array("\"".utf8)
             }
             arguments += ["-F", ShellQuoting.quote(bytes: Array(part.name.utf8) + Array("=".utf8) + value)]
@@ -188,7 +196,8 @@ enum ShellQuoting {
     /// A NUL byte cannot travel in a shell argument at all, so such bodies are rendered as `@-`: pipe them in.
     static func quote(bytes: [UInt8]) -> String {
         if bytes.contains(0) { return "@-" }
-        let isText = bytes.allSatisfy { $0 >= 0x20 || $0 == 0x0A || $0 == 0x09 || $0 == 0x0D }
+        let isText =
+            bytes.allSatisfy { $0 >= 0x20 || $0 == 0x0A || $0 == 0x09 || $0 == 0x0D }
             && String(validating: bytes, as: UTF8.self) != nil
         if isText { return quote(String(decoding: bytes, as: UTF8.self)) }
         var escaped = "$'"

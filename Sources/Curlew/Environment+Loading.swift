@@ -35,7 +35,8 @@ extension Environment {
     }
 
     /// Picks one environment out of the text of an environments file.
-    static func parse(_ text: String, name: String?, relativeTo directory: String, source: String) throws -> Environment {
+    static func parse(_ text: String, name: String?, relativeTo directory: String, source: String) throws -> Environment
+    {
         let document: Any?
         do {
             document = try Yams.load(yaml: text)
@@ -46,14 +47,17 @@ extension Environment {
             throw EnvironmentError(description: "\(source) has no `environments` mapping")
         }
         guard let chosen = name ?? (root["default"].map { "\($0)" }) else {
-            throw EnvironmentError(description: "no environment chosen: set \(nameVariable) or a `default` key in \(source)")
+            throw EnvironmentError(
+                description: "no environment chosen: set \(nameVariable) or a `default` key in \(source)")
         }
         // Exact name first, then any case: LKAPI's testing target was described as "Testing".
-        let key = environments[chosen] != nil
+        let key =
+            environments[chosen] != nil
             ? chosen : environments.keys.first { $0.lowercased() == chosen.lowercased() } ?? chosen
         guard let settings = environments[key] as? [String: Any] else {
             let known = environments.keys.sorted().joined(separator: ", ")
-            throw EnvironmentError(description: "\(source) has no environment \(chosen.debugDescription) (it has \(known))")
+            throw EnvironmentError(
+                description: "\(source) has no environment \(chosen.debugDescription) (it has \(known))")
         }
         var values: [String: String] = [:]
         for (key, value) in settings {

@@ -35,7 +35,8 @@ public struct FixtureTransport: HTTPTransport {
     /// The bytes of fixture `name` in `directory`, shared with `CurlewTesting`'s `MockTransport`.
     package static func fixture(named name: String, in directory: String?) throws -> [UInt8] {
         guard let directory else {
-            throw CurlewError(code: .invalidRequest, detail: "fixture \(name) asked for, but there is no fixtures directory")
+            throw CurlewError(
+                code: .invalidRequest, detail: "fixture \(name) asked for, but there is no fixtures directory")
         }
         let path = directory + "/" + name + ".json"
         guard let data = FileManager.default.contents(atPath: path) else {

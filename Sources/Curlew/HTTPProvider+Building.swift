@@ -93,7 +93,8 @@ extension HTTPProvider {
             throw .invalidRoute("\(route.path) is relative and the provider has no base URL")
         }
         let base = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
-        let path = route.path.isEmpty || route.path.hasPrefix("/") || route.path.hasPrefix("?")
+        let path =
+            route.path.isEmpty || route.path.hasPrefix("/") || route.path.hasPrefix("?")
             ? route.path : "/" + route.path
         return base + Self.encodingPathAndQuery(path)
     }

@@ -1,7 +1,7 @@
 public import CurlewEngine
+import Foundation
 import Instrumentation
 import Tracing
-import Foundation
 
 extension HTTPProvider {
     /// Sends a route and returns the accepted response.
@@ -41,7 +41,8 @@ extension HTTPProvider {
         _ route: Route, to path: String, interceptors: [any Interceptor] = [],
         progress: (@Sendable (TransferProgress) -> Void)? = nil
     ) async throws(ProviderError) -> RouteResponse {
-        let call = CallComponents(interceptors: interceptors, plugins: [], processors: [], validators: [], progress: progress)
+        let call = CallComponents(
+            interceptors: interceptors, plugins: [], processors: [], validators: [], progress: progress)
         return try await RequestPipeline(provider: self, route: route, call: call, destination: path).run()
     }
 
@@ -55,7 +56,8 @@ extension HTTPProvider {
         _ route: Route, interceptors: [any Interceptor] = [],
         progress: (@Sendable (TransferProgress) -> Void)? = nil
     ) async throws(ProviderError) -> RouteStreamingResponse {
-        let call = CallComponents(interceptors: interceptors, plugins: [], processors: [], validators: [], progress: progress)
+        let call = CallComponents(
+            interceptors: interceptors, plugins: [], processors: [], validators: [], progress: progress)
         return try await RequestPipeline(provider: self, route: route, call: call).runStreaming()
     }
 
@@ -334,7 +336,8 @@ struct RequestPipeline<Provider: HTTPProvider> {
                     case .failure(let error): decision = try await interceptor.intercept(error, context: context)
                     }
                 } catch {
-                    return try finish(.failure(Self.providerError(from: error, response: outcome.response)), plugins, context)
+                    return try finish(
+                        .failure(Self.providerError(from: error, response: outcome.response)), plugins, context)
                 }
                 switch decision {
                 case .pass:
@@ -343,7 +346,8 @@ struct RequestPipeline<Provider: HTTPProvider> {
                     response.request = request
                     outcome = .success(response)
                 case .fail(let error):
-                    return try finish(.failure(Self.providerError(from: error, response: outcome.response)), plugins, context)
+                    return try finish(
+                        .failure(Self.providerError(from: error, response: outcome.response)), plugins, context)
                 case .retry(let delay):
                     if attempt < maxAttempts, Self.canResend(request) {
                         retryDelay = .some(delay)
@@ -406,7 +410,8 @@ struct RequestPipeline<Provider: HTTPProvider> {
         else { return }
         var attributes = SpanAttributes()
         attributes["http.request.resend_count"] = attempt
-        attributes["retry.delay_ms"] = Int(delay.components.seconds * 1000 + delay.components.attoseconds / 1_000_000_000_000_000)
+        attributes["retry.delay_ms"] = Int(
+            delay.components.seconds * 1000 + delay.components.attoseconds / 1_000_000_000_000_000)
         switch outcome {
         case .success(let response): attributes["http.response.status_code"] = response.status.code
         case .failure(let error): attributes["error.type"] = "\(error.code)"

@@ -23,7 +23,9 @@ public protocol HTTPTransport: Sendable {
 }
 
 extension HTTPTransport {
-    public func download(_ request: CurlewRequest, to path: String, context: InterceptorContext) async throws
+    public func download(
+        _ request: CurlewRequest, to path: String, context: InterceptorContext
+    ) async throws
         -> RouteResponse
     {
         var response = try await send(request, context: context)
@@ -48,7 +50,9 @@ extension CurlewClient: HTTPTransport {
         RouteResponse(try await execute(request), request: request)
     }
 
-    public func download(_ request: CurlewRequest, to path: String, context: InterceptorContext) async throws
+    public func download(
+        _ request: CurlewRequest, to path: String, context: InterceptorContext
+    ) async throws
         -> RouteResponse
     {
         RouteResponse(try await download(request, to: path), request: request)

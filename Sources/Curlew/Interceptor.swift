@@ -42,7 +42,9 @@ extension Interceptor {
 
     public func adapt(_ request: inout CurlewRequest, context: InterceptorContext) async throws {}
 
-    public func intercept(_ response: RouteResponse, context: InterceptorContext) async throws
+    public func intercept(
+        _ response: RouteResponse, context: InterceptorContext
+    ) async throws
         -> InterceptorDecision
     { .pass }
 
@@ -112,7 +114,9 @@ public struct AnyInterceptor: Interceptor {
         try await adaptBody(&request, context)
     }
 
-    public func intercept(_ response: RouteResponse, context: InterceptorContext) async throws
+    public func intercept(
+        _ response: RouteResponse, context: InterceptorContext
+    ) async throws
         -> InterceptorDecision
     {
         try await responseBody(response, context)

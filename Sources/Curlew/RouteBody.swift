@@ -46,7 +46,9 @@ public struct RouteBody: Sendable {
 
     /// Bytes produced while they are sent, with backpressure. One-shot: a request with a stream body is never
     /// retried, whoever asks.
-    public static func stream(_ stream: RequestBodyStream, contentType: String? = "application/octet-stream") -> RouteBody {
+    public static func stream(
+        _ stream: RequestBodyStream, contentType: String? = "application/octet-stream"
+    ) -> RouteBody {
         RouteBody(storage: .stream(stream), contentType: contentType)
     }
 

@@ -148,17 +148,26 @@ final class LoopbackHTTPHandler: ChannelInboundHandler, RemovableChannelHandler 
         let noBody = request.suppressesBody
         switch request.route {
         case .small:
-            self.respond(context: context, status: .ok, contentType: "text/plain", body: LoopbackServer.smallBody, keepAlive: keepAlive, suppressBody: noBody)
+            self.respond(
+                context: context, status: .ok, contentType: "text/plain", body: LoopbackServer.smallBody,
+                keepAlive: keepAlive, suppressBody: noBody)
         case .json:
-            self.respond(context: context, status: .ok, contentType: "application/json", body: LoopbackServer.jsonBody, keepAlive: keepAlive, suppressBody: noBody)
+            self.respond(
+                context: context, status: .ok, contentType: "application/json", body: LoopbackServer.jsonBody,
+                keepAlive: keepAlive, suppressBody: noBody)
         case .bytes(let count):
             self.startPattern(context: context, count: count, keepAlive: keepAlive, suppressBody: noBody)
         case .echo:
             guard case .collect(let collected, let overflowed) = request.sink else { return }
             if overflowed {
-                self.respond(context: context, status: .payloadTooLarge, contentType: "text/plain", body: "echo body larger than \(Self.maximumEchoBytes) bytes\n", keepAlive: false, suppressBody: noBody)
+                self.respond(
+                    context: context, status: .payloadTooLarge, contentType: "text/plain",
+                    body: "echo body larger than \(Self.maximumEchoBytes) bytes\n", keepAlive: false,
+                    suppressBody: noBody)
             } else {
-                self.respond(context: context, status: .ok, contentType: "application/octet-stream", body: collected, keepAlive: keepAlive, suppressBody: noBody)
+                self.respond(
+                    context: context, status: .ok, contentType: "application/octet-stream", body: collected,
+                    keepAlive: keepAlive, suppressBody: noBody)
             }
         case .upload:
             let json: String
@@ -168,33 +177,53 @@ final class LoopbackHTTPHandler: ChannelInboundHandler, RemovableChannelHandler 
             case .inflate(let inflater, let encodedCount):
                 guard inflater.isComplete, inflater.failure == nil else {
                     let reason = inflater.failure ?? "the gzip stream ended early"
-                    self.respond(context: context, status: .badRequest, contentType: "text/plain", body: "invalid gzip body: \(reason)\n", keepAlive: false, suppressBody: noBody)
+                    self.respond(
+                        context: context, status: .badRequest, contentType: "text/plain",
+                        body: "invalid gzip body: \(reason)\n", keepAlive: false, suppressBody: noBody)
                     return
                 }
-                json = "{\"bytes\": \(inflater.count), \"fnv1a64\": \"\(inflater.hash.hexDigest)\", \"encodedBytes\": \(encodedCount)}"
+                json =
+                    "{\"bytes\": \(inflater.count), \"fnv1a64\": \"\(inflater.hash.hexDigest)\", \"encodedBytes\": \(encodedCount)}"
             default:
                 return
             }
-            self.respond(context: context, status: .ok, contentType: "application/json", body: json, keepAlive: keepAlive, suppressBody: noBody)
+            self.respond(
+                context: context, status: .ok, contentType: "application/json", body: json, keepAlive: keepAlive,
+                suppressBody: noBody)
         case .headers:
-            self.respond(context: context, status: .ok, contentType: "application/json", body: Self.headersJSON(request.head), keepAlive: keepAlive, suppressBody: noBody)
+            self.respond(
+                context: context, status: .ok, contentType: "application/json", body: Self.headersJSON(request.head),
+                keepAlive: keepAlive, suppressBody: noBody)
         case .status(let code):
-            self.respond(context: context, status: HTTPResponseStatus(statusCode: code), contentType: nil, body: ByteBuffer?.none, keepAlive: keepAlive, suppressBody: noBody)
+            self.respond(
+                context: context, status: HTTPResponseStatus(statusCode: code), contentType: nil,
+                body: ByteBuffer?.none, keepAlive: keepAlive, suppressBody: noBody)
         case .delay(let milliseconds):
             context.eventLoop.assumeIsolated().scheduleTask(in: .milliseconds(milliseconds)) {
                 guard self.isConnected else { return }
-                self.respond(context: context, status: .ok, contentType: "text/plain", body: LoopbackServer.smallBody, keepAlive: keepAlive, suppressBody: noBody)
+                self.respond(
+                    context: context, status: .ok, contentType: "text/plain", body: LoopbackServer.smallBody,
+                    keepAlive: keepAlive, suppressBody: noBody)
             }
         case .events(let count, let interval):
-            self.startEvents(context: context, count: count, interval: interval, keepAlive: keepAlive, suppressBody: noBody)
+            self.startEvents(
+                context: context, count: count, interval: interval, keepAlive: keepAlive, suppressBody: noBody)
         case .proxied(let target):
-            self.respond(context: context, status: .ok, contentType: "text/plain", body: "proxied \(target)", keepAlive: keepAlive, suppressBody: noBody)
+            self.respond(
+                context: context, status: .ok, contentType: "text/plain", body: "proxied \(target)",
+                keepAlive: keepAlive, suppressBody: noBody)
         case .notFound:
-            self.respond(context: context, status: .notFound, contentType: "text/plain", body: "not found\n", keepAlive: keepAlive, suppressBody: noBody)
+            self.respond(
+                context: context, status: .notFound, contentType: "text/plain", body: "not found\n",
+                keepAlive: keepAlive, suppressBody: noBody)
         case .methodNotAllowed(let allow):
-            self.respond(context: context, status: .methodNotAllowed, contentType: "text/plain", body: "method not allowed\n", keepAlive: keepAlive, suppressBody: noBody, extraHeaders: [("allow", allow)])
+            self.respond(
+                context: context, status: .methodNotAllowed, contentType: "text/plain", body: "method not allowed\n",
+                keepAlive: keepAlive, suppressBody: noBody, extraHeaders: [("allow", allow)])
         case .badRequest(let reason):
-            self.respond(context: context, status: .badRequest, contentType: "text/plain", body: reason + "\n", keepAlive: keepAlive, suppressBody: noBody)
+            self.respond(
+                context: context, status: .badRequest, contentType: "text/plain", body: reason + "\n",
+                keepAlive: keepAlive, suppressBody: noBody)
         case .fault(let fault):
             self.serve(fault: fault, context: context, keepAlive: keepAlive)
         }
@@ -210,7 +239,9 @@ final class LoopbackHTTPHandler: ChannelInboundHandler, RemovableChannelHandler 
         extraHeaders: [(String, String)] = []
     ) {
         let buffer = body.map { context.channel.allocator.buffer(string: $0) }
-        self.respond(context: context, status: status, contentType: contentType, body: buffer, keepAlive: keepAlive, suppressBody: suppressBody, extraHeaders: extraHeaders)
+        self.respond(
+            context: context, status: status, contentType: contentType, body: buffer, keepAlive: keepAlive,
+            suppressBody: suppressBody, extraHeaders: extraHeaders)
     }
 
     private func respond(
@@ -235,7 +266,9 @@ final class LoopbackHTTPHandler: ChannelInboundHandler, RemovableChannelHandler 
         if !keepAlive {
             headers.add(name: "connection", value: "close")
         }
-        context.write(self.wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers))), promise: nil)
+        context.write(
+            self.wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers))),
+            promise: nil)
         if !suppressBody, status.mayHaveResponseBody, let body, body.readableBytes > 0 {
             context.write(self.wrapOutboundOut(.body(.byteBuffer(body))), promise: nil)
         }
@@ -278,7 +311,9 @@ final class LoopbackHTTPHandler: ChannelInboundHandler, RemovableChannelHandler 
         if !keepAlive {
             headers.add(name: "connection", value: "close")
         }
-        context.write(self.wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .ok, headers: headers))), promise: nil)
+        context.write(
+            self.wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .ok, headers: headers))),
+            promise: nil)
         if suppressBody || count == 0 {
             self.finishResponse(context: context, keepAlive: keepAlive)
             return
@@ -331,7 +366,8 @@ final class LoopbackHTTPHandler: ChannelInboundHandler, RemovableChannelHandler 
             self.writeRawThenClose(context: context, head: "NOT-HTTP garbage\r\n\r\n", patternBytes: 0)
         case .chunkedTruncated:
             // Two complete 10-byte chunks and no terminating `0\r\n\r\n`.
-            let wire = "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ntransfer-encoding: chunked\r\n\r\n"
+            let wire =
+                "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ntransfer-encoding: chunked\r\n\r\n"
                 + "a\r\n0123456789\r\n" + "a\r\nabcdefghij\r\n"
             self.writeRawThenClose(context: context, head: wire, patternBytes: 0)
         case .emptyReply:
@@ -346,7 +382,8 @@ final class LoopbackHTTPHandler: ChannelInboundHandler, RemovableChannelHandler 
                 context.close(promise: nil)
                 return
             }
-            raw.writeAndFlush(NIOAny(context.channel.allocator.buffer(string: head))).assumeIsolated().whenComplete { _ in
+            raw.writeAndFlush(NIOAny(context.channel.allocator.buffer(string: head))).assumeIsolated().whenComplete {
+                _ in
                 // The pause lets the client read and parse the head first, so it observes
                 // "headers, then reset" rather than a reset racing the head.
                 context.eventLoop.assumeIsolated().scheduleTask(in: .milliseconds(50)) {
@@ -360,24 +397,32 @@ final class LoopbackHTTPHandler: ChannelInboundHandler, RemovableChannelHandler 
             if !keepAlive {
                 headers.add(name: "connection", value: "close")
             }
-            context.writeAndFlush(self.wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .ok, headers: headers))), promise: nil)
+            context.writeAndFlush(
+                self.wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .ok, headers: headers))),
+                promise: nil)
             self.sendSlowChunk(context: context, index: 0, of: chunks, interval: interval, keepAlive: keepAlive)
         }
     }
 
     /// Server-sent events, each flushed on its own, the body chunked since its length is not announced.
-    private func startEvents(context: ChannelHandlerContext, count: Int, interval: Int64, keepAlive: Bool, suppressBody: Bool) {
+    private func startEvents(
+        context: ChannelHandlerContext, count: Int, interval: Int64, keepAlive: Bool, suppressBody: Bool
+    ) {
         var headers = HTTPHeaders()
         headers.add(name: "content-type", value: "text/event-stream")
         headers.add(name: "cache-control", value: "no-cache")
         if !keepAlive {
             headers.add(name: "connection", value: "close")
         }
-        context.writeAndFlush(self.wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .ok, headers: headers))), promise: nil)
-        self.sendEvent(context: context, index: 0, of: suppressBody ? 0 : count, interval: interval, keepAlive: keepAlive)
+        context.writeAndFlush(
+            self.wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .ok, headers: headers))),
+            promise: nil)
+        self.sendEvent(
+            context: context, index: 0, of: suppressBody ? 0 : count, interval: interval, keepAlive: keepAlive)
     }
 
-    private func sendEvent(context: ChannelHandlerContext, index: Int, of count: Int, interval: Int64, keepAlive: Bool) {
+    private func sendEvent(context: ChannelHandlerContext, index: Int, of count: Int, interval: Int64, keepAlive: Bool)
+    {
         guard self.isConnected else { return }
         if index >= count {
             self.finishResponse(context: context, keepAlive: keepAlive)
@@ -386,12 +431,15 @@ final class LoopbackHTTPHandler: ChannelInboundHandler, RemovableChannelHandler 
         context.eventLoop.assumeIsolated().scheduleTask(in: .milliseconds(index == 0 ? 0 : interval)) {
             guard self.isConnected else { return }
             let event = "id: \(index)\nevent: tick\ndata: {\"index\":\(index),\"of\":\(count)}\n\n"
-            context.writeAndFlush(self.wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(string: event)))), promise: nil)
+            context.writeAndFlush(
+                self.wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(string: event)))), promise: nil)
             self.sendEvent(context: context, index: index + 1, of: count, interval: interval, keepAlive: keepAlive)
         }
     }
 
-    private func sendSlowChunk(context: ChannelHandlerContext, index: Int, of chunks: Int, interval: Int64, keepAlive: Bool) {
+    private func sendSlowChunk(
+        context: ChannelHandlerContext, index: Int, of chunks: Int, interval: Int64, keepAlive: Bool
+    ) {
         guard self.isConnected else { return }
         if index >= chunks {
             self.finishResponse(context: context, keepAlive: keepAlive)

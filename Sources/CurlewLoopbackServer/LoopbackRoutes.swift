@@ -86,7 +86,9 @@ enum LoopbackRoute: Equatable {
                 guard let count = Int(rest), (0...Self.maximumSlowChunks).contains(count),
                     (0...Self.maximumDelayMilliseconds).contains(interval)
                 else {
-                    self = .badRequest("/events/N?interval_ms=MS needs N in 0...\(Self.maximumSlowChunks), MS in 0...\(Self.maximumDelayMilliseconds)")
+                    self = .badRequest(
+                        "/events/N?interval_ms=MS needs N in 0...\(Self.maximumSlowChunks), MS in 0...\(Self.maximumDelayMilliseconds)"
+                    )
                     return
                 }
                 self = readOnly(.events(count: count, intervalMilliseconds: Int64(interval)))

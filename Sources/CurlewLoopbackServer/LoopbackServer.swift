@@ -23,7 +23,9 @@ public final class LoopbackServer: Sendable {
     /// The TCP port the server listens on.
     public let port: Int
 
-    private init(group: MultiThreadedEventLoopGroup, channel: any Channel, counters: LoopbackCounters, host: String, port: Int) {
+    private init(
+        group: MultiThreadedEventLoopGroup, channel: any Channel, counters: LoopbackCounters, host: String, port: Int
+    ) {
         self.group = group
         self.channel = channel
         self.counters = counters
@@ -34,7 +36,8 @@ public final class LoopbackServer: Sendable {
     /// Binds `host:port` (port 0 picks a free ephemeral port, race-free) and starts serving.
     ///
     /// - Parameter threads: event loop threads; one is plenty for tests and keeps ordering simple.
-    public static func start(host: String = "127.0.0.1", port: Int = 0, threads: Int = 1) async throws -> LoopbackServer {
+    public static func start(host: String = "127.0.0.1", port: Int = 0, threads: Int = 1) async throws -> LoopbackServer
+    {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: max(1, threads))
         let counters = LoopbackCounters()
         let bootstrap = ServerBootstrap(group: group)

@@ -79,8 +79,12 @@ public struct CurlewTransport: ClientTransport {
         let headerFields = response.headerFields
         let head = HTTPResponse(status: response.status, headerFields: headerFields)
         guard request.method != .head else { return (head, nil) }
-        return (head, HTTPBody(ResponseChunks(body: response.body), length: Self.bodyLength(headerFields),
-                               iterationBehavior: .single))
+        return (
+            head,
+            HTTPBody(
+                ResponseChunks(body: response.body), length: Self.bodyLength(headerFields),
+                iterationBehavior: .single)
+        )
     }
 
     /// The engine's request for an OpenAPI request: the URL joined from the base URL and the request's path
@@ -113,8 +117,9 @@ public struct CurlewTransport: ClientTransport {
             case .known(let length): length
             case .unknown: nil
             }
-        if body.iterationBehavior == .multiple, let bytes = try await Self.collectIfSmall(
-            body, knownLength: knownLength, limit: configuration.replayableBodyLimit)
+        if body.iterationBehavior == .multiple,
+            let bytes = try await Self.collectIfSmall(
+                body, knownLength: knownLength, limit: configuration.replayableBodyLimit)
         {
             return .bytes(bytes)
         }

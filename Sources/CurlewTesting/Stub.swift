@@ -85,7 +85,8 @@ public struct Stub: Sendable {
         _ method: HTTPRequest.Method?, _ path: String, status: HTTPResponse.Status = .ok,
         headers: [String: String] = [:], json: JSONValue? = nil, delay: Duration? = nil
     ) -> Stub {
-        let response = json.map { StubResponse.json($0, status: status, headers: headers, delay: delay) }
+        let response =
+            json.map { StubResponse.json($0, status: status, headers: headers, delay: delay) }
             ?? StubResponse(status: status, headers: headers, delay: delay)
         return Stub(method, path, responses: [response])
     }

@@ -28,7 +28,8 @@ struct BenchCommand: AsyncParsableCommand {
             """
     )
 
-    @Argument(help: "The URL to load (http or https). Omit it (and --targets) to run against the embedded loopback server.")
+    @Argument(
+        help: "The URL to load (http or https). Omit it (and --targets) to run against the embedded loopback server.")
     var url: String?
 
     @Option(
@@ -44,7 +45,8 @@ struct BenchCommand: AsyncParsableCommand {
             valueName: "file"))
     var targetsFile: String?
 
-    @Option(name: .customLong("targets-order"), help: "The order targets are sent in; random is reproducible with --seed.")
+    @Option(
+        name: .customLong("targets-order"), help: "The order targets are sent in; random is reproducible with --seed.")
     var targetsOrder: TargetsOrderArgument = .roundRobin
 
     @Option(help: "The seed of --targets-order random (default 1).")
@@ -114,7 +116,10 @@ struct BenchCommand: AsyncParsableCommand {
             valueName: "path"))
     var hdrLog: String?
 
-    @Option(help: ArgumentHelp("Write a self-contained HTML report here: rates, latencies and statuses over time, thresholds.", valueName: "path.html"))
+    @Option(
+        help: ArgumentHelp(
+            "Write a self-contained HTML report here: rates, latencies and statuses over time, thresholds.",
+            valueName: "path.html"))
     var report: String?
 
     @Option(help: "The length of the intervals of --hdr-log and --report.")
@@ -123,10 +128,14 @@ struct BenchCommand: AsyncParsableCommand {
     @Flag(help: "Print the summary as one JSON object on stdout.")
     var json = false
 
-    @Option(name: .customLong("histogram-out"), help: "Write the latency HdrHistogram (JSON, microseconds) here, for exact merging.")
+    @Option(
+        name: .customLong("histogram-out"),
+        help: "Write the latency HdrHistogram (JSON, microseconds) here, for exact merging.")
     var histogramOut: String?
 
-    @Flag(name: .customLong("no-keepalive"), help: "Open a new connection for every request and close it after the response.")
+    @Flag(
+        name: .customLong("no-keepalive"),
+        help: "Open a new connection for every request and close it after the response.")
     var noKeepalive = false
 
     @Option(
@@ -148,7 +157,9 @@ struct BenchCommand: AsyncParsableCommand {
         name: .customLong("loop-driver"),
         help: ArgumentHelp(
             "How the loop threads drive libcurl: poll (curl_multi_poll) or socket-action (epoll and curl_multi_socket_action).",
-            discussion: "Default: poll up to 256 connections per loop on libcurl 7.x and 64 on 8.x, socket-action beyond (docs/design/0016-libcurl-versions.md)."))
+            discussion:
+                "Default: poll up to 256 connections per loop on libcurl 7.x and 64 on 8.x, socket-action beyond (docs/design/0016-libcurl-versions.md)."
+        ))
     var loopDriver: String?
 
     @Option(
@@ -181,7 +192,9 @@ struct BenchCommand: AsyncParsableCommand {
         if let requests, requests < 1 { throw ValidationError("-n/--requests must be at least 1") }
         if requests != nil && duration != nil { throw ValidationError("give -n/--requests or -d/--duration, not both") }
         if let duration, duration.duration <= .zero { throw ValidationError("-d/--duration must be longer than 0") }
-        if let rate, !(rate > 0 && rate.isFinite) { throw ValidationError("--rate must be a positive number of requests per second") }
+        if let rate, !(rate > 0 && rate.isFinite) {
+            throw ValidationError("--rate must be a positive number of requests per second")
+        }
         if http2 && h2c { throw ValidationError("--http2 and --h2c exclude each other") }
         if let loops, loops < 1 { throw ValidationError("--loops must be at least 1") }
         // Four fields at least: an IPv6 address in brackets brings colons of its own.
@@ -190,14 +203,17 @@ struct BenchCommand: AsyncParsableCommand {
         }
         if url != nil && targetsFile != nil { throw ValidationError("give a URL or --targets, not both") }
         if targetsFile != nil && (bodyFile != nil || method.uppercased() != "GET") {
-            throw ValidationError("with --targets, each target sets its method and body (-m and --body-file apply to a single URL)")
+            throw ValidationError(
+                "with --targets, each target sets its method and body (-m and --body-file apply to a single URL)")
         }
         if seed != nil && targetsOrder != .random { throw ValidationError("--seed applies to --targets-order random") }
         if interval.duration < .milliseconds(100) { throw ValidationError("--interval must be at least 100ms") }
         var shape: BenchStages?
         if let stages {
             if rate != nil { throw ValidationError("give --rate or --stages, not both") }
-            if requests != nil || duration != nil { throw ValidationError("--stages sets the run's length: drop -n/-d") }
+            if requests != nil || duration != nil {
+                throw ValidationError("--stages sets the run's length: drop -n/-d")
+            }
             do {
                 shape = try BenchStages.parse(stages)
             } catch {
@@ -214,18 +230,24 @@ struct BenchCommand: AsyncParsableCommand {
         }
         if eventLoop == nil { throw ValidationError("--loop-driver must be poll or socket-action") }
         if sharding.outputDirectory != nil && (hdrLog != nil || histogramOut != nil) {
-            throw ValidationError("--output-dir writes the histogram and the interval log itself: drop --hdr-log/--histogram-out")
+            throw ValidationError(
+                "--output-dir writes the histogram and the interval log itself: drop --hdr-log/--histogram-out")
         }
         let shard = try sharding.resolved().shard
         if !shard.isWhole {
             // Every shard needs a connection: the whole run's connections are dealt out like its requests.
-            let connectionLevel = if case .concurrency(let schedule) = shape { schedule.maxConcurrency } else { inFlight }
+            let connectionLevel =
+                if case .concurrency(let schedule) = shape { schedule.maxConcurrency } else { inFlight }
             if shard.share(of: connectionLevel) == 0 {
-                throw ValidationError("\(connectionLevel) connections cannot be shared by \(shard.count) shards: give each at least one (-c)")
+                throw ValidationError(
+                    "\(connectionLevel) connections cannot be shared by \(shard.count) shards: give each at least one (-c)"
+                )
             }
         }
         if let timeout, timeout.duration <= .zero { throw ValidationError("--timeout must be longer than 0") }
-        if HTTPRequest.Method(method.uppercased()) == nil { throw ValidationError("invalid method \(method.debugDescription)") }
+        if HTTPRequest.Method(method.uppercased()) == nil {
+            throw ValidationError("invalid method \(method.debugDescription)")
+        }
         for header in headers {
             guard let colon = header.firstIndex(of: ":"), colon != header.startIndex else {
                 throw ValidationError("header \(header.debugDescription) is not 'Name: value'")
@@ -246,7 +268,10 @@ struct BenchCommand: AsyncParsableCommand {
         let shape = try stages.map { try BenchStages.parse($0) }
         let (shard, runID) = try sharding.resolved()
         if let outputDirectory = sharding.outputDirectory { try ShardOptions.prepare(directory: outputDirectory) }
-        let hdrLogPath = sharding.outputDirectory.map { ShardOptions.outputPath(directory: $0, kind: "bench", shard: shard, suffix: ".hlog") } ?? hdrLog
+        let hdrLogPath =
+            sharding.outputDirectory.map {
+                ShardOptions.outputPath(directory: $0, kind: "bench", shard: shard, suffix: ".hlog")
+            } ?? hdrLog
         var server: LoopbackServer?
         let target: String
         if let url {
@@ -280,10 +305,15 @@ struct BenchCommand: AsyncParsableCommand {
             (workers, stop) = (shard.share(of: inFlight), .schedule)
         case .concurrency(let schedule):
             concurrency = schedule
-            (workers, stop) = (shard.share(of: schedule.maxConcurrency), .duration(.nanoseconds(Int64(schedule.totalSeconds * 1e9))))
+            (workers, stop) = (
+                shard.share(of: schedule.maxConcurrency), .duration(.nanoseconds(Int64(schedule.totalSeconds * 1e9)))
+            )
         case nil:
             workers = shard.share(of: inFlight)
-            stop = if let count = self.requests { .count(shard.share(of: count)) } else { .duration(duration?.duration ?? .seconds(10)) }
+            stop =
+                if let count = self.requests { .count(shard.share(of: count)) } else {
+                    .duration(duration?.duration ?? .seconds(10))
+                }
         }
 
         var configuration = CurlewClient.Configuration()
@@ -314,8 +344,10 @@ struct BenchCommand: AsyncParsableCommand {
             print("curlew bench \(target)")
             print("  \(describe(plan: plan, loops: client.executors.count, driver: configuration.eventLoop))")
             if !shard.isWhole {
-                print("  shard \(shard)" + (runID.map { " of run \($0)" } ?? "")
-                    + ": the run's requests \(shard.index), \(shard.index + shard.count), \(shard.index + 2 * shard.count), …")
+                print(
+                    "  shard \(shard)" + (runID.map { " of run \($0)" } ?? "")
+                        + ": the run's requests \(shard.index), \(shard.index + shard.count), \(shard.index + 2 * shard.count), …"
+                )
             }
         }
         if let startAt { try await waitUntil(startAt) }
@@ -344,7 +376,8 @@ struct BenchCommand: AsyncParsableCommand {
         try recorder.finish(result: result)
 
         var summary = BenchSummary(
-            result: result, plan: plan, url: target, method: requests.count == 1 ? requests[0].method.rawValue : "mixed",
+            result: result, plan: plan, url: target,
+            method: requests.count == 1 ? requests[0].method.rawValue : "mixed",
             loops: client.executors.count)
         summary.stages = stages
         summary.loopDriver = configuration.eventLoop == .threadSocketAction ? "socket-action" : "poll"
@@ -367,11 +400,15 @@ struct BenchCommand: AsyncParsableCommand {
             try writeHistogram(result.histogram, to: histogramOut, option: "--histogram-out")
         }
         if let outputDirectory = sharding.outputDirectory {
-            try writeResults(summary: summary, histogram: result.histogram, intervals: recorder.intervals, shard: shard, to: outputDirectory)
+            try writeResults(
+                summary: summary, histogram: result.histogram, intervals: recorder.intervals, shard: shard,
+                to: outputDirectory)
         }
         if let report {
             let page = BenchReport(
-                title: "curlew bench \(target)", parameters: reportParameters(plan: plan, loops: client.executors.count, driver: configuration.eventLoop, startedAt: startedAt),
+                title: "curlew bench \(target)",
+                parameters: reportParameters(
+                    plan: plan, loops: client.executors.count, driver: configuration.eventLoop, startedAt: startedAt),
                 summary: summary, intervals: recorder.intervals, histogram: result.histogram)
             do {
                 try page.html.write(toFile: report, atomically: true, encoding: .utf8)
@@ -422,7 +459,8 @@ struct BenchCommand: AsyncParsableCommand {
         let directory = (path as NSString).deletingLastPathComponent
         let specs: [BenchTargetSpec]
         do {
-            specs = try BenchTargetFile.parse(String(decoding: data, as: UTF8.self), directory: directory.isEmpty ? "." : directory)
+            specs = try BenchTargetFile.parse(
+                String(decoding: data, as: UTF8.self), directory: directory.isEmpty ? "." : directory)
         } catch {
             throw ValidationError("--targets \(path.debugDescription): \(error.description)")
         }
@@ -435,7 +473,9 @@ struct BenchCommand: AsyncParsableCommand {
             case .file(let file):
                 if bodies[file] == nil {
                     guard let contents = FileManager.default.contents(atPath: file) else {
-                        throw ValidationError("--targets \(path.debugDescription), target \(index + 1): cannot read body file \(file.debugDescription)")
+                        throw ValidationError(
+                            "--targets \(path.debugDescription), target \(index + 1): cannot read body file \(file.debugDescription)"
+                        )
                     }
                     bodies[file] = Array(contents)
                 }
@@ -445,7 +485,9 @@ struct BenchCommand: AsyncParsableCommand {
             do {
                 return try makeRequest(method: spec.method, url: spec.url, headers: spec.headers, body: body)
             } catch let error as CurlewError {
-                throw ValidationError("--targets \(path.debugDescription), target \(index + 1) (\(spec.url.debugDescription)): \(error.detail)")
+                throw ValidationError(
+                    "--targets \(path.debugDescription), target \(index + 1) (\(spec.url.debugDescription)): \(error.detail)"
+                )
             }
         }
     }
@@ -463,7 +505,8 @@ struct BenchCommand: AsyncParsableCommand {
         let targets = plan.targets.count > 1 ? ", \(plan.targets.count) targets" : ""
         let reuse = noKeepalive ? ", a new connection per request" : ""
         let loopDriver = driver == .threadSocketAction ? " (socket-action)" : ""
-        return "\(plan.connections) connections, \(loops) loop(s)\(loopDriver), \(version)\(reuse), \(amount)\(pace)\(shape)\(targets)"
+        return
+            "\(plan.connections) connections, \(loops) loop(s)\(loopDriver), \(version)\(reuse), \(amount)\(pace)\(shape)\(targets)"
     }
 
     private func reportParameters(
@@ -498,20 +541,25 @@ struct BenchCommand: AsyncParsableCommand {
     /// `--output-dir`: the summary with the run's plan and interval counts, the histogram and (written during
     /// the run) the interval log, named after the shard: what `curlew merge` reads.
     private func writeResults(
-        summary: BenchSummary, histogram: LatencyHistogram, intervals: [BenchInterval], shard: ShardAssignment, to directory: String
+        summary: BenchSummary, histogram: LatencyHistogram, intervals: [BenchInterval], shard: ShardAssignment,
+        to directory: String
     ) throws {
-        func path(_ suffix: String) -> String { ShardOptions.outputPath(directory: directory, kind: "bench", shard: shard, suffix: suffix) }
+        func path(_ suffix: String) -> String {
+            ShardOptions.outputPath(directory: directory, kind: "bench", shard: shard, suffix: suffix)
+        }
         let histogramPath = path(".histogram.json")
         try writeHistogram(histogram, to: histogramPath, option: "--output-dir")
         var record = summary
         record.run = BenchRunRecord(
             plan: runPlan(shards: shard.count), intervals: intervals.map(BenchIntervalCounts.init),
-            histogramFile: (histogramPath as NSString).lastPathComponent, hdrLogFile: (path(".hlog") as NSString).lastPathComponent)
+            histogramFile: (histogramPath as NSString).lastPathComponent,
+            hdrLogFile: (path(".hlog") as NSString).lastPathComponent)
         let summaryPath = path(".json")
         do {
             try Data((try jsonLine(record) + "\n").utf8).write(to: URL(fileURLWithPath: summaryPath))
         } catch {
-            throw CommandFailure("cannot write --output-dir \(summaryPath.debugDescription): \(error.localizedDescription)")
+            throw CommandFailure(
+                "cannot write --output-dir \(summaryPath.debugDescription): \(error.localizedDescription)")
         }
     }
 
@@ -529,7 +577,8 @@ struct BenchCommand: AsyncParsableCommand {
     private func waitUntil(_ start: StartTimeArgument) async throws {
         let wait = start.date.timeIntervalSinceNow
         if wait < 0 {
-            writeStandardError(String(format: "warning: --start-at %@ passed %.1f s ago: starting now\n", start.description, -wait))
+            writeStandardError(
+                String(format: "warning: --start-at %@ passed %.1f s ago: starting now\n", start.description, -wait))
             return
         }
         if !json { print(String(format: "  waiting %.1f s for --start-at %@", wait, start.description)) }

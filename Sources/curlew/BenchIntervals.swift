@@ -61,7 +61,8 @@ struct BenchIntervalSampler {
         guard current.totalCount > previous.totalCount else { return result }
         let previousMax = previous.totalCount > 0 ? previous.max : 0
         for bucket in current.recordedValues() {
-            let before = previous.totalCount > 0 && bucket.value <= previousMax ? previous.countForValue(bucket.value) : 0
+            let before =
+                previous.totalCount > 0 && bucket.value <= previousMax ? previous.countForValue(bucket.value) : 0
             if bucket.count > before { _ = result.record(bucket.value, count: bucket.count - before) }
         }
         return result
@@ -119,7 +120,9 @@ final class BenchIntervalRecorder: Sendable {
     /// Adds the last, partial interval from the run's final counts and closes the log; throws the first write
     /// error of the run.
     func finish(result: BenchResult) throws {
-        add(result.tally, at: max(result.elapsed.seconds, state.withLock { $0.intervals.last?.endSeconds ?? 0 }), isLast: true)
+        add(
+            result.tally, at: max(result.elapsed.seconds, state.withLock { $0.intervals.last?.endSeconds ?? 0 }),
+            isLast: true)
         try state.withLock { state in
             state.writer?.close()
             if let failure = state.failure { throw CommandFailure(failure) }

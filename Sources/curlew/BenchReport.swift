@@ -24,10 +24,13 @@ struct BenchReport {
 
     var html: String {
         let times = intervals.map(\.endSeconds)
-        let rps = SVGChart.Series(name: "requests/s", color: Color.requests, points: Array(zip(times, intervals.map(\.requestsPerSecond))))
+        let rps = SVGChart.Series(
+            name: "requests/s", color: Color.requests, points: Array(zip(times, intervals.map(\.requestsPerSecond))))
         // Latencies in milliseconds; an interval without requests has no percentile and no point.
         func latencySeries(_ name: String, _ percentile: Double, _ color: String) -> SVGChart.Series {
-            let points = intervals.filter { $0.requests > 0 }.map { ($0.endSeconds, $0.latencyMicroseconds(percentile: percentile) / 1_000) }
+            let points = intervals.filter { $0.requests > 0 }.map {
+                ($0.endSeconds, $0.latencyMicroseconds(percentile: percentile) / 1_000)
+            }
             return SVGChart.Series(name: name, color: color, points: points)
         }
         var statusSeries: [SVGChart.Series] = []
@@ -36,10 +39,14 @@ struct BenchReport {
                 interval.statusCounts.filter { $0.key / 100 == statusClass }.reduce(0) { $0 + $1.value }
             }
             guard counts.contains(where: { $0 > 0 }) else { continue }
-            statusSeries.append(SVGChart.Series(
-                name: "\(statusClass)xx", color: Color.status[statusClass]!, points: Array(zip(times, counts.map(Double.init)))))
+            statusSeries.append(
+                SVGChart.Series(
+                    name: "\(statusClass)xx", color: Color.status[statusClass]!,
+                    points: Array(zip(times, counts.map(Double.init)))))
         }
-        statusSeries.append(SVGChart.Series(name: "failed", color: Color.failed, points: Array(zip(times, intervals.map { Double($0.failed) }))))
+        statusSeries.append(
+            SVGChart.Series(
+                name: "failed", color: Color.failed, points: Array(zip(times, intervals.map { Double($0.failed) }))))
 
         // The distribution on HdrHistogram's usual axis: x = log10(1 / (1 - p)), so 90 %, 99 %, 99.9 % are evenly
         // spaced.
@@ -58,27 +65,49 @@ struct BenchReport {
         }
 
         var body = "<h1>\(htmlEscaped(title))</h1>\n"
-        body += "<p class=\"lead\">\(formatCount(summary.requests)) requests in \(String(format: "%.2f", summary.durationSeconds)) s, "
+        body +=
+            "<p class=\"lead\">\(formatCount(summary.requests)) requests in \(String(format: "%.2f", summary.durationSeconds)) s, "
         body += "\(formatCount(summary.succeeded)) succeeded, \(formatCount(summary.failed)) failed; "
-        body += "p50 \(formatLatency(microseconds: summary.latencyMicroseconds.p50)), p99 \(formatLatency(microseconds: summary.latencyMicroseconds.p99))"
+        body +=
+            "p50 \(formatLatency(microseconds: summary.latencyMicroseconds.p50)), p99 \(formatLatency(microseconds: summary.latencyMicroseconds.p99))"
         body += " (latency from \(summary.latencyFrom) send times). Exit status \(summary.exitStatus).</p>\n"
-        body += SVGChart(id: "requests-per-second", title: "Requests per second", xLabel: "seconds", yLabel: "requests/s", series: [rps]).svg
-        body += SVGChart(
-            id: "latency-over-time", title: "Latency percentiles per interval", xLabel: "seconds", yLabel: "ms",
-            series: [latencySeries("p50", 50, Color.p50), latencySeries("p90", 90, Color.p90), latencySeries("p99", 99, Color.p99)]
-        ).svg
-        body += SVGChart(
-            id: "latency-distribution", title: "Latency by percentile (whole run)", xLabel: "percentile", yLabel: "ms",
-            series: [SVGChart.Series(name: "latency", color: Color.p99, points: distribution)], xTicks: distributionTicks,
-            logarithmicY: true, markers: false
-        ).svg
-        body += SVGChart(id: "status-over-time", title: "Status codes and failures per interval", xLabel: "seconds", yLabel: "responses", series: statusSeries).svg
+        body +=
+            SVGChart(
+                id: "requests-per-second", title: "Requests per second", xLabel: "seconds", yLabel: "requests/s",
+                series: [rps]
+            ).svg
+        body +=
+            SVGChart(
+                id: "latency-over-time", title: "Latency percentiles per interval", xLabel: "seconds", yLabel: "ms",
+                series: [
+                    latencySeries("p50", 50, Color.p50), latencySeries("p90", 90, Color.p90),
+                    latencySeries("p99", 99, Color.p99),
+                ]
+            ).svg
+        body +=
+            SVGChart(
+                id: "latency-distribution", title: "Latency by percentile (whole run)", xLabel: "percentile",
+                yLabel: "ms",
+                series: [SVGChart.Series(name: "latency", color: Color.p99, points: distribution)],
+                xTicks: distributionTicks,
+                logarithmicY: true, markers: false
+            ).svg
+        body +=
+            SVGChart(
+                id: "status-over-time", title: "Status codes and failures per interval", xLabel: "seconds",
+                yLabel: "responses", series: statusSeries
+            ).svg
         body += table(
             id: "thresholds", title: "Thresholds", header: ["threshold", "result", "measured"],
             rows: summary.thresholds.map { result in
-                [result.threshold, result.passed ? "passed" : "FAILED", BenchThreshold.format(result.actual, unit: result.unit)]
+                [
+                    result.threshold, result.passed ? "passed" : "FAILED",
+                    BenchThreshold.format(result.actual, unit: result.unit),
+                ]
             }, empty: "No thresholds were given.")
-        body += table(id: "parameters", title: "Run", header: ["parameter", "value"], rows: parameters.map { [$0.0, $0.1] }, empty: "")
+        body += table(
+            id: "parameters", title: "Run", header: ["parameter", "value"], rows: parameters.map { [$0.0, $0.1] },
+            empty: "")
         return """
             <!DOCTYPE html>
             <html lang="en"><head><meta charset="utf-8">
@@ -102,10 +131,12 @@ struct BenchReport {
         guard !rows.isEmpty else { return html + "<p>\(htmlEscaped(empty))</p>\n" }
         html += "<table id=\"\(id)\"><tr>" + header.map { "<th>\(htmlEscaped($0))</th>" }.joined() + "</tr>\n"
         for row in rows {
-            html += "<tr>" + row.map { cell in
-                let style = cell == "FAILED" ? " class=\"failed\"" : cell == "passed" ? " class=\"passed\"" : ""
-                return "<td\(style)>\(htmlEscaped(cell))</td>"
-            }.joined() + "</tr>\n"
+            html +=
+                "<tr>"
+                + row.map { cell in
+                    let style = cell == "FAILED" ? " class=\"failed\"" : cell == "passed" ? " class=\"passed\"" : ""
+                    return "<td\(style)>\(htmlEscaped(cell))</td>"
+                }.joined() + "</tr>\n"
         }
         return html + "</table>\n"
     }
@@ -136,8 +167,10 @@ struct SVGChart {
     var svg: String {
         let points = series.flatMap(\.points)
         var out = "<h2>\(htmlEscaped(title))</h2>\n"
-        out += "<svg id=\"\(id)\" xmlns=\"http://www.w3.org/2000/svg\" width=\"\(Int(width))\" height=\"\(Int(height))\" viewBox=\"0 0 \(Int(width)) \(Int(height))\">\n"
-        out += "<rect x=\"\(left)\" y=\"\(top)\" width=\"\(width - left - right)\" height=\"\(height - top - bottom)\" fill=\"none\" stroke=\"#ccc\"/>\n"
+        out +=
+            "<svg id=\"\(id)\" xmlns=\"http://www.w3.org/2000/svg\" width=\"\(Int(width))\" height=\"\(Int(height))\" viewBox=\"0 0 \(Int(width)) \(Int(height))\">\n"
+        out +=
+            "<rect x=\"\(left)\" y=\"\(top)\" width=\"\(width - left - right)\" height=\"\(height - top - bottom)\" fill=\"none\" stroke=\"#ccc\"/>\n"
         guard !points.isEmpty else {
             return out + "<text x=\"\(width / 2 - 30)\" y=\"\(height / 2)\">no data</text>\n</svg>\n"
         }
@@ -159,25 +192,32 @@ struct SVGChart {
             y = { value in top + plotHeight - value / yMax * plotHeight }
         }
         for tick in yTicks {
-            out += "<line x1=\"\(left)\" x2=\"\(left + plotWidth)\" y1=\"\(fmt(y(tick)))\" y2=\"\(fmt(y(tick)))\" stroke=\"#eee\"/>"
+            out +=
+                "<line x1=\"\(left)\" x2=\"\(left + plotWidth)\" y1=\"\(fmt(y(tick)))\" y2=\"\(fmt(y(tick)))\" stroke=\"#eee\"/>"
             out += "<text x=\"\(left - 6)\" y=\"\(fmt(y(tick) + 4))\" text-anchor=\"end\">\(Self.label(tick))</text>\n"
         }
         let ticks = xTicks ?? stride(from: 0, through: xMax, by: Self.niceStep(xMax / 8)).map { ($0, Self.label($0)) }
         for (position, label) in ticks {
-            out += "<text x=\"\(fmt(x(position)))\" y=\"\(height - bottom + 16)\" text-anchor=\"middle\">\(htmlEscaped(label))</text>\n"
+            out +=
+                "<text x=\"\(fmt(x(position)))\" y=\"\(height - bottom + 16)\" text-anchor=\"middle\">\(htmlEscaped(label))</text>\n"
         }
-        out += "<text x=\"\(left + plotWidth / 2)\" y=\"\(height - 4)\" text-anchor=\"middle\">\(htmlEscaped(xLabel))</text>\n"
-        out += "<text x=\"14\" y=\"\(top + plotHeight / 2)\" transform=\"rotate(-90 14 \(top + plotHeight / 2))\" text-anchor=\"middle\">\(htmlEscaped(yLabel))</text>\n"
+        out +=
+            "<text x=\"\(left + plotWidth / 2)\" y=\"\(height - 4)\" text-anchor=\"middle\">\(htmlEscaped(xLabel))</text>\n"
+        out +=
+            "<text x=\"14\" y=\"\(top + plotHeight / 2)\" transform=\"rotate(-90 14 \(top + plotHeight / 2))\" text-anchor=\"middle\">\(htmlEscaped(yLabel))</text>\n"
         for (index, line) in series.enumerated() {
             let coordinates = line.points.map { "\(fmt(x($0.0))),\(fmt(y($0.1)))" }
-            out += "<polyline data-series=\"\(htmlEscaped(line.name))\" fill=\"none\" stroke=\"\(line.color)\" stroke-width=\"2\" points=\"\(coordinates.joined(separator: " "))\"/>\n"
+            out +=
+                "<polyline data-series=\"\(htmlEscaped(line.name))\" fill=\"none\" stroke=\"\(line.color)\" stroke-width=\"2\" points=\"\(coordinates.joined(separator: " "))\"/>\n"
             if markers {
                 for point in line.points {
-                    out += "<circle class=\"point\" data-series=\"\(htmlEscaped(line.name))\" data-x=\"\(fmt(point.0))\" data-y=\"\(fmt(point.1))\" cx=\"\(fmt(x(point.0)))\" cy=\"\(fmt(y(point.1)))\" r=\"3\" fill=\"\(line.color)\"/>\n"
+                    out +=
+                        "<circle class=\"point\" data-series=\"\(htmlEscaped(line.name))\" data-x=\"\(fmt(point.0))\" data-y=\"\(fmt(point.1))\" cx=\"\(fmt(x(point.0)))\" cy=\"\(fmt(y(point.1)))\" r=\"3\" fill=\"\(line.color)\"/>\n"
                 }
             }
             let legendY = top + 14 + Double(index) * 16
-            out += "<rect x=\"\(width - right + 10)\" y=\"\(legendY - 9)\" width=\"12\" height=\"10\" fill=\"\(line.color)\"/>"
+            out +=
+                "<rect x=\"\(width - right + 10)\" y=\"\(legendY - 9)\" width=\"12\" height=\"10\" fill=\"\(line.color)\"/>"
             out += "<text x=\"\(width - right + 27)\" y=\"\(legendY)\">\(htmlEscaped(line.name))</text>\n"
         }
         return out + "</svg>\n"

@@ -84,7 +84,11 @@ struct BenchTally: Sendable {
         bytesReceived += other.bytesReceived
         connectionsOpened += other.connectionsOpened
         freshConnectionRetries += other.freshConnectionRetries
-        if targetRequests.isEmpty { targetRequests = other.targetRequests; targetFailures = other.targetFailures; return }
+        if targetRequests.isEmpty {
+            targetRequests = other.targetRequests
+            targetFailures = other.targetFailures
+            return
+        }
         for index in targetRequests.indices where index < other.targetRequests.count {
             targetRequests[index] += other.targetRequests[index]
             targetFailures[index] += other.targetFailures[index]
@@ -232,7 +236,8 @@ final class BenchRunner: Sendable {
             if let concurrency {
                 // Closed model: wait while the stage allows fewer workers than this one's number.
                 let now = monotonicNanoseconds()
-                guard let active = concurrency.nextActiveSeconds(worker: runWorker, atOrAfter: Double(now &- start) / 1e9)
+                guard
+                    let active = concurrency.nextActiveSeconds(worker: runWorker, atOrAfter: Double(now &- start) / 1e9)
                 else { break }
                 let wake = start + UInt64(active * 1e9)
                 if let deadline, wake >= deadline { break }
@@ -258,7 +263,8 @@ final class BenchRunner: Sendable {
                 intended = previousEnd
                 if let deadline, intended >= deadline { break }
             }
-            let targetIndex = severalTargets ? targetOrder.targetIndex(ofRequest: runTicket, targetCount: targets.count) : 0
+            let targetIndex =
+                severalTargets ? targetOrder.targetIndex(ofRequest: runTicket, targetCount: targets.count) : 0
             let outcome: Result<CurlewResponse, any Error>
             do {
                 // Bodies are counted, never kept: a load generator has no use for them. The request is passed

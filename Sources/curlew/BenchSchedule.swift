@@ -11,7 +11,8 @@ enum BenchStages: Sendable, Equatable {
         let description: String
     }
 
-    static let grammar = "DURATION:LEVEL,… with every level in requests per second (30s:100rps,2m:500rps) "
+    static let grammar =
+        "DURATION:LEVEL,… with every level in requests per second (30s:100rps,2m:500rps) "
         + "or every level in connections (1m:16c,1m:256c)"
 
     static func parse(_ text: String) throws(ParseError) -> BenchStages {
@@ -28,7 +29,9 @@ enum BenchStages: Sendable, Equatable {
             }
             let level = pieces[1].trimmingCharacters(in: .whitespaces).lowercased()
             let seconds = duration.duration.seconds
-            if level.hasSuffix("rps"), let rate = Double(level.dropLast(3)), rate >= 0, rate.isFinite, rate <= 10_000_000 {
+            if level.hasSuffix("rps"), let rate = Double(level.dropLast(3)), rate >= 0, rate.isFinite,
+                rate <= 10_000_000
+            {
                 rates.append(Stage(seconds: seconds, level: rate))
             } else if level.hasSuffix("c"), let count = Int(level.dropLast()), count >= 0, count <= 100_000 {
                 connections.append(Stage(seconds: seconds, level: Double(count)))
@@ -77,7 +80,8 @@ struct ArrivalSchedule: Sendable, Equatable {
         var segments: [Segment] = []
         var time = 0.0, arrivals = 0.0, rate = 0.0
         for stage in stages {
-            let segment = Segment(start: time, seconds: stage.seconds, fromRate: rate, toRate: stage.level, arrivalsBefore: arrivals)
+            let segment = Segment(
+                start: time, seconds: stage.seconds, fromRate: rate, toRate: stage.level, arrivalsBefore: arrivals)
             segments.append(segment)
             time += stage.seconds
             arrivals += segment.arrivals
@@ -101,7 +105,8 @@ struct ArrivalSchedule: Sendable, Equatable {
     func intendedSeconds(ofRequest index: Int) -> Double? {
         guard index < totalRequests else { return nil }
         let target = Double(index)
-        for segment in segments where target < segment.arrivalsBefore + segment.arrivals || segment.seconds == .infinity {
+        for segment in segments where target < segment.arrivalsBefore + segment.arrivals || segment.seconds == .infinity
+        {
             let remaining = target - segment.arrivalsBefore
             if segment.fromRate == segment.toRate {
                 return segment.start + remaining / segment.fromRate
@@ -169,7 +174,10 @@ struct ConcurrencySchedule: Sendable, Equatable {
         var start = 0.0, previous = 0.0
         for stage in stages {
             let end = start + stage.seconds
-            defer { start = end; previous = stage.level }
+            defer {
+                start = end
+                previous = stage.level
+            }
             guard end > seconds else { continue }
             let from = max(seconds, start)
             if level(at: from) > needed { return from }

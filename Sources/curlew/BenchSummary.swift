@@ -77,7 +77,9 @@ struct BenchSummary: Codable {
         let tally = result.tally
         let histogram = tally.histogram
         var statusCounts: [Int: Int] = [:]
-        for code in tally.statusCounts.indices where tally.statusCounts[code] > 0 { statusCounts[code] = tally.statusCounts[code] }
+        for code in tally.statusCounts.indices where tally.statusCounts[code] > 0 {
+            statusCounts[code] = tally.statusCounts[code]
+        }
         return BenchMeasurements(
             requests: tally.requests, failed: tally.failed, statusCounts: statusCounts,
             requestsPerSecond: result.elapsed > .zero ? Double(tally.requests) / result.elapsed.seconds : 0,
@@ -117,7 +119,9 @@ struct BenchSummary: Codable {
         self.failed = tally.requests - tally.succeeded
         self.failures = tally.failures
         self.statusCodes = Dictionary(
-            uniqueKeysWithValues: tally.statusCounts.enumerated().filter { $0.element > 0 }.map { (String($0.offset), $0.element) })
+            uniqueKeysWithValues: tally.statusCounts.enumerated().filter { $0.element > 0 }.map {
+                (String($0.offset), $0.element)
+            })
         self.durationSeconds = result.elapsed.seconds
         self.requestsPerSecond = result.elapsed > .zero ? Double(tally.requests) / result.elapsed.seconds : 0
         func percentile(_ value: Double) -> Double { hasSamples ? Double(histogram.valueAtPercentile(value)) : 0 }
@@ -143,21 +147,39 @@ struct BenchSummary: Codable {
     var text: String {
         let latency = latencyMicroseconds
         var lines: [String] = []
-        func row(_ label: String, _ value: String) { lines.append(label.padding(toLength: 14, withPad: " ", startingAt: 0) + value) }
+        func row(_ label: String, _ value: String) {
+            lines.append(label.padding(toLength: 14, withPad: " ", startingAt: 0) + value)
+        }
         if let placement = ShardAssignment.summaryRow(shard: shard, runId: runId, shardsMerged: shardsMerged) {
             row(placement.label, placement.value)
         }
-        row("requests", "\(formatCount(requests)) (\(formatCount(succeeded)) succeeded, \(formatCount(failed)) failed)\(interrupted ? ", interrupted" : "")")
+        row(
+            "requests",
+            "\(formatCount(requests)) (\(formatCount(succeeded)) succeeded, \(formatCount(failed)) failed)\(interrupted ? ", interrupted" : "")"
+        )
         row("duration", String(format: "%.2f s", durationSeconds))
         row("requests/s", formatCount(Int(requestsPerSecond.rounded())))
         row(
             "latency",
             "p50 \(formatLatency(microseconds: latency.p50))  p90 \(formatLatency(microseconds: latency.p90))  "
-                + "p99 \(formatLatency(microseconds: latency.p99))  p99.9 \(formatLatency(microseconds: latency.p99_9))")
-        row("", "max \(formatLatency(microseconds: latency.max))  mean \(formatLatency(microseconds: latency.mean))"
-            + (latencyFrom == "intended" ? "  (from intended send times)" : ""))
-        row("status codes", statusCodes.isEmpty ? "none" : statusCodes.sorted { $0.key < $1.key }.map { "\($0.key): \(formatCount($0.value))" }.joined(separator: ", "))
-        row("failures", failures.isEmpty ? "none" : failures.sorted { $0.key < $1.key }.map { "\($0.key): \(formatCount($0.value))" }.joined(separator: ", "))
+                + "p99 \(formatLatency(microseconds: latency.p99))  p99.9 \(formatLatency(microseconds: latency.p99_9))"
+        )
+        row(
+            "",
+            "max \(formatLatency(microseconds: latency.max))  mean \(formatLatency(microseconds: latency.mean))"
+                + (latencyFrom == "intended" ? "  (from intended send times)" : ""))
+        row(
+            "status codes",
+            statusCodes.isEmpty
+                ? "none"
+                : statusCodes.sorted { $0.key < $1.key }.map { "\($0.key): \(formatCount($0.value))" }.joined(
+                    separator: ", "))
+        row(
+            "failures",
+            failures.isEmpty
+                ? "none"
+                : failures.sorted { $0.key < $1.key }.map { "\($0.key): \(formatCount($0.value))" }.joined(
+                    separator: ", "))
         row("bytes", "sent \(formatBytes(bytesSent)), received \(formatBytes(bytesReceived))")
         row(
             "connections",
@@ -168,15 +190,22 @@ struct BenchSummary: Codable {
             let width = min(targets.map { $0.method.count + 1 + $0.url.count }.max() ?? 0, 60)
             for (index, target) in targets.enumerated() {
                 let name = (target.method + " " + target.url).padding(toLength: width, withPad: " ", startingAt: 0)
-                row(index == 0 ? "targets" : "", "\(name)  \(formatCount(target.requests)) requests, \(formatCount(target.failed)) failed")
+                row(
+                    index == 0 ? "targets" : "",
+                    "\(name)  \(formatCount(target.requests)) requests, \(formatCount(target.failed)) failed")
             }
         }
         if let embeddedServer {
-            row("server", "embedded server counted \(formatCount(embeddedServer.requests)) requests on \(formatCount(embeddedServer.connections)) connections")
+            row(
+                "server",
+                "embedded server counted \(formatCount(embeddedServer.requests)) requests on \(formatCount(embeddedServer.connections)) connections"
+            )
         }
         for (index, result) in thresholds.enumerated() {
             let actual = BenchThreshold.format(result.actual, unit: result.unit)
-            row(index == 0 ? "thresholds" : "", "\(result.passed ? "passed" : "FAILED")  \(result.threshold)  (measured \(actual))")
+            row(
+                index == 0 ? "thresholds" : "",
+                "\(result.passed ? "passed" : "FAILED")  \(result.threshold)  (measured \(actual))")
         }
         if let hdrLog { row("hdr log", hdrLog) }
         if let report { row("report", report) }

@@ -55,12 +55,15 @@ enum BenchTargetFile {
         path.hasPrefix("/") ? path : (directory as NSString).appendingPathComponent(path)
     }
 
-    private static func parseJSONLines(_ lines: [Substring], directory: String) throws(ParseError) -> [BenchTargetSpec] {
+    private static func parseJSONLines(_ lines: [Substring], directory: String) throws(ParseError) -> [BenchTargetSpec]
+    {
         var targets: [BenchTargetSpec] = []
         for (offset, line) in lines.enumerated() {
             let trimmed = line.trimmingCharacters(in: .whitespaces)
             if trimmed.isEmpty || trimmed.hasPrefix("#") { continue }
-            func fail(_ reason: String) -> ParseError { ParseError(description: "targets line \(offset + 1): \(reason)") }
+            func fail(_ reason: String) -> ParseError {
+                ParseError(description: "targets line \(offset + 1): \(reason)")
+            }
             guard let object = (try? JSONSerialization.jsonObject(with: Data(trimmed.utf8))) as? [String: Any] else {
                 throw fail("not a JSON object")
             }
@@ -95,11 +98,14 @@ enum BenchTargetFile {
         return targets
     }
 
-    private static func parsePlainText(_ lines: [Substring], directory: String) throws(ParseError) -> [BenchTargetSpec] {
+    private static func parsePlainText(_ lines: [Substring], directory: String) throws(ParseError) -> [BenchTargetSpec]
+    {
         var targets: [BenchTargetSpec] = []
         var current: BenchTargetSpec?
         for (offset, line) in lines.enumerated() {
-            func fail(_ reason: String) -> ParseError { ParseError(description: "targets line \(offset + 1): \(reason)") }
+            func fail(_ reason: String) -> ParseError {
+                ParseError(description: "targets line \(offset + 1): \(reason)")
+            }
             let trimmed = line.trimmingCharacters(in: .whitespaces)
             if trimmed.hasPrefix("#") { continue }
             if trimmed.isEmpty {

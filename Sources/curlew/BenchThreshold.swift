@@ -76,7 +76,9 @@ struct BenchThreshold: Sendable, Hashable, CustomStringConvertible {
         func fail(_ reason: String) -> ParseError {
             ParseError(description: "threshold \(rawText.debugDescription): \(reason); expected \(Self.grammar)")
         }
-        guard let (comparison, range) = Self.findComparison(in: text) else { throw fail("no comparison (<, <=, >, >=)") }
+        guard let (comparison, range) = Self.findComparison(in: text) else {
+            throw fail("no comparison (<, <=, >, >=)")
+        }
         let name = text[..<range.lowerBound].trimmingCharacters(in: .whitespaces).lowercased()
         let value = text[range.upperBound...].trimmingCharacters(in: .whitespaces).lowercased()
         guard let metric = Self.metric(named: name) else { throw fail("unknown metric \(name.debugDescription)") }
@@ -137,7 +139,9 @@ struct BenchThreshold: Sendable, Hashable, CustomStringConvertible {
             return .percentile(percentile)
         }
         let statusName = name.hasPrefix("status") ? String(name.dropFirst("status".count)) : name
-        if statusName.count == 3, statusName.hasSuffix("xx"), let first = statusName.first?.wholeNumberValue, (1...5).contains(first) {
+        if statusName.count == 3, statusName.hasSuffix("xx"), let first = statusName.first?.wholeNumberValue,
+            (1...5).contains(first)
+        {
             return .statusClass(first)
         }
         if statusName.count == 3, let code = Int(statusName), (100...599).contains(code) {

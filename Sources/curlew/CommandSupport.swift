@@ -24,7 +24,8 @@ struct DurationArgument: ExpressibleByArgument, Sendable, Hashable, CustomString
         let units: [(suffix: String, scale: Double)] = [
             ("ms", 1e6), ("us", 1e3), ("µs", 1e3), ("ns", 1), ("s", 1e9), ("m", 60e9), ("h", 3600e9),
         ]
-        guard let nanoseconds = parseScaledNumber(argument.lowercased(), units: units, defaultScale: 1e9, below: 1e18) else { return nil }
+        guard let nanoseconds = parseScaledNumber(argument.lowercased(), units: units, defaultScale: 1e9, below: 1e18)
+        else { return nil }
         self.duration = .nanoseconds(Int64(nanoseconds))
         self.text = argument
     }
@@ -36,7 +37,9 @@ struct DurationArgument: ExpressibleByArgument, Sendable, Hashable, CustomString
 
 /// A non-negative number with an optional unit suffix (`250ms`, `16MiB`), times the unit's scale, rounded; nil if
 /// it is not one or reaches `below`. `units` are tried in order, so longer suffixes go first.
-func parseScaledNumber(_ text: String, units: [(suffix: String, scale: Double)], defaultScale: Double, below limit: Double) -> Double? {
+func parseScaledNumber(
+    _ text: String, units: [(suffix: String, scale: Double)], defaultScale: Double, below limit: Double
+) -> Double? {
     let trimmed = text.trimmingCharacters(in: .whitespaces)
     var number = Substring(trimmed)
     var scale = defaultScale
@@ -45,7 +48,9 @@ func parseScaledNumber(_ text: String, units: [(suffix: String, scale: Double)],
         scale = unit.scale
         break
     }
-    guard let value = Double(number.trimmingCharacters(in: .whitespaces)), value.isFinite, value >= 0, value * scale < limit else {
+    guard let value = Double(number.trimmingCharacters(in: .whitespaces)), value.isFinite, value >= 0,
+        value * scale < limit
+    else {
         return nil
     }
     return (value * scale).rounded()

@@ -127,7 +127,9 @@ struct HdrHistogramLogWriter {
     let path: String
 
     init(path: String, startTime: Date) throws(HdrHistogramEncoding.Failure) {
-        guard FileManager.default.createFile(atPath: path, contents: nil), let handle = FileHandle(forWritingAtPath: path) else {
+        guard FileManager.default.createFile(atPath: path, contents: nil),
+            let handle = FileHandle(forWritingAtPath: path)
+        else {
             throw HdrHistogramEncoding.Failure(description: "cannot create --hdr-log \(path.debugDescription)")
         }
         self.handle = handle
@@ -156,7 +158,8 @@ struct HdrHistogramLogWriter {
         do {
             try handle.write(contentsOf: Data(text.utf8))
         } catch {
-            throw HdrHistogramEncoding.Failure(description: "cannot write --hdr-log \(path.debugDescription): \(error.localizedDescription)")
+            throw HdrHistogramEncoding.Failure(
+                description: "cannot write --hdr-log \(path.debugDescription): \(error.localizedDescription)")
         }
     }
 
@@ -185,7 +188,8 @@ extension HdrHistogramEncoding {
         let digits = Int(readBigEndian(UInt32.self, payload, at: 12))
         let lowest = readBigEndian(UInt64.self, payload, at: 16)
         guard digits == 3, lowest == 1 else {
-            throw Failure(description: "a histogram of \(digits) significant digits from \(lowest) (curlew writes 3 from 1)")
+            throw Failure(
+                description: "a histogram of \(digits) significant digits from \(lowest) (curlew writes 3 from 1)")
         }
         guard payload.count >= 40 + countsLength else { throw Failure(description: "the counts are cut short") }
         let layout = CountsLayout(significantDigits: 3)
@@ -240,7 +244,9 @@ extension HdrHistogramEncoding {
                 }
             }
             if status == Z_OK { return Array(output[..<Int(produced)]) }
-            guard status == Z_BUF_ERROR else { throw Failure(description: "zlib cannot inflate the histogram (\(status))") }
+            guard status == Z_BUF_ERROR else {
+                throw Failure(description: "zlib cannot inflate the histogram (\(status))")
+            }
             capacity *= 4
         }
         throw Failure(description: "the histogram inflates beyond 64 MiB")
@@ -271,7 +277,9 @@ struct HdrHistogramLogEntry {
 /// Reads the interval logs `HdrHistogramLogWriter` writes.
 enum HdrHistogramLogReader {
     /// The start time (seconds since 1970) and the entries, in order.
-    static func read(path: String) throws(HdrHistogramEncoding.Failure) -> (startTime: Double?, entries: [HdrHistogramLogEntry]) {
+    static func read(
+        path: String
+    ) throws(HdrHistogramEncoding.Failure) -> (startTime: Double?, entries: [HdrHistogramLogEntry]) {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw HdrHistogramEncoding.Failure(description: "cannot read \(path.debugDescription)")
         }
@@ -285,12 +293,17 @@ enum HdrHistogramLogReader {
             if line.hasPrefix("#") || line.hasPrefix("\"") || line.isEmpty { continue }
             let fields = line.split(separator: ",", omittingEmptySubsequences: false)
             guard fields.count == 4, let start = Double(fields[0]), let length = Double(fields[1]) else {
-                throw HdrHistogramEncoding.Failure(description: "\(path.debugDescription) line \(number + 1) is not an interval")
+                throw HdrHistogramEncoding.Failure(
+                    description: "\(path.debugDescription) line \(number + 1) is not an interval")
             }
             do {
-                entries.append(HdrHistogramLogEntry(startSeconds: start, lengthSeconds: length, histogram: try HdrHistogramEncoding.histogram(base64: fields[3])))
+                entries.append(
+                    HdrHistogramLogEntry(
+                        startSeconds: start, lengthSeconds: length,
+                        histogram: try HdrHistogramEncoding.histogram(base64: fields[3])))
             } catch {
-                throw HdrHistogramEncoding.Failure(description: "\(path.debugDescription) line \(number + 1): \(error.description)")
+                throw HdrHistogramEncoding.Failure(
+                    description: "\(path.debugDescription) line \(number + 1): \(error.description)")
             }
         }
         return (startTime, entries)

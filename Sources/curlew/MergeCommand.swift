@@ -31,7 +31,9 @@ struct MergeCommand: AsyncParsableCommand {
 
     @Option(
         name: .customLong("threshold"),
-        help: ArgumentHelp("bench: one more pass/fail rule for the merge, as `curlew bench --threshold` (repeatable).", valueName: "rule"))
+        help: ArgumentHelp(
+            "bench: one more pass/fail rule for the merge, as `curlew bench --threshold` (repeatable).",
+            valueName: "rule"))
     var thresholdTexts: [String] = []
 
     func validate() throws {
@@ -58,7 +60,9 @@ struct MergeCommand: AsyncParsableCommand {
         if benchCount > 0 {
             try mergeBench(files)
         } else {
-            if report != nil || !thresholdTexts.isEmpty { throw ValidationError("--report and --threshold apply to bench results") }
+            if report != nil || !thresholdTexts.isEmpty {
+                throw ValidationError("--report and --threshold apply to bench results")
+            }
             try mergeUpload(files)
         }
     }
@@ -80,7 +84,8 @@ struct MergeCommand: AsyncParsableCommand {
             if let stages = merge.plan.stages { parameters.append(("stages", stages)) }
             if let rate = merge.plan.rate { parameters.append(("rate", String(format: "%g requests/s", rate))) }
             let page = BenchReport(
-                title: "curlew merge: \(shards.count) shards of \(merge.plan.target)", parameters: parameters, summary: summary,
+                title: "curlew merge: \(shards.count) shards of \(merge.plan.target)", parameters: parameters,
+                summary: summary,
                 intervals: merge.intervals, histogram: merge.histogram)
             do {
                 try page.html.write(toFile: report, atomically: true, encoding: .utf8)
@@ -97,7 +102,12 @@ struct MergeCommand: AsyncParsableCommand {
         var shards: [(path: String, summary: UploadSummary)] = []
         for file in files {
             do {
-                shards.append((file, try JSONDecoder().decode(UploadSummary.self, from: try Data(contentsOf: URL(fileURLWithPath: file)))))
+                shards.append(
+                    (
+                        file,
+                        try JSONDecoder().decode(
+                            UploadSummary.self, from: try Data(contentsOf: URL(fileURLWithPath: file)))
+                    ))
             } catch {
                 throw CommandFailure("\(file.debugDescription) is not a curlew upload result: \(error)")
             }
@@ -105,9 +115,12 @@ struct MergeCommand: AsyncParsableCommand {
         var members: [ShardSet.Member<UploadRunPlan>] = []
         for (path, summary) in shards {
             guard let record = summary.run else {
-                throw CommandFailure("\(path.debugDescription) is a summary without the run's record: write shard results with --output-dir")
+                throw CommandFailure(
+                    "\(path.debugDescription) is a summary without the run's record: write shard results with --output-dir"
+                )
             }
-            members.append(ShardSet.Member(path: path, shard: summary.shard ?? .whole, runId: summary.runId, plan: record.plan))
+            members.append(
+                ShardSet.Member(path: path, shard: summary.shard ?? .whole, runId: summary.runId, plan: record.plan))
         }
         try ShardSet.check(members)
         let summary = UploadSummary(merging: shards.map(\.summary))

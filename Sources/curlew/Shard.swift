@@ -33,7 +33,8 @@ struct ShardAssignment: Sendable, Equatable, Codable, CustomStringConvertible {
             throw ParseError(description: "\(source): the shard count must be between 1 and 100000")
         }
         guard index >= 0, index < count else {
-            throw ParseError(description: "\(source): shard \(index) is not one of 0…\(count - 1) (shards count from 0)")
+            throw ParseError(
+                description: "\(source): shard \(index) is not one of 0…\(count - 1) (shards count from 0)")
         }
         return ShardAssignment(index: index, count: count)
     }
@@ -47,7 +48,9 @@ struct ShardAssignment: Sendable, Equatable, Codable, CustomStringConvertible {
     static func fromEnvironment(_ environment: [String: String], shards: Int?) throws(ParseError) -> ShardAssignment? {
         func integer(_ name: String) throws(ParseError) -> Int? {
             guard let text = environment[name], !text.isEmpty else { return nil }
-            guard let value = Int(text) else { throw ParseError(description: "\(name)=\(text.debugDescription) is not a number") }
+            guard let value = Int(text) else {
+                throw ParseError(description: "\(name)=\(text.debugDescription) is not a number")
+            }
             return value
         }
         if let task = try integer("SLURM_ARRAY_TASK_ID") {
@@ -55,18 +58,25 @@ struct ShardAssignment: Sendable, Equatable, Codable, CustomStringConvertible {
             var count = try integer("SLURM_ARRAY_TASK_COUNT")
             if count == nil, let maximum = try integer("SLURM_ARRAY_TASK_MAX") { count = maximum - minimum + 1 }
             guard let count else {
-                throw ParseError(description: "SLURM_ARRAY_TASK_ID is set but neither SLURM_ARRAY_TASK_COUNT nor SLURM_ARRAY_TASK_MAX")
+                throw ParseError(
+                    description:
+                        "SLURM_ARRAY_TASK_ID is set but neither SLURM_ARRAY_TASK_COUNT nor SLURM_ARRAY_TASK_MAX")
             }
             // An array with a step (--array=0-6:2) has holes: its task ids are not shard numbers.
             if let maximum = try integer("SLURM_ARRAY_TASK_MAX"), maximum - minimum + 1 != count {
-                throw ParseError(description: "the Slurm array \(minimum)-\(maximum) has \(count) tasks: shards need consecutive task ids (--array=0-\(count - 1))")
+                throw ParseError(
+                    description:
+                        "the Slurm array \(minimum)-\(maximum) has \(count) tasks: shards need consecutive task ids (--array=0-\(count - 1))"
+                )
             }
             return try checked(index: task - minimum, count: count, source: "SLURM_ARRAY_TASK_ID=\(task)")
         }
         if let index = try integer("JOB_COMPLETION_INDEX") {
             let fromEnvironment = try integer("CURLEW_SHARDS")
             guard let count = shards ?? fromEnvironment else {
-                throw ParseError(description: "JOB_COMPLETION_INDEX is set: give the Job's completions as --shards N or CURLEW_SHARDS")
+                throw ParseError(
+                    description:
+                        "JOB_COMPLETION_INDEX is set: give the Job's completions as --shards N or CURLEW_SHARDS")
             }
             return try checked(index: index, count: count, source: "JOB_COMPLETION_INDEX=\(index)")
         }
@@ -104,7 +114,9 @@ struct ShardAssignment: Sendable, Equatable, Codable, CustomStringConvertible {
 
     /// The summary row that places a result in a sharded run: this process's shard, or how many shards a merge
     /// adds up; nil for an unsharded run. bench and upload print the same row.
-    static func summaryRow(shard: ShardAssignment?, runId: String?, shardsMerged: Int?) -> (label: String, value: String)? {
+    static func summaryRow(
+        shard: ShardAssignment?, runId: String?, shardsMerged: Int?
+    ) -> (label: String, value: String)? {
         if let shardsMerged { return ("shards", "\(shardsMerged) merged" + (runId.map { " (run \($0))" } ?? "")) }
         if let shard { return ("shard", "\(shard)" + (runId.map { " of run \($0)" } ?? "")) }
         return nil
@@ -133,7 +145,9 @@ struct ShardOptions: ParsableArguments {
 
     @Option(
         name: .customLong("run-id"),
-        help: "Names the run the shards belong to; `curlew merge` refuses shards of different runs (default SLURM_ARRAY_JOB_ID, else CURLEW_RUN_ID).")
+        help:
+            "Names the run the shards belong to; `curlew merge` refuses shards of different runs (default SLURM_ARRAY_JOB_ID, else CURLEW_RUN_ID)."
+    )
     var runID: String?
 
     @Option(
@@ -146,13 +160,17 @@ struct ShardOptions: ParsableArguments {
     }
 
     /// The shard and run id from the options, else from the environment.
-    func resolved(environment: [String: String] = ProcessInfo.processInfo.environment) throws -> (shard: ShardAssignment, runID: String?) {
+    func resolved(
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws -> (shard: ShardAssignment, runID: String?) {
         do {
             if let shards, shards < 1 { throw ValidationError("--shards must be at least 1") }
             let shard: ShardAssignment
             if let text = self.shard {
                 shard = try ShardAssignment.parse(text)
-                if let shards, shards != shard.count { throw ValidationError("--shard \(text) and --shards \(shards) disagree") }
+                if let shards, shards != shard.count {
+                    throw ValidationError("--shard \(text) and --shards \(shards) disagree")
+                }
             } else if let assigned = try ShardAssignment.fromEnvironment(environment, shards: shards) {
                 shard = assigned
             } else if shards != nil {
@@ -160,7 +178,11 @@ struct ShardOptions: ParsableArguments {
             } else {
                 shard = .whole
             }
-            let runID = runID ?? [environment["SLURM_ARRAY_JOB_ID"], environment["CURLEW_RUN_ID"]].compactMap { $0 }.first { !$0.isEmpty }
+            let runID =
+                runID
+                ?? [environment["SLURM_ARRAY_JOB_ID"], environment["CURLEW_RUN_ID"]].compactMap { $0 }.first {
+                    !$0.isEmpty
+                }
             return (shard, runID)
         } catch let error as ShardAssignment.ParseError {
             throw ValidationError(error.description)
@@ -178,7 +200,8 @@ struct ShardOptions: ParsableArguments {
         do {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         } catch {
-            throw CommandFailure("cannot create --output-dir \(directory.debugDescription): \(error.localizedDescription)")
+            throw CommandFailure(
+                "cannot create --output-dir \(directory.debugDescription): \(error.localizedDescription)")
         }
     }
 }

@@ -38,7 +38,8 @@ enum ShardSet {
         }
         let missing = (0..<count).filter { seen[$0] == nil }
         if !missing.isEmpty {
-            let list = missing.prefix(20).map { "\($0)/\(count)" }.joined(separator: ", ") + (missing.count > 20 ? ", …" : "")
+            let list =
+                missing.prefix(20).map { "\($0)/\(count)" }.joined(separator: ", ") + (missing.count > 20 ? ", …" : "")
             throw CommandFailure(
                 "\(missing.count) of \(count) shards missing (\(list)): the merge of an incomplete run would not be "
                     + "the run's result; re-run those shards or merge the ones of another run")
@@ -79,7 +80,8 @@ enum ShardSet {
             }
             let names = (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []
             files += names.filter { name in
-                (name.hasPrefix("bench") || name.hasPrefix("upload")) && name.hasSuffix(".json") && !name.hasSuffix(".histogram.json")
+                (name.hasPrefix("bench") || name.hasPrefix("upload")) && name.hasSuffix(".json")
+                    && !name.hasSuffix(".histogram.json")
             }.sorted().map { (path as NSString).appendingPathComponent($0) }
         }
         return files
@@ -142,22 +144,27 @@ struct BenchShardResult {
         let directory = (path as NSString).deletingLastPathComponent
         let summary: BenchSummary
         do {
-            summary = try JSONDecoder().decode(BenchSummary.self, from: try Data(contentsOf: URL(fileURLWithPath: path)))
+            summary = try JSONDecoder().decode(
+                BenchSummary.self, from: try Data(contentsOf: URL(fileURLWithPath: path)))
         } catch {
             throw CommandFailure("\(path.debugDescription) is not a curlew bench result: \(error)")
         }
         guard let record = summary.run else {
-            throw CommandFailure("\(path.debugDescription) is a summary without the run's record: write shard results with --output-dir")
+            throw CommandFailure(
+                "\(path.debugDescription) is a summary without the run's record: write shard results with --output-dir")
         }
         let histogramPath = (directory as NSString).appendingPathComponent(record.histogramFile)
         let histogram: LatencyHistogram
         do {
-            histogram = try JSONDecoder().decode(LatencyHistogram.self, from: try Data(contentsOf: URL(fileURLWithPath: histogramPath)))
+            histogram = try JSONDecoder().decode(
+                LatencyHistogram.self, from: try Data(contentsOf: URL(fileURLWithPath: histogramPath)))
         } catch {
             throw CommandFailure("cannot read the histogram \(histogramPath.debugDescription): \(error)")
         }
         guard Int(histogram.totalCount) == summary.requests else {
-            throw CommandFailure("\(histogramPath.debugDescription) holds \(histogram.totalCount) latencies, its summary \(summary.requests) requests")
+            throw CommandFailure(
+                "\(histogramPath.debugDescription) holds \(histogram.totalCount) latencies, its summary \(summary.requests) requests"
+            )
         }
         let logPath = (directory as NSString).appendingPathComponent(record.hdrLogFile)
         let entries: [HdrHistogramLogEntry]
@@ -176,11 +183,14 @@ struct BenchShardResult {
             total.requests += counts.requests
             total.failed += counts.failed
             return BenchInterval(
-                startSeconds: counts.startSeconds, endSeconds: counts.endSeconds, histogram: entry.histogram, failed: counts.failed,
-                statusCounts: Dictionary(uniqueKeysWithValues: counts.statusCodes.compactMap { key, value in Int(key).map { ($0, value) } }),
+                startSeconds: counts.startSeconds, endSeconds: counts.endSeconds, histogram: entry.histogram,
+                failed: counts.failed,
+                statusCounts: Dictionary(
+                    uniqueKeysWithValues: counts.statusCodes.compactMap { key, value in Int(key).map { ($0, value) } }),
                 totalRequests: total.requests, totalFailed: total.failed)
         }
-        return BenchShardResult(path: path, summary: summary, record: record, histogram: histogram, intervals: intervals)
+        return BenchShardResult(
+            path: path, summary: summary, record: record, histogram: histogram, intervals: intervals)
     }
 
     /// The counts of the summary and the histogram as a tally, to add up.
@@ -214,7 +224,11 @@ struct BenchMerge {
     var plan: BenchRunPlan
 
     init(_ shards: [BenchShardResult], thresholds extraThresholds: [BenchThreshold]) throws(CommandFailure) {
-        try ShardSet.check(shards.map { ShardSet.Member(path: $0.path, shard: $0.summary.shard ?? .whole, runId: $0.summary.runId, plan: $0.record.plan) })
+        try ShardSet.check(
+            shards.map {
+                ShardSet.Member(
+                    path: $0.path, shard: $0.summary.shard ?? .whole, runId: $0.summary.runId, plan: $0.record.plan)
+            })
         let first = shards[0]
         let plan = first.record.plan
         var tally = BenchTally(targetCount: first.summary.targets?.count ?? 1)
@@ -227,7 +241,8 @@ struct BenchMerge {
 
         var summary = BenchSummary(
             result: result, url: first.summary.url, method: first.summary.method,
-            connections: shards.reduce(0) { $0 + $1.summary.connections }, loops: shards.reduce(0) { $0 + $1.summary.loops },
+            connections: shards.reduce(0) { $0 + $1.summary.connections },
+            loops: shards.reduce(0) { $0 + $1.summary.loops },
             latencyFromIntendedTime: first.summary.latencyFrom == "intended", rate: first.summary.rate,
             targets: first.summary.targets?.map { ($0.method, $0.url) })
         summary.stages = first.summary.stages
@@ -239,14 +254,17 @@ struct BenchMerge {
         // The shards' own thresholds, then the merge's, each once.
         var texts: [String] = []
         var thresholds: [BenchThreshold] = []
-        for threshold in shards.flatMap({ $0.summary.thresholds.compactMap { try? BenchThreshold(parsing: $0.threshold) } }) + extraThresholds
+        for threshold in shards.flatMap({
+            $0.summary.thresholds.compactMap { try? BenchThreshold(parsing: $0.threshold) }
+        }) + extraThresholds
         where !texts.contains(threshold.text) {
             texts.append(threshold.text)
             thresholds.append(threshold)
         }
         summary.thresholds = thresholds.map { $0.evaluate(BenchSummary.measurements(of: result)) }
         summary.exitStatus = BenchExitStatus.of(
-            interrupted: summary.interrupted, requests: summary.requests, succeeded: summary.succeeded, thresholds: summary.thresholds)
+            interrupted: summary.interrupted, requests: summary.requests, succeeded: summary.succeeded,
+            thresholds: summary.thresholds)
         self.summary = summary
         self.histogram = tally.histogram
         self.plan = plan

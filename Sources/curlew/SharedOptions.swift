@@ -10,7 +10,8 @@ struct SharedOptions: ParsableArguments {
     @Flag(name: [.customShort("k"), .customLong("insecure")], help: "Do not verify the server's certificate.")
     var insecure = false
 
-    @Option(name: .customLong("cert"), help: "A PEM client certificate for https servers that ask for one (mutual TLS).")
+    @Option(
+        name: .customLong("cert"), help: "A PEM client certificate for https servers that ask for one (mutual TLS).")
     var clientCertificate: String?
 
     @Option(name: .customLong("key"), help: "The PEM private key of --cert (default: the --cert file itself).")
@@ -23,7 +24,9 @@ struct SharedOptions: ParsableArguments {
     var noProgress = false
 
     func validate() throws {
-        if progressInterval.duration < .milliseconds(10) { throw ValidationError("--progress-interval must be at least 10ms") }
+        if progressInterval.duration < .milliseconds(10) {
+            throw ValidationError("--progress-interval must be at least 10ms")
+        }
         if clientKey != nil && clientCertificate == nil { throw ValidationError("--key needs --cert") }
         for (option, path) in [("--cert", clientCertificate), ("--key", clientKey)] {
             if let path, !FileManager.default.isReadableFile(atPath: path) {

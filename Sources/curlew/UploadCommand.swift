@@ -33,7 +33,10 @@ struct UploadCommand: AsyncParsableCommand {
     @Argument(help: "A directory (walked recursively) or a manifest file (one path per line).")
     var source: String
 
-    @Argument(help: "Where to send the files: an http(s) URL or s3://BUCKET/PREFIX. Omit it to use the embedded loopback server.")
+    @Argument(
+        help:
+            "Where to send the files: an http(s) URL or s3://BUCKET/PREFIX. Omit it to use the embedded loopback server."
+    )
     var url: String?
 
     @Option(help: "s3: the store's URL, e.g. http://127.0.0.1:9000 (default: AWS's endpoint for the region).")
@@ -45,10 +48,13 @@ struct UploadCommand: AsyncParsableCommand {
     @Option(name: .customLong("s3-addressing"), help: "s3: path (host/bucket/key), virtual (bucket.host/key), or auto.")
     var s3Addressing: S3Addressing = .auto
 
-    @Option(name: .customLong("part-size"), help: "s3: files above this go up in parts of this size (5MiB-5GiB; raised to fit 10,000 parts).")
+    @Option(
+        name: .customLong("part-size"),
+        help: "s3: files above this go up in parts of this size (5MiB-5GiB; raised to fit 10,000 parts).")
     var partSize: ByteSizeArgument = ByteSizeArgument(bytes: 16 << 20, text: "16MiB")
 
-    @Option(name: .customLong("content-type"), help: "s3: the Content-Type of every object (default: by file extension).")
+    @Option(
+        name: .customLong("content-type"), help: "s3: the Content-Type of every object (default: by file extension).")
     var contentType: String?
 
     @Option(name: .customLong("metadata"), help: "s3: user metadata key=value stored with every object (repeatable).")
@@ -60,16 +66,25 @@ struct UploadCommand: AsyncParsableCommand {
     @Option(help: "s3: a canned ACL, e.g. private, bucket-owner-full-control (passed through).")
     var acl: String?
 
-    @Flag(name: .customLong("skip-existing"), help: "s3: skip files the bucket holds already (same size and, if the store reports it, same SHA-256).")
+    @Flag(
+        name: .customLong("skip-existing"),
+        help: "s3: skip files the bucket holds already (same size and, if the store reports it, same SHA-256).")
     var skipExisting = false
 
-    @Option(help: "Send only files matching this glob (repeatable): a name pattern like '*.jpg', or a path pattern like 'logs/*'.")
+    @Option(
+        help:
+            "Send only files matching this glob (repeatable): a name pattern like '*.jpg', or a path pattern like 'logs/*'."
+    )
     var include: [String] = []
 
     @Option(help: "Do not send files matching this glob (repeatable); excludes win over includes.")
     var exclude: [String] = []
 
-    @Option(name: .customLong("checksum-header"), help: "put: send each file's digest for the server to check: md5 (Content-MD5) or sha256 (Digest and Content-Digest). s3:// targets always send SHA-256.")
+    @Option(
+        name: .customLong("checksum-header"),
+        help:
+            "put: send each file's digest for the server to check: md5 (Content-MD5) or sha256 (Digest and Content-Digest). s3:// targets always send SHA-256."
+    )
     var checksumHeader: UploadChecksumHeader?
 
     @Option(help: "At most this many bytes per second across the run, e.g. 20MB (decimal) or 8MiB (binary).")
@@ -112,28 +127,36 @@ struct UploadCommand: AsyncParsableCommand {
     func validate() throws {
         guard concurrency >= 1 else { throw ValidationError("--concurrency must be at least 1") }
         guard retries >= 0 && retries <= 10 else { throw ValidationError("--retries must be between 0 and 10") }
-        if let rate, !(rate > 0 && rate.isFinite) { throw ValidationError("--rate must be a positive number of files per second") }
+        if let rate, !(rate > 0 && rate.isFinite) {
+            throw ValidationError("--rate must be a positive number of files per second")
+        }
         if !fields.isEmpty && mode != .multipart { throw ValidationError("--field needs --mode multipart") }
         for field in fields where !field.contains("=") || field.hasPrefix("=") {
             throw ValidationError("--field \(field.debugDescription) is not name=value")
         }
         if checksumHeader != nil && (mode != .put || gzip || (url.map(S3Location.isS3) ?? false)) {
-            throw ValidationError("--checksum-header is for plain PUT targets without --gzip (s3:// targets always carry SHA-256)")
+            throw ValidationError(
+                "--checksum-header is for plain PUT targets without --gzip (s3:// targets always carry SHA-256)")
         }
         if let bwlimit, bwlimit.bytes < 1024 { throw ValidationError("--bwlimit must be at least 1kB per second") }
         let isS3 = url.map(S3Location.isS3) ?? false
         if !isS3 {
             let s3Only: [(String, Bool)] = [
-                ("--endpoint", endpoint != nil), ("--region", region != nil), ("--s3-addressing", s3Addressing != .auto),
-                ("--content-type", contentType != nil), ("--metadata", !metadata.isEmpty), ("--storage-class", storageClass != nil),
+                ("--endpoint", endpoint != nil), ("--region", region != nil),
+                ("--s3-addressing", s3Addressing != .auto),
+                ("--content-type", contentType != nil), ("--metadata", !metadata.isEmpty),
+                ("--storage-class", storageClass != nil),
                 ("--acl", acl != nil), ("--skip-existing", skipExisting),
             ]
-            if let (name, _) = s3Only.first(where: \.1) { throw ValidationError("\(name) needs an s3://BUCKET/PREFIX target") }
+            if let (name, _) = s3Only.first(where: \.1) {
+                throw ValidationError("\(name) needs an s3://BUCKET/PREFIX target")
+            }
         } else {
             if mode != .put || gzip { throw ValidationError("s3:// targets take neither --mode multipart nor --gzip") }
             if !headers.isEmpty {
                 // Every header of a signed request must be signed and understood by the store: the options say which.
-                throw ValidationError("-H is for http(s) targets; for s3:// use --content-type, --metadata, --storage-class or --acl")
+                throw ValidationError(
+                    "-H is for http(s) targets; for s3:// use --content-type, --metadata, --storage-class or --acl")
             }
             guard (PartPlan.minimumPartSize...PartPlan.maximumPartSize).contains(partSize.bytes) else {
                 throw ValidationError("--part-size must be between 5MiB and 5GiB (S3's limits)")
@@ -143,7 +166,10 @@ struct UploadCommand: AsyncParsableCommand {
         for entry in metadata {
             guard let equals = entry.firstIndex(of: "="), equals != entry.startIndex,
                 entry[..<equals].allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") })
-            else { throw ValidationError("--metadata \(entry.debugDescription) is not key=value (key: letters, digits, - and _)") }
+            else {
+                throw ValidationError(
+                    "--metadata \(entry.debugDescription) is not key=value (key: letters, digits, - and _)")
+            }
         }
         for header in headers {
             guard let colon = header.firstIndex(of: ":"), colon != header.startIndex else {
@@ -174,7 +200,10 @@ struct UploadCommand: AsyncParsableCommand {
         if dryRun {
             // Nothing is opened or sent: not the journal for writing, not a connection.
             let recorded = try journalPath.map { try UploadJournal.read(path: $0) }
-            let pending = listing.items.filter { item in recorded?[item.relativePath] != UploadJournal.Entry(size: item.size, modifiedNanoseconds: item.modifiedNanoseconds) }
+            let pending = listing.items.filter { item in
+                recorded?[item.relativePath]
+                    != UploadJournal.Entry(size: item.size, modifiedNanoseconds: item.modifiedNanoseconds)
+            }
             printDryRun(pending, listing: listing, excluded: excludedCount)
             return
         }
@@ -196,19 +225,25 @@ struct UploadCommand: AsyncParsableCommand {
             let location = try S3Location(parsing: url)
             let resolved = try AWSCredentialResolver.fromProcess().resolve()
             let region = region ?? resolved.region ?? "us-east-1"
-            let endpoint = try S3Endpoint(endpoint: endpoint, region: region, bucket: location.bucket, addressing: s3Addressing)
+            let endpoint = try S3Endpoint(
+                endpoint: endpoint, region: region, bucket: location.bucket, addressing: s3Addressing)
             let signer = SigV4Signer(credentials: resolved.credentials, region: region, service: "s3")
-            let s3Client = S3Client(http: client, endpoint: endpoint, signer: signer, retries: retries, slots: TransferSlots(concurrency), budget: budget)
+            let s3Client = S3Client(
+                http: client, endpoint: endpoint, signer: signer, retries: retries, slots: TransferSlots(concurrency),
+                budget: budget)
             s3 = S3Uploader(
                 client: s3Client,
                 options: S3UploadOptions(
-                    location: location, partSize: partSize.bytes, contentType: contentType, metadata: metadata.map(Self.splitField),
+                    location: location, partSize: partSize.bytes, contentType: contentType,
+                    metadata: metadata.map(Self.splitField),
                     storageClass: storageClass, acl: acl, skipExisting: skipExisting, concurrency: concurrency),
                 journal: journal)
             target = location.description
             if !json {
                 let style = endpoint.virtualHosted ? "virtual-hosted" : "path-style"
-                print("s3: \(endpoint.url(pathAndQuery: "")) (\(style)), region \(region), credentials from \(resolved.source)")
+                print(
+                    "s3: \(endpoint.url(pathAndQuery: "")) (\(style)), region \(region), credentials from \(resolved.source)"
+                )
             }
         } else if let url {
             target = url.hasSuffix("/") || mode == .multipart ? url : url + "/"
@@ -216,7 +251,11 @@ struct UploadCommand: AsyncParsableCommand {
             let embedded = try await LoopbackServer.start()
             server = embedded
             target = embedded.baseURL + (mode == .put ? "/files/" : "/upload")
-            if !json { print("embedded server: \(embedded.baseURL) (SwiftNIO, loopback only; checksums and discards what it receives)") }
+            if !json {
+                print(
+                    "embedded server: \(embedded.baseURL) (SwiftNIO, loopback only; checksums and discards what it receives)"
+                )
+            }
         }
         // Fail on a bad URL before anything is sent, not once per file.
         if s3 == nil {
@@ -233,14 +272,18 @@ struct UploadCommand: AsyncParsableCommand {
         let totalBytes = pending.reduce(Int64(0)) { $0 + $1.size }
         if !json {
             print("curlew upload \(source) → \(target)" + (s3 == nil ? " (\(mode.rawValue))" : ""))
-            var line = "  \(formatCount(listing.items.count)) files, \(formatBytes(listing.items.reduce(0) { $0 + $1.size }))"
+            var line =
+                "  \(formatCount(listing.items.count)) files, \(formatBytes(listing.items.reduce(0) { $0 + $1.size }))"
             if excludedCount > 0 { line += " (\(formatCount(excludedCount)) excluded by filters)" }
-            if skipped > 0 { line += "; \(formatCount(skipped)) already in the journal, \(formatCount(pending.count)) to send" }
+            if skipped > 0 {
+                line += "; \(formatCount(skipped)) already in the journal, \(formatCount(pending.count)) to send"
+            }
             print(line + "; \(concurrency) at a time")
             if !shard.isWhole {
-                print("  shard \(shard)" + (runID.map { " of run \($0)" } ?? "")
-                    + ": \(formatCount(ownedByShard)) of the \(formatCount(listedBeforeSharding)) files (by path hash)"
-                    + (journalPath.map { ", journal \($0)" } ?? ""))
+                print(
+                    "  shard \(shard)" + (runID.map { " of run \($0)" } ?? "")
+                        + ": \(formatCount(ownedByShard)) of the \(formatCount(listedBeforeSharding)) files (by path hash)"
+                        + (journalPath.map { ", journal \($0)" } ?? ""))
             }
         }
 
@@ -257,7 +300,9 @@ struct UploadCommand: AsyncParsableCommand {
             }
         }
         let reporter = Task {
-            await Self.reportProgress(runner, totalFiles: pending.count, totalBytes: totalBytes, every: shared.progressInterval.duration, to: progress)
+            await Self.reportProgress(
+                runner, totalFiles: pending.count, totalBytes: totalBytes, every: shared.progressInterval.duration,
+                to: progress)
         }
         let started = ContinuousClock.now
         let startedAt = Date()
@@ -293,12 +338,15 @@ struct UploadCommand: AsyncParsableCommand {
         }
         if let outputDirectory = sharding.outputDirectory {
             var record = summary
-            record.run = UploadRunRecord(plan: UploadRunPlan(url: url ?? "(embedded server)", mode: mode.rawValue, shards: shard.count))
-            let path = ShardOptions.outputPath(directory: outputDirectory, kind: "upload", shard: shard, suffix: ".json")
+            record.run = UploadRunRecord(
+                plan: UploadRunPlan(url: url ?? "(embedded server)", mode: mode.rawValue, shards: shard.count))
+            let path = ShardOptions.outputPath(
+                directory: outputDirectory, kind: "upload", shard: shard, suffix: ".json")
             do {
                 try Data((try jsonLine(record) + "\n").utf8).write(to: URL(fileURLWithPath: path))
             } catch {
-                throw CommandFailure("cannot write --output-dir \(path.debugDescription): \(error.localizedDescription)")
+                throw CommandFailure(
+                    "cannot write --output-dir \(path.debugDescription): \(error.localizedDescription)")
             }
         }
         if json {
@@ -321,13 +369,17 @@ struct UploadCommand: AsyncParsableCommand {
             var line = "would send \(item.relativePath) (\(formatBytes(item.size)))"
             if let s3 {
                 let plan = PartPlan(fileSize: item.size, requestedPartSize: partSize.bytes)
-                line += " → s3://\(s3.bucket)/\(s3.key(for: item.relativePath))" + (plan.isMultipart ? " in \(plan.partCount) parts of \(formatBytes(plan.partSize))" : "")
+                line +=
+                    " → s3://\(s3.bucket)/\(s3.key(for: item.relativePath))"
+                    + (plan.isMultipart ? " in \(plan.partCount) parts of \(formatBytes(plan.partSize))" : "")
             }
             print(line)
         }
         let bytes = pending.reduce(Int64(0)) { $0 + $1.size }
         var summary = "dry run: \(formatCount(pending.count)) files, \(formatBytes(bytes)) would be sent"
-        if listing.items.count > pending.count { summary += "; \(formatCount(listing.items.count - pending.count)) already in the journal" }
+        if listing.items.count > pending.count {
+            summary += "; \(formatCount(listing.items.count - pending.count)) already in the journal"
+        }
         if excluded > 0 { summary += "; \(formatCount(excluded)) excluded by filters" }
         if skipExisting { summary += "; --skip-existing is not checked (that needs a request per file)" }
         print(summary)
@@ -353,7 +405,8 @@ struct UploadCommand: AsyncParsableCommand {
             let remainingFiles = Double(totalFiles - snapshot.files - snapshot.failed)
             // Whichever pace is slower decides: many small files are bound by files/s, big ones by MB/s.
             let eta = Swift.max(
-                bytesPerSecond > 0 ? remainingBytes / bytesPerSecond : 0, filesPerSecond > 0 ? remainingFiles / filesPerSecond : 0)
+                bytesPerSecond > 0 ? remainingBytes / bytesPerSecond : 0,
+                filesPerSecond > 0 ? remainingFiles / filesPerSecond : 0)
             line += (snapshot.files + snapshot.failed) > 0 ? String(format: ", ETA %.0f s", eta) : ", ETA -"
             output.update(line)
         }
@@ -428,7 +481,8 @@ struct UploadSummary: Codable {
         self.uploaded = tally.uploaded
         self.skipped = skipped
         self.alreadyThere = tally.alreadyThere
-        self.failures = (listing.problems.map { UploadFailure(path: $0.relativePath, error: $0.reason) } + tally.failures)
+        self.failures =
+            (listing.problems.map { UploadFailure(path: $0.relativePath, error: $0.reason) } + tally.failures)
             .sorted { $0.path < $1.path }
         self.failed = failures.count
         self.notStarted = notStarted
@@ -445,8 +499,11 @@ struct UploadSummary: Codable {
 
     var text: String {
         var lines: [String] = []
-        func row(_ label: String, _ value: String) { lines.append(label.padding(toLength: 14, withPad: " ", startingAt: 0) + value) }
-        var outcome = "\(formatCount(uploaded)) uploaded, \(formatCount(skipped)) skipped (journal), \(formatCount(failed)) failed"
+        func row(_ label: String, _ value: String) {
+            lines.append(label.padding(toLength: 14, withPad: " ", startingAt: 0) + value)
+        }
+        var outcome =
+            "\(formatCount(uploaded)) uploaded, \(formatCount(skipped)) skipped (journal), \(formatCount(failed)) failed"
         if alreadyThere > 0 { outcome += ", \(formatCount(alreadyThere)) already in the bucket" }
         if excluded > 0 { outcome += ", \(formatCount(excluded)) excluded" }
         if notStarted > 0 { outcome += ", \(formatCount(notStarted)) not started" }
@@ -458,12 +515,20 @@ struct UploadSummary: Codable {
         row("bytes", formatBytes(bytes))
         row("duration", String(format: "%.2f s", durationSeconds))
         row("throughput", String(format: "%.1f files/s, %.1f MB/s", filesPerSecond, megabytesPerSecond))
-        row("status codes", statusCodes.isEmpty ? "none" : statusCodes.sorted { $0.key < $1.key }.map { "\($0.key): \(formatCount($0.value))" }.joined(separator: ", "))
+        row(
+            "status codes",
+            statusCodes.isEmpty
+                ? "none"
+                : statusCodes.sorted { $0.key < $1.key }.map { "\($0.key): \(formatCount($0.value))" }.joined(
+                    separator: ", "))
         row("retries", formatCount(retries))
         row("connections", "\(formatCount(connectionsOpened)) opened")
         if let journal { row("journal", journal) }
         if let embeddedServer {
-            row("server", "embedded server received \(formatCount(embeddedServer.requests)) requests, \(formatBytes(Int64(embeddedServer.bytes)))")
+            row(
+                "server",
+                "embedded server received \(formatCount(embeddedServer.requests)) requests, \(formatBytes(Int64(embeddedServer.bytes)))"
+            )
         }
         if !failures.isEmpty {
             lines.append("failed files:")

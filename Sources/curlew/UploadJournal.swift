@@ -80,7 +80,9 @@ final class UploadJournal: Sendable {
         syncTask.withLock { $0 = task }
     }
 
-    static func parse(_ bytes: [UInt8]) -> (entries: [String: Entry], multipart: [String: Multipart], inFlight: [String: Entry], ignored: Int) {
+    static func parse(
+        _ bytes: [UInt8]
+    ) -> (entries: [String: Entry], multipart: [String: Multipart], inFlight: [String: Entry], ignored: Int) {
         var entries: [String: Entry] = [:]
         var inFlight: [String: Entry] = [:]
         var multipart: [String: Multipart] = [:]
@@ -91,7 +93,9 @@ final class UploadJournal: Sendable {
         for line in lines where !line.isEmpty && line.first != UInt8(ascii: "#") {
             let fields = line.split(separator: UInt8(ascii: "\t"), omittingEmptySubsequences: false)
                 .map { String(decoding: $0, as: UTF8.self) }
-            func decoded(_ index: Int) -> String? { PathEncoding.decode(Substring(fields[index])).flatMap { $0.isEmpty ? nil : $0 } }
+            func decoded(_ index: Int) -> String? {
+                PathEncoding.decode(Substring(fields[index])).flatMap { $0.isEmpty ? nil : $0 }
+            }
             func entry() -> Entry? {
                 guard let size = Int64(fields[1]), let modified = Int64(fields[2]) else { return nil }
                 return Entry(size: size, modifiedNanoseconds: modified)
@@ -106,15 +110,18 @@ final class UploadJournal: Sendable {
                 inFlight[path] = file
                 continue
             case ("upload", 6):
-                guard let file = entry(), let partSize = Int64(fields[3]), let id = decoded(4), let path = decoded(5) else { break }
+                guard let file = entry(), let partSize = Int64(fields[3]), let id = decoded(4), let path = decoded(5)
+                else { break }
                 multipart[path] = Multipart(file: file, partSize: partSize, uploadID: id)
                 continue
             case ("part", 9):
-                guard let file = entry(), let id = decoded(3), let number = Int(fields[4]), let length = Int64(fields[5]),
+                guard let file = entry(), let id = decoded(3), let number = Int(fields[4]),
+                    let length = Int64(fields[5]),
                     let etag = decoded(6), let path = decoded(8)
                 else { break }
                 if multipart[path]?.uploadID == id && multipart[path]?.file == file {
-                    multipart[path]?.parts[number] = CompletedPart(number: number, etag: etag, checksum: fields[7], size: length)
+                    multipart[path]?.parts[number] = CompletedPart(
+                        number: number, etag: etag, checksum: fields[7], size: length)
                 }
                 continue
             case ("abort", 3):
@@ -132,7 +139,9 @@ final class UploadJournal: Sendable {
     /// A journal's records without opening it for writing (`--dry-run` changes nothing).
     static func read(path: String) throws -> [String: Entry] {
         guard let data = FileManager.default.contents(atPath: path) else {
-            if FileManager.default.fileExists(atPath: path) { throw CommandFailure("cannot read --journal \(path.debugDescription)") }
+            if FileManager.default.fileExists(atPath: path) {
+                throw CommandFailure("cannot read --journal \(path.debugDescription)")
+            }
             return [:]
         }
         return parse(Array(data)).entries
@@ -150,7 +159,8 @@ final class UploadJournal: Sendable {
 
     /// Records that a PUT of the file starts.
     func recordSending(_ item: UploadItem) {
-        appendRecord("sending\t\(item.size)\t\(item.modifiedNanoseconds)\t\(PathEncoding.encodePath(item.relativePath))\n")
+        appendRecord(
+            "sending\t\(item.size)\t\(item.modifiedNanoseconds)\t\(PathEncoding.encodePath(item.relativePath))\n")
     }
 
     /// Records a file the server accepted.
@@ -160,22 +170,29 @@ final class UploadJournal: Sendable {
 
     /// The multipart upload an earlier run left for this file as it is now, if any.
     func multipartUpload(of item: UploadItem) -> Multipart? {
-        multipartUploads[item.relativePath].flatMap { $0.file == Entry(size: item.size, modifiedNanoseconds: item.modifiedNanoseconds) ? $0 : nil }
+        multipartUploads[item.relativePath].flatMap {
+            $0.file == Entry(size: item.size, modifiedNanoseconds: item.modifiedNanoseconds) ? $0 : nil
+        }
     }
 
     func recordMultipartStart(_ item: UploadItem, uploadID: String, partSize: Int64) {
-        appendRecord("upload\t\(item.size)\t\(item.modifiedNanoseconds)\t\(partSize)\t\(PathEncoding.encodeSegment(Substring(uploadID)))\t\(PathEncoding.encodePath(item.relativePath))\n")
+        appendRecord(
+            "upload\t\(item.size)\t\(item.modifiedNanoseconds)\t\(partSize)\t\(PathEncoding.encodeSegment(Substring(uploadID)))\t\(PathEncoding.encodePath(item.relativePath))\n"
+        )
     }
 
     /// Called as soon as the store accepted the part, before any other part's result is looked at.
     func recordPart(_ item: UploadItem, uploadID: String, part: CompletedPart) {
         appendRecord(
             "part\t\(item.size)\t\(item.modifiedNanoseconds)\t\(PathEncoding.encodeSegment(Substring(uploadID)))\t\(part.number)\t\(part.size)"
-                + "\t\(PathEncoding.encodeSegment(Substring(part.etag)))\t\(part.checksum)\t\(PathEncoding.encodePath(item.relativePath))\n")
+                + "\t\(PathEncoding.encodeSegment(Substring(part.etag)))\t\(part.checksum)\t\(PathEncoding.encodePath(item.relativePath))\n"
+        )
     }
 
     func recordAbort(_ item: UploadItem, uploadID: String) {
-        appendRecord("abort\t\(PathEncoding.encodeSegment(Substring(uploadID)))\t\(PathEncoding.encodePath(item.relativePath))\n")
+        appendRecord(
+            "abort\t\(PathEncoding.encodeSegment(Substring(uploadID)))\t\(PathEncoding.encodePath(item.relativePath))\n"
+        )
     }
 
     private func appendRecord(_ line: String) {
@@ -208,7 +225,9 @@ final class UploadJournal: Sendable {
         var bytes = Array(line.utf8)
         let written = bytes.withUnsafeMutableBytes { write(descriptor, $0.baseAddress, $0.count) }
         guard written == bytes.count else {
-            throw CommandFailure("cannot write --journal \(path.debugDescription): \(written < 0 ? String(cString: strerror(errno)) : "short write")")
+            throw CommandFailure(
+                "cannot write --journal \(path.debugDescription): \(written < 0 ? String(cString: strerror(errno)) : "short write")"
+            )
         }
     }
 }

@@ -20,7 +20,12 @@ enum UploadChecksumHeader: String, Sendable, CaseIterable {
     func headers(forFile path: String, length: Int64) throws(S3RequestFailure) -> [(String, String)] {
         switch self {
         case .md5:
-            return [("Content-MD5", Data(try FileRangeDigest.md5(path: path, offset: 0, length: length)).base64EncodedString())]
+            return [
+                (
+                    "Content-MD5",
+                    Data(try FileRangeDigest.md5(path: path, offset: 0, length: length)).base64EncodedString()
+                )
+            ]
         case .sha256:
             let digest = Data(try FileRangeDigest.sha256(path: path, offset: 0, length: length)).base64EncodedString()
             return [("Digest", "SHA-256=\(digest)"), ("Content-Digest", "sha-256=:\(digest):")]
@@ -197,7 +202,8 @@ final class UploadRunner: Sendable {
                 let due = start + .nanoseconds(Int64(Double(index) * 1e9 / filesPerSecond))
                 if due > .now {
                     do { try await Task.sleep(until: due, clock: .continuous) } catch {
-                        tally.failures.append(UploadFailure(path: items[index].relativePath, error: "cancelled (interrupted)"))
+                        tally.failures.append(
+                            UploadFailure(path: items[index].relativePath, error: "cancelled (interrupted)"))
                         filesFailed.add(1, ordering: .relaxed)
                         break
                     }
@@ -317,9 +323,15 @@ final class UploadRunner: Sendable {
     /// object stores do for a stored file. Compressed uploads never match (the server holds the gzip bytes), so
     /// they are sent again.
     private func serverHolds(_ item: UploadItem) async -> Bool {
-        guard !plan.gzip, var request = try? CurlewRequest(method: .head, url: plan.url(for: item)) else { return false }
-        for (name, value) in plan.headers where name.lowercased() == "authorization" { try? request.setHeader(name, value) }
-        guard let response = try? await client.execute(request), (200..<300).contains(response.status.code) else { return false }
+        guard !plan.gzip, var request = try? CurlewRequest(method: .head, url: plan.url(for: item)) else {
+            return false
+        }
+        for (name, value) in plan.headers where name.lowercased() == "authorization" {
+            try? request.setHeader(name, value)
+        }
+        guard let response = try? await client.execute(request), (200..<300).contains(response.status.code) else {
+            return false
+        }
         return response.header("Content-Length").flatMap { Int64($0) } == item.size
     }
 
@@ -340,7 +352,9 @@ final class UploadRunner: Sendable {
         for (name, value) in plan.headers { try request.addHeader(name, value) }
         if let checksumHeader = plan.checksumHeader {
             do {
-                for (name, value) in try checksumHeader.headers(forFile: item.absolutePath, length: item.size) { try request.setHeader(name, value) }
+                for (name, value) in try checksumHeader.headers(forFile: item.absolutePath, length: item.size) {
+                    try request.setHeader(name, value)
+                }
             } catch let failure as S3RequestFailure {
                 throw CommandFailure(failure.reason)
             }

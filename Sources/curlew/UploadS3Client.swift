@@ -112,7 +112,10 @@ final class S3Client: Sendable {
     private let problem = Mutex<String?>(nil)
     private let counts = Mutex(UploadTally())
 
-    init(http: CurlewClient, endpoint: S3Endpoint, signer: SigV4Signer, retries: Int, slots: TransferSlots, budget: SendBudget?) {
+    init(
+        http: CurlewClient, endpoint: S3Endpoint, signer: SigV4Signer, retries: Int, slots: TransferSlots,
+        budget: SendBudget?
+    ) {
         self.http = http
         self.endpoint = endpoint
         self.signer = signer
@@ -134,7 +137,8 @@ final class S3Client: Sendable {
     ///   - cleanup: an abort or delete that tidies up after a failure: sent even once the run has stopped.
     func send(
         _ method: HTTPRequest.Method, key: String, query: [(name: String, value: String)] = [],
-        headers: [(name: String, value: String)] = [], body: S3Body = .none, allowing: Set<Int> = [], cleanup: Bool = false
+        headers: [(name: String, value: String)] = [], body: S3Body = .none, allowing: Set<Int> = [],
+        cleanup: Bool = false
     ) async throws(S3RequestFailure) -> S3Reply {
         var attempt = 0
         while true {
@@ -157,7 +161,8 @@ final class S3Client: Sendable {
                 }
                 let reply = S3Reply(status: status, headers: response.headerFields, body: response.body)
                 if (200..<300).contains(status) || allowing.contains(status) { return reply }
-                let refusal = S3ErrorReply(status: status, body: response.body, bucketRegionHeader: reply.header("x-amz-bucket-region"))
+                let refusal = S3ErrorReply(
+                    status: status, body: response.body, bucketRegionHeader: reply.header("x-amz-bucket-region"))
                 if let runProblem = refusal.runProblem {
                     problem.withLock { $0 = $0 ?? runProblem }
                     throw S3RequestFailure.run(self.runProblem ?? runProblem)
@@ -168,7 +173,8 @@ final class S3Client: Sendable {
                 throw error
             } catch let error as CurlewError {
                 slots.release()
-                failure = .transport("\(error.code.reportName): \(error.detail)" + (error.curlMessage.map { " (\($0))" } ?? ""))
+                failure = .transport(
+                    "\(error.code.reportName): \(error.detail)" + (error.curlMessage.map { " (\($0))" } ?? ""))
                 retryable = UploadRetryPolicy.isSafeToRetry(error.code, idempotent: true)
             } catch {
                 slots.release()
@@ -204,7 +210,8 @@ final class S3Client: Sendable {
             // POST and PUT need a body to send Content-Length: 0.
             if method == .post || method == .put { request.body = .bytes([]) }
         case .bytes(let bytes): request.body = .bytes(bytes)
-        case .file(let path, let offset, let length, _): request.body = .file(.path(path, offset: offset, length: length))
+        case .file(let path, let offset, let length, _):
+            request.body = .file(.path(path, offset: offset, length: length))
         }
         return request
     }
@@ -227,7 +234,9 @@ enum FileRangeDigest {
         return hasher.finalize()
     }
 
-    private static func read(path: String, offset: Int64, length: Int64, _ consume: (UnsafeRawBufferPointer) -> Void) throws(S3RequestFailure) {
+    private static func read(
+        path: String, offset: Int64, length: Int64, _ consume: (UnsafeRawBufferPointer) -> Void
+    ) throws(S3RequestFailure) {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else { throw .transport("cannot open the file: \(String(cString: strerror(errno)))") }
         defer { close(descriptor) }
@@ -239,7 +248,10 @@ enum FileRangeDigest {
             let got = pread(descriptor, buffer.baseAddress, wanted, off_t(offset + position))
             if got < 0 && errno == EINTR { continue }
             guard got > 0 else {
-                throw .transport(got < 0 ? "reading the file failed: \(String(cString: strerror(errno)))" : "the file shrank while it was read")
+                throw .transport(
+                    got < 0
+                        ? "reading the file failed: \(String(cString: strerror(errno)))"
+                        : "the file shrank while it was read")
             }
             consume(UnsafeRawBufferPointer(rebasing: buffer[..<got]))
             position += Int64(got)

@@ -31,12 +31,16 @@ struct AWSCredentialResolver {
         let credentialsFile = readFile(credentialsPath).map(Self.parseINI) ?? [:]
         let configFile = readFile(configPath).map(Self.parseINI) ?? [:]
         // In the config file, profiles other than `default` are sections named `profile NAME`.
-        let configSection = configFile[profile == "default" ? "default" : "profile \(profile)"] ?? configFile[profile] ?? [:]
-        let region = value("AWS_REGION") ?? value("AWS_DEFAULT_REGION") ?? configSection["region"].flatMap { $0.isEmpty ? nil : $0 }
+        let configSection =
+            configFile[profile == "default" ? "default" : "profile \(profile)"] ?? configFile[profile] ?? [:]
+        let region =
+            value("AWS_REGION") ?? value("AWS_DEFAULT_REGION")
+            ?? configSection["region"].flatMap { $0.isEmpty ? nil : $0 }
 
         if let key = value("AWS_ACCESS_KEY_ID"), let secret = value("AWS_SECRET_ACCESS_KEY") {
             return Resolved(
-                credentials: AWSCredentials(accessKeyID: key, secretAccessKey: secret, sessionToken: value("AWS_SESSION_TOKEN")),
+                credentials: AWSCredentials(
+                    accessKeyID: key, secretAccessKey: secret, sessionToken: value("AWS_SESSION_TOKEN")),
                 region: region, source: "environment")
         }
         for section in [credentialsFile[profile], configSection] {
@@ -54,7 +58,8 @@ struct AWSCredentialResolver {
         }
         throw CommandFailure(
             "no AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or give profile \(profile.debugDescription) "
-                + "aws_access_key_id and aws_secret_access_key in \(credentialsPath) (AWS_PROFILE picks another profile)")
+                + "aws_access_key_id and aws_secret_access_key in \(credentialsPath) (AWS_PROFILE picks another profile)"
+        )
     }
 
     private func value(_ name: String) -> String? {
@@ -69,7 +74,8 @@ struct AWSCredentialResolver {
             let line = rawLine.trimmingCharacters(in: .whitespaces)
             if line.isEmpty || line.hasPrefix("#") || line.hasPrefix(";") { continue }
             if line.hasPrefix("[") && line.hasSuffix("]") {
-                let name = line.dropFirst().dropLast().split(separator: " ", omittingEmptySubsequences: true).joined(separator: " ")
+                let name = line.dropFirst().dropLast().split(separator: " ", omittingEmptySubsequences: true).joined(
+                    separator: " ")
                 current = name
                 sections[name, default: [:]] = sections[name] ?? [:]
                 continue

@@ -82,29 +82,42 @@ struct S3ErrorReply: Sendable, Equatable {
     /// and names it once. Nil for problems of one file.
     var runProblem: String? {
         switch code {
-        case "InvalidAccessKeyId": return "bad credentials: the store does not know this access key ID (InvalidAccessKeyId)"
+        case "InvalidAccessKeyId":
+            return "bad credentials: the store does not know this access key ID (InvalidAccessKeyId)"
         case "SignatureDoesNotMatch":
             return "bad credentials: the signature does not match; check the secret access key (SignatureDoesNotMatch)"
         case "InvalidToken", "ExpiredToken", "TokenRefreshRequired":
             return "bad credentials: the session token is invalid or expired (\(code!))"
         case "RequestTimeTooSkewed":
-            return "clock skew: this machine's clock differs from the store's by more than 15 minutes; fix the clock (RequestTimeTooSkewed)"
+            return
+                "clock skew: this machine's clock differs from the store's by more than 15 minutes; fix the clock (RequestTimeTooSkewed)"
         case "NoSuchBucket": return "missing bucket: the bucket does not exist (NoSuchBucket)"
         case "AuthorizationHeaderMalformed", "PermanentRedirect", "IllegalLocationConstraintException":
-            return "wrong region: " + (region.map { "the bucket is in \($0); use --region \($0)" } ?? "the bucket is in another region; set --region")
+            return "wrong region: "
+                + (region.map { "the bucket is in \($0); use --region \($0)" }
+                    ?? "the bucket is in another region; set --region")
                 + " (\(code!))"
-        case "AccessDenied", "AllAccessDisabled": return "access denied: these credentials may not write here (\(code!))"
+        case "AccessDenied", "AllAccessDisabled":
+            return "access denied: these credentials may not write here (\(code!))"
         default: break
         }
         // HEAD replies have no body: the status alone has to do.
-        if code == nil && status == 301 { return "wrong region: the bucket is in \(region ?? "another region"); set --region" }
-        if code == nil && status == 403 { return "access denied (HTTP 403 without details): check the credentials and the region" }
+        if code == nil && status == 301 {
+            return "wrong region: the bucket is in \(region ?? "another region"); set --region"
+        }
+        if code == nil && status == 403 {
+            return "access denied (HTTP 403 without details): check the credentials and the region"
+        }
         return nil
     }
 
     /// Worth another attempt: the store is busy or had a hiccup.
     var isRetryable: Bool {
-        if let code, ["SlowDown", "InternalError", "RequestTimeout", "ServiceUnavailable", "OperationAborted"].contains(code) { return true }
+        if let code,
+            ["SlowDown", "InternalError", "RequestTimeout", "ServiceUnavailable", "OperationAborted"].contains(code)
+        {
+            return true
+        }
         return UploadRetryPolicy.retryableStatuses.contains(status) || status == 500
     }
 

@@ -16,7 +16,9 @@ struct AWSCredentials: Sendable, Equatable, CustomStringConvertible, CustomDebug
     let secretAccessKey: String
     let sessionToken: String?
 
-    var description: String { "AWSCredentials(\(accessKeyID), secret redacted\(sessionToken == nil ? "" : ", session token redacted"))" }
+    var description: String {
+        "AWSCredentials(\(accessKeyID), secret redacted\(sessionToken == nil ? "" : ", session token redacted"))"
+    }
     var debugDescription: String { description }
     /// `dump` and debuggers see the key ID only.
     var customMirror: Mirror { Mirror(self, children: ["accessKeyID": accessKeyID]) }
@@ -63,11 +65,13 @@ struct SigV4Signer: Sendable {
         let (canonical, signedHeaders) = Self.canonicalRequest(signed)
         let scope = "\(stamp.date)/\(region)/\(service)/aws4_request"
         let stringToSign = "AWS4-HMAC-SHA256\n\(stamp.dateTime)\n\(scope)\n" + Self.hexSHA256(Array(canonical.utf8))
-        let signature = Self.hex(HMAC<SHA256>.authenticationCode(for: Array(stringToSign.utf8), using: signingKey(date: stamp.date)))
-        added.append((
-            "authorization",
-            "AWS4-HMAC-SHA256 Credential=\(credentials.accessKeyID)/\(scope), SignedHeaders=\(signedHeaders), Signature=\(signature)"
-        ))
+        let signature = Self.hex(
+            HMAC<SHA256>.authenticationCode(for: Array(stringToSign.utf8), using: signingKey(date: stamp.date)))
+        added.append(
+            (
+                "authorization",
+                "AWS4-HMAC-SHA256 Credential=\(credentials.accessKeyID)/\(scope), SignedHeaders=\(signedHeaders), Signature=\(signature)"
+            ))
         return added
     }
 
@@ -103,7 +107,8 @@ struct SigV4Signer: Sendable {
     /// kept too (`a//b` is a different key from `a/b`).
     static func canonicalURI(_ path: String) -> String {
         let absolute = path.hasPrefix("/") ? path : "/" + path
-        return absolute.split(separator: "/", omittingEmptySubsequences: false).map(PathEncoding.encodeSegment).joined(separator: "/")
+        return absolute.split(separator: "/", omittingEmptySubsequences: false).map(PathEncoding.encodeSegment).joined(
+            separator: "/")
     }
 
     /// Names and values encoded (including `/` and `=`), sorted by encoded name, then value; `name=` for an empty value.
@@ -111,7 +116,8 @@ struct SigV4Signer: Sendable {
         let encoded: [(name: String, value: String)] = query.map { pair in
             (PathEncoding.encodeSegment(Substring(pair.name)), PathEncoding.encodeSegment(Substring(pair.value)))
         }
-        let sorted = encoded.sorted { (left: (name: String, value: String), right: (name: String, value: String)) -> Bool in
+        let sorted = encoded.sorted {
+            (left: (name: String, value: String), right: (name: String, value: String)) -> Bool in
             left.name == right.name ? left.value < right.value : left.name < right.name
         }
         return sorted.map { pair in pair.name + "=" + pair.value }.joined(separator: "&")

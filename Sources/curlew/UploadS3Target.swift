@@ -19,14 +19,18 @@ struct S3Location: Sendable, Equatable {
     static func isS3(_ target: String) -> Bool { target.lowercased().hasPrefix("s3://") }
 
     init(parsing target: String) throws {
-        guard Self.isS3(target) else { throw ValidationError("\(target.debugDescription) is not an s3://BUCKET/PREFIX target") }
+        guard Self.isS3(target) else {
+            throw ValidationError("\(target.debugDescription) is not an s3://BUCKET/PREFIX target")
+        }
         let rest = target.dropFirst("s3://".count)
         let bucket = rest.prefix { $0 != "/" }
         // S3's rules: 3 to 63 characters of lower-case letters, digits, dots and hyphens.
         guard (3...63).contains(bucket.count),
             bucket.allSatisfy({ $0.isASCII && ($0.isLowercase || $0.isNumber || $0 == "." || $0 == "-") })
         else {
-            throw ValidationError("\(String(bucket).debugDescription) is not a valid bucket name (3-63 lower-case letters, digits, dots, hyphens)")
+            throw ValidationError(
+                "\(String(bucket).debugDescription) is not a valid bucket name (3-63 lower-case letters, digits, dots, hyphens)"
+            )
         }
         self.bucket = String(bucket)
         let prefix = rest.dropFirst(bucket.count).drop { $0 == "/" }

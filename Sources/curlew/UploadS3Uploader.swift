@@ -62,7 +62,9 @@ final class S3Uploader: Sendable {
     }
 
     private var objectHeaders: [(name: String, value: String)] {
-        var headers: [(name: String, value: String)] = options.metadata.map { ("x-amz-meta-" + $0.name.lowercased(), $0.value) }
+        var headers: [(name: String, value: String)] = options.metadata.map {
+            ("x-amz-meta-" + $0.name.lowercased(), $0.value)
+        }
         if let storageClass = options.storageClass { headers.append(("x-amz-storage-class", storageClass)) }
         if let acl = options.acl { headers.append(("x-amz-acl", acl)) }
         return headers
@@ -87,7 +89,9 @@ final class S3Uploader: Sendable {
 
     // MARK: Multipart
 
-    private func uploadInParts(_ item: UploadItem, key: String, plan: PartPlan, sent: @escaping @Sendable (Int64) -> Void) async throws(S3RequestFailure) {
+    private func uploadInParts(
+        _ item: UploadItem, key: String, plan: PartPlan, sent: @escaping @Sendable (Int64) -> Void
+    ) async throws(S3RequestFailure) {
         var uploadID: String
         var done: [Int: CompletedPart] = [:]
         let earlier = journal?.multipartUpload(of: item)
@@ -114,11 +118,14 @@ final class S3Uploader: Sendable {
 
         do throws(S3RequestFailure) {
             let missing = plan.parts.filter { done[$0.number] == nil }
-            for part in try await sendParts(missing, of: item, key: key, uploadID: uploadID, sent: sent) { done[part.number] = part }
+            for part in try await sendParts(missing, of: item, key: key, uploadID: uploadID, sent: sent) {
+                done[part.number] = part
+            }
             try Self.checkUnchanged(item)
             let parts = plan.parts.map { done[$0.number]! }
             let reply = try await client.send(
-                .post, key: key, query: [("uploadId", uploadID)], body: .bytes(Array(CompletedPart.completionXML(parts).utf8)))
+                .post, key: key, query: [("uploadId", uploadID)],
+                body: .bytes(Array(CompletedPart.completionXML(parts).utf8)))
             // CompleteMultipartUpload can fail after its 200 status line: the error is then in the body.
             if reply.text.contains("<Error>") {
                 throw S3RequestFailure.refused(S3ErrorReply(status: 200, body: reply.body))
@@ -158,7 +165,8 @@ final class S3Uploader: Sendable {
     /// Parts the store holds that can be kept: the journal's (same ETag), and ones the run was killed before it
     /// could journal, if their checksum (or, without one, their MD5 ETag) matches the file's bytes.
     private func reconcile(
-        _ item: UploadItem, uploadID: String, plan: PartPlan, journaled: [Int: CompletedPart], held: [Int: CompletedPart]
+        _ item: UploadItem, uploadID: String, plan: PartPlan, journaled: [Int: CompletedPart],
+        held: [Int: CompletedPart]
     ) throws(S3RequestFailure) -> [Int: CompletedPart] {
         var kept: [Int: CompletedPart] = [:]
         for part in plan.parts {
@@ -174,10 +182,14 @@ final class S3Uploader: Sendable {
                 matches = stored.checksum == checksum
             } else {
                 let etag = stored.etag.trimmingCharacters(in: CharacterSet(charactersIn: "\""))
-                matches = etag.count == 32 && (try? FileRangeDigest.md5(path: item.absolutePath, offset: part.offset, length: part.length)).map(SigV4Signer.hex) == etag.lowercased()
+                matches =
+                    etag.count == 32
+                    && (try? FileRangeDigest.md5(path: item.absolutePath, offset: part.offset, length: part.length))
+                        .map(SigV4Signer.hex) == etag.lowercased()
             }
             if matches {
-                let adopted = CompletedPart(number: part.number, etag: stored.etag, checksum: checksum, size: part.length)
+                let adopted = CompletedPart(
+                    number: part.number, etag: stored.etag, checksum: checksum, size: part.length)
                 journal?.recordPart(item, uploadID: uploadID, part: adopted)
                 kept[part.number] = adopted
             }
@@ -187,9 +199,11 @@ final class S3Uploader: Sendable {
 
     /// Sends parts, up to `concurrency` at once; the first failure cancels the others.
     private func sendParts(
-        _ parts: [PartPlan.Part], of item: UploadItem, key: String, uploadID: String, sent: @escaping @Sendable (Int64) -> Void
+        _ parts: [PartPlan.Part], of item: UploadItem, key: String, uploadID: String,
+        sent: @escaping @Sendable (Int64) -> Void
     ) async throws(S3RequestFailure) -> [CompletedPart] {
-        let result = await withTaskGroup(of: Result<CompletedPart, S3RequestFailure>.self) { group -> Result<[CompletedPart], S3RequestFailure> in
+        let result = await withTaskGroup(of: Result<CompletedPart, S3RequestFailure>.self) {
+            group -> Result<[CompletedPart], S3RequestFailure> in
             var pending = parts[...]
             var finished: [CompletedPart] = []
             func startNext() {
@@ -220,14 +234,18 @@ final class S3Uploader: Sendable {
         return try result.get()
     }
 
-    private func sendPart(_ part: PartPlan.Part, of item: UploadItem, key: String, uploadID: String) async throws(S3RequestFailure) -> CompletedPart {
+    private func sendPart(
+        _ part: PartPlan.Part, of item: UploadItem, key: String, uploadID: String
+    ) async throws(S3RequestFailure) -> CompletedPart {
         let digest = try FileRangeDigest.sha256(path: item.absolutePath, offset: part.offset, length: part.length)
         let checksum = Data(digest).base64EncodedString()
         let reply = try await client.send(
             .put, key: key, query: [("partNumber", String(part.number)), ("uploadId", uploadID)],
             headers: [("x-amz-checksum-sha256", checksum)],
             body: .file(path: item.absolutePath, offset: part.offset, length: part.length, sha256: SHA256Hex(digest)))
-        guard let etag = reply.header("etag"), !etag.isEmpty else { throw .transport("part \(part.number): the reply has no ETag") }
+        guard let etag = reply.header("etag"), !etag.isEmpty else {
+            throw .transport("part \(part.number): the reply has no ETag")
+        }
         if let stored = reply.header("x-amz-checksum-sha256"), stored != checksum {
             throw .transport("part \(part.number): the store's SHA-256 \(stored) differs from the file's \(checksum)")
         }
@@ -236,7 +254,8 @@ final class S3Uploader: Sendable {
 
     /// S3's checksum of a multipart object is the SHA-256 of the parts' SHA-256 digests, with `-N` appended. The
     /// completion reply carries it; a HEAD asks for it otherwise. A store that reports none cannot be checked.
-    private func verifyComposite(parts: [CompletedPart], completion: String, key: String) async throws(S3RequestFailure) {
+    private func verifyComposite(parts: [CompletedPart], completion: String, key: String) async throws(S3RequestFailure)
+    {
         let expected = Self.compositeChecksum(parts.map(\.checksum))
         var reported = S3XML.value("ChecksumSHA256", in: completion)
         if reported == nil {
@@ -248,7 +267,9 @@ final class S3Uploader: Sendable {
         if digestPart != expected {
             // A corrupt object must not stay under the file's name, where a later --skip-existing could take it.
             _ = try? await client.send(.delete, key: key, cleanup: true)
-            throw .transport("the stored object's SHA-256 of parts \(reported) differs from the file's \(expected)-\(parts.count); the object was deleted")
+            throw .transport(
+                "the stored object's SHA-256 of parts \(reported) differs from the file's \(expected)-\(parts.count); the object was deleted"
+            )
         }
     }
 
@@ -265,26 +286,36 @@ final class S3Uploader: Sendable {
     /// Whether the bucket holds this file already: same size and, when the store reports a checksum, the same
     /// SHA-256 (whole-object, or of parts for a multipart object of the same part count).
     private func storeHolds(_ item: UploadItem, key: String, plan: PartPlan) async throws(S3RequestFailure) -> Bool {
-        let head = try await client.send(.head, key: key, headers: [("x-amz-checksum-mode", "ENABLED")], allowing: [404])
-        guard head.status == 200, head.header("content-length").flatMap({ Int64($0) }) == item.size else { return false }
+        let head = try await client.send(
+            .head, key: key, headers: [("x-amz-checksum-mode", "ENABLED")], allowing: [404])
+        guard head.status == 200, head.header("content-length").flatMap({ Int64($0) }) == item.size else {
+            return false
+        }
         guard let stored = head.header("x-amz-checksum-sha256"), !stored.isEmpty else { return true }
         let pieces = stored.split(separator: "-")
         let storedDigest = String(pieces[0])
-        let etagParts = head.header("etag")?.trimmingCharacters(in: CharacterSet(charactersIn: "\"")).split(separator: "-").dropFirst().first
+        let etagParts = head.header("etag")?.trimmingCharacters(in: CharacterSet(charactersIn: "\"")).split(
+            separator: "-"
+        ).dropFirst().first
         if let count = (pieces.count > 1 ? pieces[1] : etagParts).flatMap({ Int($0) }) {
             guard plan.isMultipart, plan.partCount == count else { return false }
             var checksums: [String] = []
             for part in plan.parts {
-                checksums.append(Data(try FileRangeDigest.sha256(path: item.absolutePath, offset: part.offset, length: part.length)).base64EncodedString())
+                checksums.append(
+                    Data(try FileRangeDigest.sha256(path: item.absolutePath, offset: part.offset, length: part.length))
+                        .base64EncodedString())
             }
             return Self.compositeChecksum(checksums) == storedDigest
         }
-        return Data(try FileRangeDigest.sha256(path: item.absolutePath, offset: 0, length: item.size)).base64EncodedString() == storedDigest
+        return Data(try FileRangeDigest.sha256(path: item.absolutePath, offset: 0, length: item.size))
+            .base64EncodedString() == storedDigest
     }
 
     /// The file must be as it was listed once its bytes are in: the checksum sent covers what was read.
     private static func checkUnchanged(_ item: UploadItem) throws(S3RequestFailure) {
-        guard let now = UploadSource.currentState(of: item) else { throw .transport("the file vanished while it was sent") }
+        guard let now = UploadSource.currentState(of: item) else {
+            throw .transport("the file vanished while it was sent")
+        }
         if now.size != item.size || now.modifiedNanoseconds != item.modifiedNanoseconds {
             throw .transport("the file changed while it was sent")
         }

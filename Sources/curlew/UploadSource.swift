@@ -38,7 +38,8 @@ enum UploadSource {
         }
         if status.st_mode & S_IFMT == S_IFDIR {
             guard let directory = opendir(source) else {
-                throw ValidationError("cannot read directory \(source.debugDescription): \(String(cString: strerror(errno)))")
+                throw ValidationError(
+                    "cannot read directory \(source.debugDescription): \(String(cString: strerror(errno)))")
             }
             closedir(directory)
             var listing = UploadListing()
@@ -52,7 +53,9 @@ enum UploadSource {
     /// Symbolic links to files are followed; links to directories are not, so a link cycle cannot loop forever.
     private static func walk(directory: String, relative: String, into listing: inout UploadListing) {
         guard let handle = opendir(directory) else {
-            listing.problems.append(UnlistablePath(relativePath: relative, reason: "cannot read directory: \(String(cString: strerror(errno)))"))
+            listing.problems.append(
+                UnlistablePath(
+                    relativePath: relative, reason: "cannot read directory: \(String(cString: strerror(errno)))"))
             return
         }
         defer { closedir(handle) }
@@ -66,7 +69,8 @@ enum UploadSource {
             let relativePath = relative.isEmpty ? name : relative + "/" + name
             var status = stat()
             guard lstat(path, &status) == 0 else {
-                listing.problems.append(UnlistablePath(relativePath: relativePath, reason: String(cString: strerror(errno))))
+                listing.problems.append(
+                    UnlistablePath(relativePath: relativePath, reason: String(cString: strerror(errno))))
                 continue
             }
             switch status.st_mode & S_IFMT {
@@ -77,7 +81,10 @@ enum UploadSource {
             case S_IFLNK:
                 var target = stat()
                 if stat(path, &target) != 0 {
-                    listing.problems.append(UnlistablePath(relativePath: relativePath, reason: "broken symbolic link: \(String(cString: strerror(errno)))"))
+                    listing.problems.append(
+                        UnlistablePath(
+                            relativePath: relativePath,
+                            reason: "broken symbolic link: \(String(cString: strerror(errno)))"))
                 } else if target.st_mode & S_IFMT == S_IFREG {
                     listing.items.append(item(relativePath: relativePath, absolutePath: path, status: target))
                 }
@@ -107,7 +114,8 @@ enum UploadSource {
             guard !relativePath.isEmpty, seen.insert(relativePath).inserted else { continue }
             var status = stat()
             guard stat(absolutePath, &status) == 0 else {
-                listing.problems.append(UnlistablePath(relativePath: relativePath, reason: String(cString: strerror(errno))))
+                listing.problems.append(
+                    UnlistablePath(relativePath: relativePath, reason: String(cString: strerror(errno))))
                 continue
             }
             guard status.st_mode & S_IFMT == S_IFREG else {
@@ -146,7 +154,8 @@ enum PathEncoding {
         encoded.reserveCapacity(segment.utf8.count)
         for byte in segment.utf8 {
             switch byte {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"),
                 UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
                 encoded.unicodeScalars.append(Unicode.Scalar(byte))
             default:
@@ -168,7 +177,9 @@ enum PathEncoding {
         var iterator = encoded.utf8.makeIterator()
         while let byte = iterator.next() {
             if byte == UInt8(ascii: "%") {
-                guard let high = iterator.next().flatMap(hexValue), let low = iterator.next().flatMap(hexValue) else { return nil }
+                guard let high = iterator.next().flatMap(hexValue), let low = iterator.next().flatMap(hexValue) else {
+                    return nil
+                }
                 bytes.append(high << 4 | low)
             } else {
                 bytes.append(byte)

@@ -11,7 +11,9 @@ enum CurlewVersion {
     /// struct version is spelled out: `CURLVERSION_NOW` is a C macro Swift does not import (7.88 defines it as
     /// `CURLVERSION_ELEVENTH`).
     static var libcurl: String {
-        guard let info = curl_version_info(CURLVERSION_ELEVENTH), let version = info.pointee.version else { return "unknown" }
+        guard let info = curl_version_info(CURLVERSION_ELEVENTH), let version = info.pointee.version else {
+            return "unknown"
+        }
         return String(cString: version)
     }
 
@@ -34,8 +36,10 @@ enum CurlewVersion {
         let bits: [(Int32, String)] = [
             (CURL_VERSION_IPV6, "IPv6"), (CURL_VERSION_SSL, "SSL"), (CURL_VERSION_LIBZ, "libz"),
             (CURL_VERSION_HTTP2, "HTTP2"), (CURL_VERSION_HTTP3, "HTTP3"), (CURL_VERSION_BROTLI, "brotli"),
-            (CURL_VERSION_ZSTD, "zstd"), (CURL_VERSION_ASYNCHDNS, "AsynchDNS"), (CURL_VERSION_UNIX_SOCKETS, "UnixSockets"),
-            (CURL_VERSION_HTTPS_PROXY, "HTTPS-proxy"), (CURL_VERSION_ALTSVC, "alt-svc"), (CURL_VERSION_LARGEFILE, "Largefile"),
+            (CURL_VERSION_ZSTD, "zstd"), (CURL_VERSION_ASYNCHDNS, "AsynchDNS"),
+            (CURL_VERSION_UNIX_SOCKETS, "UnixSockets"),
+            (CURL_VERSION_HTTPS_PROXY, "HTTPS-proxy"), (CURL_VERSION_ALTSVC, "alt-svc"),
+            (CURL_VERSION_LARGEFILE, "Largefile"),
             (CURL_VERSION_IDN, "IDN"), (CURL_VERSION_THREADSAFE, "threadsafe"),
         ]
         rows.append(("features", bits.filter { info.features & $0.0 != 0 }.map(\.1).joined(separator: " ")))

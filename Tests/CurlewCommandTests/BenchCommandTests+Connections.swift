@@ -19,7 +19,9 @@ extension BenchCommandTests {
 
         // The default keeps them: at most one per worker.
         let reusing = NginxHit.makeMarker()
-        let kept = try await CurlewBinary.run(["bench", nginx.httpBaseURL + reusing + "x", "-n", "40", "-c", "4", "--json"])
+        let kept = try await CurlewBinary.run([
+            "bench", nginx.httpBaseURL + reusing + "x", "-n", "40", "-c", "4", "--json",
+        ])
         #expect(kept.status == 0, "\(kept.stderr)")
         let keptHits = try await NginxHit.read(nginx, marker: reusing, atLeast: 40)
         #expect(Set(keptHits.map(\.connection)).count <= 4)
@@ -39,7 +41,9 @@ extension BenchCommandTests {
         // The URL's host is what the server was asked for.
         #expect(hits.allSatisfy { $0.host == "curlew-virtual.test" })
 
-        let unmapped = try await CurlewBinary.run(["bench", "http://curlew-virtual.test:8080/", "-n", "2", "-c", "1", "--json"])
+        let unmapped = try await CurlewBinary.run([
+            "bench", "http://curlew-virtual.test:8080/", "-n", "2", "-c", "1", "--json",
+        ])
         #expect(unmapped.status == 98)
         #expect((try unmapped.json()["failures"] as? [String: Int])?["dnsFailure"] == 2)
     }
@@ -48,7 +52,8 @@ extension BenchCommandTests {
         let nginx = try await NginxServer.shared()
         let marker = NginxHit.makeMarker()
         let output = try await CurlewBinary.run([
-            "bench", nginx.mutualTLSBaseURL + marker + "x", "--cacert", nginx.caFile, "--cert", nginx.clientCertificateFile,
+            "bench", nginx.mutualTLSBaseURL + marker + "x", "--cacert", nginx.caFile, "--cert",
+            nginx.clientCertificateFile,
             "--key", nginx.clientKeyFile, "-n", "20", "-c", "2", "--json",
         ])
         #expect(output.status == 0, "\(output.stderr)")

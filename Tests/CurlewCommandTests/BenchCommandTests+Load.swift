@@ -76,7 +76,8 @@ extension BenchCommandTests {
             X-Reason: test
             """
         let path = try Self.writeTemporary(text, name: "targets.\(format)")
-        try "hello".write(toFile: (path as NSString).deletingLastPathComponent + "/body.txt", atomically: true, encoding: .utf8)
+        try "hello".write(
+            toFile: (path as NSString).deletingLastPathComponent + "/body.txt", atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(atPath: (path as NSString).deletingLastPathComponent) }
 
         let output = try await CurlewBinary.run(["bench", "--targets", path, "-n", "90", "-c", "4", "--json"])
@@ -99,15 +100,19 @@ extension BenchCommandTests {
         for _ in 0..<2 {
             let marker = NginxHit.makeMarker()
             let base = nginx.httpBaseURL + marker
-            let path = try Self.writeTemporary(["a", "b", "c", "d"].map { "{\"url\": \"\(base)\($0)\"}" }.joined(separator: "\n"), name: "t.json")
+            let path = try Self.writeTemporary(
+                ["a", "b", "c", "d"].map { "{\"url\": \"\(base)\($0)\"}" }.joined(separator: "\n"), name: "t.json")
             defer { try? FileManager.default.removeItem(atPath: (path as NSString).deletingLastPathComponent) }
             let output = try await CurlewBinary.run([
-                "bench", "--targets", path, "--targets-order", "random", "--seed", "7", "-n", "400", "-c", "4", "--json",
+                "bench", "--targets", path, "--targets-order", "random", "--seed", "7", "-n", "400", "-c", "4",
+                "--json",
             ])
             #expect(output.status == 0, "\(output.stderr)")
             let hits = try await NginxHit.read(nginx, marker: marker, atLeast: 400)
             let served = ["a", "b", "c", "d"].map { name in hits.filter { $0.uri == marker + name }.count }
-            let reported = try #require(try output.json()["targets"] as? [[String: Any]]).map { $0["requests"] as? Int ?? -1 }
+            let reported = try #require(try output.json()["targets"] as? [[String: Any]]).map {
+                $0["requests"] as? Int ?? -1
+            }
             #expect(served == reported)
             #expect(served.reduce(0, +) == 400)
             // Random, not round-robin: the counts are uneven.
@@ -131,7 +136,8 @@ extension BenchCommandTests {
     }
 
     @Test func badTargetsFilesAreUsageErrorsNamingTheLine() async throws {
-        let path = try Self.writeTemporary("{\"url\": \"http://127.0.0.1:1/\"}\n{\"url\": \"ftp://127.0.0.1/\"}\n", name: "bad.json")
+        let path = try Self.writeTemporary(
+            "{\"url\": \"http://127.0.0.1:1/\"}\n{\"url\": \"ftp://127.0.0.1/\"}\n", name: "bad.json")
         defer { try? FileManager.default.removeItem(atPath: (path as NSString).deletingLastPathComponent) }
         let output = try await CurlewBinary.run(["bench", "--targets", path, "-n", "1"])
         #expect(output.status == 64)
@@ -172,7 +178,8 @@ extension BenchCommandTests {
             #expect(fields[0] == json["requests"] as? Int)
             // The intervals cover the run, give or take an empty last sliver.
             let duration = try #require(json["durationSeconds"] as? Double)
-            #expect(abs(Double(fields[1]) / 1000 - duration) <= 0.21, "intervals cover \(fields[1]) ms of \(duration) s")
+            #expect(
+                abs(Double(fields[1]) / 1000 - duration) <= 0.21, "intervals cover \(fields[1]) ms of \(duration) s")
             #expect(try String(contentsOfFile: logPath, encoding: .utf8).contains("\n0.000,"))
             let max = try #require((json["latencyMicroseconds"] as? [String: Double])?["max"])
             // Same bucket: HdrHistogram reports a bucket's highest equivalent value, within 0.1 %.
@@ -189,15 +196,21 @@ extension BenchCommandTests {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         try await withLoopbackServer { server in
             let command = try CurlewBinary.start([
-                "bench", server.baseURL + "/small", "-d", "60s", "--rate", "200", "-c", "4", "--progress-interval", "100ms",
+                "bench", server.baseURL + "/small", "-d", "60s", "--rate", "200", "-c", "4", "--progress-interval",
+                "100ms",
                 "--shard", "1/2", "--output-dir", directory, "--json",
             ])
-            try await waitUntil(timeout: .seconds(20), "a progress line") { command.currentStderr.contains("progress: ") }
+            try await waitUntil(timeout: .seconds(20), "a progress line") {
+                command.currentStderr.contains("progress: ")
+            }
             command.signal(SIGTERM)
             let output = try await command.finish(timeout: .seconds(20))
             #expect(output.status == 130)
             #expect(try output.json()["interrupted"] as? Bool == true)
-            let written = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: directory + "/bench-shard-1-of-2.json"))) as? [String: Any]
+            let written =
+                try JSONSerialization.jsonObject(
+                    with: Data(contentsOf: URL(fileURLWithPath: directory + "/bench-shard-1-of-2.json")))
+                as? [String: Any]
             #expect(written?["interrupted"] as? Bool == true)
             #expect(written?["requests"] as? Int == server.requestsServed)
             #expect(FileManager.default.fileExists(atPath: directory + "/bench-shard-1-of-2.hlog"))
@@ -207,10 +220,13 @@ extension BenchCommandTests {
     @Test func ctrlCStopsTheRunPrintsTheSummaryAndExits130() async throws {
         try await withLoopbackServer { server in
             let command = try CurlewBinary.start([
-                "bench", server.baseURL + "/small", "-d", "60s", "--rate", "200", "-c", "4", "--progress-interval", "100ms",
+                "bench", server.baseURL + "/small", "-d", "60s", "--rate", "200", "-c", "4", "--progress-interval",
+                "100ms",
                 "--threshold", "p99<10s", "--json",
             ])
-            try await waitUntil(timeout: .seconds(20), "a progress line") { command.currentStderr.contains("progress: ") }
+            try await waitUntil(timeout: .seconds(20), "a progress line") {
+                command.currentStderr.contains("progress: ")
+            }
             command.signal(SIGINT)
             let output = try await command.finish(timeout: .seconds(20))
             #expect(output.status == 130)
@@ -248,7 +264,9 @@ extension BenchCommandTests {
         let offset = offsets[offsets.count / 2]
         for (second, planned) in [(1, 150.0), (2, 250.0)] {
             let arrived = arrivals.filter { $0 - offset >= Double(second) && $0 - offset < Double(second + 1) }.count
-            #expect(abs(Double(arrived) - planned) <= planned * 0.05, "second \(second): \(arrived) arrivals, planned \(planned)")
+            #expect(
+                abs(Double(arrived) - planned) <= planned * 0.05,
+                "second \(second): \(arrived) arrivals, planned \(planned)")
         }
     }
 
@@ -256,7 +274,9 @@ extension BenchCommandTests {
         let nginx = try await NginxServer.shared()
         let marker = NginxHit.makeMarker()
         // 0 → 4 workers over 1 s, then 4 for 1 s: worker k starts once the level passes k (k / 4 s).
-        let output = try await CurlewBinary.run(["bench", nginx.httpBaseURL + marker + "x", "--stages", "1s:4c,1s:4c", "--json"])
+        let output = try await CurlewBinary.run([
+            "bench", nginx.httpBaseURL + marker + "x", "--stages", "1s:4c,1s:4c", "--json",
+        ])
         #expect(output.status == 0, "\(output.stderr)")
         let json = try output.json()
         let requests = try #require(json["requests"] as? Int)

@@ -3,6 +3,7 @@ import CurlewTestSupport
 import Foundation
 import Histogram
 import Testing
+
 @testable import curlew
 
 @Suite struct BenchCommandTests {
@@ -37,13 +38,18 @@ import Testing
     /// Without `--loop-driver`, more connections per loop than the libcurl in use's threshold (7.x: 256, 8.x: 64,
     /// `docs/design/0016-libcurl-versions.md`) take the socket-action driver, that many or fewer the poll driver;
     /// the JSON says which ran. The offsets are from that threshold.
-    @Test(arguments: [(1, nil, "socket-action"), (0, nil, "poll"), (1, "poll", "poll"), (-56, "socket-action", "socket-action")])
+    @Test(arguments: [
+        (1, nil, "socket-action"), (0, nil, "poll"), (1, "poll", "poll"), (-56, "socket-action", "socket-action"),
+    ])
     func theLoopDriverFollowsConnectionsPerLoopUnlessNamed(offset: Int, named: String?, expected: String) async throws {
         let connections = BenchCommand.socketActionAbovePerLoop + offset
         try await withLoopbackServer(threads: 2) { server in
             let output = try await CurlewBinary.run(
-                ["bench", server.baseURL + "/small", "-n", String(2 * connections), "-c", String(connections), "--loops", "1",
-                 "--json"] + (named.map { ["--loop-driver", $0] } ?? []))
+                [
+                    "bench", server.baseURL + "/small", "-n", String(2 * connections), "-c", String(connections),
+                    "--loops", "1",
+                    "--json",
+                ] + (named.map { ["--loop-driver", $0] } ?? []))
             #expect(output.status == 0, "\(output.stderr)")
             #expect(server.requestsServed == 2 * connections)
             let json = try output.json()
@@ -54,11 +60,14 @@ import Testing
 
     @Test func jsonSummaryHasEveryDocumentedField() async throws {
         try await withLoopbackServer { server in
-            let output = try await CurlewBinary.run(["bench", server.baseURL + "/small", "-n", "300", "-c", "8", "--json"])
+            let output = try await CurlewBinary.run([
+                "bench", server.baseURL + "/small", "-n", "300", "-c", "8", "--json",
+            ])
             #expect(output.status == 0, "\(output.stderr)")
             let json = try output.json()
             for key in [
-                "url", "method", "connections", "loops", "loopDriver", "requests", "succeeded", "failed", "failures", "statusCodes",
+                "url", "method", "connections", "loops", "loopDriver", "requests", "succeeded", "failed", "failures",
+                "statusCodes",
                 "durationSeconds", "requestsPerSecond", "latencyMicroseconds", "latencyFrom", "bytesSent",
                 "bytesReceived", "connectionsOpened", "interrupted", "thresholds", "exitStatus",
             ] {
@@ -105,7 +114,8 @@ import Testing
         try await withLoopbackServer { server in
             // A fixed schedule keeps the run cheap and the request count exact: 200/s for 800 ms.
             let output = try await CurlewBinary.run([
-                "bench", server.baseURL + "/small", "-d", "800ms", "--rate", "200", "-c", "4", "--progress-interval", "100ms",
+                "bench", server.baseURL + "/small", "-d", "800ms", "--rate", "200", "-c", "4", "--progress-interval",
+                "100ms",
             ])
             #expect(output.status == 0, "\(output.stderr)")
             #expect(server.requestsServed == 160)
@@ -113,7 +123,8 @@ import Testing
             #expect(progressLines.count >= 3, "\(output.stderr)")
             #expect(!output.stderr.contains("\r"))
             #expect(!output.stderr.contains("\u{1B}"))
-            #expect(progressLines.allSatisfy { $0.contains("requests") && $0.contains("req/s") && $0.contains("errors") })
+            #expect(
+                progressLines.allSatisfy { $0.contains("requests") && $0.contains("req/s") && $0.contains("errors") })
             // The interval's own percentiles, once requests completed in it.
             #expect(progressLines.contains { $0.contains("p50 ") && $0.contains("p99 ") }, "\(output.stderr)")
             #expect(output.stdout.contains("requests/s"))
@@ -147,10 +158,12 @@ import Testing
             for (index, count) in [120, 80].enumerated() {
                 let path = "\(directory)/run\(index).json"
                 let output = try await CurlewBinary.run([
-                    "bench", server.baseURL + "/small", "-n", String(count), "-c", "4", "--histogram-out", path, "--no-progress",
+                    "bench", server.baseURL + "/small", "-n", String(count), "-c", "4", "--histogram-out", path,
+                    "--no-progress",
                 ])
                 #expect(output.status == 0, "\(output.stderr)")
-                let histogram = try JSONDecoder().decode(Histogram<UInt64>.self, from: Data(contentsOf: URL(fileURLWithPath: path)))
+                let histogram = try JSONDecoder().decode(
+                    Histogram<UInt64>.self, from: Data(contentsOf: URL(fileURLWithPath: path)))
                 #expect(histogram.totalCount == UInt64(count))
                 merged.add(histogram)
             }
@@ -175,7 +188,9 @@ import Testing
 
     @Test func httpErrorStatusesCountAsFailures() async throws {
         try await withLoopbackServer { server in
-            let output = try await CurlewBinary.run(["bench", server.baseURL + "/status/503", "-n", "10", "-c", "2", "--json"])
+            let output = try await CurlewBinary.run([
+                "bench", server.baseURL + "/status/503", "-n", "10", "-c", "2", "--json",
+            ])
             #expect(output.status == 98)
             let json = try output.json()
             #expect(json["failed"] as? Int == 10)
@@ -239,7 +254,8 @@ import Testing
     @Test func speaksHTTP2OverTLSAndCleartext() async throws {
         let nginx = try await NginxServer.shared()
         let tls = try await CurlewBinary.run([
-            "bench", nginx.httpsBaseURL + "/small", "--http2", "--cacert", nginx.caFile, "-n", "200", "-c", "16", "--json",
+            "bench", nginx.httpsBaseURL + "/small", "--http2", "--cacert", nginx.caFile, "-n", "200", "-c", "16",
+            "--json",
         ])
         #expect(tls.status == 0, "\(tls.stderr)")
         let tlsJSON = try tls.json()
@@ -247,12 +263,16 @@ import Testing
         // Multiplexed: far fewer connections than requests.
         #expect(try #require(tlsJSON["connectionsOpened"] as? Int) < 100)
 
-        let h2c = try await CurlewBinary.run(["bench", nginx.h2cBaseURL + "/small", "--h2c", "-n", "50", "-c", "4", "--json"])
+        let h2c = try await CurlewBinary.run([
+            "bench", nginx.h2cBaseURL + "/small", "--h2c", "-n", "50", "-c", "4", "--json",
+        ])
         #expect(h2c.status == 0, "\(h2c.stderr)")
         #expect(try h2c.json()["succeeded"] as? Int == 50)
 
         // Without --cacert the test CA is not trusted: every request fails as a TLS error.
-        let untrusted = try await CurlewBinary.run(["bench", nginx.httpsBaseURL + "/small", "--http2", "-n", "3", "-c", "1", "--json"])
+        let untrusted = try await CurlewBinary.run([
+            "bench", nginx.httpsBaseURL + "/small", "--http2", "-n", "3", "-c", "1", "--json",
+        ])
         #expect((try untrusted.json()["failures"] as? [String: Int])?["tls"] == 3)
     }
 }

@@ -1,5 +1,6 @@
-@testable import curlew
 import Testing
+
+@testable import curlew
 
 @Suite struct BenchIntervalsTests {
     @Test func differenceHoldsOnlyTheNewRecordings() {

@@ -6,13 +6,16 @@ import Testing
 
 /// `--report`: the page is rendered by a real browser (Debian's chromium, headless) and checked in the screenshot.
 @Suite struct BenchReportTests {
-    static let chromium = ProcessInfo.processInfo.environment["CURLEW_CHROMIUM"].flatMap { $0.isEmpty ? nil : $0 } ?? "/usr/bin/chromium"
+    static let chromium =
+        ProcessInfo.processInfo.environment["CURLEW_CHROMIUM"].flatMap { $0.isEmpty ? nil : $0 } ?? "/usr/bin/chromium"
 
     /// Renders `page` to a PNG with every request the browser makes sent through a recording proxy; returns the
     /// requests' targets (`http://host/path` for plain HTTP, `host:443` for CONNECT).
     private func render(_ page: String, to png: String) async throws -> [String] {
         guard FileManager.default.isExecutableFile(atPath: Self.chromium) else {
-            throw TestSupportError("chromium not found at \(Self.chromium): `apt-get install chromium` (make test installs it) or set CURLEW_CHROMIUM")
+            throw TestSupportError(
+                "chromium not found at \(Self.chromium): `apt-get install chromium` (make test installs it) or set CURLEW_CHROMIUM"
+            )
         }
         let seen = Mutex<[String]>([])
         let profile = NSTemporaryDirectory() + "curlew-chromium-\(UUID().uuidString)"
@@ -21,16 +24,18 @@ import Testing
             seen.withLock { $0.append(request.uri) }
             return ScriptedResponse(status: 403)
         }) { proxy in
-            let output = try await CurlewBinary.runProgram([
-                Self.chromium, "--headless=new", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run",
-                "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-pings",
-                "--disable-domain-reliability", "--disable-default-apps",
-                "--disable-features=NetworkTimeServiceQuerying,OptimizationHints,Translate,MediaRouter",
-                "--user-data-dir=\(profile)",
-                // Everything, loopback included, goes through the recording proxy.
-                "--proxy-server=\(proxy.baseURL)", "--proxy-bypass-list=<-loopback>",
-                "--window-size=1000,1500", "--screenshot=\(png)", "file://\(page)",
-            ], timeout: .seconds(60))
+            let output = try await CurlewBinary.runProgram(
+                [
+                    Self.chromium, "--headless=new", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                    "--no-first-run",
+                    "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-pings",
+                    "--disable-domain-reliability", "--disable-default-apps",
+                    "--disable-features=NetworkTimeServiceQuerying,OptimizationHints,Translate,MediaRouter",
+                    "--user-data-dir=\(profile)",
+                    // Everything, loopback included, goes through the recording proxy.
+                    "--proxy-server=\(proxy.baseURL)", "--proxy-bypass-list=<-loopback>",
+                    "--window-size=1000,1500", "--screenshot=\(png)", "file://\(page)",
+                ], timeout: .seconds(60))
             #expect(output.status == 0, "chromium: \(output.stderr)")
             return seen.withLock { $0 }
         }
@@ -38,7 +43,9 @@ import Testing
 
     /// Requests Chromium makes on its own whatever the page (component updates, account checks): not the page's.
     private static func isBrowserService(_ target: String) -> Bool {
-        ["update.googleapis.com", "accounts.google.com", "clients2.google.com", "redirector.gvt1.com"].contains { target.contains($0) }
+        ["update.googleapis.com", "accounts.google.com", "clients2.google.com", "redirector.gvt1.com"].contains {
+            target.contains($0)
+        }
     }
 
     /// Counts the screenshot's pixels of each colour (within a small tolerance), with a PNG decoder written for
@@ -113,11 +120,15 @@ import Testing
             // number is not fixed), the last at the end of the run.
             let rateMarkers = html.components(separatedBy: "class=\"point\" data-series=\"requests/s\"").count - 1
             let okMarkers = html.components(separatedBy: "class=\"point\" data-series=\"2xx\"").count - 1
-            #expect(rateMarkers >= 2 && rateMarkers == okMarkers, "\(rateMarkers) rate markers, \(okMarkers) 2xx markers")
+            #expect(
+                rateMarkers >= 2 && rateMarkers == okMarkers, "\(rateMarkers) rate markers, \(okMarkers) 2xx markers")
             let duration = try #require(json["durationSeconds"] as? Double)
-            let lastX = html.components(separatedBy: "data-series=\"requests/s\" data-x=\"").dropFirst().compactMap { Double($0.prefix { $0 != "\"" }) }.max()
+            let lastX = html.components(separatedBy: "data-series=\"requests/s\" data-x=\"").dropFirst().compactMap {
+                Double($0.prefix { $0 != "\"" })
+            }.max()
             #expect(abs((lastX ?? 0) - duration) < 0.3, "last interval ends at \(lastX ?? 0) s of \(duration) s")
-            let okCounts = html.components(separatedBy: "data-series=\"2xx\" data-x=\"").dropFirst().compactMap { part -> Double? in
+            let okCounts = html.components(separatedBy: "data-series=\"2xx\" data-x=\"").dropFirst().compactMap {
+                part -> Double? in
                 guard let range = part.range(of: "data-y=\"") else { return nil }
                 return Double(part[range.upperBound...].prefix { $0 != "\"" })
             }
@@ -134,7 +145,8 @@ import Testing
 
             let png = directory + "/report.png"
             let reportRequests = try await render(report, to: png)
-            #expect(reportRequests.filter { !Self.isBrowserService($0) }.isEmpty, "the report fetched \(reportRequests)")
+            #expect(
+                reportRequests.filter { !Self.isBrowserService($0) }.isEmpty, "the report fetched \(reportRequests)")
             // The plotted series are in the picture: requests/s (blue), p50/p90/p99 lines, the 2xx series.
             let counts = try await pixelCounts(png, colors: ["#1f77b4", "#2ca02c", "#ff7f0e", "#d62728"])
             for (color, count) in counts {

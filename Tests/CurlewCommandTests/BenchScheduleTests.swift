@@ -1,5 +1,6 @@
-@testable import curlew
 import Testing
+
+@testable import curlew
 
 @Suite struct BenchScheduleTests {
     private func arrivals(_ text: String) throws -> ArrivalSchedule {

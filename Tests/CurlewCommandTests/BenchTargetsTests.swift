@@ -1,5 +1,6 @@
-@testable import curlew
 import Testing
+
+@testable import curlew
 
 @Suite struct BenchTargetsTests {
     @Test func readsJSONLines() throws {
@@ -12,8 +13,11 @@ import Testing
         let targets = try BenchTargetFile.parse(text, directory: "/data")
         #expect(targets.count == 3)
         #expect(targets[0] == BenchTargetSpec(method: "GET", url: "http://a.test/one", headers: [], body: nil))
-        #expect(targets[1] == BenchTargetSpec(
-            method: "POST", url: "http://a.test/two", headers: [("X-A", "1"), ("X-B", "2"), ("X-B", "3")], body: .text("hi")))
+        #expect(
+            targets[1]
+                == BenchTargetSpec(
+                    method: "POST", url: "http://a.test/two", headers: [("X-A", "1"), ("X-B", "2"), ("X-B", "3")],
+                    body: .text("hi")))
         #expect(targets[2].body == .file("/data/bodies/three.json"))
     }
 
@@ -56,14 +60,19 @@ import Testing
     }
 
     @Test func roundRobinCyclesThroughTheTargets() {
-        #expect((0..<7).map { BenchTargetOrder.roundRobin.targetIndex(ofRequest: $0, targetCount: 3) } == [0, 1, 2, 0, 1, 2, 0])
+        #expect(
+            (0..<7).map { BenchTargetOrder.roundRobin.targetIndex(ofRequest: $0, targetCount: 3) } == [
+                0, 1, 2, 0, 1, 2, 0,
+            ])
     }
 
     @Test func randomOrderIsReproducibleAndCoversTheTargets() {
         let order = BenchTargetOrder.random(seed: 42)
         let picks = (0..<3000).map { order.targetIndex(ofRequest: $0, targetCount: 3) }
-        #expect(picks == (0..<3000).map { BenchTargetOrder.random(seed: 42).targetIndex(ofRequest: $0, targetCount: 3) })
-        #expect(picks != (0..<3000).map { BenchTargetOrder.random(seed: 43).targetIndex(ofRequest: $0, targetCount: 3) })
+        #expect(
+            picks == (0..<3000).map { BenchTargetOrder.random(seed: 42).targetIndex(ofRequest: $0, targetCount: 3) })
+        #expect(
+            picks != (0..<3000).map { BenchTargetOrder.random(seed: 43).targetIndex(ofRequest: $0, targetCount: 3) })
         for target in 0..<3 {
             // Each target gets about a third (binomial: ±5 % is more than 5 standard deviations).
             #expect(abs(picks.filter { $0 == target }.count - 1000) < 150)

@@ -1,5 +1,6 @@
-@testable import curlew
 import Testing
+
+@testable import curlew
 
 @Suite struct BenchThresholdTests {
     private func measurements(
@@ -28,7 +29,9 @@ import Testing
         ("rps>5000", .requestsPerSecond, .greater, 5000),
         (" RPS > 10.5 ", .requestsPerSecond, .greater, 10.5),
     ])
-    func parsesEachKindOfRule(text: String, metric: BenchThreshold.Metric, comparison: BenchThreshold.Comparison, limit: Double) throws {
+    func parsesEachKindOfRule(
+        text: String, metric: BenchThreshold.Metric, comparison: BenchThreshold.Comparison, limit: Double
+    ) throws {
         let threshold = try BenchThreshold(parsing: text)
         #expect(threshold.metric == metric)
         #expect(threshold.comparison == comparison)
@@ -61,7 +64,8 @@ import Testing
     }
 
     @Test func evaluatesAgainstTheMeasuredValues() throws {
-        let run = measurements(requests: 1000, failed: 20, statusCounts: [200: 980, 503: 20], rps: 5000, latency: 10_000)
+        let run = measurements(
+            requests: 1000, failed: 20, statusCounts: [200: 980, 503: 20], rps: 5000, latency: 10_000)
         func passes(_ text: String) throws -> Bool { try BenchThreshold(parsing: text).evaluate(run).passed }
         #expect(try passes("p99<20ms"))  // 9.9 ms
         #expect(try !passes("p99<5ms"))
@@ -73,7 +77,8 @@ import Testing
         #expect(try passes("rps>=5000"))
         #expect(try !passes("rps>5000"))
         let result = try BenchThreshold(parsing: "errors<1%").evaluate(run)
-        #expect(result == BenchThresholdResult(threshold: "errors<1%", passed: false, actual: 2, limit: 1, unit: "percent"))
+        #expect(
+            result == BenchThresholdResult(threshold: "errors<1%", passed: false, actual: 2, limit: 1, unit: "percent"))
     }
 
     @Test func aRuleWithoutMeasuredDataFails() throws {
@@ -84,10 +89,14 @@ import Testing
     }
 
     @Test func exitStatusesTakePrecedenceInOrder() {
-        let failedRule = BenchThresholdResult(threshold: "p99<1ms", passed: false, actual: 2000, limit: 1000, unit: "microseconds")
-        let passedRule = BenchThresholdResult(threshold: "p99<1s", passed: true, actual: 2000, limit: 1e6, unit: "microseconds")
+        let failedRule = BenchThresholdResult(
+            threshold: "p99<1ms", passed: false, actual: 2000, limit: 1000, unit: "microseconds")
+        let passedRule = BenchThresholdResult(
+            threshold: "p99<1s", passed: true, actual: 2000, limit: 1e6, unit: "microseconds")
         #expect(BenchExitStatus.of(interrupted: false, requests: 10, succeeded: 10, thresholds: [passedRule]) == 0)
-        #expect(BenchExitStatus.of(interrupted: false, requests: 10, succeeded: 9, thresholds: [passedRule, failedRule]) == 99)
+        #expect(
+            BenchExitStatus.of(interrupted: false, requests: 10, succeeded: 9, thresholds: [passedRule, failedRule])
+                == 99)
         // Every request failed: 98 even though the latency rule passes.
         #expect(BenchExitStatus.of(interrupted: false, requests: 10, succeeded: 0, thresholds: [passedRule]) == 98)
         #expect(BenchExitStatus.of(interrupted: true, requests: 10, succeeded: 0, thresholds: [failedRule]) == 130)

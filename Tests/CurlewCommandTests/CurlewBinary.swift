@@ -32,20 +32,26 @@ struct CurlewBinary {
         var buffer = [CChar](repeating: 0, count: 4096)
         let length = readlink("/proc/self/exe", &buffer, buffer.count - 1)
         guard length > 0 else { throw TestSupportError("cannot read /proc/self/exe") }
-        var directory = URL(fileURLWithPath: String(decoding: buffer[..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self))
-            .deletingLastPathComponent()
+        var directory = URL(
+            fileURLWithPath: String(decoding: buffer[..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        )
+        .deletingLastPathComponent()
         // The bundle may be a folder (`*.xctest/…`) on some toolchains.
         for _ in 0..<4 {
             let candidate = directory.appendingPathComponent("curlew").path
             if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
             directory.deleteLastPathComponent()
         }
-        throw TestSupportError("the curlew executable was not found next to the test bundle; build it (`swift build --build-tests`) or set CURLEW_BINARY")
+        throw TestSupportError(
+            "the curlew executable was not found next to the test bundle; build it (`swift build --build-tests`) or set CURLEW_BINARY"
+        )
     }
 
     /// Starts `curlew ARGUMENTS`, optionally behind a wrapper such as `setpriv …`.
     /// - Parameter environment: variables added to (or replacing) the test process's own.
-    static func start(_ arguments: [String], wrapper: [String] = [], environment: [String: String] = [:]) throws -> RunningCommand {
+    static func start(
+        _ arguments: [String], wrapper: [String] = [], environment: [String: String] = [:]
+    ) throws -> RunningCommand {
         let directory = NSTemporaryDirectory() + "curlew-command-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let stdoutPath = directory + "/stdout"
@@ -60,20 +66,27 @@ struct CurlewBinary {
         let directory = NSTemporaryDirectory() + "curlew-command-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let pid = try spawn(argv, stdoutPath: directory + "/stdout", stderrPath: directory + "/stderr")
-        return try await RunningCommand(pid: pid, directory: directory, stdoutPath: directory + "/stdout", stderrPath: directory + "/stderr")
-            .finish(timeout: timeout)
+        return try await RunningCommand(
+            pid: pid, directory: directory, stdoutPath: directory + "/stdout", stderrPath: directory + "/stderr"
+        )
+        .finish(timeout: timeout)
     }
 
     /// Runs `curlew ARGUMENTS` to the end (at most `timeout`).
     static func run(
-        _ arguments: [String], wrapper: [String] = [], environment: [String: String] = [:], timeout: Duration = .seconds(60)
+        _ arguments: [String], wrapper: [String] = [], environment: [String: String] = [:],
+        timeout: Duration = .seconds(60)
     ) async throws -> CommandOutput {
         try await start(arguments, wrapper: wrapper, environment: environment).finish(timeout: timeout)
     }
 
-    private static func spawn(_ argv: [String], stdoutPath: String, stderrPath: String, environment extra: [String: String] = [:]) throws -> pid_t {
+    private static func spawn(
+        _ argv: [String], stdoutPath: String, stderrPath: String, environment extra: [String: String] = [:]
+    ) throws -> pid_t {
         let environment = ProcessInfo.processInfo.environment
-            .filter { !["http_proxy", "https_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"].contains($0.key) }
+            .filter {
+                !["http_proxy", "https_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"].contains($0.key)
+            }
             .merging(extra) { $1 }
         return try spawnWithOutputFiles(argv, environment: environment, stdoutPath: stdoutPath, stderrPath: stderrPath)
     }

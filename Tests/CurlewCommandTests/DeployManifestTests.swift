@@ -19,7 +19,9 @@ import Yams
         var sequence = try Yams.load_all(yaml: String(contentsOfFile: path(relative), encoding: .utf8))
         var documents: [[String: Any]] = []
         while let document = sequence.next() {
-            guard let object = document as? [String: Any] else { throw TestSupportError("\(relative): a document is not a mapping") }
+            guard let object = document as? [String: Any] else {
+                throw TestSupportError("\(relative): a document is not a mapping")
+            }
             documents.append(object)
         }
         if let error = sequence.error { throw error }
@@ -44,8 +46,12 @@ import Yams
     /// The flags of the `exec "$CURLEW" SUBCOMMAND …` line of a Slurm script.
     static func curlewFlags(inScript name: String, subcommand: String) throws -> [String] {
         let script = try String(contentsOfFile: path("deploy/slurm/" + name), encoding: .utf8)
-        let lines = script.split(separator: "\n").filter { $0.hasPrefix("exec \"$CURLEW\" \(subcommand) ") || $0.hasPrefix("exec \"${CURLEW:-curlew}\"") }
-        guard lines.count == 1 else { throw TestSupportError("\(name): expected one line running curlew \(subcommand), found \(lines.count)") }
+        let lines = script.split(separator: "\n").filter {
+            $0.hasPrefix("exec \"$CURLEW\" \(subcommand) ") || $0.hasPrefix("exec \"${CURLEW:-curlew}\"")
+        }
+        guard lines.count == 1 else {
+            throw TestSupportError("\(name): expected one line running curlew \(subcommand), found \(lines.count)")
+        }
         return lines[0].split(separator: " ").map(String.init).filter { $0.hasPrefix("-") }
     }
 
@@ -79,7 +85,9 @@ import Yams
         let volumes = try #require(pod["volumes"] as? [[String: Any]])
         let mounts = try #require(container["volumeMounts"] as? [[String: Any]])
         let outputDirectory = try #require(Self.value(of: "--output-dir", in: arguments))
-        let mount = try #require(mounts.first { $0["mountPath"] as? String == outputDirectory }, "--output-dir \(outputDirectory) is not a volume mount")
+        let mount = try #require(
+            mounts.first { $0["mountPath"] as? String == outputDirectory },
+            "--output-dir \(outputDirectory) is not a volume mount")
         let volume = try #require(volumes.first { $0["name"] as? String == mount["name"] as? String })
         #expect((volume["persistentVolumeClaim"] as? [String: Any])?["claimName"] as? String == claimName)
 
@@ -93,7 +101,9 @@ import Yams
         #expect((source("START_AT")?["configMapKeyRef"] as? [String: Any])?["name"] as? String == "curlew-bench-run")
         for reference in arguments where reference.hasPrefix("$(") {
             let name = String(reference.dropFirst(2).dropLast())
-            #expect(environment.contains { $0["name"] as? String == name }, "\(reference) names no variable of the container")
+            #expect(
+                environment.contains { $0["name"] as? String == name },
+                "\(reference) names no variable of the container")
         }
     }
 
@@ -110,7 +120,8 @@ import Yams
 
         let mounts = try #require(container["volumeMounts"] as? [[String: Any]])
         let mount = try #require(mounts.first { $0["mountPath"] as? String == "/results" })
-        let volume = try #require((pod["volumes"] as? [[String: Any]])?.first { $0["name"] as? String == mount["name"] as? String })
+        let volume = try #require(
+            (pod["volumes"] as? [[String: Any]])?.first { $0["name"] as? String == mount["name"] as? String })
         let claimName = (bench[0]["metadata"] as? [String: Any])?["name"] as? String
         #expect((volume["persistentVolumeClaim"] as? [String: Any])?["claimName"] as? String == claimName)
         // The bench Job writes where this one reads.
@@ -129,10 +140,14 @@ import Yams
         let slurmUpload = try Self.curlewFlags(inScript: "upload.sbatch", subcommand: "upload")
         #expect(slurmUpload.contains("--output-dir") && slurmUpload.contains("--journal"))
         for flags in [slurmBench, slurmUpload] {
-            #expect(!flags.contains("--shard") && !flags.contains("--run-id"), "Slurm's variables give the shard and the run")
+            #expect(
+                !flags.contains("--shard") && !flags.contains("--run-id"),
+                "Slurm's variables give the shard and the run")
         }
 
-        let merge = try #require(try Self.container(of: Self.documents("deploy/kubernetes/merge-job.yaml")[0]).container["args"] as? [String])
+        let merge = try #require(
+            try Self.container(of: Self.documents("deploy/kubernetes/merge-job.yaml")[0]).container["args"] as? [String]
+        )
         let mergeScript = try String(contentsOfFile: Self.path("deploy/slurm/merge.sbatch"), encoding: .utf8)
         #expect(mergeScript.contains("arguments=(merge \"$OUTPUT_DIR\" --json)"))
         #expect(merge.filter { $0.hasPrefix("-") } == ["--json"])
@@ -143,7 +158,9 @@ import Yams
         let output = try await CurlewBinary.runProgram(["bash", "-n", Self.path("deploy/slurm/" + name)])
         #expect(output.status == 0, "\(output.stderr)")
         let script = try String(contentsOfFile: Self.path("deploy/slurm/" + name), encoding: .utf8)
-        #expect(script.hasPrefix("#!/bin/bash\n#SBATCH --job-name="), "sbatch reads #SBATCH lines only before the first command")
+        #expect(
+            script.hasPrefix("#!/bin/bash\n#SBATCH --job-name="),
+            "sbatch reads #SBATCH lines only before the first command")
     }
 
     // MARK: - The Slurm scripts on a Slurm cluster
@@ -185,17 +202,21 @@ import Yams
 
         /// The stub's record of one call: the Slurm variables, then the arguments.
         func call(_ name: String) throws -> (slurm: String, arguments: [String]) {
-            let lines = try String(contentsOfFile: "\(calls)/\(name).txt", encoding: .utf8).split(separator: "\n", omittingEmptySubsequences: false)
+            let lines = try String(contentsOfFile: "\(calls)/\(name).txt", encoding: .utf8).split(
+                separator: "\n", omittingEmptySubsequences: false)
             return (String(lines[0]), lines.dropFirst().dropLast().map(String.init))
         }
 
         func mergeSaw() throws -> [String] {
-            try String(contentsOfFile: calls + "/merge-saw.txt", encoding: .utf8).split(separator: "\n").map(String.init)
+            try String(contentsOfFile: calls + "/merge-saw.txt", encoding: .utf8).split(separator: "\n").map(
+                String.init)
         }
     }
 
     /// `bash deploy/slurm/…` as documented; returns the array's and the merge's job IDs from what it printed.
-    static func launch(_ script: String, _ run: StubRun, on cluster: SlurmCluster) async throws -> (array: Int, merge: Int, printed: String) {
+    static func launch(
+        _ script: String, _ run: StubRun, on cluster: SlurmCluster
+    ) async throws -> (array: Int, merge: Int, printed: String) {
         try await launch(script, environment: run.environment, in: run.folder, on: cluster)
     }
 
@@ -204,7 +225,8 @@ import Yams
     static func launch(
         _ script: String, environment: [String: String], in folder: String, on cluster: SlurmCluster
     ) async throws -> (array: Int, merge: Int, printed: String) {
-        let output = try await cluster.run(["bash", path("deploy/slurm/" + script)], environment: environment, workingDirectory: folder)
+        let output = try await cluster.run(
+            ["bash", path("deploy/slurm/" + script)], environment: environment, workingDirectory: folder)
         #expect(output.status == 0, "\(output)")
         let words = output.stdout.split(whereSeparator: { $0 == " " || $0 == "\n" || $0 == "," })
         let array = words.firstIndex(of: "array").flatMap { Int(words[$0 + 2]) }
@@ -215,9 +237,12 @@ import Yams
 
     @Test func benchLauncherSubmitsShardsThatStartTogetherThenTheMerge() async throws {
         let cluster = try await SlurmCluster.shared()
-        let run = try StubRun(cluster, "bench-launcher", [
-            "TARGET": "http://127.0.0.1:9/small", "REQUESTS": "200000", "CONNECTIONS": "8", "SHARDS": "4", "START_DELAY": "30",
-        ])
+        let run = try StubRun(
+            cluster, "bench-launcher",
+            [
+                "TARGET": "http://127.0.0.1:9/small", "REQUESTS": "200000", "CONNECTIONS": "8", "SHARDS": "4",
+                "START_DELAY": "30",
+            ])
         let launched = Date()
         let (array, merge, printed) = try await Self.launch("bench.sbatch", run, on: cluster)
         let shards = try await cluster.waitForJob(array, timeout: .seconds(60))
@@ -232,24 +257,33 @@ import Yams
             #expect(slurm == "task=\(task) count=4 array=\(array)")
             let startAt = try #require(Self.value(of: "--start-at", in: arguments))
             startTimes.insert(startAt)
-            #expect(arguments == ["bench", "http://127.0.0.1:9/small", "-n", "200000", "-c", "8", "--output-dir", outputDirectory, "--start-at", startAt])
+            #expect(
+                arguments == [
+                    "bench", "http://127.0.0.1:9/small", "-n", "200000", "-c", "8", "--output-dir", outputDirectory,
+                    "--start-at", startAt,
+                ])
         }
         #expect(startTimes.count == 1, "every shard starts at the same second: \(startTimes)")
-        let startAt = try #require(startTimes.first.flatMap { ISO8601DateFormatter().date(from: $0) }, "not ISO 8601: \(startTimes)")
+        let startAt = try #require(
+            startTimes.first.flatMap { ISO8601DateFormatter().date(from: $0) }, "not ISO 8601: \(startTimes)")
         #expect(abs(startAt.timeIntervalSince(launched) - 30) < 5, "START_AT \(startAt), launched \(launched)")
         #expect(printed.contains("load starts at \(startTimes.first!)"))
 
         #expect(try run.call("merge-none").arguments == ["merge", outputDirectory, "--json"])
-        #expect(try run.mergeSaw() == (0..<4).map { "bench-shard-\($0)-of-4.json" }, "the merge ran after every shard wrote")
+        #expect(
+            try run.mergeSaw() == (0..<4).map { "bench-shard-\($0)-of-4.json" }, "the merge ran after every shard wrote"
+        )
     }
 
     @Test func uploadLauncherGivesEveryShardTheJournalThenMerges() async throws {
         let cluster = try await SlurmCluster.shared()
-        let run = try StubRun(cluster, "upload-launcher", [
-            "SOURCE": "/data/photos", "DEST": "http://127.0.0.1:9/dav/photos/", "CONCURRENCY": "3", "SHARDS": "4",
-            // Passed on word by word and not globbed: the job's folder holds curlew-stub, which curlew-* would match.
-            "EXTRA_ARGS": "--include curlew-*  --rate 5",
-        ])
+        let run = try StubRun(
+            cluster, "upload-launcher",
+            [
+                "SOURCE": "/data/photos", "DEST": "http://127.0.0.1:9/dav/photos/", "CONCURRENCY": "3", "SHARDS": "4",
+                // Passed on word by word and not globbed: the job's folder holds curlew-stub, which curlew-* would match.
+                "EXTRA_ARGS": "--include curlew-*  --rate 5",
+            ])
         let (array, merge, _) = try await Self.launch("upload.sbatch", run, on: cluster)
         let shards = try await cluster.waitForJob(array, timeout: .seconds(60))
         #expect(shards.map(\.state) == Array(repeating: "COMPLETED", count: 4), "\(cluster.describe(shards))")
@@ -261,10 +295,12 @@ import Yams
             let (slurm, arguments) = try run.call("upload-\(task)")
             #expect(slurm == "task=\(task) count=4 array=\(array)")
             // One JOURNAL for the run: curlew makes it JOURNAL.shard-I-of-N in each shard.
-            #expect(arguments == [
-                "upload", "/data/photos", "http://127.0.0.1:9/dav/photos/", "--concurrency", "3",
-                "--journal", outputDirectory + "/upload.journal", "--output-dir", outputDirectory, "--include", "curlew-*", "--rate", "5",
-            ])
+            #expect(
+                arguments == [
+                    "upload", "/data/photos", "http://127.0.0.1:9/dav/photos/", "--concurrency", "3",
+                    "--journal", outputDirectory + "/upload.journal", "--output-dir", outputDirectory, "--include",
+                    "curlew-*", "--rate", "5",
+                ])
         }
         #expect(try run.call("merge-none").arguments == ["merge", outputDirectory, "--json"])
         #expect(try run.mergeSaw() == (0..<4).map { "upload-shard-\($0)-of-4.json" })
@@ -287,7 +323,10 @@ import Yams
         #expect(starts[0] != nil && starts[0] == starts[1], "Unix seconds, the same in both: \(starts)")
         #expect((before + 45...after + 45).contains(starts[0] ?? 0))
         // The defaults: -n 1000000 -c 64, and the output beside the submission.
-        #expect(calls[0].arguments.prefix(7) == ["bench", "http://127.0.0.1:9/small", "-n", "1000000", "-c", "64", "--output-dir"])
+        #expect(
+            calls[0].arguments.prefix(7) == [
+                "bench", "http://127.0.0.1:9/small", "-n", "1000000", "-c", "64", "--output-dir",
+            ])
         #expect(Self.value(of: "--output-dir", in: calls[0].arguments) == "\(run.folder)/curlew-bench-\(array)")
     }
 }

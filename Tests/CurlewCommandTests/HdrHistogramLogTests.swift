@@ -1,7 +1,8 @@
 import CLibCurl
 import Foundation
-@testable import curlew
 import Testing
+
+@testable import curlew
 
 @Suite struct HdrHistogramLogTests {
     @Test func countsIndexIsHdrHistogramsForThreeDigits() {
@@ -50,18 +51,26 @@ import Testing
 
     @Test func encodedHistogramsReadBackBucketForBucket() throws {
         var histogram = BenchTally.emptyHistogram()
-        for value: UInt64 in [1, 2, 3, 2047, 2048, 2049, 4097, 150_000, 59_999_999] { _ = histogram.record(value, count: value % 5 + 1) }
+        for value: UInt64 in [1, 2, 3, 2047, 2048, 2049, 4097, 150_000, 59_999_999] {
+            _ = histogram.record(value, count: value % 5 + 1)
+        }
         _ = histogram.record(70_000_000)  // beyond the initial range: grown on demand
         let read = try HdrHistogramEncoding.histogram(base64: Substring(HdrHistogramEncoding.base64(histogram)))
         #expect(read.totalCount == histogram.totalCount)
-        #expect(Array(read.recordedValues().map { ($0.value, $0.count) }).elementsEqual(histogram.recordedValues().map { ($0.value, $0.count) }, by: ==))
+        #expect(
+            Array(read.recordedValues().map { ($0.value, $0.count) }).elementsEqual(
+                histogram.recordedValues().map { ($0.value, $0.count) }, by: ==))
         // The encoding keeps buckets, not values: every percentile falls in the same bucket (the largest ones are
         // capped at the maximum, which the encoding knows only to its bucket).
         let layout = HdrHistogramEncoding.CountsLayout(significantDigits: 3)
         for percentile in [1.0, 50, 90, 99, 99.9, 99.99] {
-            #expect(layout.index(of: read.valueAtPercentile(percentile)) == layout.index(of: histogram.valueAtPercentile(percentile)))
+            #expect(
+                layout.index(of: read.valueAtPercentile(percentile))
+                    == layout.index(of: histogram.valueAtPercentile(percentile)))
         }
-        #expect(throws: HdrHistogramEncoding.Failure.self) { try HdrHistogramEncoding.histogram(base64: "bm90IGEgaGlzdG9ncmFt") }
+        #expect(throws: HdrHistogramEncoding.Failure.self) {
+            try HdrHistogramEncoding.histogram(base64: "bm90IGEgaGlzdG9ncmFt")
+        }
         #expect(throws: HdrHistogramEncoding.Failure.self) { try HdrHistogramEncoding.histogram(base64: "!!") }
     }
 
@@ -71,8 +80,14 @@ import Testing
         let writer = try HdrHistogramLogWriter(path: path, startTime: Date(timeIntervalSince1970: 1_700_000_000.25))
         var histogram = BenchTally.emptyHistogram()
         _ = histogram.record(1234, count: 3)
-        try writer.append(BenchInterval(startSeconds: 0, endSeconds: 1, histogram: histogram, failed: 0, statusCounts: [:], totalRequests: 3, totalFailed: 0))
-        try writer.append(BenchInterval(startSeconds: 1, endSeconds: 2.5, histogram: BenchTally.emptyHistogram(), failed: 0, statusCounts: [:], totalRequests: 3, totalFailed: 0))
+        try writer.append(
+            BenchInterval(
+                startSeconds: 0, endSeconds: 1, histogram: histogram, failed: 0, statusCounts: [:], totalRequests: 3,
+                totalFailed: 0))
+        try writer.append(
+            BenchInterval(
+                startSeconds: 1, endSeconds: 2.5, histogram: BenchTally.emptyHistogram(), failed: 0, statusCounts: [:],
+                totalRequests: 3, totalFailed: 0))
         writer.close()
         let log = try HdrHistogramLogReader.read(path: path)
         #expect(log.startTime == 1_700_000_000.25)

@@ -33,7 +33,9 @@ enum HdrhReference {
     /// Sums the interval logs `bench-shard-*.hlog` in `directory`.
     static func summingShardLogs(in directory: String) async throws -> Result {
         let output = try await CurlewBinary.runProgram(["python3", "-c", script, directory])
-        guard output.status == 0 else { throw TestSupportError("python3 hdrh failed (exit \(output.status)): \(output.stderr)") }
+        guard output.status == 0 else {
+            throw TestSupportError("python3 hdrh failed (exit \(output.status)): \(output.stderr)")
+        }
         let json = try output.json()
         var percentiles: [String: Double] = [:]
         for key in keys { percentiles[key] = (json[key] as? NSNumber)?.doubleValue }

@@ -11,8 +11,12 @@ import Testing
     }
 
     /// Runs every shard of a run at once (as a scheduler would) and returns their outputs in shard order.
-    private static func runShards(_ count: Int, _ arguments: [String], timeout: Duration = .seconds(120)) async throws -> [CommandOutput] {
-        let commands = try (0..<count).map { index in try CurlewBinary.start(arguments + ["--shard", "\(index)/\(count)"]) }
+    private static func runShards(
+        _ count: Int, _ arguments: [String], timeout: Duration = .seconds(120)
+    ) async throws -> [CommandOutput] {
+        let commands = try (0..<count).map { index in
+            try CurlewBinary.start(arguments + ["--shard", "\(index)/\(count)"])
+        }
         var outputs: [CommandOutput] = []
         for command in commands { outputs.append(try await command.finish(timeout: timeout)) }
         return outputs
@@ -24,10 +28,13 @@ import Testing
         let directory = try Self.scratch()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let start = String(Int(Date().timeIntervalSince1970) + 2)
-        let outputs = try await Self.runShards(4, [
-            "bench", nginx.httpBaseURL + marker + "x", "-n", "20003", "-c", "16", "--run-id", "merge-test", "--start-at", start,
-            "--output-dir", directory, "--interval", "250ms", "--no-progress", "--json",
-        ])
+        let outputs = try await Self.runShards(
+            4,
+            [
+                "bench", nginx.httpBaseURL + marker + "x", "-n", "20003", "-c", "16", "--run-id", "merge-test",
+                "--start-at", start,
+                "--output-dir", directory, "--interval", "250ms", "--no-progress", "--json",
+            ])
         for output in outputs { #expect(output.status == 0, "\(output.stderr)") }
         // The remainder of 20,003 / 4 goes to the first three shards.
         #expect(try outputs.map { try $0.json()["requests"] as? Int } == [5001, 5001, 5001, 5000])
@@ -49,7 +56,9 @@ import Testing
         let latency = try #require(json["latencyMicroseconds"] as? [String: Double])
         #expect(python.total == 20003)
         for key in HdrhReference.keys {
-            #expect(latency[key] == python.percentiles[key], "\(key): merge \(latency[key] ?? -1), hdrh \(python.percentiles[key] ?? -1)")
+            #expect(
+                latency[key] == python.percentiles[key],
+                "\(key): merge \(latency[key] ?? -1), hdrh \(python.percentiles[key] ?? -1)")
         }
         // The report plots the merged intervals, one slot per 250 ms of the run.
         let html = try String(contentsOfFile: directory + "/merged.html", encoding: .utf8)
@@ -63,10 +72,12 @@ import Testing
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let start = String(Int(Date().timeIntervalSince1970) + 2)
         // 300 requests/s for 2 s is 600 requests; three shards send every third of the schedule each.
-        let outputs = try await Self.runShards(3, [
-            "bench", nginx.httpBaseURL + marker + "r", "--rate", "300", "-d", "2s", "-c", "6", "--start-at", start,
-            "--run-id", "rate", "--output-dir", directory, "--no-progress", "--json",
-        ])
+        let outputs = try await Self.runShards(
+            3,
+            [
+                "bench", nginx.httpBaseURL + marker + "r", "--rate", "300", "-d", "2s", "-c", "6", "--start-at", start,
+                "--run-id", "rate", "--output-dir", directory, "--no-progress", "--json",
+            ])
         for output in outputs { #expect(output.status == 0, "\(output.stderr)") }
         #expect(try outputs.map { try $0.json()["requests"] as? Int } == [200, 200, 200])
         let hits = try await NginxHit.read(nginx, marker: marker, atLeast: 600)
@@ -84,7 +95,8 @@ import Testing
         let directory = try Self.scratch()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let url = nginx.httpBaseURL + NginxHit.makeMarker() + "m"
-        _ = try await Self.runShards(2, ["bench", url, "-n", "40", "-c", "2", "--run-id", "a", "--output-dir", directory, "--no-progress"])
+        _ = try await Self.runShards(
+            2, ["bench", url, "-n", "40", "-c", "2", "--run-id", "a", "--output-dir", directory, "--no-progress"])
 
         let failing = try await CurlewBinary.run(["merge", directory, "--threshold", "p50<1us", "--json"])
         #expect(failing.status == 99, "a threshold failed on the merge exits as bench does: \(failing.stderr)")
@@ -95,14 +107,20 @@ import Testing
         #expect(missing.stderr.contains("1 of 2 shards missing (1/2)"), "\(missing.stderr)")
 
         let other = directory + "/other"
-        _ = try await CurlewBinary.run(["bench", url, "-n", "40", "-c", "2", "--run-id", "b", "--output-dir", other, "--shard", "1/2", "--no-progress"])
-        let mixed = try await CurlewBinary.run(["merge", directory + "/bench-shard-0-of-2.json", other + "/bench-shard-1-of-2.json"])
+        _ = try await CurlewBinary.run([
+            "bench", url, "-n", "40", "-c", "2", "--run-id", "b", "--output-dir", other, "--shard", "1/2",
+            "--no-progress",
+        ])
+        let mixed = try await CurlewBinary.run([
+            "merge", directory + "/bench-shard-0-of-2.json", other + "/bench-shard-1-of-2.json",
+        ])
         #expect(mixed.status == 1)
         #expect(mixed.stderr.contains("different runs"), "\(mixed.stderr)")
 
         let unsharded = try await CurlewBinary.run(["bench", url, "-n", "10", "-c", "2", "--no-progress", "--json"])
         let summaryOnly = directory + "/bench-stdout.json"
-        try unsharded.stdout.split(separator: "\n").last.map(String.init)?.write(toFile: summaryOnly, atomically: true, encoding: .utf8)
+        try unsharded.stdout.split(separator: "\n").last.map(String.init)?.write(
+            toFile: summaryOnly, atomically: true, encoding: .utf8)
         let notAShard = try await CurlewBinary.run(["merge", summaryOnly])
         #expect(notAShard.status == 1)
         #expect(notAShard.stderr.contains("--output-dir"), "\(notAShard.stderr)")

@@ -21,11 +21,15 @@ struct NamespaceHostsTests {
         try await hosts.withNginx { nginx in
             for index in 0..<2 {
                 let output = try await CurlewBinary.runProgram(
-                    hosts.execPrefix(client: index) + ["curl", "-sS", "--max-time", "10", nginx.baseURL + "/hits/namespace-test"])
+                    hosts.execPrefix(client: index) + [
+                        "curl", "-sS", "--max-time", "10", nginx.baseURL + "/hits/namespace-test",
+                    ])
                 #expect(output.status == 0 && output.stdout == "hit\n", "\(output.stderr)")
             }
             let log = try String(contentsOfFile: nginx.hitsLogPath, encoding: .utf8)
-            #expect(log.split(separator: "\n").map { String($0.split(separator: " ")[0]) } == hosts.clientAddresses, "\(log)")
+            #expect(
+                log.split(separator: "\n").map { String($0.split(separator: " ")[0]) } == hosts.clientAddresses,
+                "\(log)")
         }
         #expect(NamespaceHosts.ownNamespaces().isEmpty, "left behind: \(NamespaceHosts.ownNamespaces())")
         #expect(([hosts.server] + hosts.clients).allSatisfy { !NamespaceHosts.exists($0) })

@@ -20,7 +20,8 @@ struct NginxHit: Sendable {
     static func read(_ nginx: NginxServer, marker: String, atLeast expected: Int) async throws -> [NginxHit] {
         var hits: [NginxHit] = []
         try await waitUntil(timeout: .seconds(10), "nginx to log \(expected) requests under \(marker)") {
-            hits = Self.parse(log: (try? String(contentsOfFile: nginx.hitsAccessLogPath, encoding: .utf8)) ?? "", marker: marker)
+            hits = Self.parse(
+                log: (try? String(contentsOfFile: nginx.hitsAccessLogPath, encoding: .utf8)) ?? "", marker: marker)
             return hits.count >= expected
         }
         return hits
@@ -29,10 +30,12 @@ struct NginxHit: Sendable {
     static func parse(log: String, marker: String) -> [NginxHit] {
         log.split(separator: "\n").compactMap { line in
             let fields = line.split(separator: " ").map(String.init)
-            guard fields.count >= 6, fields[4].hasPrefix(marker), let time = Double(fields[0]), let connection = Int(fields[1]),
+            guard fields.count >= 6, fields[4].hasPrefix(marker), let time = Double(fields[0]),
+                let connection = Int(fields[1]),
                 let status = Int(fields[3])
             else { return nil }
-            return NginxHit(time: time, connection: connection, method: fields[2], status: status, uri: fields[4], host: fields[5])
+            return NginxHit(
+                time: time, connection: connection, method: fields[2], status: status, uri: fields[4], host: fields[5])
         }
     }
 }

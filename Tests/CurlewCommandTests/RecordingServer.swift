@@ -96,11 +96,13 @@ private final class RecordingHandler: ChannelInboundHandler {
         case .end:
             guard let head else { return }
             let request = RecordingServer.Request(
-                method: head.method.rawValue, uri: head.uri, headers: head.headers.map { ($0.name, $0.value) }, body: body)
+                method: head.method.rawValue, uri: head.uri, headers: head.headers.map { ($0.name, $0.value) },
+                body: body)
             let status = sink.server.withLock { $0 }?.record(request) ?? 201
             var headers = HTTPHeaders()
             headers.add(name: "content-length", value: "0")
-            let responseHead = HTTPResponseHead(version: head.version, status: HTTPResponseStatus(statusCode: status), headers: headers)
+            let responseHead = HTTPResponseHead(
+                version: head.version, status: HTTPResponseStatus(statusCode: status), headers: headers)
             context.write(wrapOutboundOut(.head(responseHead)), promise: nil)
             context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
             self.head = nil
@@ -130,7 +132,8 @@ enum MultipartParts {
 
     static func parse(body: [UInt8], contentType: String) -> [Part]? {
         guard let range = contentType.range(of: "boundary=") else { return nil }
-        let boundary = Array(("--" + contentType[range.upperBound...].trimmingCharacters(in: CharacterSet(charactersIn: "\" "))).utf8)
+        let boundary = Array(
+            ("--" + contentType[range.upperBound...].trimmingCharacters(in: CharacterSet(charactersIn: "\" "))).utf8)
         var parts: [Part] = []
         var cursor = 0
         guard var start = find(boundary, in: body, from: cursor) else { return nil }
@@ -144,7 +147,8 @@ enum MultipartParts {
             var headers: [String: String] = [:]
             for line in String(decoding: body[cursor..<headerEnd], as: UTF8.self).components(separatedBy: "\r\n") {
                 guard let colon = line.firstIndex(of: ":") else { continue }
-                headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+                headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(
+                    in: .whitespaces)
             }
             parts.append(Part(headers: headers, content: Array(body[(headerEnd + 4)..<next])))
             start = next + 2
@@ -155,7 +159,9 @@ enum MultipartParts {
         guard needle.count <= haystack.count, start <= haystack.count - needle.count else { return nil }
         var index = start
         while index <= haystack.count - needle.count {
-            if haystack[index] == needle[0] && haystack[index..<(index + needle.count)].elementsEqual(needle) { return index }
+            if haystack[index] == needle[0] && haystack[index..<(index + needle.count)].elementsEqual(needle) {
+                return index
+            }
             index += 1
         }
         return nil

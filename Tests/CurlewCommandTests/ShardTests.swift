@@ -13,34 +13,52 @@ struct ShardTests {
     }
 
     @Test func aSlurmArrayAssignsShardsCountedFromItsFirstTask() throws {
-        let slurm = ["SLURM_ARRAY_TASK_ID": "6", "SLURM_ARRAY_TASK_MIN": "4", "SLURM_ARRAY_TASK_MAX": "7", "SLURM_ARRAY_TASK_COUNT": "4"]
+        let slurm = [
+            "SLURM_ARRAY_TASK_ID": "6", "SLURM_ARRAY_TASK_MIN": "4", "SLURM_ARRAY_TASK_MAX": "7",
+            "SLURM_ARRAY_TASK_COUNT": "4",
+        ]
         #expect(try ShardAssignment.fromEnvironment(slurm, shards: nil) == ShardAssignment(index: 2, count: 4))
         // Without COUNT, MAX - MIN + 1.
         #expect(
             try ShardAssignment.fromEnvironment(["SLURM_ARRAY_TASK_ID": "3", "SLURM_ARRAY_TASK_MAX": "3"], shards: nil)
                 == ShardAssignment(index: 3, count: 4))
         // An array with a step has holes in its task ids: not shard numbers.
-        let stepped = ["SLURM_ARRAY_TASK_ID": "2", "SLURM_ARRAY_TASK_MIN": "0", "SLURM_ARRAY_TASK_MAX": "6", "SLURM_ARRAY_TASK_COUNT": "4"]
+        let stepped = [
+            "SLURM_ARRAY_TASK_ID": "2", "SLURM_ARRAY_TASK_MIN": "0", "SLURM_ARRAY_TASK_MAX": "6",
+            "SLURM_ARRAY_TASK_COUNT": "4",
+        ]
         #expect(throws: ShardAssignment.ParseError.self) { try ShardAssignment.fromEnvironment(stepped, shards: nil) }
         #expect(try ShardAssignment.fromEnvironment([:], shards: nil) == nil)
     }
 
     @Test func aKubernetesIndexedJobNeedsTheShardCountFromOptionOrEnvironment() throws {
-        #expect(try ShardAssignment.fromEnvironment(["JOB_COMPLETION_INDEX": "1"], shards: 3) == ShardAssignment(index: 1, count: 3))
+        #expect(
+            try ShardAssignment.fromEnvironment(["JOB_COMPLETION_INDEX": "1"], shards: 3)
+                == ShardAssignment(index: 1, count: 3))
         #expect(
             try ShardAssignment.fromEnvironment(["JOB_COMPLETION_INDEX": "1", "CURLEW_SHARDS": "2"], shards: nil)
                 == ShardAssignment(index: 1, count: 2))
-        #expect(throws: ShardAssignment.ParseError.self) { try ShardAssignment.fromEnvironment(["JOB_COMPLETION_INDEX": "1"], shards: nil) }
-        #expect(throws: ShardAssignment.ParseError.self) { try ShardAssignment.fromEnvironment(["JOB_COMPLETION_INDEX": "3"], shards: 3) }
+        #expect(throws: ShardAssignment.ParseError.self) {
+            try ShardAssignment.fromEnvironment(["JOB_COMPLETION_INDEX": "1"], shards: nil)
+        }
+        #expect(throws: ShardAssignment.ParseError.self) {
+            try ShardAssignment.fromEnvironment(["JOB_COMPLETION_INDEX": "3"], shards: 3)
+        }
     }
 
     @Test func optionsWinOverTheEnvironmentAndTheRunIdComesFromSlurm() throws {
         let options = try ShardOptions.parse(["--shard", "1/2"])
-        let resolved = try options.resolved(environment: ["SLURM_ARRAY_TASK_ID": "0", "SLURM_ARRAY_TASK_COUNT": "4", "SLURM_ARRAY_JOB_ID": "77"])
+        let resolved = try options.resolved(environment: [
+            "SLURM_ARRAY_TASK_ID": "0", "SLURM_ARRAY_TASK_COUNT": "4", "SLURM_ARRAY_JOB_ID": "77",
+        ])
         #expect(resolved.shard == ShardAssignment(index: 1, count: 2))
         #expect(resolved.runID == "77")
-        #expect(try ShardOptions.parse(["--run-id", "mine"]).resolved(environment: ["CURLEW_RUN_ID": "other"]).runID == "mine")
-        #expect(throws: (any Error).self) { try ShardOptions.parse(["--shard", "1/2", "--shards", "3"]).resolved(environment: [:]) }
+        #expect(
+            try ShardOptions.parse(["--run-id", "mine"]).resolved(environment: ["CURLEW_RUN_ID": "other"]).runID
+                == "mine")
+        #expect(throws: (any Error).self) {
+            try ShardOptions.parse(["--shard", "1/2", "--shards", "3"]).resolved(environment: [:])
+        }
         #expect(throws: (any Error).self) { try ShardOptions.parse(["--shards", "3"]).resolved(environment: [:]) }
     }
 
@@ -82,14 +100,21 @@ struct ShardTests {
 
     @Test func startAtTakesISO8601OrSecondsSince1970() throws {
         #expect(StartTimeArgument(argument: "2026-11-24T10:00:00Z")?.date == Date(timeIntervalSince1970: 1_795_514_400))
-        #expect(StartTimeArgument(argument: "2026-11-24T10:00:00.500Z")?.date == Date(timeIntervalSince1970: 1_795_514_400.5))
+        #expect(
+            StartTimeArgument(argument: "2026-11-24T10:00:00.500Z")?.date
+                == Date(timeIntervalSince1970: 1_795_514_400.5))
         #expect(StartTimeArgument(argument: "1795514400")?.date == Date(timeIntervalSince1970: 1_795_514_400))
         #expect(StartTimeArgument(argument: "tomorrow") == nil)
         #expect(StartTimeArgument(argument: "-5") == nil)
     }
 
     @Test func outputFilesAreNamedAfterTheShard() {
-        #expect(ShardOptions.outputPath(directory: "out", kind: "bench", shard: ShardAssignment(index: 2, count: 4), suffix: ".json") == "out/bench-shard-2-of-4.json")
-        #expect(ShardOptions.outputPath(directory: "out", kind: "upload", shard: .whole, suffix: ".json") == "out/upload.json")
+        #expect(
+            ShardOptions.outputPath(
+                directory: "out", kind: "bench", shard: ShardAssignment(index: 2, count: 4), suffix: ".json")
+                == "out/bench-shard-2-of-4.json")
+        #expect(
+            ShardOptions.outputPath(directory: "out", kind: "upload", shard: .whole, suffix: ".json")
+                == "out/upload.json")
     }
 }

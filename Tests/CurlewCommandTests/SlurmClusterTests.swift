@@ -39,10 +39,12 @@ import Musl
         let script = try cluster.writeScript(Self.parallelTask, named: "task.sh", in: folder)
 
         // --wait: sbatch returns when every task has ended, and fails if one failed.
-        let jobID = try await cluster.submit(script: script, arguments: ["--array=0-3", "--wait", "--output=slurm-%A_%a.out"], timeout: .seconds(60))
+        let jobID = try await cluster.submit(
+            script: script, arguments: ["--array=0-3", "--wait", "--output=slurm-%A_%a.out"], timeout: .seconds(60))
 
         let records = try (0..<4).map { task in
-            try String(contentsOfFile: "\(folder)/task-\(task).txt", encoding: .utf8).split(separator: " ").map(String.init)
+            try String(contentsOfFile: "\(folder)/task-\(task).txt", encoding: .utf8).split(separator: " ").map(
+                String.init)
         }
         #expect(records.map { $0[0] } == ["0", "1", "2", "3"])
         #expect(records.allSatisfy { $0[1] == "4" }, "SLURM_ARRAY_TASK_COUNT: \(records)")
@@ -86,7 +88,9 @@ import Musl
             tasks.count == 4 && tasks.allSatisfy { $0.state == "RUNNING" }
         }
         let waiting = try await cluster.tasks(ofJob: mergeID)
-        #expect(waiting.map(\.state) == ["PENDING"] && waiting.map(\.reason) == ["Dependency"], "\(cluster.describe(waiting))")
+        #expect(
+            waiting.map(\.state) == ["PENDING"] && waiting.map(\.reason) == ["Dependency"],
+            "\(cluster.describe(waiting))")
         #expect(!FileManager.default.fileExists(atPath: folder + "/merge-started"))
 
         #expect(FileManager.default.createFile(atPath: folder + "/release", contents: nil))
@@ -94,9 +98,17 @@ import Musl
         #expect(array.allSatisfy { $0.state == "COMPLETED" }, "\(cluster.describe(array))")
         let merged = try await cluster.waitForJob(mergeID, timeout: .seconds(30))
         #expect(merged.map(\.state) == ["COMPLETED"], "\(cluster.describe(merged))")
-        #expect(try String(contentsOfFile: folder + "/merge-saw", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines) == "4")
-        let lastDone = try (0..<4).map { try Double(String(contentsOfFile: "\(folder)/done-\($0)", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines))! }.max()!
-        let mergeStart = try Double(String(contentsOfFile: folder + "/merge-started", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines))!
+        #expect(
+            try String(contentsOfFile: folder + "/merge-saw", encoding: .utf8).trimmingCharacters(
+                in: .whitespacesAndNewlines) == "4")
+        let lastDone = try (0..<4).map {
+            try Double(
+                String(contentsOfFile: "\(folder)/done-\($0)", encoding: .utf8).trimmingCharacters(
+                    in: .whitespacesAndNewlines))!
+        }.max()!
+        let mergeStart = try Double(
+            String(contentsOfFile: folder + "/merge-started", encoding: .utf8).trimmingCharacters(
+                in: .whitespacesAndNewlines))!
         #expect(mergeStart >= lastDone)
     }
 
@@ -117,13 +129,16 @@ import Musl
             """, named: "task.sh", in: folder)
 
         let arrayID = try await cluster.submit(script: task, arguments: ["--array=0-2"])
-        try await waitUntil(timeout: .seconds(30), "task 1 to hang") { FileManager.default.fileExists(atPath: folder + "/hanging") }
+        try await waitUntil(timeout: .seconds(30), "task 1 to hang") {
+            FileManager.default.fileExists(atPath: folder + "/hanging")
+        }
         try await cluster.cancel(jobID: arrayID, arrayTask: 1)
         let cancelled = try await cluster.waitForJob(arrayID, timeout: .seconds(30))
         #expect(cancelled.map(\.state) == ["COMPLETED", "CANCELLED", "COMPLETED"], "\(cluster.describe(cancelled))")
 
         try await cluster.requeue(jobID: arrayID, arrayTask: 1)
-        let rerun = try await cluster.waitForTasks(ofJob: arrayID, timeout: .seconds(30), "task 1 to run again and end") { tasks in
+        let rerun = try await cluster.waitForTasks(ofJob: arrayID, timeout: .seconds(30), "task 1 to run again and end")
+        { tasks in
             tasks.first { $0.arrayTaskIndex == 1 }.map { $0.isFinished && $0.restarts == 1 } ?? false
         }
         #expect(rerun.map(\.state) == ["COMPLETED", "COMPLETED", "COMPLETED"], "\(cluster.describe(rerun))")
@@ -148,7 +163,11 @@ import Musl
         try await waitUntil(timeout: .seconds(30), "both tasks to run") {
             (0..<2).allSatisfy { FileManager.default.fileExists(atPath: "\(folder)/pid-\($0)") }
         }
-        let jobProcesses = try (0..<2).map { try pid_t(String(contentsOfFile: "\(folder)/pid-\($0)", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines))! }
+        let jobProcesses = try (0..<2).map {
+            try pid_t(
+                String(contentsOfFile: "\(folder)/pid-\($0)", encoding: .utf8).trimmingCharacters(
+                    in: .whitespacesAndNewlines))!
+        }
 
         await cluster.stop()
         for (name, pid) in daemons {

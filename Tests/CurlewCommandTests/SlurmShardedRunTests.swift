@@ -25,7 +25,8 @@ import Testing
         let (array, merge, printed) = try await DeployManifestTests.launch(
             "bench.sbatch",
             environment: [
-                "CURLEW": try CurlewBinary.path(), "TARGET": nginx.httpBaseURL + marker + "x", "REQUESTS": String(requests),
+                "CURLEW": try CurlewBinary.path(), "TARGET": nginx.httpBaseURL + marker + "x",
+                "REQUESTS": String(requests),
                 "CONNECTIONS": "32", "SHARDS": String(Self.shards), "START_DELAY": String(Self.startDelaySeconds),
                 // EXTRA_ARGS reaches every shard: their plans say 500 ms intervals.
                 "EXTRA_ARGS": "--interval 500ms",
@@ -49,7 +50,8 @@ import Testing
         // ran side by side.
         let starts = results.map { $0.startedAt ?? 0 }
         let ends = results.map { ($0.startedAt ?? 0) + $0.durationSeconds }
-        #expect(starts.allSatisfy { $0 >= startAt - 0.05 && $0 - startAt < 1 }, "start at \(startAt), started \(starts)")
+        #expect(
+            starts.allSatisfy { $0 >= startAt - 0.05 && $0 - startAt < 1 }, "start at \(startAt), started \(starts)")
         #expect(starts.max()! - starts.min()! < 1, "started \(starts)")
         #expect(starts.max()! < ends.min()!, "started \(starts), ended \(ends)")
 
@@ -60,7 +62,9 @@ import Testing
 
         // The merge job (deploy/slurm/merge.sbatch: curlew merge OUTPUT_DIR --json) reports the whole run.
         let merged = try decode(BenchSummary.self, fromLastLineOf: try Self.output(of: mergeTasks[0]))
-        #expect(merged.requests == requests && merged.succeeded == requests, "\(merged.requests) requests, \(merged.succeeded) succeeded")
+        #expect(
+            merged.requests == requests && merged.succeeded == requests,
+            "\(merged.requests) requests, \(merged.succeeded) succeeded")
         #expect(merged.statusCodes == ["200": requests])
         #expect(merged.shardsMerged == Self.shards)
         #expect(merged.runId == String(array))
@@ -70,7 +74,9 @@ import Testing
         #expect(python.total == requests)
         let latency = Self.percentiles(merged.latencyMicroseconds)
         for key in HdrhReference.keys {
-            #expect(latency[key] == python.percentiles[key], "\(key): merge job \(latency[key] ?? -1), hdrh \(python.percentiles[key] ?? -1)")
+            #expect(
+                latency[key] == python.percentiles[key],
+                "\(key): merge job \(latency[key] ?? -1), hdrh \(python.percentiles[key] ?? -1)")
         }
         // The same merge run here says the same.
         let again = try await CurlewBinary.run(["merge", outputDirectory, "--json"])
@@ -80,7 +86,8 @@ import Testing
         Self.log(
             "bench under Slurm: array \(array); shards started within \(String(format: "%.3f", starts.max()! - starts.min()!)) s, "
                 + "ran \(ends.map { String(format: "%.1f", $0 - startAt) }) s after the start; nginx \(hits.count) hits; "
-                + "merge p50/p90/p99/p99.9 \(HdrhReference.keys.map { latency[$0] ?? -1 }) µs = hdrh \(HdrhReference.keys.map { python.percentiles[$0] ?? -1 })")
+                + "merge p50/p90/p99/p99.9 \(HdrhReference.keys.map { latency[$0] ?? -1 }) µs = hdrh \(HdrhReference.keys.map { python.percentiles[$0] ?? -1 })"
+        )
     }
 
     /// Seconds from the launch to the shards' common start: time for Slurm to start four tasks on a busy machine.
@@ -126,7 +133,8 @@ import Testing
         let (array, merge, printed) = try await DeployManifestTests.launch(
             "upload.sbatch",
             environment: [
-                "CURLEW": curlew, "SOURCE": tree.root, "DEST": target.url, "CONCURRENCY": "4", "SHARDS": String(Self.shards),
+                "CURLEW": curlew, "SOURCE": tree.root, "DEST": target.url, "CONCURRENCY": "4",
+                "SHARDS": String(Self.shards),
                 "EXTRA_ARGS": "--rate \(Self.uploadRate)",
             ], in: folder, on: cluster)
         let outputDirectory = "\(folder)/curlew-upload-\(array)"
@@ -137,7 +145,10 @@ import Testing
 
         // Shard 1 is killed with SIGKILL (as the OOM killer or a lost node would) once its journal holds a quarter of its files.
         do {
-            try await waitUntil(timeout: .seconds(120), pollInterval: .milliseconds(50), "shard 1's journal to record a quarter of its files") {
+            try await waitUntil(
+                timeout: .seconds(120), pollInterval: .milliseconds(50),
+                "shard 1's journal to record a quarter of its files"
+            ) {
                 ((try? journaledPaths(journal(1)).count) ?? 0) >= killedShardFiles / 4
             }
         } catch {
@@ -157,21 +168,30 @@ import Testing
 
         // The merge job ran after the array however it ended, and refused the run, naming the missing shard.
         let failedMerge = try await cluster.waitForJob(merge, timeout: .seconds(60))
-        #expect(failedMerge.map(\.state) == ["FAILED"] && failedMerge[0].exitStatus == 1, "\(cluster.describe(failedMerge))")
+        #expect(
+            failedMerge.map(\.state) == ["FAILED"] && failedMerge[0].exitStatus == 1, "\(cluster.describe(failedMerge))"
+        )
         let refusal = try Self.output(of: failedMerge[0])
         #expect(refusal.contains("1 of \(Self.shards) shards missing (1/\(Self.shards))"), "\(refusal)")
 
         // As the launcher says: requeue the shard, then submit the merge again with the command it printed.
         try await cluster.requeue(jobID: array, arrayTask: 1)
         let resubmit = try #require(
-            printed.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }.first { $0.contains("sbatch --dependency=afterany:\(array)") },
+            printed.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }.first {
+                $0.contains("sbatch --dependency=afterany:\(array)")
+            },
             "\(printed)")
-        let submitted = try await cluster.run(["bash", "-c", resubmit], environment: ["CURLEW": curlew], workingDirectory: folder)
-        let secondMerge = try #require(submitted.stdout.split(separator: " ").last.flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) }, "\(submitted)")
+        let submitted = try await cluster.run(
+            ["bash", "-c", resubmit], environment: ["CURLEW": curlew], workingDirectory: folder)
+        let secondMerge = try #require(
+            submitted.stdout.split(separator: " ").last.flatMap {
+                Int($0.trimmingCharacters(in: .whitespacesAndNewlines))
+            }, "\(submitted)")
 
         let rerun: [SlurmTask]
         do {
-            rerun = try await cluster.waitForTasks(ofJob: array, timeout: .seconds(180), "shard 1 to run again and end") { tasks in
+            rerun = try await cluster.waitForTasks(ofJob: array, timeout: .seconds(180), "shard 1 to run again and end")
+            { tasks in
                 tasks.first { $0.arrayTaskIndex == 1 }.map { $0.isFinished && $0.restarts == 1 } ?? false
             }
         } catch {
@@ -188,11 +208,14 @@ import Testing
         #expect(merged.uploaded + merged.skipped + merged.alreadyThere == Self.uploadFileCount, "\(merged.text)")
         #expect(merged.shardsMerged == Self.shards && merged.runId == String(array))
         // The re-run resumed: it skipped what its journal recorded, and looked up (HEAD) only what was in flight.
-        let resumed = try decode(UploadSummary.self, fromFile: "\(outputDirectory)/upload-shard-1-of-\(Self.shards).json")
+        let resumed = try decode(
+            UploadSummary.self, fromFile: "\(outputDirectory)/upload-shard-1-of-\(Self.shards).json")
         #expect(resumed.files == killedShardFiles && resumed.skipped == journaledBeforeRerun, "\(resumed.text)")
         #expect(resumed.uploaded + resumed.alreadyThere == killedShardFiles - journaledBeforeRerun, "\(resumed.text)")
         let lookedUp = target.loggedRequests(method: "HEAD")
-        #expect(Set(lookedUp.map(\.path)) == inFlightAtKill && lookedUp.count == inFlightAtKill.count, "HEAD \(lookedUp), in flight \(inFlightAtKill)")
+        #expect(
+            Set(lookedUp.map(\.path)) == inFlightAtKill && lookedUp.count == inFlightAtKill.count,
+            "HEAD \(lookedUp), in flight \(inFlightAtKill)")
         #expect(resumed.alreadyThere == lookedUp.filter { (200..<300).contains($0.status) }.count, "\(resumed.text)")
 
         // On disk: every file once, intact.
@@ -202,15 +225,21 @@ import Testing
         while let relative = enumerator.nextObject() as? String {
             if enumerator.fileAttributes?[.type] as? FileAttributeType == .typeRegular { storedFiles.append(relative) }
         }
-        #expect(storedFiles.count == Self.uploadFileCount && Set(storedFiles) == names, "\(storedFiles.count) files stored")
+        #expect(
+            storedFiles.count == Self.uploadFileCount && Set(storedFiles) == names, "\(storedFiles.count) files stored")
         var corrupt: [String] = []
         for file in files {
-            let (copy, source) = (try FileDigest.sha256(ofFile: target.storedPath(file.name)), try FileDigest.sha256(ofFile: tree.root + "/" + file.name))
+            let (copy, source) = (
+                try FileDigest.sha256(ofFile: target.storedPath(file.name)),
+                try FileDigest.sha256(ofFile: tree.root + "/" + file.name)
+            )
             if copy != source { corrupt.append(file.name) }
         }
         #expect(corrupt.isEmpty, "differ from the source: \(corrupt.prefix(10))")
         // nginx accepted one PUT per file, none twice.
-        try await waitUntil(timeout: .seconds(10), "nginx to log a PUT of every file") { try target.acceptedPuts().count == names.count }
+        try await waitUntil(timeout: .seconds(10), "nginx to log a PUT of every file") {
+            try target.acceptedPuts().count == names.count
+        }
         let puts = try target.acceptedPuts()
         #expect(puts.values.allSatisfy { $0 == 1 }, "PUT more than once: \(puts.filter { $0.value != 1 }.prefix(10))")
         #expect(Set(puts.keys) == names)
@@ -219,14 +248,17 @@ import Testing
         for index in 0..<Self.shards {
             let paths = try journaledPaths(journal(index))
             let shard = ShardAssignment(index: index, count: Self.shards)
-            #expect(paths.allSatisfy { shard.owns(relativePath: $0) }, "shard \(index)'s journal holds another shard's file")
+            #expect(
+                paths.allSatisfy { shard.owns(relativePath: $0) }, "shard \(index)'s journal holds another shard's file"
+            )
             journaled += paths
         }
         #expect(journaled.count == Self.uploadFileCount && Set(journaled) == names)
         Self.log(
             "upload under Slurm: array \(array); shard 1 (\(killedShardFiles) files) killed with \(journaledBeforeRerun) journaled, "
                 + "\(inFlightAtKill.count) in flight; re-run skipped \(resumed.skipped), uploaded \(resumed.uploaded), found \(resumed.alreadyThere) already there (HEAD); "
-                + "merged: \(merged.uploaded) uploaded + \(merged.skipped) skipped + \(merged.alreadyThere) already there; nginx \(puts.count) PUTs")
+                + "merged: \(merged.uploaded) uploaded + \(merged.skipped) skipped + \(merged.alreadyThere) already there; nginx \(puts.count) PUTs"
+        )
     }
 
     // MARK: - Shards on hosts of their own
@@ -259,7 +291,9 @@ import Testing
         #expect(NamespaceHosts.ownNamespaces().isEmpty, "left behind: \(NamespaceHosts.ownNamespaces())")
     }
 
-    static func benchOnHostsOfTheirOwn(_ cluster: SlurmCluster, _ hosts: NamespaceHosts, _ server: NamespaceNginx) async throws {
+    static func benchOnHostsOfTheirOwn(
+        _ cluster: SlurmCluster, _ hosts: NamespaceHosts, _ server: NamespaceNginx
+    ) async throws {
         let folder = try cluster.makeJobDirectory("bench-hosts")
         let wrapper = try cluster.writeScript(Self.onItsOwnHost, named: "curlew-on-its-own-host", in: folder)
         let marker = NginxHit.makeMarker()
@@ -267,7 +301,8 @@ import Testing
         let (array, merge, _) = try await DeployManifestTests.launch(
             "bench.sbatch",
             environment: [
-                "CURLEW": wrapper, "REAL_CURLEW": try CurlewBinary.path(), "SHARD_HOSTS": hosts.clients.joined(separator: " "),
+                "CURLEW": wrapper, "REAL_CURLEW": try CurlewBinary.path(),
+                "SHARD_HOSTS": hosts.clients.joined(separator: " "),
                 "TARGET": server.baseURL + marker + "x", "REQUESTS": String(requests), "CONNECTIONS": "16",
                 "SHARDS": String(Self.shards), "START_DELAY": String(Self.startDelaySeconds),
             ], in: folder, on: cluster)
@@ -286,7 +321,9 @@ import Testing
             let log = (try? String(contentsOfFile: server.hitsLogPath, encoding: .utf8)) ?? ""
             for line in log.split(separator: "\n") {
                 let fields = line.split(separator: " ")
-                if fields.count == 3, fields[1] == "200", fields[2].hasPrefix(marker) { perAddress[String(fields[0]), default: 0] += 1 }
+                if fields.count == 3, fields[1] == "200", fields[2].hasPrefix(marker) {
+                    perAddress[String(fields[0]), default: 0] += 1
+                }
             }
             return perAddress.values.reduce(0, +) >= requests
         }
@@ -303,19 +340,24 @@ import Testing
         #expect(python.total == requests)
         let latency = Self.percentiles(merged.latencyMicroseconds)
         for key in HdrhReference.keys {
-            #expect(latency[key] == python.percentiles[key], "\(key): merge job \(latency[key] ?? -1), hdrh \(python.percentiles[key] ?? -1)")
+            #expect(
+                latency[key] == python.percentiles[key],
+                "\(key): merge job \(latency[key] ?? -1), hdrh \(python.percentiles[key] ?? -1)")
         }
         let starts = results.map { $0.startedAt ?? 0 }
         Self.log(
             "bench on hosts of their own: array \(array); nginx saw \(perAddress.sorted { $0.key < $1.key }); shards started within "
-                + "\(String(format: "%.3f", starts.max()! - starts.min()!)) s; merge p50/p90/p99/p99.9 \(HdrhReference.keys.map { latency[$0] ?? -1 }) µs = hdrh")
+                + "\(String(format: "%.3f", starts.max()! - starts.min()!)) s; merge p50/p90/p99/p99.9 \(HdrhReference.keys.map { latency[$0] ?? -1 }) µs = hdrh"
+        )
     }
 
     // MARK: - Helpers
 
     /// Waits (at most `timeout`) for every task of the array to end; when they do not, stops them and the merge job
     /// (``stopShards(of:merge:on:)``) and throws.
-    static func waitForShards(of array: Int, merge: Int, on cluster: SlurmCluster, timeout: Duration) async throws -> [SlurmTask] {
+    static func waitForShards(
+        of array: Int, merge: Int, on cluster: SlurmCluster, timeout: Duration
+    ) async throws -> [SlurmTask] {
         do {
             return try await cluster.waitForJob(array, timeout: timeout)
         } catch {

@@ -27,8 +27,10 @@ extension UploadCommandTests {
         for name in names { try tree.write(name, SourceTree.content(for: name, size: 2048 + extraSize(name))) }
         func shard(_ index: Int, rate: String? = nil) throws -> RunningCommand {
             try CurlewBinary.start(
-                ["upload", tree.root, target.url, "--shard", "\(index)/3", "--run-id", "up", "--journal", journal,
-                 "--output-dir", results, "--concurrency", "4", "--no-progress"] + (rate.map { ["--rate", $0] } ?? []))
+                [
+                    "upload", tree.root, target.url, "--shard", "\(index)/3", "--run-id", "up", "--journal", journal,
+                    "--output-dir", results, "--concurrency", "4", "--no-progress",
+                ] + (rate.map { ["--rate", $0] } ?? []))
         }
         // Shard 1 is paced (20 files/s) so it is still sending when it is killed.
         let slow = try shard(1, rate: "20")
@@ -59,7 +61,8 @@ extension UploadCommandTests {
         let json = try merged.json()
         #expect(json["files"] as? Int == names.count)
         #expect(json["failed"] as? Int == 0)
-        let sentOrFound = (json["uploaded"] as? Int ?? 0) + (json["skipped"] as? Int ?? 0) + (json["alreadyThere"] as? Int ?? 0)
+        let sentOrFound =
+            (json["uploaded"] as? Int ?? 0) + (json["skipped"] as? Int ?? 0) + (json["alreadyThere"] as? Int ?? 0)
         #expect(sentOrFound == names.count)
 
         for name in names {
@@ -67,7 +70,9 @@ extension UploadCommandTests {
                 FileManager.default.contents(atPath: target.storedPath(name)).map(Array.init)
                     == SourceTree.content(for: name, size: 2048 + extraSize(name)), "\(name)")
         }
-        try await waitUntil(timeout: .seconds(10), "nginx to log a PUT of every file") { try target.acceptedPuts().count == names.count }
+        try await waitUntil(timeout: .seconds(10), "nginx to log a PUT of every file") {
+            try target.acceptedPuts().count == names.count
+        }
         let puts = try target.acceptedPuts()
         #expect(puts.values.allSatisfy { $0 == 1 }, "PUT more than once: \(puts.filter { $0.value != 1 })")
         // Each shard's journal holds its own files, and together they hold every file once.
@@ -89,7 +94,8 @@ extension UploadCommandTests {
         for index in 0..<40 { try tree.write("f\(index)" + (index % 4 == 0 ? ".skip" : ".bin"), [UInt8(index)]) }
         for index in 0..<2 {
             let output = try await CurlewBinary.run([
-                "upload", tree.root, "--shard", "\(index)/2", "--exclude", "*.skip", "--output-dir", results, "--no-progress",
+                "upload", tree.root, "--shard", "\(index)/2", "--exclude", "*.skip", "--output-dir", results,
+                "--no-progress",
             ])
             #expect(output.status == 0, "\(output.stderr)")
         }

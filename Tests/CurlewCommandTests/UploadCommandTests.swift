@@ -46,7 +46,9 @@ import Musl
         for name in Self.awkwardNames {
             let stored = target.storedPath(name)
             #expect(FileManager.default.fileExists(atPath: stored), "\(name) is not on the server")
-            #expect(try FileDigest.sha256(ofFile: stored) == FileDigest.sha256(ofFile: tree.root + "/" + name), "\(name) differs")
+            #expect(
+                try FileDigest.sha256(ofFile: stored) == FileDigest.sha256(ofFile: tree.root + "/" + name),
+                "\(name) differs")
         }
         try await waitUntil(timeout: .seconds(10), "nginx to log every PUT") {
             try target.acceptedPuts().values.reduce(0, +) >= Self.awkwardNames.count
@@ -88,13 +90,16 @@ import Musl
         // GNU time, where installed, reports the command's peak resident memory.
         let hasTime = FileManager.default.isExecutableFile(atPath: "/usr/bin/time")
         let output = try await CurlewBinary.run(
-            ["upload", tree.root, target.url, "--json"], wrapper: hasTime ? ["/usr/bin/time", "-f", "peak-rss-kb=%M"] : [],
+            ["upload", tree.root, target.url, "--json"],
+            wrapper: hasTime ? ["/usr/bin/time", "-f", "peak-rss-kb=%M"] : [],
             timeout: .seconds(180))
         #expect(output.status == 0, "\(output.stdout)\n\(output.stderr)")
         let json = try output.json()
         #expect(json["bytes"] as? Int == blockSize * blocks)
         if hasTime {
-            let peak = output.stderr.split(separator: "\n").first { $0.hasPrefix("peak-rss-kb=") }.flatMap { Int($0.dropFirst(12)) }
+            let peak = output.stderr.split(separator: "\n").first { $0.hasPrefix("peak-rss-kb=") }.flatMap {
+                Int($0.dropFirst(12))
+            }
             // Streamed: the peak stays far below the file's 300 MiB.
             #expect(try #require(peak) < 100 * 1024, "peak RSS \(peak ?? -1) KiB")
         }
@@ -120,7 +125,8 @@ import Musl
         // Paced at 20 files/s (10 s for all), so the run is still going when it is killed after 30, even on a
         // machine so loaded that this test process is not scheduled for seconds.
         let first = try CurlewBinary.start([
-            "upload", tree.root, target.url, "--journal", journal, "--rate", "20", "--concurrency", "4", "--no-progress",
+            "upload", tree.root, target.url, "--journal", journal, "--rate", "20", "--concurrency", "4",
+            "--no-progress",
         ])
         try await waitUntil(timeout: .seconds(30), "the journal to record 30 files") {
             ((try? journaledPaths(journal).count) ?? 0) >= 30
@@ -138,7 +144,9 @@ import Musl
         try torn.write(contentsOf: Data("done\t4096\t17".utf8))
         try torn.close()
 
-        let second = try await CurlewBinary.run(["upload", tree.root, target.url, "--journal", journal, "--concurrency", "4", "--json"])
+        let second = try await CurlewBinary.run([
+            "upload", tree.root, target.url, "--journal", journal, "--concurrency", "4", "--json",
+        ])
         #expect(second.status == 0, "\(second.stdout)\n\(second.stderr)")
         let json = try second.json()
         #expect(json["skipped"] as? Int == completedBeforeKill.count)
@@ -148,7 +156,9 @@ import Musl
 
         for name in names {
             let stored = target.storedPath(name)
-            #expect(FileManager.default.contents(atPath: stored).map(Array.init) == SourceTree.content(for: name, size: 4096), "\(name)")
+            #expect(
+                FileManager.default.contents(atPath: stored).map(Array.init)
+                    == SourceTree.content(for: name, size: 4096), "\(name)")
         }
         try await waitUntil(timeout: .seconds(10), "nginx to log a PUT of every file") {
             try target.acceptedPuts().count == names.count
@@ -186,7 +196,8 @@ import Musl
         // What the crashed run got to the server, written past curlew.
         for (name, size) in [("stored whole.bin", 5000), ("stored cut short.bin", 4000)] {
             let stored = target.storedPath(name)
-            try FileManager.default.createDirectory(atPath: (stored as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(
+                atPath: (stored as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
             try Data(SourceTree.content(for: name, size: 5000).prefix(size)).write(to: URL(fileURLWithPath: stored))
         }
 
@@ -213,7 +224,9 @@ import Musl
 
         // 5 files/s: 20 s for all, so Ctrl-C after 3 comes well before the end even when a loaded machine leaves
         // this test process unscheduled for seconds (at 25 files/s, CI once saw the run end first).
-        let first = try CurlewBinary.start(["upload", tree.root, "--journal", journal, "--rate", "5", "--concurrency", "2", "--json", "--no-progress"])
+        let first = try CurlewBinary.start([
+            "upload", tree.root, "--journal", journal, "--rate", "5", "--concurrency", "2", "--json", "--no-progress",
+        ])
         try await waitUntil(timeout: .seconds(30), "the journal to record 3 files") {
             ((try? journaledPaths(journal).count) ?? 0) >= 3
         }
@@ -240,7 +253,8 @@ import Musl
         for name in ["a.txt", "b.txt", "c/d.txt"] { try tree.write(name, SourceTree.content(for: name, size: 100)) }
         let locked = try tree.write("locked.txt", SourceTree.content(for: "locked", size: 100))
         chmod(locked, 0)
-        try FileManager.default.createSymbolicLink(atPath: tree.root + "/dangling", withDestinationPath: tree.root + "/nowhere")
+        try FileManager.default.createSymbolicLink(
+            atPath: tree.root + "/dangling", withDestinationPath: tree.root + "/nowhere")
         // root reads any file, so as root the command runs as nobody to meet a permission it lacks.
         let wrapper =
             geteuid() == 0 ? ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all"] : []
@@ -362,7 +376,9 @@ import Musl
         #expect(stored.count < text.count / 10)
         // gzip(1) is the independent decoder.
         let decoded = target.storedPath("logs/app.log.decoded")
-        let gunzip = try await CurlewBinary.runProgram(["/bin/sh", "-c", "gzip -dc < \"$0\" > \"$1\"", target.storedPath("logs/app.log"), decoded])
+        let gunzip = try await CurlewBinary.runProgram([
+            "/bin/sh", "-c", "gzip -dc < \"$0\" > \"$1\"", target.storedPath("logs/app.log"), decoded,
+        ])
         #expect(gunzip.status == 0, "\(gunzip.stderr)")
         #expect(FileManager.default.contents(atPath: decoded).map(Array.init) == text)
     }
@@ -375,7 +391,9 @@ import Musl
 
         // Two 503s, then success: two retries.
         server.answerNext([503, 503])
-        let retried = try await CurlewBinary.run(["upload", tree.root, server.baseURL + "/put/", "--retries", "2", "--json"])
+        let retried = try await CurlewBinary.run([
+            "upload", tree.root, server.baseURL + "/put/", "--retries", "2", "--json",
+        ])
         #expect(retried.status == 0, "\(retried.stdout)")
         let retriedJSON = try retried.json()
         #expect(retriedJSON["retries"] as? Int == 2)
@@ -384,7 +402,9 @@ import Musl
 
         // More 503s than retries allowed: the file fails after 1 + 1 attempts.
         server.answerNext([503, 503])
-        let exhausted = try await CurlewBinary.run(["upload", tree.root, server.baseURL + "/put/", "--retries", "1", "--json"])
+        let exhausted = try await CurlewBinary.run([
+            "upload", tree.root, server.baseURL + "/put/", "--retries", "1", "--json",
+        ])
         #expect(exhausted.status == 1)
         #expect(server.requests.count == 5)
         let failure = try #require((try exhausted.json()["failures"] as? [[String: String]])?.first?["error"])
@@ -392,7 +412,9 @@ import Musl
 
         // A refusal is not retried.
         server.answerNext([403])
-        let refused = try await CurlewBinary.run(["upload", tree.root, server.baseURL + "/put/", "--retries", "2", "--json"])
+        let refused = try await CurlewBinary.run([
+            "upload", tree.root, server.baseURL + "/put/", "--retries", "2", "--json",
+        ])
         #expect(refused.status == 1)
         #expect(try refused.json()["retries"] as? Int == 0)
         #expect(server.requests.count == 6)
@@ -409,7 +431,9 @@ import Musl
         defer { tree.remove() }
         let bytes = SourceTree.content(for: "digest", size: 100_000)
         try tree.write("a.bin", bytes)
-        let output = try await CurlewBinary.run(["upload", tree.root, server.baseURL + "/up/", "--checksum-header", kind, "--no-progress"])
+        let output = try await CurlewBinary.run([
+            "upload", tree.root, server.baseURL + "/up/", "--checksum-header", kind, "--no-progress",
+        ])
         #expect(output.status == 0, "\(output.stdout)\n\(output.stderr)")
         let request = try #require(server.requests.first { $0.method == "PUT" })
         #expect(request.body == bytes)
@@ -423,7 +447,9 @@ import Musl
     }
 
     @Test func checksumHeadersAreRefusedWhereTheyWouldBeWrong() async throws {
-        let output = try await CurlewBinary.run(["upload", "/tmp", "http://127.0.0.1:9/", "--checksum-header", "md5", "--gzip"])
+        let output = try await CurlewBinary.run([
+            "upload", "/tmp", "http://127.0.0.1:9/", "--checksum-header", "md5", "--gzip",
+        ])
         #expect(output.status == 64)
         #expect(output.stderr.contains("--checksum-header"))
     }

@@ -62,7 +62,9 @@ struct DavTarget {
         var counts: [String: Int] = [:]
         for line in log.split(separator: "\n") {
             let fields = line.split(separator: " ", maxSplits: 2)
-            guard fields.count == 3, fields[0] == "PUT", fields[1].hasPrefix("2"), fields[2].hasPrefix(prefix) else { continue }
+            guard fields.count == 3, fields[0] == "PUT", fields[1].hasPrefix("2"), fields[2].hasPrefix(prefix) else {
+                continue
+            }
             let relative = String(fields[2].dropFirst(prefix.count)).removingPercentEncoding ?? "?"
             counts[relative, default: 0] += 1
         }
@@ -76,7 +78,8 @@ struct DavTarget {
         let prefix = "/dav/\(folder)/"
         return log.split(separator: "\n").compactMap { line in
             let fields = line.split(separator: " ", maxSplits: 2)
-            guard fields.count == 3, fields[0] == method, let status = Int(fields[1]), fields[2].hasPrefix(prefix) else { return nil }
+            guard fields.count == 3, fields[0] == method, let status = Int(fields[1]), fields[2].hasPrefix(prefix)
+            else { return nil }
             return (status, String(fields[2].dropFirst(prefix.count)).removingPercentEncoding ?? "?")
         }
     }
@@ -104,7 +107,8 @@ enum FileDigest {
 func inFlightPaths(_ journalPath: String) throws -> Set<String> {
     let text = try String(contentsOfFile: journalPath, encoding: .utf8)
     var sending: Set<String> = []
-    for line in text.split(separator: "\n", omittingEmptySubsequences: false).dropLast() where line.hasPrefix("sending\t") {
+    for line in text.split(separator: "\n", omittingEmptySubsequences: false).dropLast()
+    where line.hasPrefix("sending\t") {
         let fields = line.split(separator: "\t")
         if fields.count == 4, let path = String(fields[3]).removingPercentEncoding { sending.insert(path) }
     }
@@ -116,7 +120,8 @@ func journaledPaths(_ journalPath: String) throws -> [String] {
     let text = try String(contentsOfFile: journalPath, encoding: .utf8)
     var paths: [String] = []
     // Only newline-terminated lines count, as for the command itself.
-    for line in text.split(separator: "\n", omittingEmptySubsequences: false).dropLast() where line.hasPrefix("done\t") {
+    for line in text.split(separator: "\n", omittingEmptySubsequences: false).dropLast() where line.hasPrefix("done\t")
+    {
         let fields = line.split(separator: "\t")
         if fields.count == 4, let path = String(fields[3]).removingPercentEncoding { paths.append(path) }
     }

@@ -36,23 +36,30 @@ import Testing
 
     @Test func environmentVariablesComeFirst() throws {
         let resolved = try resolver([
-            "AWS_ACCESS_KEY_ID": "AKIDENV", "AWS_SECRET_ACCESS_KEY": "env-secret", "AWS_SESSION_TOKEN": "env-token", "AWS_PROFILE": "work",
+            "AWS_ACCESS_KEY_ID": "AKIDENV", "AWS_SECRET_ACCESS_KEY": "env-secret", "AWS_SESSION_TOKEN": "env-token",
+            "AWS_PROFILE": "work",
         ]).resolve()
-        #expect(resolved.credentials == AWSCredentials(accessKeyID: "AKIDENV", secretAccessKey: "env-secret", sessionToken: "env-token"))
+        #expect(
+            resolved.credentials
+                == AWSCredentials(accessKeyID: "AKIDENV", secretAccessKey: "env-secret", sessionToken: "env-token"))
         #expect(resolved.source == "environment")
         #expect(resolved.region == "ap-south-1")
     }
 
     @Test func defaultProfileFromTheCredentialsFileWithTheConfigRegion() throws {
         let resolved = try resolver([:]).resolve()
-        #expect(resolved.credentials == AWSCredentials(accessKeyID: "AKIDDEFAULT", secretAccessKey: "default-secret", sessionToken: nil))
+        #expect(
+            resolved.credentials
+                == AWSCredentials(accessKeyID: "AKIDDEFAULT", secretAccessKey: "default-secret", sessionToken: nil))
         #expect(resolved.region == "eu-west-1")
         #expect(resolved.source == "profile default")
     }
 
     @Test func awsProfilePicksANamedProfileAndItsSessionToken() throws {
         let resolved = try resolver(["AWS_PROFILE": "work", "AWS_REGION": "us-west-2"]).resolve()
-        #expect(resolved.credentials == AWSCredentials(accessKeyID: "AKIDWORK", secretAccessKey: "work-secret", sessionToken: "work-token"))
+        #expect(
+            resolved.credentials
+                == AWSCredentials(accessKeyID: "AKIDWORK", secretAccessKey: "work-secret", sessionToken: "work-token"))
         #expect(resolved.region == "us-west-2")
     }
 
@@ -67,7 +74,8 @@ import Testing
             try resolver(["AWS_PROFILE": "nope"]).resolve()
         } throws: { error in
             let message = "\(error)"
-            return message.contains("\"nope\"") && !message.contains("default-secret") && !message.contains("work-secret")
+            return message.contains("\"nope\"") && !message.contains("default-secret")
+                && !message.contains("work-secret")
         }
     }
 

@@ -11,7 +11,8 @@ import Testing
 
     @Test(arguments: [
         (403, "InvalidAccessKeyId", "bad credentials"), (403, "SignatureDoesNotMatch", "bad credentials"),
-        (400, "ExpiredToken", "bad credentials"), (403, "RequestTimeTooSkewed", "clock skew"), (404, "NoSuchBucket", "missing bucket"),
+        (400, "ExpiredToken", "bad credentials"), (403, "RequestTimeTooSkewed", "clock skew"),
+        (404, "NoSuchBucket", "missing bucket"),
         (403, "AccessDenied", "access denied"),
     ])
     func runWideRefusalsAreNamed(status: Int, code: String, name: String) {
@@ -20,7 +21,10 @@ import Testing
 
     @Test func aWrongRegionNamesTheBucketsRegion() {
         let problem = Self.reply(400, "AuthorizationHeaderMalformed", region: "eu-central-1").runProblem
-        #expect(problem == "wrong region: the bucket is in eu-central-1; use --region eu-central-1 (AuthorizationHeaderMalformed)")
+        #expect(
+            problem
+                == "wrong region: the bucket is in eu-central-1; use --region eu-central-1 (AuthorizationHeaderMalformed)"
+        )
         // HEAD replies have no body; S3 says the region in a header.
         let head = S3ErrorReply(status: 301, body: [], bucketRegionHeader: "ap-south-1")
         #expect(head.runProblem?.contains("ap-south-1") == true)
@@ -40,7 +44,10 @@ import Testing
             CompletedPart(number: 2, etag: "\"b\"", checksum: "Yg==", size: 1),
             CompletedPart(number: 1, etag: "\"a\"", checksum: "YQ==", size: 5),
         ])
-        #expect(xml.contains("<Part><PartNumber>1</PartNumber><ETag>&quot;a&quot;</ETag><ChecksumSHA256>YQ==</ChecksumSHA256></Part><Part><PartNumber>2</PartNumber>"))
+        #expect(
+            xml.contains(
+                "<Part><PartNumber>1</PartNumber><ETag>&quot;a&quot;</ETag><ChecksumSHA256>YQ==</ChecksumSHA256></Part><Part><PartNumber>2</PartNumber>"
+            ))
     }
 
     @Test func listPartsRepliesAreReadWithTheirNextPage() {
@@ -50,9 +57,11 @@ import Testing
             <Part><PartNumber>2</PartNumber><ETag>"e2"</ETag><ChecksumSHA256>abc=</ChecksumSHA256><Size>7</Size></Part></ListPartsResult>
             """
         let page = CompletedPart.parseListing(xml)
-        #expect(page.parts == [
-            CompletedPart(number: 1, etag: "\"e1\"", checksum: "", size: 5_242_880), CompletedPart(number: 2, etag: "\"e2\"", checksum: "abc=", size: 7),
-        ])
+        #expect(
+            page.parts == [
+                CompletedPart(number: 1, etag: "\"e1\"", checksum: "", size: 5_242_880),
+                CompletedPart(number: 2, etag: "\"e2\"", checksum: "abc=", size: 7),
+            ])
         #expect(page.nextMarker == "2")
     }
 
@@ -83,12 +92,16 @@ import Testing
         let dotted = try S3Endpoint(endpoint: nil, region: "eu-west-1", bucket: "my.photos", addressing: .auto)
         #expect(dotted.authority == "s3.eu-west-1.amazonaws.com")
         #expect(dotted.path(forKey: "k") == "/my.photos/k")
-        let local = try S3Endpoint(endpoint: "http://127.0.0.1:9000", region: "us-east-1", bucket: "b1b", addressing: .auto)
+        let local = try S3Endpoint(
+            endpoint: "http://127.0.0.1:9000", region: "us-east-1", bucket: "b1b", addressing: .auto)
         #expect(local.authority == "127.0.0.1:9000")
         #expect(local.url(pathAndQuery: "/b1b/k") == "http://127.0.0.1:9000/b1b/k")
-        let virtual = try S3Endpoint(endpoint: "https://minio.example:443", region: "us-east-1", bucket: "b1b", addressing: .virtual)
+        let virtual = try S3Endpoint(
+            endpoint: "https://minio.example:443", region: "us-east-1", bucket: "b1b", addressing: .virtual)
         #expect(virtual.authority == "b1b.minio.example")
-        #expect(throws: (any Error).self) { try S3Endpoint(endpoint: "ftp://x", region: "r", bucket: "b1b", addressing: .path) }
+        #expect(throws: (any Error).self) {
+            try S3Endpoint(endpoint: "ftp://x", region: "r", bucket: "b1b", addressing: .path)
+        }
     }
 
     @Test func contentTypesComeFromTheExtension() {

@@ -20,11 +20,16 @@ import Musl
         "deep/er/still/file.png", "empty.bin", "UPPER.JPG", "tilde~dash-under_score.tar.gz",
     ]
 
-    static func run(_ moto: MotoServer, _ arguments: [String], environment: [String: String] = [:], timeout: Duration = .seconds(120)) async throws -> CommandOutput {
+    static func run(
+        _ moto: MotoServer, _ arguments: [String], environment: [String: String] = [:],
+        timeout: Duration = .seconds(120)
+    ) async throws -> CommandOutput {
         // HOME elsewhere: the machine's own ~/.aws must not be read.
         try await CurlewBinary.run(
             ["upload"] + arguments + ["--endpoint", moto.endpoint, "--no-progress"],
-            environment: moto.credentialEnvironment.merging(["HOME": "/nonexistent"]) { $1 }.merging(environment) { $1 }, timeout: timeout)
+            environment: moto.credentialEnvironment.merging(["HOME": "/nonexistent"]) { $1 }.merging(environment) {
+                $1
+            }, timeout: timeout)
     }
 
     /// Every object of the bucket, downloaded back and hashed by boto3 (off the cooperative pool: it takes a while).
@@ -45,8 +50,10 @@ import Musl
 
     /// A file of random bytes (a repeated pattern would hide swapped parts), copied from /dev/urandom in 1 MiB blocks.
     static func writeRandomFile(_ path: String, size: Int) throws {
-        try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-        guard FileManager.default.createFile(atPath: path, contents: nil), let output = FileHandle(forWritingAtPath: path),
+        try FileManager.default.createDirectory(
+            atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        guard FileManager.default.createFile(atPath: path, contents: nil),
+            let output = FileHandle(forWritingAtPath: path),
             let random = FileHandle(forReadingAtPath: "/dev/urandom")
         else { throw TestSupportError("cannot create \(path)") }
         defer {
@@ -65,7 +72,9 @@ import Musl
     /// UploadPart requests moto answered with 2xx, per part number, for one bucket.
     static func acceptedParts(_ moto: MotoServer, bucket: String) -> [Int: Int] {
         var counts: [Int: Int] = [:]
-        for request in moto.loggedRequests({ method, target in method == "PUT" && target.hasPrefix("/\(bucket)/") && target.contains("partNumber=") })
+        for request in moto.loggedRequests({ method, target in
+            method == "PUT" && target.hasPrefix("/\(bucket)/") && target.contains("partNumber=")
+        })
         where (200..<300).contains(request.status) {
             let query = request.target.split(separator: "?").last ?? ""
             for pair in query.split(separator: "&") where pair.hasPrefix("partNumber=") {
@@ -86,10 +95,13 @@ import Musl
         let largeSize = (23 << 20) + 12345
         try await offCooperativePool { try Self.writeRandomFile(tree.root + "/big/random.bin", size: largeSize) }
 
-        let output = try await Self.run(moto, [
-            tree.root, "s3://\(bucket)/backup", "--part-size", "5MiB", "--concurrency", "4", "--json",
-            "--metadata", "owner=curlew", "--metadata", "run=1", "--storage-class", "STANDARD_IA", "--journal", tree.root + ".journal",
-        ])
+        let output = try await Self.run(
+            moto,
+            [
+                tree.root, "s3://\(bucket)/backup", "--part-size", "5MiB", "--concurrency", "4", "--json",
+                "--metadata", "owner=curlew", "--metadata", "run=1", "--storage-class", "STANDARD_IA", "--journal",
+                tree.root + ".journal",
+            ])
         defer { try? FileManager.default.removeItem(atPath: tree.root + ".journal") }
         #expect(output.status == 0, "\(output.stdout)\n\(output.stderr)")
         let json = try output.json()
@@ -100,7 +112,9 @@ import Musl
         #expect(stored.count == Self.asciiAwkwardNames.count + 1)
         for name in Self.asciiAwkwardNames + ["big/random.bin"] {
             let object = stored["backup/" + name]
-            #expect(object?["sha256"] as? String == (try await Self.hexSHA256(ofFile: tree.root + "/" + name)), "\(name) differs or is missing")
+            #expect(
+                object?["sha256"] as? String == (try await Self.hexSHA256(ofFile: tree.root + "/" + name)),
+                "\(name) differs or is missing")
             #expect((object?["metadata"] as? [String: String]) == ["owner": "curlew", "run": "1"], "\(name)")
             #expect(object?["storage_class"] as? String == "STANDARD_IA", "\(name)")
         }
@@ -123,17 +137,22 @@ import Musl
         defer { tree.remove() }
         let names = (0..<200).flatMap { set in UploadCommandTests.awkwardNames.map { "set \(set)/\($0)" } }
         try await offCooperativePool {
-            for name in names { try tree.write(name, name.contains("empty") ? [] : SourceTree.content(for: name, size: 500 + name.utf8.count * 7)) }
+            for name in names {
+                try tree.write(
+                    name, name.contains("empty") ? [] : SourceTree.content(for: name, size: 500 + name.utf8.count * 7))
+            }
             try Self.writeRandomFile(tree.root + "/large random.bin", size: (40 << 20) + 777)
         }
-        let output = try await Self.run(moto, [tree.root, "s3://\(bucket)/", "--concurrency", "8", "--json"], timeout: .seconds(300))
+        let output = try await Self.run(
+            moto, [tree.root, "s3://\(bucket)/", "--concurrency", "8", "--json"], timeout: .seconds(300))
         #expect(output.status == 0, "\(output.stdout)\n\(output.stderr)")
         #expect(try output.json()["uploaded"] as? Int == names.count + 1)
 
         let stored = try await Self.inventory(moto, bucket)
         #expect(Set(stored.keys) == Set(names + ["large random.bin"]))
         var mismatched: [String] = []
-        for name in names + ["large random.bin"] where stored[name]?["sha256"] as? String != (try await Self.hexSHA256(ofFile: tree.root + "/" + name)) {
+        for name in names + ["large random.bin"]
+        where stored[name]?["sha256"] as? String != (try await Self.hexSHA256(ofFile: tree.root + "/" + name)) {
             mismatched.append(name)
         }
         #expect(mismatched.isEmpty, "differ: \(mismatched.prefix(10))")
@@ -151,7 +170,10 @@ import Musl
         defer { tree.remove() }
         try await offCooperativePool { try Self.writeRandomFile(tree.root + "/huge.bin", size: gibibytes << 30) }
         let running = try CurlewBinary.start(
-            ["upload", tree.root, "s3://\(bucket)/", "--part-size", "64MiB", "--json", "--no-progress", "--endpoint", moto.endpoint],
+            [
+                "upload", tree.root, "s3://\(bucket)/", "--part-size", "64MiB", "--json", "--no-progress", "--endpoint",
+                moto.endpoint,
+            ],
             environment: moto.credentialEnvironment.merging(["HOME": "/nonexistent"]) { $1 })
         // Constant memory: the process's peak resident set, read while it runs, stays far below the file's size.
         var peakKiB = 0
@@ -200,17 +222,25 @@ import Musl
         let home = tree.root + "-home"
         defer { try? FileManager.default.removeItem(atPath: home) }
         try FileManager.default.createDirectory(atPath: home + "/.aws", withIntermediateDirectories: true)
-        try Data("[default]\naws_access_key_id = AKIDWRONG\naws_secret_access_key = wrong\n[ci]\naws_access_key_id = \(moto.accessKeyID)\naws_secret_access_key = \(moto.secretAccessKey)\n".utf8)
-            .write(to: URL(fileURLWithPath: home + "/.aws/credentials"))
+        try Data(
+            "[default]\naws_access_key_id = AKIDWRONG\naws_secret_access_key = wrong\n[ci]\naws_access_key_id = \(moto.accessKeyID)\naws_secret_access_key = \(moto.secretAccessKey)\n"
+                .utf8
+        )
+        .write(to: URL(fileURLWithPath: home + "/.aws/credentials"))
         try Data("[profile ci]\nregion = us-east-1\n".utf8).write(to: URL(fileURLWithPath: home + "/.aws/config"))
 
         let output = try await CurlewBinary.run(
             ["upload", tree.root, "s3://\(bucket)/", "--endpoint", moto.endpoint, "--no-progress"],
-            environment: ["HOME": home, "AWS_PROFILE": "ci", "AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": "", "AWS_REGION": ""])
+            environment: [
+                "HOME": home, "AWS_PROFILE": "ci", "AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": "",
+                "AWS_REGION": "",
+            ])
         #expect(output.status == 0, "\(output.stdout)\n\(output.stderr)")
         #expect(output.stdout.contains("credentials from profile ci"))
         #expect(!output.stdout.contains(moto.secretAccessKey) && !output.stderr.contains(moto.secretAccessKey))
-        #expect(try await Self.inventory(moto, bucket)["a.txt"]?["sha256"] as? String == (try await Self.hexSHA256(ofFile: tree.root + "/a.txt")))
+        #expect(
+            try await Self.inventory(moto, bucket)["a.txt"]?["sha256"] as? String
+                == (try await Self.hexSHA256(ofFile: tree.root + "/a.txt")))
     }
 
     @Test func aMissingBucketIsNamedOnceAndFailsTheRun() async throws {
@@ -218,7 +248,8 @@ import Musl
         let tree = try SourceTree(prefix: "curlew-s3-nobucket")
         defer { tree.remove() }
         for index in 0..<10 { try tree.write("file\(index).txt", SourceTree.content(for: "f\(index)", size: 1000)) }
-        let output = try await Self.run(moto, [tree.root, "s3://no-such-bucket-\(UUID().uuidString.prefix(8).lowercased())/x"])
+        let output = try await Self.run(
+            moto, [tree.root, "s3://no-such-bucket-\(UUID().uuidString.prefix(8).lowercased())/x"])
         #expect(output.status == 1)
         #expect(output.stderr.components(separatedBy: "missing bucket").count - 1 == 1, "\(output.stderr)")
     }
@@ -249,13 +280,18 @@ import Musl
         let bucket = try await moto.makeBucket("partfail")
         let tree = try SourceTree(prefix: "curlew-s3-partfail")
         defer { tree.remove() }
-        try await offCooperativePool { try Self.writeRandomFile(tree.root + "/part-two-always-fails.bin", size: (10 << 20) + 100) }
+        try await offCooperativePool {
+            try Self.writeRandomFile(tree.root + "/part-two-always-fails.bin", size: (10 << 20) + 100)
+        }
         let journal = tree.root + ".journal"
         defer { try? FileManager.default.removeItem(atPath: journal) }
 
-        let output = try await Self.run(moto, [
-            tree.root, "s3://\(bucket)/", "--part-size", "5MiB", "--concurrency", "1", "--retries", "2", "--journal", journal, "--json",
-        ])
+        let output = try await Self.run(
+            moto,
+            [
+                tree.root, "s3://\(bucket)/", "--part-size", "5MiB", "--concurrency", "1", "--retries", "2",
+                "--journal", journal, "--json",
+            ])
         #expect(output.status == 1)
         let failures = try output.json()["failures"] as? [[String: Any]] ?? []
         #expect((failures.first?["error"] as? String)?.contains("after 3 attempts") == true, "\(failures)")
@@ -277,21 +313,29 @@ import Musl
         let bucket = try await moto.makeBucket("skip")
         let tree = try SourceTree(prefix: "curlew-s3-skip")
         defer { tree.remove() }
-        for index in 0..<15 { try tree.write("dir/file\(index).txt", SourceTree.content(for: "f\(index)", size: 2000 + index)) }
+        for index in 0..<15 {
+            try tree.write("dir/file\(index).txt", SourceTree.content(for: "f\(index)", size: 2000 + index))
+        }
         try await offCooperativePool { try Self.writeRandomFile(tree.root + "/big.bin", size: 11 << 20) }
-        let first = try await Self.run(moto, [tree.root, "s3://\(bucket)/", "--part-size", "5MiB", "--skip-existing", "--json"])
+        let first = try await Self.run(
+            moto, [tree.root, "s3://\(bucket)/", "--part-size", "5MiB", "--skip-existing", "--json"])
         #expect(first.status == 0, "\(first.stdout)\n\(first.stderr)")
-        let writesAfterFirst = moto.loggedRequests { method, target in (method == "PUT" || method == "POST") && target.hasPrefix("/\(bucket)/") }.count
+        let writesAfterFirst = moto.loggedRequests { method, target in
+            (method == "PUT" || method == "POST") && target.hasPrefix("/\(bucket)/")
+        }.count
         #expect(writesAfterFirst == 15 + 1 + 3 + 1)  // 15 PUTs; create, 3 parts, complete
 
         // One file changes: only it goes again.
         try tree.write("dir/file3.txt", SourceTree.content(for: "changed", size: 2500))
-        let second = try await Self.run(moto, [tree.root, "s3://\(bucket)/", "--part-size", "5MiB", "--skip-existing", "--json"])
+        let second = try await Self.run(
+            moto, [tree.root, "s3://\(bucket)/", "--part-size", "5MiB", "--skip-existing", "--json"])
         #expect(second.status == 0, "\(second.stdout)\n\(second.stderr)")
         let json = try second.json()
         #expect(json["alreadyThere"] as? Int == 15)
         #expect(json["uploaded"] as? Int == 1)
-        let writes = moto.loggedRequests { method, target in (method == "PUT" || method == "POST") && target.hasPrefix("/\(bucket)/") }
+        let writes = moto.loggedRequests { method, target in
+            (method == "PUT" || method == "POST") && target.hasPrefix("/\(bucket)/")
+        }
         #expect(writes.count == writesAfterFirst + 1)
         #expect(writes.last?.target == "/\(bucket)/dir/file3.txt")
     }
@@ -301,10 +345,15 @@ import Musl
         let bucket = "dry-run-\(UUID().uuidString.prefix(8).lowercased())"
         let tree = try SourceTree(prefix: "curlew-s3-dry")
         defer { tree.remove() }
-        for name in ["a.jpg", "b.txt", "logs/c.log", "logs/d.jpg", "keep/e.jpg"] { try tree.write(name, Array(name.utf8)) }
-        let output = try await Self.run(moto, [
-            tree.root, "s3://\(bucket)/p", "--dry-run", "--include", "*.jpg", "--include", "logs/*", "--exclude", "keep/*",
-        ])
+        for name in ["a.jpg", "b.txt", "logs/c.log", "logs/d.jpg", "keep/e.jpg"] {
+            try tree.write(name, Array(name.utf8))
+        }
+        let output = try await Self.run(
+            moto,
+            [
+                tree.root, "s3://\(bucket)/p", "--dry-run", "--include", "*.jpg", "--include", "logs/*", "--exclude",
+                "keep/*",
+            ])
         #expect(output.status == 0, "\(output.stderr)")
         let lines = output.stdout.split(separator: "\n").filter { $0.hasPrefix("would send ") }
         #expect(lines.count == 3, "\(output.stdout)")
@@ -319,23 +368,31 @@ import Musl
         let bucket = try await moto.makeBucket("resume")
         let tree = try SourceTree(prefix: "curlew-s3-resume")
         defer { tree.remove() }
-        let size = Int(ProcessInfo.processInfo.environment["CURLEW_RESUME_TEST_MIB"] ?? "") .map { $0 << 20 } ?? (60 << 20)
+        let size =
+            Int(ProcessInfo.processInfo.environment["CURLEW_RESUME_TEST_MIB"] ?? "").map { $0 << 20 } ?? (60 << 20)
         let kills = Int(ProcessInfo.processInfo.environment["CURLEW_RESUME_TEST_KILLS"] ?? "") ?? 3
         try await offCooperativePool { try Self.writeRandomFile(tree.root + "/large.bin", size: size) }
         let partCount = (size + (5 << 20) - 1) / (5 << 20)
         let journal = tree.root + ".journal"
         defer { try? FileManager.default.removeItem(atPath: journal) }
-        let arguments = [tree.root, "s3://\(bucket)/", "--part-size", "5MiB", "--concurrency", "2", "--journal", journal, "--no-progress"]
+        let arguments = [
+            tree.root, "s3://\(bucket)/", "--part-size", "5MiB", "--concurrency", "2", "--journal", journal,
+            "--no-progress",
+        ]
         let environment = moto.credentialEnvironment.merging(["HOME": "/nonexistent"]) { $1 }
 
         var killedAt: [Int] = []
         for round in 1...kills {
             // Kill once the journal holds this many parts: spread over the upload.
             let target = max(1, partCount * round / (kills + 1))
-            let running = try CurlewBinary.start(["upload"] + arguments + ["--endpoint", moto.endpoint], environment: environment)
-            try await waitUntil(timeout: .seconds(120), pollInterval: .milliseconds(2), "the journal to hold \(target) parts") {
+            let running = try CurlewBinary.start(
+                ["upload"] + arguments + ["--endpoint", moto.endpoint], environment: environment)
+            try await waitUntil(
+                timeout: .seconds(120), pollInterval: .milliseconds(2), "the journal to hold \(target) parts"
+            ) {
                 let text = (try? String(contentsOfFile: journal, encoding: .utf8)) ?? ""
-                return text.split(separator: "\n").filter { $0.hasPrefix("part\t") }.count >= target || !running.isRunning
+                return text.split(separator: "\n").filter { $0.hasPrefix("part\t") }.count >= target
+                    || !running.isRunning
             }
             running.signal(SIGKILL)
             let result = try await running.finish()
@@ -348,10 +405,12 @@ import Musl
         #expect(killedAt.count == kills, "the upload finished before every kill: \(killedAt)")
 
         let stored = try await Self.inventory(moto, bucket)
-        #expect(stored["large.bin"]?["sha256"] as? String == (try await Self.hexSHA256(ofFile: tree.root + "/large.bin")))
+        #expect(
+            stored["large.bin"]?["sha256"] as? String == (try await Self.hexSHA256(ofFile: tree.root + "/large.bin")))
         let accepted = Self.acceptedParts(moto, bucket: bucket)
         #expect(accepted.keys.sorted() == Array(1...partCount))
-        #expect(accepted.values.allSatisfy { $0 == 1 }, "parts sent more than once: \(accepted.filter { $0.value > 1 })")
+        #expect(
+            accepted.values.allSatisfy { $0 == 1 }, "parts sent more than once: \(accepted.filter { $0.value > 1 })")
         #expect(try await Self.openUploads(moto, bucket) == 0)
     }
 }
@@ -363,7 +422,9 @@ import Musl
         defer { tree.remove() }
         // 24 files of 1 MB and one of 6 MB: 30 MB at 6 MB/s should take 5 s (start-up is ~0.2 s of that).
         try await offCooperativePool {
-            for index in 0..<24 { try UploadS3UploaderTests.writeRandomFile(tree.root + "/small\(index).bin", size: 1_000_000) }
+            for index in 0..<24 {
+                try UploadS3UploaderTests.writeRandomFile(tree.root + "/small\(index).bin", size: 1_000_000)
+            }
             try UploadS3UploaderTests.writeRandomFile(tree.root + "/large.bin", size: 6_000_000)
         }
         let started = ContinuousClock.now
@@ -385,27 +446,40 @@ import Musl
 /// Refusals moto cannot produce (it checks neither the clock nor the region), from a scripted S3 endpoint that
 /// answers every request as S3 does in those cases.
 @Suite struct UploadS3RunProblemTests {
-    static func refuse(status: Int, code: String, extra: String = "") -> @Sendable (ScriptedRequest) -> ScriptedResponse {
+    static func refuse(status: Int, code: String, extra: String = "") -> @Sendable (ScriptedRequest) -> ScriptedResponse
+    {
         { _ in
             ScriptedResponse(
                 status: status, headers: [("Content-Type", "application/xml")],
-                body: Array("<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>\(code)</Code><Message>refused</Message>\(extra)</Error>".utf8))
+                body: Array(
+                    "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>\(code)</Code><Message>refused</Message>\(extra)</Error>"
+                        .utf8))
         }
     }
 
     @Test(arguments: [
         (403, "RequestTimeTooSkewed", "", "clock skew"),
-        (400, "AuthorizationHeaderMalformed", "<Region>eu-central-1</Region>", "wrong region: the bucket is in eu-central-1; use --region eu-central-1"),
+        (
+            400, "AuthorizationHeaderMalformed", "<Region>eu-central-1</Region>",
+            "wrong region: the bucket is in eu-central-1; use --region eu-central-1"
+        ),
         (403, "InvalidAccessKeyId", "", "bad credentials"),
     ])
-    func aRunWideRefusalStopsTheRunAndIsNamedOnce(status: Int, code: String, extra: String, named: String) async throws {
+    func aRunWideRefusalStopsTheRunAndIsNamedOnce(status: Int, code: String, extra: String, named: String) async throws
+    {
         try await withScriptedServer(Self.refuse(status: status, code: code, extra: extra)) { server in
             let tree = try SourceTree(prefix: "curlew-s3-refused")
             defer { tree.remove() }
             for index in 0..<30 { try tree.write("f\(index).txt", Array("file \(index)".utf8)) }
             let output = try await CurlewBinary.run(
-                ["upload", tree.root, "s3://refused-bucket/", "--endpoint", server.baseURL, "--concurrency", "4", "--json", "--no-progress"],
-                environment: ["AWS_ACCESS_KEY_ID": "AKIDEXAMPLE", "AWS_SECRET_ACCESS_KEY": "example-secret", "HOME": "/nonexistent"])
+                [
+                    "upload", tree.root, "s3://refused-bucket/", "--endpoint", server.baseURL, "--concurrency", "4",
+                    "--json", "--no-progress",
+                ],
+                environment: [
+                    "AWS_ACCESS_KEY_ID": "AKIDEXAMPLE", "AWS_SECRET_ACCESS_KEY": "example-secret",
+                    "HOME": "/nonexistent",
+                ])
             #expect(output.status == 1)
             #expect(output.stderr.components(separatedBy: named).count - 1 == 1, "\(output.stderr)")
             let json = try output.json()
@@ -429,7 +503,8 @@ import Musl
     func misuseIsAUsageErrorBeforeAnythingIsSent(arguments: [String], message: String) async throws {
         let tree = try SourceTree(prefix: "curlew-s3-usage")
         defer { tree.remove() }
-        let output = try await CurlewBinary.run(["upload", tree.root] + arguments, environment: ["HOME": "/nonexistent"])
+        let output = try await CurlewBinary.run(
+            ["upload", tree.root] + arguments, environment: ["HOME": "/nonexistent"])
         #expect(output.status == 64)
         #expect(output.stderr.contains(message), "\(output.stderr)")
     }
@@ -440,7 +515,9 @@ import Musl
         try tree.write("a.txt", [1])
         let output = try await CurlewBinary.run(
             ["upload", tree.root, "s3://bucket-one/", "--endpoint", "http://127.0.0.1:9"],
-            environment: ["HOME": "/nonexistent", "AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": "", "AWS_PROFILE": ""])
+            environment: [
+                "HOME": "/nonexistent", "AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": "", "AWS_PROFILE": "",
+            ])
         #expect(output.status == 1)
         #expect(output.stderr.contains("no AWS credentials"), "\(output.stderr)")
     }

@@ -7,9 +7,11 @@ import Testing
         // than the system's is checked against that one), asked for its version by Python's ctypes.
         let binary = try CurlewBinary.path()
         let ldd = try await CurlewBinary.runProgram(["ldd", binary])
-        let libraryLine = try #require(ldd.stdout.split(separator: "\n").first { $0.contains("libcurl.so") }, "\(ldd.stdout)")
+        let libraryLine = try #require(
+            ldd.stdout.split(separator: "\n").first { $0.contains("libcurl.so") }, "\(ldd.stdout)")
         let libraryPath = try #require(libraryLine.split(separator: " ").first { $0.hasPrefix("/") }.map(String.init))
-        let script = "import ctypes, sys; lib = ctypes.CDLL(sys.argv[1]); lib.curl_version.restype = ctypes.c_char_p; "
+        let script =
+            "import ctypes, sys; lib = ctypes.CDLL(sys.argv[1]); lib.curl_version.restype = ctypes.c_char_p; "
             + "print(lib.curl_version().decode().split()[0].split('/')[1])"
         let loaded = try await CurlewBinary.runProgram(["python3", "-c", script, libraryPath])
         let libcurl = loaded.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
@@ -42,13 +44,16 @@ import Testing
         // the middle of a paragraph. So in the discussion a line ends only where the next word would not fit.
         let discussion = lines.prefix { !$0.hasPrefix("USAGE:") }
         for (line, next) in zip(discussion, discussion.dropFirst()) where !line.isEmpty && !next.isEmpty {
-            #expect(line.count + 1 + (next.split(separator: " ").first?.count ?? 0) > 76, "a break inside a paragraph: \(line)")
+            #expect(
+                line.count + 1 + (next.split(separator: " ").first?.count ?? 0) > 76,
+                "a break inside a paragraph: \(line)")
         }
     }
 
     @Test func benchHelpSaysWhatFailsAndWhatEachExitStatusMeans() async throws {
         let output = try await CurlewBinary.run(["bench", "--help"])
-        let text = output.stdout.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: " ")
+        let text = output.stdout.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }
+            .joined(separator: " ")
         #expect(text.contains("A request fails when"))
         for status in ["0 when", "1 when", "64 for bad arguments", "98 when", "99 when", "130 when"] {
             #expect(text.contains(status), "help does not explain exit status \(status)")

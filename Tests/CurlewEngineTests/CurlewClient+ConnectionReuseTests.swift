@@ -72,8 +72,10 @@ struct CurlewClientConnectionReuseTests {
         let poison = "HTTP/1.1 200 OK\r\nContent-Length: 6\r\nX-Poisoned: yes\r\n\r\nPOISON"
         let script: @Sendable (WireRequest) -> [WireStep] = { request in
             guard request.target == "/first" else { return [.response(body: "own:\(request.target)")] }
-            return [.response(body: "0123456789"), .send(Array(poison.utf8)),
-                    .mark("poisoned-\(request.connection)-\(request.indexOnConnection)")]
+            return [
+                .response(body: "0123456789"), .send(Array(poison.utf8)),
+                .mark("poisoned-\(request.connection)-\(request.indexOnConnection)"),
+            ]
         }
         let rounds = 10
         try await withWireScriptServer(script) { server in
@@ -137,8 +139,10 @@ struct CurlewClientConnectionReuseTests {
         let script: @Sendable (WireRequest) -> [WireStep] = { request in
             let mark = WireStep.mark("ended-\(request.connection)")
             // The client reads the response before the connection ends (a reset would discard unread bytes).
-            return [.response(body: "own:\(request.target)"), .wait(milliseconds: 30), mark,
-                    ending == .close ? .close : .reset]
+            return [
+                .response(body: "own:\(request.target)"), .wait(milliseconds: 30), mark,
+                ending == .close ? .close : .reset,
+            ]
         }
         try await withWireScriptServer(script) { server in
             try await withClient(loop) { client in
@@ -164,9 +168,12 @@ struct CurlewClientConnectionReuseTests {
             case "/conflicting":
                 [.send(Array("HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 7\r\n\r\nhello, world".utf8))]
             case "/both":
-                [.send(Array(
-                    "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n"
-                        .utf8))]
+                [
+                    .send(
+                        Array(
+                            "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n"
+                                .utf8))
+                ]
             case "/list":
                 [.send(Array("HTTP/1.1 200 OK\r\nContent-Length: 5, 5\r\n\r\nhello".utf8))]
             default:
@@ -260,7 +267,8 @@ struct CurlewClientCredentialRedirectTests {
     }
 
     @Test(arguments: allLoops)
-    func credentialsStayWithTheOriginOnASameOriginRedirect(loop: CurlewClient.Configuration.EventLoopKind) async throws {
+    func credentialsStayWithTheOriginOnASameOriginRedirect(loop: CurlewClient.Configuration.EventLoopKind) async throws
+    {
         // A relative Location: the origin's own /landed.
         let server = try await WireScriptServer.start(Self.redirector { "" })
         defer { Task { try? await server.shutdown() } }
@@ -299,7 +307,8 @@ struct CurlewClientCredentialRedirectTests {
             try await withClient(loop, configure: { $0.tls.caFile = nginx.caFile }) { client in
                 for code in Self.redirectCodes {
                     let target = "127.0.0.1:\(landing.port)"
-                    let request = try Self.credentialRequest(url: "\(nginx.httpsBaseURL)/redirect-\(code)?target=\(target)")
+                    let request = try Self.credentialRequest(
+                        url: "\(nginx.httpsBaseURL)/redirect-\(code)?target=\(target)")
                     let response = try await client.execute(request)
                     #expect(response.text == "landed", "\(code)")
                 }

@@ -20,12 +20,15 @@ struct ConnectionScaleTests {
             // The first round is held 300 ms by the server, so its transfers overlap and each opens a connection.
             let held = try CurlewRequest(url: "\(server.baseURL)/delay/300")
             let small = try CurlewRequest(url: "\(server.baseURL)/small")
-            let succeeded = try await withClient(loop, configure: { configuration in
-                configuration.loopCount = 1
-                configuration.maxConnectionsPerHost = inFlight
-                configuration.maxCachedConnectionsPerLoop = inFlight
-                configuration.timeouts.total = .seconds(60)
-            }) { client in
+            let succeeded = try await withClient(
+                loop,
+                configure: { configuration in
+                    configuration.loopCount = 1
+                    configuration.maxConnectionsPerHost = inFlight
+                    configuration.maxCachedConnectionsPerLoop = inFlight
+                    configuration.timeouts.total = .seconds(60)
+                }
+            ) { client in
                 try await okResponses(client, workers: inFlight, each: [held, small, small])
             }
             #expect(succeeded == 3 * inFlight)

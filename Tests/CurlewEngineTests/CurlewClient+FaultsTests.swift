@@ -28,7 +28,8 @@ struct CurlewClientFaultsTests {
                 let curlewError = try #require(error as? CurlewError, "\(fault): \(String(describing: error))")
                 #expect(
                     curlewError.code == expected,
-                    "\(fault): \(curlewError); server accepted \(server.acceptedConnections), read \(server.requestsServed)")
+                    "\(fault): \(curlewError); server accepted \(server.acceptedConnections), read \(server.requestsServed)"
+                )
                 #expect(curlewError.curlCode != nil, "\(fault)")
             }
             // The client is still healthy afterwards.
@@ -119,9 +120,10 @@ struct CurlewClientFaultsTests {
     func aFailedTransferSaysHowFarItGot(loop: CurlewClient.Configuration.EventLoopKind) async throws {
         try await withLoopbackServer { server in
             try await withClient(loop) { client in
-                let broken = await caughtError {
-                    _ = try await client.execute(try CurlewRequest(url: "\(server.baseURL)/fault/close-mid-body"))
-                } as? CurlewError
+                let broken =
+                    await caughtError {
+                        _ = try await client.execute(try CurlewRequest(url: "\(server.baseURL)/fault/close-mid-body"))
+                    } as? CurlewError
                 let metrics = try #require(broken?.metrics)
                 #expect(!metrics.reusedConnection)
                 #expect(metrics.bytesReceived > 0)
@@ -134,7 +136,9 @@ struct CurlewClientFaultsTests {
                 #expect(timedOut?.metrics?.connected ?? .zero > .zero)
             }
         }
-        let invalid = await caughtError { _ = try await CurlewClient.shared.execute(try CurlewRequest(url: "file:///etc/passwd")) }
+        let invalid = await caughtError {
+            _ = try await CurlewClient.shared.execute(try CurlewRequest(url: "file:///etc/passwd"))
+        }
         #expect((invalid as? CurlewError)?.metrics == nil)
     }
 }

@@ -43,7 +43,8 @@ struct CurlewClientHTTP2ConnectionEndsTests {
         // Counted server-side: every request answered (the log is shared with the other tests of the suite, which
         // run one after another).
         try? await waitUntil(timeout: .seconds(30)) { hypercorn.requestsServed() - servedBefore >= 5000 }
-        #expect(hypercorn.requestsServed() - servedBefore >= 5000, "served \(hypercorn.requestsServed() - servedBefore)")
+        #expect(
+            hypercorn.requestsServed() - servedBefore >= 5000, "served \(hypercorn.requestsServed() - servedBefore)")
     }
 
     @Test(arguments: allLoops)
@@ -52,12 +53,15 @@ struct CurlewClientHTTP2ConnectionEndsTests {
     ) async throws {
         let hypercorn = try await HypercornServer.shared()
         let tally = Tally()
-        try await withClient(loop, configure: { configuration in
-            Self.configure(hypercorn)(&configuration)
-            configuration.timeouts.idle = .seconds(60)
-            // One loop, one connection: its 1,000th request is crossed.
-            configuration.loopCount = 1
-        }) { client in
+        try await withClient(
+            loop,
+            configure: { configuration in
+                Self.configure(hypercorn)(&configuration)
+                configuration.timeouts.idle = .seconds(60)
+                // One loop, one connection: its 1,000th request is crossed.
+                configuration.loopCount = 1
+            }
+        ) { client in
             let request = try CurlewRequest(url: "\(hypercorn.httpsBaseURL)/concurrent")
             try await withThrowingTaskGroup(of: Void.self) { group in
                 // 64 in flight at a time.
@@ -73,12 +77,14 @@ struct CurlewClientHTTP2ConnectionEndsTests {
                                 if response.text != "hypercorn:GET /concurrent 0" {
                                     tally.fail("\(index): \(response.text)")
                                 }
-                                tally.connected(response.metrics.localPort, retried: response.metrics.freshConnectionRetries)
+                                tally.connected(
+                                    response.metrics.localPort, retried: response.metrics.freshConnectionRetries)
                             } catch {
                                 let metrics = (error as? CurlewError)?.metrics
-                                tally.fail("\(index): \(error) [reused \(metrics?.reusedConnection ?? false), "
-                                    + "retries \(metrics?.freshConnectionRetries ?? 0), port \(metrics?.localPort ?? 0), "
-                                    + "sent \(metrics?.bytesSent ?? 0), received \(metrics?.bytesReceived ?? 0)]")
+                                tally.fail(
+                                    "\(index): \(error) [reused \(metrics?.reusedConnection ?? false), "
+                                        + "retries \(metrics?.freshConnectionRetries ?? 0), port \(metrics?.localPort ?? 0), "
+                                        + "sent \(metrics?.bytesSent ?? 0), received \(metrics?.bytesReceived ?? 0)]")
                             }
                         }
                     }
@@ -93,7 +99,8 @@ struct CurlewClientHTTP2ConnectionEndsTests {
     }
 
     @Test(arguments: allLoops)
-    func cleartextHTTP2RequestsCrossGOAWAYsWithoutAFailure(loop: CurlewClient.Configuration.EventLoopKind) async throws {
+    func cleartextHTTP2RequestsCrossGOAWAYsWithoutAFailure(loop: CurlewClient.Configuration.EventLoopKind) async throws
+    {
         let hypercorn = try await HypercornServer.shared()
         var failures: [String] = []
         try await withClient(loop, configure: Self.configure(hypercorn)) { client in
@@ -116,11 +123,14 @@ struct CurlewClientHTTP2ConnectionEndsTests {
         loop: CurlewClient.Configuration.EventLoopKind
     ) async throws {
         let hypercorn = try await HypercornServer.shared()
-        try await withClient(loop, configure: { configuration in
-            Self.configure(hypercorn)(&configuration)
-            // Longer than the server's keep-alive: the pooled connection is offered after the server closed it.
-            configuration.maxConnectionIdleAge = .seconds(60)
-        }) { client in
+        try await withClient(
+            loop,
+            configure: { configuration in
+                Self.configure(hypercorn)(&configuration)
+                // Longer than the server's keep-alive: the pooled connection is offered after the server closed it.
+                configuration.maxConnectionIdleAge = .seconds(60)
+            }
+        ) { client in
             let get = try CurlewRequest(url: "\(hypercorn.httpsBaseURL)/before-gap")
             let warm = try await client.execute(get)
             #expect(warm.metrics.httpVersion == .http2)
@@ -129,7 +139,8 @@ struct CurlewClientHTTP2ConnectionEndsTests {
             let afterGap = try await client.execute(try CurlewRequest(url: "\(hypercorn.httpsBaseURL)/after-gap"))
             #expect(afterGap.text == "hypercorn:GET /after-gap 0")
             try await Task.sleep(for: .seconds(HypercornServer.keepAliveTimeoutSeconds + 1))
-            let put = try CurlewRequest(method: .put, url: "\(hypercorn.httpsBaseURL)/put-after-gap", body: .bytes([1, 2, 3]))
+            let put = try CurlewRequest(
+                method: .put, url: "\(hypercorn.httpsBaseURL)/put-after-gap", body: .bytes([1, 2, 3]))
             let putResponse = try await client.execute(put)
             #expect(putResponse.text == "hypercorn:PUT /put-after-gap 3")
         }

@@ -20,9 +20,10 @@ struct CurlewClientLoggingTests {
             }
         }
         let entries = handler.entries
-        #expect(entries.map(\.message.description) == [
-            "sending request", "received response", "sending request", "received response",
-        ])
+        #expect(
+            entries.map(\.message.description) == [
+                "sending request", "received response", "sending request", "received response",
+            ])
         let ids = entries.map { $0.metadata["curlew-request-id"]?.description }
         #expect(ids[0] != nil && ids[0] == ids[1])
         #expect(ids[2] != nil && ids[2] == ids[3] && ids[2] != ids[0])

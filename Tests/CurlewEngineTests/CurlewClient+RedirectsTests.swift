@@ -109,7 +109,8 @@ struct CurlewClientRedirectsTests {
             // "localhost" is another host name for the same server: the credentials must not follow.
             let otherHost = "http://localhost:\(httpbin.port)/headers"
             let crossHost = try CurlewRequest(
-                url: "\(httpbin.baseURL)/redirect-to?url=\(otherHost.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!)",
+                url:
+                    "\(httpbin.baseURL)/redirect-to?url=\(otherHost.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!)",
                 headers: headers)
             let response = try await client.execute(crossHost)
             #expect(response.url.hasPrefix("http://localhost:"))
@@ -126,7 +127,8 @@ struct CurlewClientRedirectsTests {
             for target in ["file:///etc/passwd", "gopher://127.0.0.1:70/", "dict://127.0.0.1:2628/"] {
                 let encoded = target.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
                 let code = await curlewErrorCode {
-                    _ = try await client.execute(try CurlewRequest(url: "\(httpbin.baseURL)/redirect-to?url=\(encoded)"))
+                    _ = try await client.execute(
+                        try CurlewRequest(url: "\(httpbin.baseURL)/redirect-to?url=\(encoded)"))
                 }
                 #expect(code == .protocolNotAllowed, "\(target)")
             }

@@ -22,7 +22,8 @@ struct CurlewClientStreamingTests {
                 var received = 0
                 var intact = true
                 for try await chunk in response.body {
-                    intact = intact && received + chunk.count <= count
+                    intact =
+                        intact && received + chunk.count <= count
                         && sameBytes(chunk, expected[received..<(received + chunk.count)])
                     received += chunk.count
                 }
@@ -110,7 +111,13 @@ struct CurlewClientStreamingTests {
     func abandoningABodyCancelsItsTransfer(loop: CurlewClient.Configuration.EventLoopKind) async throws {
         try await withLoopbackServer { server in
             // One connection in all: the next request can only run if the abandoned transfer let go of it.
-            try await withClient(loop, configure: { $0.loopCount = 1; $0.maxConnectionsPerHost = 1 }) { client in
+            try await withClient(
+                loop,
+                configure: {
+                    $0.loopCount = 1
+                    $0.maxConnectionsPerHost = 1
+                }
+            ) { client in
                 do {
                     let response = try await client.stream(
                         try CurlewRequest(url: "\(server.baseURL)/bytes/\(200 * 1024 * 1024)"), bufferLimit: 64 * 1024)
@@ -152,7 +159,13 @@ struct CurlewClientStreamingTests {
         try Data(bytes).write(to: URL(fileURLWithPath: file))
         defer { unlink(file) }
         let url = "\(nginx.httpsBaseURL)/dav/\(URL(fileURLWithPath: file).lastPathComponent)"
-        try await withClient(.thread, configure: { $0.tls.caFile = nginx.caFile; $0.loopCount = 1 }) { client in
+        try await withClient(
+            .thread,
+            configure: {
+                $0.tls.caFile = nginx.caFile
+                $0.loopCount = 1
+            }
+        ) { client in
             // Warm the connection so all 50 streams share it (libcurl 7.88 counts a cold one as full at 100).
             _ = try await client.execute(try CurlewRequest(url: url))
             try await withThrowingTaskGroup(of: (Bool, TransferMetrics.HTTPVersion).self) { group in
@@ -187,7 +200,13 @@ struct CurlewClientStreamingTests {
         try Data(patternBytes(4 * 1024 * 1024)).write(to: URL(fileURLWithPath: file))
         defer { unlink(file) }
         let url = "\(nginx.httpsBaseURL)/dav/\(name)"
-        try await withClient(.thread, configure: { $0.tls.caFile = nginx.caFile; $0.loopCount = 1 }) { client in
+        try await withClient(
+            .thread,
+            configure: {
+                $0.tls.caFile = nginx.caFile
+                $0.loopCount = 1
+            }
+        ) { client in
             _ = try await client.execute(try CurlewRequest(url: "\(nginx.httpsBaseURL)/small"))
             let stalled = try await client.stream(try CurlewRequest(url: url), bufferLimit: 16 * 1024)
             var iterator = stalled.body.makeAsyncIterator()
@@ -208,7 +227,13 @@ struct CurlewClientStreamingTests {
     @Test
     func streamsRunOnHandlesReusedFromMultiplexedTransfers() async throws {
         let nginx = try await NginxServer.shared()
-        try await withClient(.thread, configure: { $0.tls.caFile = nginx.caFile; $0.loopCount = 1 }) { client in
+        try await withClient(
+            .thread,
+            configure: {
+                $0.tls.caFile = nginx.caFile
+                $0.loopCount = 1
+            }
+        ) { client in
             let small = try CurlewRequest(url: "\(nginx.httpsBaseURL)/small")
             _ = try await client.execute(small)
             try await withThrowingTaskGroup(of: Void.self) { group in
@@ -288,11 +313,13 @@ struct CurlewClientStreamingTests {
         try await withLoopbackServer { server in
             try await withClient(loop) { client in
                 let broken = await curlewErrorCode {
-                    _ = try await client.download(try CurlewRequest(url: "\(server.baseURL)/fault/close-mid-body"), to: path)
+                    _ = try await client.download(
+                        try CurlewRequest(url: "\(server.baseURL)/fault/close-mid-body"), to: path)
                 }
                 #expect(broken == .connectionClosed)
 
-                let missing = try await client.download(try CurlewRequest(url: "\(server.baseURL)/status/404"), to: path)
+                let missing = try await client.download(
+                    try CurlewRequest(url: "\(server.baseURL)/status/404"), to: path)
                 #expect(missing.status == .notFound)
 
                 let unwritable = await curlewErrorCode {
@@ -333,7 +360,8 @@ struct CurlewClientStreamingTests {
         let file = try TemporaryFile(randomBytes: 8 * 1024 * 1024)
         try await withLoopbackServer { server in
             try await withClient(loop) { client in
-                var request = try CurlewRequest(method: .put, url: "\(server.baseURL)/upload", body: .file(.path(file.path)))
+                var request = try CurlewRequest(
+                    method: .put, url: "\(server.baseURL)/upload", body: .file(.path(file.path)))
                 request.progressInterval = .milliseconds(1)
                 let updates = request.progressUpdates()
                 let collector = Task {

@@ -9,7 +9,8 @@ struct CurlewClientTLSAndHTTP2Tests {
     func tlsSucceedsWithTheTestCA(loop: CurlewClient.Configuration.EventLoopKind) async throws {
         let nginx = try await NginxServer.shared()
         try await withClient(loop, configure: { $0.tls.caFile = nginx.caFile }) { client in
-            let response = try await client.execute(try CurlewRequest(url: "https://127.0.0.1:\(nginx.httpsPort)/small"))
+            let response = try await client.execute(
+                try CurlewRequest(url: "https://127.0.0.1:\(nginx.httpsPort)/small"))
             #expect(response.status == .ok)
             #expect(response.body.count == 100)
             #expect(response.metrics.tlsHandshakeDone > .zero)
@@ -49,7 +50,13 @@ struct CurlewClientTLSAndHTTP2Tests {
         // One loop, one connection pool; the connection is established first, as in a long-lived client. (A cold
         // burst of more than 100 is libcurl 7.88's weak spot: until the server's SETTINGS arrive it counts a new
         // connection as full at 100 streams and gives every further transfer a connection of its own.)
-        try await withClient(loop, configure: { $0.tls.caFile = nginx.caFile; $0.loopCount = 1 }) { client in
+        try await withClient(
+            loop,
+            configure: {
+                $0.tls.caFile = nginx.caFile
+                $0.loopCount = 1
+            }
+        ) { client in
             let request = try CurlewRequest(url: "https://127.0.0.1:\(nginx.httpsPort)/small")
             let first = try await client.execute(request)
             let metrics = try await withThrowingTaskGroup(of: TransferMetrics.self) { group in
@@ -67,7 +74,10 @@ struct CurlewClientTLSAndHTTP2Tests {
             // More than libcurl's default of 100 streams ran on the established connection.
             #expect(metrics.filter { $0.localPort == first.metrics.localPort }.count > 100)
             let connections = Set(metrics.map(\.localPort))
-            #expect(connections.count >= 1 && connections.count <= 2, "connections: \(connections.count) \(Dictionary(grouping: metrics, by: \.localPort).mapValues(\.count))")
+            #expect(
+                connections.count >= 1 && connections.count <= 2,
+                "connections: \(connections.count) \(Dictionary(grouping: metrics, by: \.localPort).mapValues(\.count))"
+            )
         }
     }
 
@@ -76,10 +86,13 @@ struct CurlewClientTLSAndHTTP2Tests {
         loop: CurlewClient.Configuration.EventLoopKind
     ) async throws {
         let nginx = try await NginxServer.shared()
-        try await withClient(loop, configure: {
-            $0.httpVersion = .http2PriorKnowledge
-            $0.loopCount = 1
-        }) { client in
+        try await withClient(
+            loop,
+            configure: {
+                $0.httpVersion = .http2PriorKnowledge
+                $0.loopCount = 1
+            }
+        ) { client in
             let request = try CurlewRequest(url: "http://127.0.0.1:\(nginx.h2cPort)/small")
             // Sequential: the case Debian 12's libcurl 7.88.1 breaks on a reused h2c connection.
             for index in 0..<5 {

@@ -76,7 +76,13 @@ struct CurlewClientTimeoutsTests {
     func totalClockIncludesWaitingForAFreeConnection(loop: CurlewClient.Configuration.EventLoopKind) async throws {
         let server = try await LoopbackServer.start()
         defer { Task { try? await server.shutdown() } }
-        try await withClient(loop, configure: { $0.loopCount = 1; $0.maxConnectionsPerHost = 1 }) { client in
+        try await withClient(
+            loop,
+            configure: {
+                $0.loopCount = 1
+                $0.maxConnectionsPerHost = 1
+            }
+        ) { client in
             // All on a thread of its own: a busy cooperative pool could otherwise let the slow request finish
             // before the queued one is even submitted.
             try await onDedicatedThread {
@@ -100,13 +106,17 @@ struct CurlewClientTimeoutsTests {
     func waitingForAFreeConnectionIsNotIdleness(loop: CurlewClient.Configuration.EventLoopKind) async throws {
         let server = try await LoopbackServer.start()
         defer { Task { try? await server.shutdown() } }
-        try await withClient(loop, configure: {
-            $0.loopCount = 1
-            $0.maxConnectionsPerHost = 1
-            $0.timeouts.idle = .milliseconds(300)
-        }) { client in
+        try await withClient(
+            loop,
+            configure: {
+                $0.loopCount = 1
+                $0.maxConnectionsPerHost = 1
+                $0.timeouts.idle = .milliseconds(300)
+            }
+        ) { client in
             // The first request keeps the only connection busy for 1.2 s, with bytes moving every 150 ms.
-            async let busy = client.execute(try CurlewRequest(url: "\(server.baseURL)/fault/slow-body?chunks=8&interval_ms=150"))
+            async let busy = client.execute(
+                try CurlewRequest(url: "\(server.baseURL)/fault/slow-body?chunks=8&interval_ms=150"))
             try await waitUntil(timeout: .seconds(30)) { server.requestsServed >= 1 }
             // The second waits four idle periods for that connection, then is served at once.
             let queued = try await client.execute(try CurlewRequest(url: "\(server.baseURL)/small"))

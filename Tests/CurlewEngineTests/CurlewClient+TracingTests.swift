@@ -98,8 +98,9 @@ struct CurlewClientTracingTests {
                 _ = try await client.execute(
                     try CurlewRequest(url: "http://user:secret@127.0.0.1:\(server.port)/small"))
                 let span = try #require(tracer.finishedSpans.only)
-                #expect(span.attributes["url.full"]?.toSpanAttribute()
-                    == .string("http://REDACTED:REDACTED@127.0.0.1:\(server.port)/small"))
+                #expect(
+                    span.attributes["url.full"]?.toSpanAttribute()
+                        == .string("http://REDACTED:REDACTED@127.0.0.1:\(server.port)/small"))
             }
         }
     }
@@ -141,8 +142,9 @@ extension Array {
 
 /// The in-memory tracer with W3C-shaped ids and a W3C `traceparent` propagator, as swift-otel's would inject it.
 struct W3CInMemoryTracer: Tracer {
-    let base = InMemoryTracer(idGenerator: .init(
-        nextTraceID: { randomHex(bytes: 16) }, nextSpanID: { randomHex(bytes: 8) }))
+    let base = InMemoryTracer(
+        idGenerator: .init(
+            nextTraceID: { randomHex(bytes: 16) }, nextSpanID: { randomHex(bytes: 8) }))
 
     func startSpan<Instant: TracerInstant>(
         _ operationName: String, context: @autoclosure () -> ServiceContext, ofKind kind: SpanKind,

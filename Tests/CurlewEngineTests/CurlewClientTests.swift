@@ -63,7 +63,9 @@ struct CurlewClientTests {
         let httpbin = try await HTTPBinServer.shared()
         try await withClient(loop) { client in
             for method in [HTTPRequest.Method.post, .put, .patch] {
-                let json = try await client.execute(try CurlewRequest(method: method, url: "\(httpbin.baseURL)/anything")).json()
+                let json = try await client.execute(
+                    try CurlewRequest(method: method, url: "\(httpbin.baseURL)/anything")
+                ).json()
                 #expect(json["method"] as? String == method.rawValue)
                 #expect(json["data"] as? String == "")
                 let headers = try #require(json["headers"] as? [String: String])
@@ -114,7 +116,8 @@ struct CurlewClientTests {
     }
 
     @Test(arguments: allLoops)
-    func nothingOfOneRequestLeaksIntoTheNextOnAReusedHandle(loop: CurlewClient.Configuration.EventLoopKind) async throws {
+    func nothingOfOneRequestLeaksIntoTheNextOnAReusedHandle(loop: CurlewClient.Configuration.EventLoopKind) async throws
+    {
         // One loop and sequential requests, so every request reuses the same pooled easy handle. Plain GETs keep
         // their handle configured; every other shape must start from a clean one, and so must the GET after it.
         let httpbin = try await HTTPBinServer.shared()
@@ -132,7 +135,8 @@ struct CurlewClientTests {
             _ = try await client.execute(try CurlewRequest(method: .head, url: "\(httpbin.baseURL)/anything"))
             try await expectPlainGET(after: "HEAD")
             let post = try CurlewRequest(
-                method: .post, url: "\(httpbin.baseURL)/anything", headers: [("X-Leak", "1"), ("Content-Type", "text/plain")],
+                method: .post, url: "\(httpbin.baseURL)/anything",
+                headers: [("X-Leak", "1"), ("Content-Type", "text/plain")],
                 body: .bytes(Array("body".utf8)))
             _ = try await client.execute(post)
             try await expectPlainGET(after: "POST with headers")
@@ -143,7 +147,8 @@ struct CurlewClientTests {
             var tinyLimit = try CurlewRequest(url: "\(httpbin.baseURL)/bytes/5000")
             tinyLimit.maxResponseBodySize = 10
             _ = try? await client.execute(tinyLimit)
-            #expect(try await client.execute(try CurlewRequest(url: "\(httpbin.baseURL)/bytes/5000")).body.count == 5000)
+            #expect(
+                try await client.execute(try CurlewRequest(url: "\(httpbin.baseURL)/bytes/5000")).body.count == 5000)
             try await expectPlainGET(after: "overrides")
         }
     }
@@ -205,10 +210,12 @@ struct CurlewClientTests {
             let good = Data("user:secret".utf8).base64EncodedString()
             let bad = Data("user:wrong".utf8).base64EncodedString()
             let url = "\(httpbin.baseURL)/basic-auth/user/secret"
-            let ok = try await client.execute(try CurlewRequest(url: url, headers: [("Authorization", "Basic \(good)")]))
+            let ok = try await client.execute(
+                try CurlewRequest(url: url, headers: [("Authorization", "Basic \(good)")]))
             #expect(ok.status == .ok)
             #expect(try ok.json()["authenticated"] as? Bool == true)
-            let denied = try await client.execute(try CurlewRequest(url: url, headers: [("Authorization", "Basic \(bad)")]))
+            let denied = try await client.execute(
+                try CurlewRequest(url: url, headers: [("Authorization", "Basic \(bad)")]))
             #expect(denied.status == .unauthorized)
             #expect(denied.headerFields[HTTPField.Name("WWW-Authenticate")!]?.contains("Basic") == true)
         }
@@ -241,7 +248,8 @@ struct CurlewClientTests {
     func metricsDescribeTheTransfer(loop: CurlewClient.Configuration.EventLoopKind) async throws {
         let httpbin = try await HTTPBinServer.shared()
         try await withClient(loop, configure: { $0.loopCount = 1 }) { client in
-            let request = try CurlewRequest(method: .post, url: "\(httpbin.baseURL)/post", body: .bytes(Array(repeating: 65, count: 1000)))
+            let request = try CurlewRequest(
+                method: .post, url: "\(httpbin.baseURL)/post", body: .bytes(Array(repeating: 65, count: 1000)))
             let first = try await client.execute(request)
             let second = try await client.execute(request)
             #expect(!first.metrics.reusedConnection)

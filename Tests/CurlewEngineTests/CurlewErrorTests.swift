@@ -31,11 +31,13 @@ struct CurlewErrorTests {
     }
 
     @Test func connectFailuresTellRefusalFromOtherCauses() {
-        let refused = CurlewError.fromCurl(CURLE_COULDNT_CONNECT, message: nil, osErrno: ECONNREFUSED, timeoutKind: .total)
+        let refused = CurlewError.fromCurl(
+            CURLE_COULDNT_CONNECT, message: nil, osErrno: ECONNREFUSED, timeoutKind: .total)
         #expect(refused.code == .connectionRefused)
         #expect(refused.osErrno == ECONNREFUSED)
         #expect(refused.curlMessage?.isEmpty == false)
-        let unreachable = CurlewError.fromCurl(CURLE_COULDNT_CONNECT, message: nil, osErrno: EHOSTUNREACH, timeoutKind: .total)
+        let unreachable = CurlewError.fromCurl(
+            CURLE_COULDNT_CONNECT, message: nil, osErrno: EHOSTUNREACH, timeoutKind: .total)
         #expect(unreachable.code == .connectFailed)
     }
 

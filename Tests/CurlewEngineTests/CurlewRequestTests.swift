@@ -49,8 +49,10 @@ struct CurlewRequestTests {
         #expect(request.method == .get)
     }
 
-    @Test(arguments: [("X-Test", "a\r\nInjected: yes"), ("X-Test", "a\nb"), ("X-Test", "nul\u{0}"), ("Bad Name", "v"),
-        ("X-Test\r\n", "v"), ("", "v")])
+    @Test(arguments: [
+        ("X-Test", "a\r\nInjected: yes"), ("X-Test", "a\nb"), ("X-Test", "nul\u{0}"), ("Bad Name", "v"),
+        ("X-Test\r\n", "v"), ("", "v"),
+    ])
     func headersWithControlCharactersAreRejected(name: String, value: String) throws {
         var request = try CurlewRequest(url: "http://127.0.0.1/")
         #expect(errorCode { try request.addHeader(name, value) } == .invalidRequest)

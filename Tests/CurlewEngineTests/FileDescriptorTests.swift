@@ -41,7 +41,9 @@ struct FileDescriptorTests {
             // did not.
             for round in 0..<50 {
                 let served = server.requestsServed
-                let task = Task { try await client.execute(try CurlewRequest(url: "\(server.baseURL)/fault/never-answer")) }
+                let task = Task {
+                    try await client.execute(try CurlewRequest(url: "\(server.baseURL)/fault/never-answer"))
+                }
                 if round % 2 == 0 { try await waitUntil(timeout: .seconds(30)) { server.requestsServed > served } }
                 task.cancel()
                 _ = try? await task.value
@@ -75,11 +77,14 @@ struct FileDescriptorTests {
             // connection; the second round reuses them. A bounded total timeout turns a lost transfer into a failure.
             let held = try CurlewRequest(url: "\(server.baseURL)/delay/500")
             let small = try CurlewRequest(url: "\(server.baseURL)/small")
-            let succeeded = try await withClient(loop, configure: { configuration in
-                configuration.maxConnectionsPerHost = nil
-                configuration.maxCachedConnectionsPerLoop = concurrency
-                configuration.timeouts.total = .seconds(60)
-            }) { client in
+            let succeeded = try await withClient(
+                loop,
+                configure: { configuration in
+                    configuration.maxConnectionsPerHost = nil
+                    configuration.maxCachedConnectionsPerLoop = concurrency
+                    configuration.timeouts.total = .seconds(60)
+                }
+            ) { client in
                 try await okResponses(client, workers: concurrency, each: [held, small])
             }
             #expect(succeeded == 2 * concurrency)
@@ -152,10 +157,13 @@ struct FileDescriptorTests {
             let before = TestProcess.openFileDescriptors()
             let request = try CurlewRequest(url: "http://127.0.0.1:\(nginx.httpPort)/small")
             _ = try await client.execute(request)
-            let sockets = TestProcess.openFileDescriptors().filter { before[$0.key] != $0.value && $0.value.hasPrefix("socket:") }
+            let sockets = TestProcess.openFileDescriptors().filter {
+                before[$0.key] != $0.value && $0.value.hasPrefix("socket:")
+            }
             #expect(!sockets.isEmpty)
             for descriptor in sockets.keys {
-                #expect(fcntl(descriptor, F_GETFD) & FD_CLOEXEC != 0, "descriptor \(descriptor) is inherited by children")
+                #expect(
+                    fcntl(descriptor, F_GETFD) & FD_CLOEXEC != 0, "descriptor \(descriptor) is inherited by children")
             }
         }
     }

@@ -23,8 +23,10 @@ struct LibcurlVersionTests {
 
     @Test func theVersionsCIAndCommonDistributionsShipAreSupported() {
         // 7.80.0 itself, Ubuntu 22.04, Debian 12, Ubuntu 24.04, Debian 13.
-        for version in [LibcurlVersion(7, 80, 0), LibcurlVersion(7, 81, 0), LibcurlVersion(7, 88, 1),
-                        LibcurlVersion(8, 5, 0), LibcurlVersion(8, 14, 1)] {
+        for version in [
+            LibcurlVersion(7, 80, 0), LibcurlVersion(7, 81, 0), LibcurlVersion(7, 88, 1),
+            LibcurlVersion(8, 5, 0), LibcurlVersion(8, 14, 1),
+        ] {
             #expect(version.isSupported, "\(version)")
             #expect(version.unsupportedReason == nil)
         }

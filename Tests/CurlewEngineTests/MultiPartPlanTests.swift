@@ -22,8 +22,10 @@ struct MultiPartPlanTests {
         // The default 256 per host over four loops: 64 each, one part, as before parts existed.
         let plan = plan(loops: 4, perHost: 256)
         #expect(plan.partCount == 1)
-        #expect(plan.limits(ofPart: 0) == MultiLimits(
-            hostConnections: 64, totalConnections: 0, cachedConnections: 256, concurrentStreams: 1000))
+        #expect(
+            plan.limits(ofPart: 0)
+                == MultiLimits(
+                    hostConnections: 64, totalConnections: 0, cachedConnections: 256, concurrentStreams: 1000))
         #expect(plan.choosePart(http1Only: true, openParts: 1, inFlight: { _ in 500 }) == .part(0))
     }
 

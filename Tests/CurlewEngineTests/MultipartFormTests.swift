@@ -111,8 +111,9 @@ struct MultipartFormTests {
                 let response = try await client.execute(
                     try CurlewRequest(method: .post, url: "\(server.baseURL)/echo", body: .multipart(form)))
                 let parts = try parseMultipart(response.body, boundary: form.boundary)
-                #expect(parts.first?.header("Content-Disposition")
-                    == #"form-data; name="f"; filename="a%22b\\c%0D%0Ad é.txt""#)
+                #expect(
+                    parts.first?.header("Content-Disposition")
+                        == #"form-data; name="f"; filename="a%22b\\c%0D%0Ad é.txt""#)
             }
         }
     }
@@ -167,7 +168,8 @@ struct MultipartFormTests {
         try await withLoopbackServer { server in
             try await withClient(.thread) { client in
                 for contentType in [stale, "multipart/form-data", "multipart/form-data; boundary=\"other\""] {
-                    var request = try CurlewRequest(method: .post, url: "\(server.baseURL)/echo", body: .multipart(form))
+                    var request = try CurlewRequest(
+                        method: .post, url: "\(server.baseURL)/echo", body: .multipart(form))
                     try request.setHeader("Content-Type", contentType)
                     let error = await caughtError { _ = try await client.execute(request) } as? CurlewError
                     #expect(error?.code == .invalidRequest, "\(contentType)")
@@ -175,7 +177,8 @@ struct MultipartFormTests {
                 }
                 // Quoted, in another case, among other parameters: the same boundary is accepted.
                 var request = try CurlewRequest(method: .post, url: "\(server.baseURL)/echo", body: .multipart(form))
-                try request.setHeader("Content-Type", "Multipart/Form-Data; charset=utf-8; BOUNDARY=\"\(form.boundary)\"")
+                try request.setHeader(
+                    "Content-Type", "Multipart/Form-Data; charset=utf-8; BOUNDARY=\"\(form.boundary)\"")
                 let response = try await client.execute(request)
                 #expect(try parseMultipart(response.body, boundary: form.boundary).count == 1)
             }
@@ -191,7 +194,8 @@ struct MultipartFormTests {
         try await withLoopbackServer { server in
             try await withClient(.thread) { client in
                 for form in [colliding, invalid] {
-                    let request = try CurlewRequest(method: .post, url: "\(server.baseURL)/echo", body: .multipart(form))
+                    let request = try CurlewRequest(
+                        method: .post, url: "\(server.baseURL)/echo", body: .multipart(form))
                     #expect(await curlewErrorCode { _ = try await client.execute(request) } == .invalidRequest)
                 }
             }
@@ -259,9 +263,10 @@ struct MultipartFormTests {
         form.append(fileAt: file.path, forKey: "f")
         let httpbin = try await HTTPBinServer.shared()
         try await withClient(loop) { client in
-            let json = try await client.execute(try CurlewRequest(
-                method: .post, url: "\(httpbin.baseURL)/redirect-to?url=/anything&status_code=307",
-                body: .multipart(form))
+            let json = try await client.execute(
+                try CurlewRequest(
+                    method: .post, url: "\(httpbin.baseURL)/redirect-to?url=/anything&status_code=307",
+                    body: .multipart(form))
             ).json()
             #expect(json["form"] as? [String: String] == ["k": "v"])
             #expect(json["files"] as? [String: String] == ["f": "again"])

@@ -20,7 +20,8 @@ struct ReadmeExampleTests {
             contentsOfFile: URL(fileURLWithPath: #filePath).deletingLastPathComponent()
                 .appendingPathComponent("../../README.md").path, encoding: .utf8)
         let lines = testFile.components(separatedBy: "\n")
-        let marker = { (name: String) in { (line: String) in line.trimmingCharacters(in: .whitespaces) == "// " + name } }
+        let marker = { (name: String) in { (line: String) in line.trimmingCharacters(in: .whitespaces) == "// " + name }
+        }
         let begin = try #require(lines.firstIndex(where: marker("README-BEGIN")))
         let end = try #require(lines.firstIndex(where: marker("README-END")))
         let snippet = lines[(begin + 1)..<end].map { $0.hasPrefix("    ") ? String($0.dropFirst(4)) : $0 }

@@ -288,7 +288,13 @@ struct RequestBodyStreamTests {
     func fiftyPausedHTTP2UploadsAllArriveWhole() async throws {
         let nginx = try await NginxServer.shared()
         let chunk = try randomBytes(8 * 1024)
-        try await withClient(.thread, configure: { $0.tls.caFile = nginx.caFile; $0.loopCount = 1 }) { client in
+        try await withClient(
+            .thread,
+            configure: {
+                $0.tls.caFile = nginx.caFile
+                $0.loopCount = 1
+            }
+        ) { client in
             // Warm the connection so all 50 streams share it (libcurl 7.88 counts a cold one as full at 100).
             _ = try await client.execute(try CurlewRequest(url: "\(nginx.httpsBaseURL)/small"))
             try await withThrowingTaskGroup(of: (Int?, TransferMetrics).self) { group in

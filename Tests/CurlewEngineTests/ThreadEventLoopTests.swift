@@ -18,13 +18,17 @@ struct ThreadEventLoopTests {
         loop: CurlewClient.Configuration.EventLoopKind, ending: Ending
     ) async throws {
         let script: @Sendable (WireRequest) -> [WireStep] = { request in
-            [.response(body: "own:\(request.target)"), .wait(milliseconds: 30), .mark("ended-\(request.connection)"),
-             ending == .close ? .close : .reset]
+            [
+                .response(body: "own:\(request.target)"), .wait(milliseconds: 30), .mark("ended-\(request.connection)"),
+                ending == .close ? .close : .reset,
+            ]
         }
         try await withWireScriptServer(script) { server in
             try await withClient(loop, configure: { $0.loopCount = 1 }) { client in
-                let loopThread = try #require(await Task(executorPreference: client.executors[0]) { currentThreadID() }.value)
-                #expect(try await client.execute(try CurlewRequest(url: "\(server.baseURL)/first")).text == "own:/first")
+                let loopThread = try #require(
+                    await Task(executorPreference: client.executors[0]) { currentThreadID() }.value)
+                #expect(
+                    try await client.execute(try CurlewRequest(url: "\(server.baseURL)/first")).text == "own:/first")
                 try await server.waitForMark("ended-0")
                 // The scenario itself: an idle second after the server ended the connection the pool holds. A loop
                 // that kept being told about the ended socket would spend most of it on the CPU.
@@ -43,7 +47,9 @@ struct ThreadEventLoopTests {
 
 /// The calling thread's id (Swift's Glibc does not export `gettid`): `/proc/thread-self` names `PID/task/TID`.
 private func currentThreadID() -> Int? {
-    guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/thread-self") else { return nil }
+    guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/thread-self") else {
+        return nil
+    }
     return target.split(separator: "/").last.flatMap { Int($0) }
 }
 

@@ -327,8 +327,9 @@ struct TransferStateMachineDecisionTests {
 
         // A client on a libcurl older than the engine supports starts no loop: its requests end with the reason.
         var tooOld = TransferStateMachine()
-        #expect(tooOld.rejected(because: .unsupportedLibcurl("libcurl 7.76.1 is older than 7.80.0"))
-            == .fail(.unsupportedLibcurl("libcurl 7.76.1 is older than 7.80.0")))
+        #expect(
+            tooOld.rejected(because: .unsupportedLibcurl("libcurl 7.76.1 is older than 7.80.0"))
+                == .fail(.unsupportedLibcurl("libcurl 7.76.1 is older than 7.80.0")))
     }
 
     @Test func everyFailureHasItsOneError() {

@@ -20,8 +20,9 @@ struct CurlewTransportTests {
     func aRequestJoinsTheBaseURLWithTheEncodedPathAndQueryAndKeepsItsFields() async throws {
         try await withStreamingEchoServer { server in
             try await withClient { client in
-                var request = HTTPRequest(method: .post, scheme: nil, authority: nil,
-                                          path: "/hello%20world/Maria?greeting=Howdy")
+                var request = HTTPRequest(
+                    method: .post, scheme: nil, authority: nil,
+                    path: "/hello%20world/Maria?greeting=Howdy")
                 request.headerFields[.contentType] = "application/json"
                 request.headerFields[HTTPField.Name("x-mumble2")!] = "mumble, mumble"
                 request.headerFields[.cookie] = "uid=1; theme=dark"
@@ -29,7 +30,9 @@ struct CurlewTransportTests {
                     request, body: HTTPBody("{}"), baseURL: URL(string: "\(server.baseURL)/api/v1/")!,
                     operationID: "greet")
                 #expect(response.status == .ok)
-                #expect(response.headerFields[HTTPField.Name("x-echo-uri")!] == "/api/v1/hello%20world/Maria?greeting=Howdy")
+                #expect(
+                    response.headerFields[HTTPField.Name("x-echo-uri")!] == "/api/v1/hello%20world/Maria?greeting=Howdy"
+                )
                 #expect(response.headerFields[HTTPField.Name("x-echo-method")!] == "POST")
                 #expect(try await String(collecting: try #require(body), upTo: 1024) == "{}")
             }
@@ -121,8 +124,9 @@ struct CurlewTransportTests {
                 #expect(response.status == .ok)
                 // A small `.multiple` body is kept in memory to be replayable, so its length is known too.
                 let announcesLength = lengthKnown || iteration == .multiple
-                #expect(response.headerFields[HTTPField.Name("x-echo-content-length")!]
-                    == (announcesLength ? String(payload.count) : nil))
+                #expect(
+                    response.headerFields[HTTPField.Name("x-echo-content-length")!]
+                        == (announcesLength ? String(payload.count) : nil))
                 #expect(try await collect(try #require(echoed)) == payload)
                 #expect(server.bytesReceived == payload.count)
             }
@@ -133,7 +137,8 @@ struct CurlewTransportTests {
     func aBodyShorterThanItsDeclaredLengthFailsInsteadOfGoingOutShort() async throws {
         try await withStreamingEchoServer { server in
             try await withClient { client in
-                let body = HTTPBody(chunked(patternBytes(1000), size: 100), length: .known(2000), iterationBehavior: .single)
+                let body = HTTPBody(
+                    chunked(patternBytes(1000), size: 100), length: .known(2000), iterationBehavior: .single)
                 let error = await #expect(throws: CurlewError.self) {
                     let (_, echoed) = try await CurlewTransport(client: client).send(
                         HTTPRequest(method: .put, scheme: nil, authority: nil, path: "/short"), body: body,
@@ -159,8 +164,9 @@ struct CurlewTransportTests {
             try await withClient { client in
                 let (response, body) = try await CurlewTransport(client: client).send(
                     HTTPRequest(method: .post, scheme: nil, authority: nil, path: "/from"),
-                    body: HTTPBody(chunked(Array("hello, ".utf8) + Array("redirect".utf8), size: 3),
-                                   length: .unknown, iterationBehavior: .multiple),
+                    body: HTTPBody(
+                        chunked(Array("hello, ".utf8) + Array("redirect".utf8), size: 3),
+                        length: .unknown, iterationBehavior: .multiple),
                     baseURL: URL(string: server.baseURL)!, operationID: "redirect")
                 #expect(response.status == .ok)
                 #expect(try await String(collecting: try #require(body), upTo: 64) == "done")
@@ -181,8 +187,9 @@ struct CurlewTransportTests {
                 let error = await #expect(throws: CurlewError.self) {
                     _ = try await CurlewTransport(client: client).send(
                         HTTPRequest(method: .post, scheme: nil, authority: nil, path: "/from"),
-                        body: HTTPBody(chunked(Array("once only".utf8), size: 4), length: .unknown,
-                                       iterationBehavior: .single),
+                        body: HTTPBody(
+                            chunked(Array("once only".utf8), size: 4), length: .unknown,
+                            iterationBehavior: .single),
                         baseURL: URL(string: server.baseURL)!, operationID: "redirect")
                 }
                 #expect(error?.code == .requestBodyNotReplayable)
@@ -213,7 +220,9 @@ struct CurlewTransportTests {
                         if point == .beforeSendingHead { withUnsafeCurrentTask { $0?.cancel() } }
                         let uploads = point == .partwayThroughSendingRequestBody
                         var request = HTTPRequest(method: .get, scheme: nil, authority: nil, path: "/bytes/\(total)")
-                        if uploads { request = HTTPRequest(method: .post, scheme: nil, authority: nil, path: "/upload") }
+                        if uploads {
+                            request = HTTPRequest(method: .post, scheme: nil, authority: nil, path: "/upload")
+                        }
                         let body = uploads ? HTTPBody(uploadChunks, length: .unknown, iterationBehavior: .single) : nil
                         let (_, responseBody) = try await transport.send(
                             request, body: body, baseURL: URL(string: server.baseURL)!, operationID: "cancel")
@@ -262,8 +271,9 @@ struct CurlewTransportTests {
     func aBidirectionalEchoRatchetsChunkByChunk(chunkSize: Int, chunkCount: Int) async throws {
         try await withStreamingEchoServer { server in
             try await withClient { client in
-                let transport = CurlewTransport(configuration: .init(
-                    client: client, responseBufferLimit: 64 * 1024, requestBufferLimit: 16 * 1024))
+                let transport = CurlewTransport(
+                    configuration: .init(
+                        client: client, responseBufferLimit: 64 * 1024, requestBufferLimit: 16 * 1024))
                 let (chunks, producer) = AsyncStream.makeStream(of: ArraySlice<UInt8>.self)
                 try await withTimeout(.seconds(60)) {
                     let (response, body) = try await transport.send(
@@ -392,9 +402,10 @@ func patternBytes(_ count: Int) -> [UInt8] {
 
 /// `bytes` as chunks of at most `size`, a sequence that can be iterated many times.
 func chunked(_ bytes: [UInt8], size: Int) -> AsyncStreamOfChunks {
-    AsyncStreamOfChunks(chunks: stride(from: 0, to: bytes.count, by: size).map {
-        bytes[$0..<min($0 + size, bytes.count)]
-    })
+    AsyncStreamOfChunks(
+        chunks: stride(from: 0, to: bytes.count, by: size).map {
+            bytes[$0..<min($0 + size, bytes.count)]
+        })
 }
 
 /// Chunks known up front, replayable: each iteration yields them all again.

@@ -18,7 +18,9 @@ struct CurlewClientServiceTests {
             let inFlight = (0..<3).map { _ in
                 Task { try await client.execute(try CurlewRequest(url: "\(server.baseURL)/delay/400")) }
             }
-            try await waitUntil(timeout: .seconds(10), "3 requests at the server") { server.requestsServed == served + 3 }
+            try await waitUntil(timeout: .seconds(10), "3 requests at the server") {
+                server.requestsServed == served + 3
+            }
             let shutdown = Task { await client.shutdown(gracePeriod: .seconds(20)) }
             try await waitUntil(timeout: .seconds(10), "the shutdown to begin") { !client.isAcceptingRequests }
 

@@ -23,7 +23,9 @@ public final class MotoServer: Sendable {
 
     public var endpoint: String { "http://127.0.0.1:\(port)" }
 
-    private init(port: Int, accessKeyID: String, secretAccessKey: String, requestLogPath: String, process: SupervisedProcess) {
+    private init(
+        port: Int, accessKeyID: String, secretAccessKey: String, requestLogPath: String, process: SupervisedProcess
+    ) {
         self.port = port
         self.accessKeyID = accessKeyID
         self.secretAccessKey = secretAccessKey
@@ -44,20 +46,29 @@ public final class MotoServer: Sendable {
     private static func start(_ flavour: Flavour) async throws -> MotoServer {
         let directory = try TemporaryDirectory.make(prefix: "curlew-moto")
         do {
-            var program = ["{python}", ServerScripts.directory + "/moto_s3.py", "--fd", "{fd0}", "--port", "{port0}", "--dir", directory]
+            var program = [
+                "{python}", ServerScripts.directory + "/moto_s3.py", "--fd", "{fd0}", "--port", "{port0}", "--dir",
+                directory,
+            ]
             if flavour == .checked { program.append("--check-signatures") }
             let process = try await SupervisedProcess.launch(
-                name: "moto S3 server", program: program, listen: 1, stderrPath: directory + "/stderr.log", cleanupDirectory: directory)
+                name: "moto S3 server", program: program, listen: 1, stderrPath: directory + "/stderr.log",
+                cleanupDirectory: directory)
             do {
-                try await process.waitUntilReady(timeout: .seconds(60)) { FileManager.default.fileExists(atPath: directory + "/ready") }
+                try await process.waitUntilReady(timeout: .seconds(60)) {
+                    FileManager.default.fileExists(atPath: directory + "/ready")
+                }
             } catch let exited as ServerExited {
-                throw TestSupportError("\(exited)\nhint: `pip install 'moto[server]' boto3` for \(ServerScripts.python)")
+                throw TestSupportError(
+                    "\(exited)\nhint: `pip install 'moto[server]' boto3` for \(ServerScripts.python)")
             }
             guard let data = FileManager.default.contents(atPath: directory + "/credentials.json"),
                 let object = try JSONSerialization.jsonObject(with: data) as? [String: String],
                 let key = object["access_key_id"], let secret = object["secret_access_key"]
             else { throw TestSupportError("moto_s3.py wrote no credentials.json\n\(process.stderrTail())") }
-            return MotoServer(port: process.ports[0], accessKeyID: key, secretAccessKey: secret, requestLogPath: directory + "/requests.log", process: process)
+            return MotoServer(
+                port: process.ports[0], accessKeyID: key, secretAccessKey: secret,
+                requestLogPath: directory + "/requests.log", process: process)
         } catch {
             try? FileManager.default.removeItem(atPath: directory)
             throw error
@@ -70,7 +81,9 @@ public final class MotoServer: Sendable {
     }
 
     /// Requests logged so far whose method and path (with query) satisfy `matching`, with their status.
-    public func loggedRequests(_ matching: (_ method: String, _ target: String) -> Bool) -> [(method: String, target: String, status: Int)] {
+    public func loggedRequests(
+        _ matching: (_ method: String, _ target: String) -> Bool
+    ) -> [(method: String, target: String, status: Int)] {
         let log = (try? String(contentsOfFile: requestLogPath, encoding: .utf8)) ?? ""
         var found: [(String, String, Int)] = []
         for line in log.split(separator: "\n") {
@@ -98,8 +111,11 @@ public final class MotoServer: Sendable {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let stdoutPath = directory + "/stdout"
         try Spawn.run(
-            ["env", "AWS_ACCESS_KEY_ID=\(accessKeyID)", "AWS_SECRET_ACCESS_KEY=\(secretAccessKey)", "sh", "-c",
-             "exec \"$0\" \"$@\" > \(stdoutPath)", ServerScripts.python, ServerScripts.directory + "/s3_inspect.py", endpoint, command, bucket],
+            [
+                "env", "AWS_ACCESS_KEY_ID=\(accessKeyID)", "AWS_SECRET_ACCESS_KEY=\(secretAccessKey)", "sh", "-c",
+                "exec \"$0\" \"$@\" > \(stdoutPath)", ServerScripts.python, ServerScripts.directory + "/s3_inspect.py",
+                endpoint, command, bucket,
+            ],
             stderrPath: directory + "/stderr")
         return (try? String(contentsOfFile: stdoutPath, encoding: .utf8)) ?? ""
     }

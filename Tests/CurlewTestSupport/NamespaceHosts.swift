@@ -65,7 +65,8 @@ public final class NamespaceHosts: Sendable {
         Self.sweepAbandoned()
         let tag = Self.ownPrefix + String(UInt32.random(in: 0...UInt32.max), radix: 16)
         let hosts = NamespaceHosts(
-            server: tag + "-srv", clients: (0..<count).map { "\(tag)-c\($0)" }, scratch: try TemporaryDirectory.make(prefix: "curlew-netns"))
+            server: tag + "-srv", clients: (0..<count).map { "\(tag)-c\($0)" },
+            scratch: try TemporaryDirectory.make(prefix: "curlew-netns"))
         do {
             try await hosts.ip("netns", "add", hosts.server)
             try await hosts.ip("-n", hosts.server, "link", "set", "lo", "up")
@@ -74,12 +75,15 @@ public final class NamespaceHosts: Sendable {
                 try await hosts.ip("netns", "add", client)
                 try await hosts.ip("-n", client, "link", "set", "lo", "up")
                 // Both ends are born inside their namespaces: `h<i>` at the server, `eth0` at the client.
-                try await hosts.ip("-n", hosts.server, "link", "add", "h\(index)", "type", "veth", "peer", "name", "eth0", "netns", client)
+                try await hosts.ip(
+                    "-n", hosts.server, "link", "add", "h\(index)", "type", "veth", "peer", "name", "eth0", "netns",
+                    client)
                 try await hosts.ip("-n", hosts.server, "address", "add", "10.203.\(index).1/30", "dev", "h\(index)")
                 try await hosts.ip("-n", hosts.server, "link", "set", "h\(index)", "up")
                 try await hosts.ip("-n", client, "address", "add", "10.203.\(index).2/30", "dev", "eth0")
                 try await hosts.ip("-n", client, "link", "set", "eth0", "up")
-                try await hosts.ip("-n", client, "route", "add", hosts.serverAddress + "/32", "via", "10.203.\(index).1")
+                try await hosts.ip(
+                    "-n", client, "route", "add", hosts.serverAddress + "/32", "via", "10.203.\(index).1")
             }
         } catch {
             await hosts.remove()
@@ -104,14 +108,19 @@ public final class NamespaceHosts: Sendable {
 
     /// This process's namespaces that exist now (none once every set was removed).
     public static func ownNamespaces() -> [String] {
-        ((try? FileManager.default.contentsOfDirectory(atPath: "/run/netns")) ?? []).filter { $0.hasPrefix(Self.ownPrefix) }.sorted()
+        ((try? FileManager.default.contentsOfDirectory(atPath: "/run/netns")) ?? []).filter {
+            $0.hasPrefix(Self.ownPrefix)
+        }.sorted()
     }
 
     /// Deletes the namespaces of test processes that are gone (killed before they removed theirs).
     private static func sweepAbandoned() {
-        guard let ip = Self.ipPath, let names = try? FileManager.default.contentsOfDirectory(atPath: "/run/netns") else { return }
+        guard let ip = Self.ipPath, let names = try? FileManager.default.contentsOfDirectory(atPath: "/run/netns")
+        else { return }
         for name in names where name.hasPrefix("curlew-t") {
-            guard let pid = pid_t(name.dropFirst("curlew-t".count).prefix { $0.isNumber }), pid != getpid() else { continue }
+            guard let pid = pid_t(name.dropFirst("curlew-t".count).prefix { $0.isNumber }), pid != getpid() else {
+                continue
+            }
             if kill(pid, 0) != 0 && errno == ESRCH {
                 try? Spawn.run([ip, "netns", "delete", name], stderrPath: "/dev/null")
             }
@@ -150,21 +159,26 @@ public final class NamespaceHosts: Sendable {
     /// logs each such request to ``NamespaceNginx/hitsLogPath`` with the client's address. Stop it
     /// (``NamespaceNginx/stop()``) before ``remove()``.
     public func startNginx() async throws -> NamespaceNginx {
-        let nginx = ProcessInfo.processInfo.environment["CURLEW_NGINX"].flatMap { $0.isEmpty ? nil : $0 } ?? "/usr/sbin/nginx"
+        let nginx =
+            ProcessInfo.processInfo.environment["CURLEW_NGINX"].flatMap { $0.isEmpty ? nil : $0 } ?? "/usr/sbin/nginx"
         guard FileManager.default.isExecutableFile(atPath: nginx) else {
             throw TestSupportError("nginx not found at \(nginx): `apt-get install nginx-light` (or set CURLEW_NGINX)")
         }
         let directory = try TemporaryDirectory.make(prefix: "curlew-netns-nginx")
         do {
             for subdirectory in ["tmp/client_body", "tmp/proxy", "tmp/fastcgi", "tmp/uwsgi", "tmp/scgi"] {
-                try FileManager.default.createDirectory(atPath: directory + "/" + subdirectory, withIntermediateDirectories: true)
+                try FileManager.default.createDirectory(
+                    atPath: directory + "/" + subdirectory, withIntermediateDirectories: true)
             }
             try NamespaceNginx.config(prefix: directory, address: self.serverAddress, runAsRoot: geteuid() == 0)
                 .write(toFile: directory + "/nginx.conf", atomically: true, encoding: .utf8)
             // `ip netns exec` execs nginx, so the supervisor's child is nginx itself, inside the server's namespace.
             let process = try await SupervisedProcess.launch(
                 name: "nginx (namespace \(self.server))",
-                program: [Self.ipPath ?? "ip", "netns", "exec", self.server, nginx, "-p", directory + "/", "-c", directory + "/nginx.conf", "-e", "stderr"],
+                program: [
+                    Self.ipPath ?? "ip", "netns", "exec", self.server, nginx, "-p", directory + "/", "-c",
+                    directory + "/nginx.conf", "-e", "stderr",
+                ],
                 listen: 0, stderrPath: directory + "/stderr.log", cleanupDirectory: directory)
             // Ready when a client host can connect (bash's /dev/tcp: nothing to install, nothing logged).
             let probe = self.execPrefix(client: 0) + ["bash", "-c", "exec 3<>/dev/tcp/\(self.serverAddress)/80"]

@@ -44,13 +44,17 @@ public final class NginxServer: Sendable {
     public let scratchDirectory: String
     /// Every request to `/dav/` as one line, `METHOD STATUS REQUEST-URI` (the URI as sent, still
     /// percent-encoded), written unbuffered, so tests can count what reached the server.
-    public var davAccessLogPath: String { (self.scratchDirectory as NSString).deletingLastPathComponent + "/dav-access.log" }
+    public var davAccessLogPath: String {
+        (self.scratchDirectory as NSString).deletingLastPathComponent + "/dav-access.log"
+    }
     /// Every request to `/hits/` as one line, `MSEC CONNECTION METHOD STATUS REQUEST-URI HOST LENGTH`: when nginx
     /// logged it in seconds (these requests are answered as they arrive, so that is their arrival), nginx's
     /// connection serial number, the `Host` the request named and its length in bytes (line, headers, body).
     /// Written unbuffered at the end of each request, so tests count arrivals, connections and targets
     /// server-side (wait for the count: a line may follow its response).
-    public var hitsAccessLogPath: String { (self.scratchDirectory as NSString).deletingLastPathComponent + "/hits-access.log" }
+    public var hitsAccessLogPath: String {
+        (self.scratchDirectory as NSString).deletingLastPathComponent + "/hits-access.log"
+    }
     private let process: SupervisedProcess
 
     /// `http://127.0.0.1:httpPort`
@@ -86,7 +90,8 @@ public final class NginxServer: Sendable {
     }
 
     private static func start() async throws -> NginxServer {
-        let nginx = ProcessInfo.processInfo.environment["CURLEW_NGINX"].flatMap { $0.isEmpty ? nil : $0 } ?? "/usr/sbin/nginx"
+        let nginx =
+            ProcessInfo.processInfo.environment["CURLEW_NGINX"].flatMap { $0.isEmpty ? nil : $0 } ?? "/usr/sbin/nginx"
         guard FileManager.default.isExecutableFile(atPath: nginx) else {
             throw TestSupportError("nginx not found at \(nginx): `apt-get install nginx-light` (or set CURLEW_NGINX)")
         }
@@ -101,13 +106,16 @@ public final class NginxServer: Sendable {
 
     private static func start(nginx: String, directory: String) async throws -> NginxServer {
         let files = FileManager.default
-        for subdirectory in ["dav", "html", "certs", "tmp/client_body", "tmp/proxy", "tmp/fastcgi", "tmp/uwsgi", "tmp/scgi"] {
+        for subdirectory in [
+            "dav", "html", "certs", "tmp/client_body", "tmp/proxy", "tmp/fastcgi", "tmp/uwsgi", "tmp/scgi",
+        ] {
             try files.createDirectory(atPath: directory + "/" + subdirectory, withIntermediateDirectories: true)
         }
         try LoopbackServer.jsonBody.write(toFile: directory + "/html/data.json", atomically: true, encoding: .utf8)
         let certificates = directory + "/certs"
         try await NIOThreadPool.singleton.runIfActive { try TestCertificates.generate(in: certificates) }
-        try NginxConfig.locations(prefix: directory).write(toFile: directory + "/locations.conf", atomically: true, encoding: .utf8)
+        try NginxConfig.locations(prefix: directory).write(
+            toFile: directory + "/locations.conf", atomically: true, encoding: .utf8)
 
         // nginx cannot inherit listening sockets, so ports are picked up front; another process
         // can grab one in between, hence the retry on "Address already in use".
@@ -131,8 +139,12 @@ public final class NginxServer: Sendable {
                         && Probe.acceptsConnections(port: ports.mismatch)
                         && Probe.acceptsConnections(port: ports.mutualTLS)
                 }
-                return NginxServer(ports: ports, caFile: certificates + "/ca.pem", scratchDirectory: directory + "/dav", process: process)
-            } catch let exited as ServerExited where exited.tail.contains("Address already in use") && attempt < attempts {
+                return NginxServer(
+                    ports: ports, caFile: certificates + "/ca.pem", scratchDirectory: directory + "/dav",
+                    process: process)
+            } catch let exited as ServerExited
+                where exited.tail.contains("Address already in use") && attempt < attempts
+            {
                 continue
             }
         }
@@ -307,7 +319,8 @@ enum NginxConfig {
 /// key material is committed and nothing expires in the repository.
 enum TestCertificates {
     static func generate(in directory: String) throws {
-        let openssl = ProcessInfo.processInfo.environment["CURLEW_OPENSSL"].flatMap { $0.isEmpty ? nil : $0 } ?? "openssl"
+        let openssl =
+            ProcessInfo.processInfo.environment["CURLEW_OPENSSL"].flatMap { $0.isEmpty ? nil : $0 } ?? "openssl"
         let log = directory + "/openssl.log"
         func run(_ arguments: String...) throws {
             do {
@@ -333,7 +346,9 @@ enum TestCertificates {
         """.write(toFile: path("ca.cnf"), atomically: true, encoding: .utf8)
 
         try run("genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", path("ca.key"))
-        try run("req", "-x509", "-new", "-config", path("ca.cnf"), "-key", path("ca.key"), "-sha256", "-days", "30", "-out", path("ca.pem"))
+        try run(
+            "req", "-x509", "-new", "-config", path("ca.cnf"), "-key", path("ca.key"), "-sha256", "-days", "30", "-out",
+            path("ca.pem"))
 
         let leaves = [
             ("server", "127.0.0.1", "serverAuth", "IP:127.0.0.1, IP:::1, DNS:localhost"),
@@ -351,11 +366,14 @@ enum TestCertificates {
 
             """.write(toFile: path("\(name).ext"), atomically: true, encoding: .utf8)
             try run("genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", path("\(name).key"))
-            try run("req", "-new", "-config", path("ca.cnf"), "-key", path("\(name).key"), "-subj", "/CN=\(commonName)", "-out", path("\(name).csr"))
+            try run(
+                "req", "-new", "-config", path("ca.cnf"), "-key", path("\(name).key"), "-subj", "/CN=\(commonName)",
+                "-out", path("\(name).csr"))
             let serial = "0x" + String(UInt64.random(in: 1...UInt64(Int64.max)), radix: 16)
             try run(
                 "x509", "-req", "-in", path("\(name).csr"), "-CA", path("ca.pem"), "-CAkey", path("ca.key"),
-                "-set_serial", serial, "-sha256", "-days", "30", "-extfile", path("\(name).ext"), "-out", path("\(name).pem")
+                "-set_serial", serial, "-sha256", "-days", "30", "-extfile", path("\(name).ext"), "-out",
+                path("\(name).pem")
             )
         }
     }

@@ -36,8 +36,11 @@ public struct ScriptedResponse: Sendable {
     }
 
     /// A JSON text with `Content-Type: application/json`.
-    public static func json(_ text: String, status: Int = 200, headers: [(name: String, value: String)] = []) -> ScriptedResponse {
-        ScriptedResponse(status: status, headers: [("Content-Type", "application/json")] + headers, body: Array(text.utf8))
+    public static func json(
+        _ text: String, status: Int = 200, headers: [(name: String, value: String)] = []
+    ) -> ScriptedResponse {
+        ScriptedResponse(
+            status: status, headers: [("Content-Type", "application/json")] + headers, body: Array(text.utf8))
     }
 }
 
@@ -76,7 +79,8 @@ public final class ScriptedServer: Sendable {
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
                     try channel.pipeline.syncOperations.addHandler(
-                        ScriptedHandler(handler: handler, onRequest: { box.server?.counter.add(1, ordering: .relaxed) }))
+                        ScriptedHandler(handler: handler, onRequest: { box.server?.counter.add(1, ordering: .relaxed) })
+                    )
                 }
             }
         do {
@@ -106,7 +110,8 @@ public func withScriptedServer<T>(
     _ handler: @escaping @Sendable (ScriptedRequest) -> ScriptedResponse,
     _ body: (ScriptedServer) async throws -> T
 ) async throws -> T {
-    try await withStartedServer(start: { try await ScriptedServer.start(handler) }, shutdown: { try await $0.shutdown() }, body)
+    try await withStartedServer(
+        start: { try await ScriptedServer.start(handler) }, shutdown: { try await $0.shutdown() }, body)
 }
 
 /// Lets the child channels count requests on a server created after them.
@@ -127,7 +132,8 @@ private final class ScriptedHandler: ChannelInboundHandler {
     private var head: HTTPRequestHead?
     private var body: [UInt8] = []
 
-    init(handler: @escaping @Sendable (ScriptedRequest) -> ScriptedResponse, onRequest: @escaping @Sendable () -> Void) {
+    init(handler: @escaping @Sendable (ScriptedRequest) -> ScriptedResponse, onRequest: @escaping @Sendable () -> Void)
+    {
         self.handler = handler
         self.onRequest = onRequest
     }
@@ -144,7 +150,8 @@ private final class ScriptedHandler: ChannelInboundHandler {
             self.head = nil
             onRequest()
             let request = ScriptedRequest(
-                method: head.method.rawValue, uri: head.uri, headers: head.headers.map { (name: $0.name, value: $0.value) },
+                method: head.method.rawValue, uri: head.uri,
+                headers: head.headers.map { (name: $0.name, value: $0.value) },
                 body: body)
             let response = handler(request)
             var headers = HTTPHeaders(response.headers.map { ($0.name, $0.value) })

@@ -80,7 +80,8 @@ public final class SlurmCluster: Sendable {
     /// A fresh folder for one test's scripts and outputs (world-readable, below ``directory``).
     public func makeJobDirectory(_ hint: String) throws -> String {
         let path = "\(self.directory)/jobs/\(hint)-\(UUID().uuidString.prefix(8))"
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
+        try FileManager.default.createDirectory(
+            atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
         return path
     }
 
@@ -113,14 +114,18 @@ public final class SlurmCluster: Sendable {
             workingDirectory: folder, timeout: timeout)
         let jobID = output.stdout.split(separator: "\n").first.flatMap { Int($0.split(separator: ";")[0]) }
         guard let jobID else {
-            throw TestSupportError("sbatch \(arguments.joined(separator: " ")) \(script) failed: \(output)\n\(self.controller.stderrTail(maxBytes: 3000))")
+            throw TestSupportError(
+                "sbatch \(arguments.joined(separator: " ")) \(script) failed: \(output)\n\(self.controller.stderrTail(maxBytes: 3000))"
+            )
         }
         guard output.status == 0 else {
             // --wait: the job failed or outlived the timeout; leave nothing of it running.
             _ = try? await self.run(["scancel", String(jobID)])
             let tasks = (try? await self.tasks(ofJob: jobID)) ?? []
-            let what = output.timedOut ? "did not end within \(timeout)" : "failed (sbatch exit status \(output.status))"
-            throw TestSupportError("sbatch \(arguments.joined(separator: " ")) \(script): job \(jobID) \(what):\n\(self.describe(tasks))")
+            let what =
+                output.timedOut ? "did not end within \(timeout)" : "failed (sbatch exit status \(output.status))"
+            throw TestSupportError(
+                "sbatch \(arguments.joined(separator: " ")) \(script): job \(jobID) \(what):\n\(self.describe(tasks))")
         }
         return jobID
     }
@@ -130,9 +135,12 @@ public final class SlurmCluster: Sendable {
     public func tasks(ofJob jobID: Int) async throws -> [SlurmTask] {
         let output = try await self.run(["scontrol", "--oneliner", "show", "job", String(jobID)])
         guard output.status == 0 else {
-            throw TestSupportError("scontrol show job \(jobID) failed (a job is forgotten an hour after it ends): \(output)")
+            throw TestSupportError(
+                "scontrol show job \(jobID) failed (a job is forgotten an hour after it ends): \(output)")
         }
-        return SlurmTask.parse(scontrolOneliner: output.stdout).sorted { ($0.arrayTaskIndex ?? -1, $0.jobID) < ($1.arrayTaskIndex ?? -1, $1.jobID) }
+        return SlurmTask.parse(scontrolOneliner: output.stdout).sorted {
+            ($0.arrayTaskIndex ?? -1, $0.jobID) < ($1.arrayTaskIndex ?? -1, $1.jobID)
+        }
     }
 
     /// Polls the job (every 100 ms) until `condition` holds for its records; the timeout's error lists each task's
@@ -147,7 +155,8 @@ public final class SlurmCluster: Sendable {
             let tasks = try await self.tasks(ofJob: jobID)
             if condition(tasks) { return tasks }
             if clock.now >= deadline {
-                throw TestSupportError("job \(jobID): timed out after \(timeout) waiting for \(description):\n\(self.describe(tasks))")
+                throw TestSupportError(
+                    "job \(jobID): timed out after \(timeout) waiting for \(description):\n\(self.describe(tasks))")
             }
             try await Task.sleep(for: .milliseconds(100))
         }
@@ -172,7 +181,8 @@ public final class SlurmCluster: Sendable {
     /// OOM killer would, and the job ends `FAILED` with exit `0:9`.
     public func cancel(jobID: Int, arrayTask: Int? = nil, signal: String? = nil, batchStep: Bool = false) async throws {
         let target = arrayTask.map { "\(jobID)_\($0)" } ?? String(jobID)
-        let output = try await self.run(["scancel"] + (signal.map { ["--signal=\($0)"] } ?? []) + (batchStep ? ["--batch"] : []) + [target])
+        let output = try await self.run(
+            ["scancel"] + (signal.map { ["--signal=\($0)"] } ?? []) + (batchStep ? ["--batch"] : []) + [target])
         guard output.status == 0 else { throw TestSupportError("scancel \(target) failed: \(output)") }
     }
 
@@ -195,7 +205,9 @@ public final class SlurmCluster: Sendable {
         while true {
             let output = try await self.run(["scontrol", "requeue", target])
             if output.status == 0 { break }
-            guard clock.now < deadline else { throw TestSupportError("scontrol requeue \(target) failed for \(timeout): \(output)") }
+            guard clock.now < deadline else {
+                throw TestSupportError("scontrol requeue \(target) failed for \(timeout): \(output)")
+            }
             try await Task.sleep(for: .milliseconds(100))
         }
         // PENDING (not COMPLETING or REQUEUED): slurmd has killed the old run, and revoked its credential before that.
@@ -206,21 +218,29 @@ public final class SlurmCluster: Sendable {
                 pendingSince = time(nil)
                 break
             }
-            guard clock.now < deadline else { throw TestSupportError("job \(target) was not pending again within \(timeout): \(output)") }
+            guard clock.now < deadline else {
+                throw TestSupportError("job \(target) was not pending again within \(timeout): \(output)")
+            }
             try await Task.sleep(for: .milliseconds(50))
         }
-        try await waitUntil(timeout: .seconds(2), pollInterval: .milliseconds(20), "the second after job \(target)'s credential was revoked") {
+        try await waitUntil(
+            timeout: .seconds(2), pollInterval: .milliseconds(20),
+            "the second after job \(target)'s credential was revoked"
+        ) {
             time(nil) > pendingSince
         }
         let update = try await self.run(["scontrol", "update", "JobId=\(target)", "StartTime=now"])
-        guard update.status == 0 else { throw TestSupportError("scontrol update JobId=\(target) StartTime=now failed: \(update)") }
+        guard update.status == 0 else {
+            throw TestSupportError("scontrol update JobId=\(target) StartTime=now failed: \(update)")
+        }
     }
 
     /// Runs a client command (`squeue`, `scontrol`, `sbatch`, `bash deploy/slurm/…`) against this cluster, with
     /// ``environment`` and `environment` on top of the test process's, and returns what it printed whatever its
     /// exit status. Throws only if it cannot start; one that outlives `timeout` is killed (``SlurmCommandOutput/timedOut``).
     public func run(
-        _ arguments: [String], environment: [String: String] = [:], workingDirectory: String? = nil, timeout: Duration = .seconds(30)
+        _ arguments: [String], environment: [String: String] = [:], workingDirectory: String? = nil,
+        timeout: Duration = .seconds(30)
     ) async throws -> SlurmCommandOutput {
         try await SlurmClient.run(
             arguments, environment: SlurmClient.environment(adding: self.environment.merging(environment) { $1 }),
@@ -263,7 +283,8 @@ public final class SlurmCluster: Sendable {
     public func describe(_ tasks: [SlurmTask]) -> String {
         guard !tasks.isEmpty else { return "(no job records)\n" + self.controller.stderrTail(maxBytes: 3000) }
         let lines = tasks.map { task in
-            guard let path = task.standardOutput, let data = FileManager.default.contents(atPath: path), !data.isEmpty else {
+            guard let path = task.standardOutput, let data = FileManager.default.contents(atPath: path), !data.isEmpty
+            else {
                 return "  \(task)"
             }
             let tail = String(decoding: data.suffix(1500), as: UTF8.self).replacingOccurrences(of: "\n", with: "\n    ")
@@ -293,8 +314,12 @@ public final class SlurmCluster: Sendable {
         // munged refuses a socket below a directory that others cannot search ("execute permissions for all
         // required"); mkdtemp made this one 0700.
         try files.setAttributes([.posixPermissions: 0o711], ofItemAtPath: directory)
-        for (subdirectory, mode) in [("munge", 0o711), ("state", 0o700), ("spool", 0o755), ("jobs", 0o755), ("commands", 0o700)] {
-            try files.createDirectory(atPath: directory + "/" + subdirectory, withIntermediateDirectories: false, attributes: [.posixPermissions: mode])
+        for (subdirectory, mode) in [
+            ("munge", 0o711), ("state", 0o700), ("spool", 0o755), ("jobs", 0o755), ("commands", 0o700),
+        ] {
+            try files.createDirectory(
+                atPath: directory + "/" + subdirectory, withIntermediateDirectories: false,
+                attributes: [.posixPermissions: mode])
         }
         let munge = try await self.startMunge(executables.munged, in: directory)
         let nodeName = Self.shortHostName()
@@ -306,8 +331,10 @@ public final class SlurmCluster: Sendable {
         for attempt in 1...attempts {
             let ports = try Self.twoFreePorts()
             let configPath = directory + "/slurm.conf"
-            try SlurmConfig.text(directory: directory, nodeName: nodeName, cpus: cpus, ports: ports, mungeSocket: munge.socket)
-                .write(toFile: configPath, atomically: true, encoding: .utf8)
+            try SlurmConfig.text(
+                directory: directory, nodeName: nodeName, cpus: cpus, ports: ports, mungeSocket: munge.socket
+            )
+            .write(toFile: configPath, atomically: true, encoding: .utf8)
             let environment = "SLURM_CONF=" + configPath
             let controller = try await SupervisedProcess.launch(
                 name: "slurmctld", program: ["env", environment, executables.slurmctld, "-D"], listen: 0,
@@ -341,23 +368,29 @@ public final class SlurmCluster: Sendable {
         throw TestSupportError("slurm: could not bind free ports after \(attempts) attempts")
     }
 
-    private static func startMunge(_ munged: String, in directory: String) async throws -> (process: SupervisedProcess, socket: String) {
+    private static func startMunge(
+        _ munged: String, in directory: String
+    ) async throws -> (process: SupervisedProcess, socket: String) {
         let keyPath = directory + "/munge/munge.key"
         // MUNGE wants 1 KiB of random bytes, readable by its owner alone.
         var generator = SystemRandomNumberGenerator()
         let key = Data((0..<1024).map { _ in UInt8.random(in: .min ... .max, using: &generator) })
-        guard FileManager.default.createFile(atPath: keyPath, contents: key, attributes: [.posixPermissions: 0o400]) else {
+        guard FileManager.default.createFile(atPath: keyPath, contents: key, attributes: [.posixPermissions: 0o400])
+        else {
             throw TestSupportError("cannot write the MUNGE key \(keyPath)")
         }
         let socket = directory + "/munge/munge.socket"
         guard socket.utf8.count < MemoryLayout.size(ofValue: sockaddr_un().sun_path) else {
-            throw TestSupportError("the MUNGE socket path \(socket) is too long for a unix socket; set TMPDIR to a shorter folder")
+            throw TestSupportError(
+                "the MUNGE socket path \(socket) is too long for a unix socket; set TMPDIR to a shorter folder")
         }
         let process = try await SupervisedProcess.launch(
             name: "munged",
             program: [
-                munged, "--foreground", "--socket=" + socket, "--key-file=" + keyPath, "--pid-file=\(directory)/munge/munged.pid",
-                "--log-file=\(directory)/munge/munged.log", "--seed-file=\(directory)/munge/munged.seed", "--num-threads=2",
+                munged, "--foreground", "--socket=" + socket, "--key-file=" + keyPath,
+                "--pid-file=\(directory)/munge/munged.pid",
+                "--log-file=\(directory)/munge/munged.log", "--seed-file=\(directory)/munge/munged.seed",
+                "--num-threads=2",
             ],
             listen: 0, stderrPath: directory + "/munged.log",
             // The cluster's directory goes when the test process does (munged is the last daemon to stop).
@@ -377,7 +410,9 @@ public final class SlurmCluster: Sendable {
         var last = ""
         while true {
             for daemon in [self.munged, self.controller, self.node] where daemon.hasExited {
-                throw TestSupportError("\(daemon.name) exited while the Slurm cluster started.\n\(daemon.stderrTail())\nslurm.conf: \(self.configPath)")
+                throw TestSupportError(
+                    "\(daemon.name) exited while the Slurm cluster started.\n\(daemon.stderrTail())\nslurm.conf: \(self.configPath)"
+                )
             }
             let output = try await self.run(["sinfo", "--noheader", "--format=%t"], timeout: .seconds(10))
             last = "\(output)"
@@ -386,7 +421,8 @@ public final class SlurmCluster: Sendable {
             }
             if clock.now >= deadline {
                 throw TestSupportError(
-                    "the Slurm node did not become idle within \(timeout); last sinfo: \(last)\n\(self.controller.stderrTail(maxBytes: 3000))\n\(self.node.stderrTail(maxBytes: 3000))")
+                    "the Slurm node did not become idle within \(timeout); last sinfo: \(last)\n\(self.controller.stderrTail(maxBytes: 3000))\n\(self.node.stderrTail(maxBytes: 3000))"
+                )
             }
             try await Task.sleep(for: .milliseconds(100))
         }
@@ -432,14 +468,16 @@ public struct SlurmTask: Sendable, Equatable, CustomStringConvertible {
 
     /// The states a job does not leave (unless requeued).
     public static let finishedStates: Set<String> = [
-        "COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPTED", "BOOT_FAIL", "DEADLINE", "OUT_OF_MEMORY",
+        "COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPTED", "BOOT_FAIL", "DEADLINE",
+        "OUT_OF_MEMORY",
     ]
 
     public var isFinished: Bool { Self.finishedStates.contains(self.state) }
 
     public var description: String {
         let name = self.arrayJobID.map { "\($0)_\(self.arrayTaskID ?? "?") (job \(self.jobID))" } ?? "job \(self.jobID)"
-        return "\(name): \(self.state), reason \(self.reason), exit \(self.exitStatus):\(self.exitSignal), restarts \(self.restarts)"
+        return
+            "\(name): \(self.state), reason \(self.reason), exit \(self.exitStatus):\(self.exitSignal), restarts \(self.restarts)"
     }
 
     /// Parses `scontrol --oneliner show job` (one `Key=Value …` line per record). Values may hold spaces (a command
@@ -480,7 +518,8 @@ public struct SlurmCommandOutput: Sendable, CustomStringConvertible {
 
     public var description: String {
         "`\(self.arguments.joined(separator: " "))` exited \(self.status)\(self.timedOut ? " (killed at its timeout)" : "")"
-            + (self.stdout.isEmpty ? "" : "\nstdout: \(self.stdout)") + (self.stderr.isEmpty ? "" : "\nstderr: \(self.stderr)")
+            + (self.stdout.isEmpty ? "" : "\nstdout: \(self.stdout)")
+            + (self.stderr.isEmpty ? "" : "\nstderr: \(self.stderr)")
     }
 }
 
@@ -542,12 +581,16 @@ struct SlurmExecutables {
     let slurmd: String
 
     static func locate() throws -> SlurmExecutables {
-        let path = (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":").map(String.init) + ["/usr/sbin", "/usr/bin", "/sbin"]
+        let path =
+            (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":").map(String.init) + [
+                "/usr/sbin", "/usr/bin", "/sbin",
+            ]
         func find(_ name: String, package: String) throws -> String {
             for folder in path where FileManager.default.isExecutableFile(atPath: folder + "/" + name) {
                 return folder + "/" + name
             }
-            throw TestSupportError("\(name) not found: `apt-get install \(package)` (make test installs slurm-wlm and munge)")
+            throw TestSupportError(
+                "\(name) not found: `apt-get install \(package)` (make test installs slurm-wlm and munge)")
         }
         for client in ["sbatch", "squeue", "scontrol", "scancel", "sinfo"] {
             _ = try find(client, package: "slurm-wlm")
@@ -571,7 +614,8 @@ enum SlurmClient {
     }
 
     static func run(
-        _ arguments: [String], environment: [String: String], workingDirectory: String?, scratch: String, timeout: Duration
+        _ arguments: [String], environment: [String: String], workingDirectory: String?, scratch: String,
+        timeout: Duration
     ) async throws -> SlurmCommandOutput {
         let base = "\(scratch)/commands/\(UUID().uuidString)"
         defer {
@@ -582,14 +626,17 @@ enum SlurmClient {
         let argv = (workingDirectory.map { ["env", "-C", $0] } ?? []) + arguments
         let pid: pid_t
         do {
-            pid = try spawnWithOutputFiles(argv, environment: environment, stdoutPath: base + ".out", stderrPath: base + ".err")
+            pid = try spawnWithOutputFiles(
+                argv, environment: environment, stdoutPath: base + ".out", stderrPath: base + ".err")
         } catch {
             throw TestSupportError("\(error) (Slurm's clients: `apt-get install slurm-wlm`)")
         }
         var raw: Int32 = 0
         var timedOut = false
         do {
-            try await waitUntil(timeout: timeout, pollInterval: .milliseconds(5), "`\(arguments.joined(separator: " "))` to exit") {
+            try await waitUntil(
+                timeout: timeout, pollInterval: .milliseconds(5), "`\(arguments.joined(separator: " "))` to exit"
+            ) {
                 waitpid(pid, &raw, WNOHANG) == pid
             }
         } catch {

@@ -66,7 +66,8 @@ final class SupervisedProcess: Sendable {
         timeout: Duration = .seconds(30)
     ) async throws -> SupervisedProcess {
         guard FileManager.default.fileExists(atPath: ServerScripts.supervisor) else {
-            throw TestSupportError("\(name): supervisor script not found at \(ServerScripts.supervisor) (set CURLEW_TEST_SERVERS_DIR)")
+            throw TestSupportError(
+                "\(name): supervisor script not found at \(ServerScripts.supervisor) (set CURLEW_TEST_SERVERS_DIR)")
         }
         var arguments = [ServerScripts.python, ServerScripts.supervisor, "--listen", String(listen)]
         if let cleanupDirectory {
@@ -81,11 +82,16 @@ final class SupervisedProcess: Sendable {
             defer { close(reader) }
             return Spawn.readLine(from: reader, timeout: timeout)
         }
-        let ports = line.flatMap { $0.hasPrefix("PORTS") ? $0.split(separator: " ").dropFirst().compactMap { Int($0) } : nil }
-        let process = SupervisedProcess(pid: spawned.pid, ports: ports ?? [], stderrPath: stderrPath, name: name, lifeline: spawned.stdinWriter)
+        let ports = line.flatMap {
+            $0.hasPrefix("PORTS") ? $0.split(separator: " ").dropFirst().compactMap { Int($0) } : nil
+        }
+        let process = SupervisedProcess(
+            pid: spawned.pid, ports: ports ?? [], stderrPath: stderrPath, name: name, lifeline: spawned.stdinWriter)
         guard let ports, ports.count == listen else {
             process.terminate()
-            throw TestSupportError("\(name): the supervisor did not report its ports (\(ServerScripts.python) \(ServerScripts.supervisor)).\n\(process.stderrTail())")
+            throw TestSupportError(
+                "\(name): the supervisor did not report its ports (\(ServerScripts.python) \(ServerScripts.supervisor)).\n\(process.stderrTail())"
+            )
         }
         return process
     }
@@ -247,7 +253,8 @@ enum Spawn {
         while waitpid(started.pid, &raw, 0) < 0 && errno == EINTR {}
         // WIFEXITED && WEXITSTATUS == 0, spelled out because the C macros are not imported.
         guard raw & 0x7f == 0, (raw >> 8) & 0xff == 0 else {
-            let message = FileManager.default.contents(atPath: stderrPath).map { String(decoding: $0, as: UTF8.self) } ?? ""
+            let message =
+                FileManager.default.contents(atPath: stderrPath).map { String(decoding: $0, as: UTF8.self) } ?? ""
             throw TestSupportError("`\(arguments.joined(separator: " "))` failed (wait status \(raw)):\n\(message)")
         }
     }
@@ -261,7 +268,9 @@ enum Spawn {
         while !bytes.contains(UInt8(ascii: "\n")) {
             let remaining = clock.now.duration(to: deadline)
             guard remaining > .zero else { return nil }
-            let milliseconds = Int32(clamping: remaining.components.seconds * 1000 + remaining.components.attoseconds / 1_000_000_000_000_000 + 1)
+            let milliseconds = Int32(
+                clamping: remaining.components.seconds * 1000 + remaining.components.attoseconds / 1_000_000_000_000_000
+                    + 1)
             var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
             let ready = poll(&descriptor, 1, milliseconds)
             if ready < 0 && errno == EINTR { continue }
@@ -275,7 +284,9 @@ enum Spawn {
         return String(decoding: bytes[..<newline], as: UTF8.self)
     }
 
-    private static func withCStrings<R>(_ strings: [String], _ body: (UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>) -> R) -> R {
+    private static func withCStrings<R>(
+        _ strings: [String], _ body: (UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>) -> R
+    ) -> R {
         let pointers = strings.map { strdup($0) } + [nil]
         defer { pointers.forEach { free($0) } }
         var mutable = pointers

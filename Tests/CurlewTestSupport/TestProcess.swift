@@ -42,7 +42,8 @@ public enum TestProcess {
             guard let number = Int32(name), number != ownDescriptor else { continue }
             var buffer = [CChar](repeating: 0, count: 512)
             let length = readlink("/proc/self/fd/\(name)", &buffer, buffer.count - 1)
-            descriptors[number] = length > 0 ? String(decoding: buffer[..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self) : "?"
+            descriptors[number] =
+                length > 0 ? String(decoding: buffer[..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self) : "?"
         }
         return descriptors
     }

@@ -98,7 +98,8 @@ private final class TimeoutRace<T: Sendable>: Sendable {
     }
 
     func finish(with result: Result<T, any Error>) {
-        let (continuation, worker, timer) = self.state.withLock { state -> (CheckedContinuation<T, any Error>?, Task<Void, Never>?, Task<Void, Never>?) in
+        let (continuation, worker, timer) = self.state.withLock {
+            state -> (CheckedContinuation<T, any Error>?, Task<Void, Never>?, Task<Void, Never>?) in
             guard !state.finished else { return (nil, nil, nil) }
             state.finished = true
             let continuation = state.continuation

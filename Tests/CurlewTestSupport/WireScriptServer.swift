@@ -130,7 +130,8 @@ public func withWireScriptServer<T>(
     _ script: @escaping @Sendable (WireRequest) -> [WireStep],
     _ body: (WireScriptServer) async throws -> T
 ) async throws -> T {
-    try await withStartedServer(start: { try await WireScriptServer.start(host: host, script) }, shutdown: { try await $0.shutdown() }, body)
+    try await withStartedServer(
+        start: { try await WireScriptServer.start(host: host, script) }, shutdown: { try await $0.shutdown() }, body)
 }
 
 struct WireServerState: Sendable {

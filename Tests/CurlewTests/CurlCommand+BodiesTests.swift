@@ -29,13 +29,16 @@ import Testing
     private static func form(_ files: Files) -> MultipartForm {
         var form = MultipartForm()
         form.append(value: "Zoë's \"album\" & more", forKey: "title")
-        form.append(fileAt: files.text, forKey: "upload", fileName: "x\"y;z Zoë.txt", mimeType: "text/plain; charset=utf-8")
+        form.append(
+            fileAt: files.text, forKey: "upload", fileName: "x\"y;z Zoë.txt", mimeType: "text/plain; charset=utf-8")
         form.append(fileAt: files.binary, forKey: "photo", mimeType: "image/png")
         form.append(
             data: Array("a;b,\"c\"\\d\n@e".utf8), forKey: "memo", fileName: "memo.csv", mimeType: "text/csv",
             headerFields: [HTTPField.Name("X-Part")!: "one \"1\""])
         form.append(data: [0xFF, 0x01, 0x41, 0x27], forKey: "blob", fileName: "blob.bin")
-        form.parts.append(MultipartForm.Part(name: "typed", contentType: "application/json", content: .bytes(Array(#"{"a":1}"#.utf8))))
+        form.parts.append(
+            MultipartForm.Part(name: "typed", contentType: "application/json", content: .bytes(Array(#"{"a":1}"#.utf8)))
+        )
         form.parts.append(MultipartForm.Part(name: "inline", content: .file(.path(files.text))))
         return form
     }
@@ -86,7 +89,8 @@ import Testing
         let received = EntryLog()
         try await withScriptedServer({ request in
             let boundary = request.header("Content-Type")?.components(separatedBy: "boundary=").last ?? "?"
-            received.append(String(decoding: request.body, as: UTF8.self).replacingOccurrences(of: boundary, with: "BOUNDARY"))
+            received.append(
+                String(decoding: request.body, as: UTF8.self).replacingOccurrences(of: boundary, with: "BOUNDARY"))
             return ScriptedResponse(status: 204)
         }) { server in
             let provider = TestProvider(baseURL: server.baseURL)
@@ -121,10 +125,11 @@ import Testing
         let provider = TestProvider(baseURL: try await HTTPBinServer.shared().baseURL)
         let bytes = Array("streamed\nbytes".utf8)
         func stream() -> RequestBodyStream {
-            RequestBodyStream(AsyncStream { continuation in
-                continuation.yield(bytes)
-                continuation.finish()
-            })
+            RequestBodyStream(
+                AsyncStream { continuation in
+                    continuation.yield(bytes)
+                    continuation.finish()
+                })
         }
         let body = Route(path: "/anything/stream", method: .post, body: .stream(stream(), contentType: "text/plain"))
         var form = MultipartForm()
@@ -140,7 +145,8 @@ import Testing
         #expect(formCommand.hasSuffix(#"# placeholder, pipe in on standard input: form part "upload" (a stream)"#))
 
         for (route, command, isForm) in [(body, bodyCommand, false), (formRoute, formCommand, true)] {
-            let fromCurl = try JSONDecoder().decode(JSONValue.self, from: try await CurlCommandTests.run(command, input: bytes))
+            let fromCurl = try JSONDecoder().decode(
+                JSONValue.self, from: try await CurlCommandTests.run(command, input: bytes))
             let fromCurlew = try await provider.request(route).json()
             Self.expectSameEcho(fromCurl, fromCurlew, command, isForm: isForm, isStream: true)
         }

@@ -8,7 +8,10 @@ import Testing
 @Suite struct CurlCommandTests {
     @Test func aPlainGETIsMinimal() throws {
         let request = try CurlewRequest(url: "http://127.0.0.1:8080/small")
-        #expect(request.curlCommand() == "curl -H User-Agent: --compressed --location --max-redirs 10 --connect-timeout 10 http://127.0.0.1:8080/small")
+        #expect(
+            request.curlCommand()
+                == "curl -H User-Agent: --compressed --location --max-redirs 10 --connect-timeout 10 http://127.0.0.1:8080/small"
+        )
     }
 
     @Test func methodHeadersBodyAndVersionAreRendered() throws {
@@ -30,15 +33,22 @@ import Testing
         request.httpVersion = .http1_1
         request.decompression = .disabled
         request.redirects = .disabled
-        #expect(request.curlCommand() == #"curl -X PUT -H User-Agent: -H Expect: -H Content-Type: --data-binary $'\xFFA\'' --http1.1 --connect-timeout 10 http://h/x"#)
+        #expect(
+            request.curlCommand()
+                == #"curl -X PUT -H User-Agent: -H Expect: -H Content-Type: --data-binary $'\xFFA\'' --http1.1 --connect-timeout 10 http://h/x"#
+        )
         request.body = .file(.path("/tmp/a b"))
         #expect(request.curlCommand().contains("--data-binary '@/tmp/a b' --http1.1"))
         request.body = .file(.path("/tmp/a b", offset: 2, length: 3))
         #expect(request.curlCommand().contains("--data-binary @- --http1.1"))
-        #expect(request.curlCommand().hasSuffix("# placeholder, pipe in on standard input: the body (bytes 2..<5 of /tmp/a b)"))
+        #expect(
+            request.curlCommand().hasSuffix(
+                "# placeholder, pipe in on standard input: the body (bytes 2..<5 of /tmp/a b)"))
         #expect(request.curlCommand(bodyFile: "/tmp/part").contains("--data-binary @/tmp/part --http1.1"))
         request.body = .bytes([0x41, 0x00])
-        #expect(request.curlCommand().hasSuffix("# placeholder, pipe in on standard input: the body (2 bytes with NUL, which no argument can hold)"))
+        #expect(
+            request.curlCommand().hasSuffix(
+                "# placeholder, pipe in on standard input: the body (2 bytes with NUL, which no argument can hold)"))
     }
 
     struct Case: Sendable, CustomTestStringConvertible {
@@ -50,7 +60,9 @@ import Testing
         Route(path: "/anything/search", params: ["q": "Zoë & co", "ids": [1, 2]], headers: ["X-Trace": "a'b\"c"]),
         Route(path: "/anything/login", method: .post, params: ["email": "foo@gmail.com", "password": "it's $HOME"]),
         Route(path: "/anything/about", method: .put, params: ["text": "Hey!! 😀"], encoding: .form),
-        Route(path: "/anything/raw", method: .patch, body: .bytes([0x01, 0xC3, 0x28, 0x7F, 0x27, 0x5C], contentType: "application/octet-stream")),
+        Route(
+            path: "/anything/raw", method: .patch,
+            body: .bytes([0x01, 0xC3, 0x28, 0x7F, 0x27, 0x5C], contentType: "application/octet-stream")),
         Route(path: "/anything/delete", method: .delete, headers: ["Empty": ""]),
     ].map(Case.init)
 
@@ -91,7 +103,8 @@ import Testing
     /// Waits for curl without blocking a thread: the suite runs in parallel on a 2-thread cooperative pool, and a
     /// blocking wait there delays every other test's continuations.
     static func run(_ command: String, input: [UInt8]? = nil) async throws -> Data {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("curlew-curl-\(UUID().uuidString)")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "curlew-curl-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let inputURL = directory.appendingPathComponent("stdin")
@@ -104,7 +117,8 @@ import Testing
         process.arguments = ["-c", "curl --silent --show-error " + command.dropFirst("curl ".count)]
         process.standardInput = try FileHandle(forReadingFrom: inputURL)
         process.standardOutput = try FileHandle(forWritingTo: outputURL)
-        let status = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Int32, any Error>) in
+        let status = try await withCheckedThrowingContinuation {
+            (continuation: CheckedContinuation<Int32, any Error>) in
             process.terminationHandler = { finished in continuation.resume(returning: finished.terminationStatus) }
             do {
                 try process.run()

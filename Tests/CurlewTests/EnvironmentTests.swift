@@ -111,7 +111,9 @@ import Testing
         try withFile("environments: [1, 2]") { path in
             #expect(throws: EnvironmentError.self) { try Environment.load(file: path, processEnvironment: [:]) }
         }
-        #expect(throws: EnvironmentError.self) { try Environment.load(file: "/nonexistent/env.yaml", processEnvironment: [:]) }
+        #expect(throws: EnvironmentError.self) {
+            try Environment.load(file: "/nonexistent/env.yaml", processEnvironment: [:])
+        }
         #expect(throws: EnvironmentError.self) { try Environment.load(processEnvironment: [:]) }
     }
 }

@@ -1,7 +1,8 @@
-@testable import Curlew
 import CurlewEngine
 import HTTPTypes
 import Testing
+
+@testable import Curlew
 
 @Suite struct HTTPProviderBuildingTests {
     private let provider = TestProvider(baseURL: "https://api.example.com/v1/")
@@ -30,8 +31,12 @@ import Testing
     }
 
     @Test func aJSONOrFormBodyOnGETIsRefused() {
-        #expect(throws: ProviderError.self) { try provider.makeRequest(for: Route(path: "/x", params: ["a": 1], encoding: .json)) }
-        #expect(throws: ProviderError.self) { try provider.makeRequest(for: Route(path: "/x", method: .head, params: ["a": 1], encoding: .form)) }
+        #expect(throws: ProviderError.self) {
+            try provider.makeRequest(for: Route(path: "/x", params: ["a": 1], encoding: .json))
+        }
+        #expect(throws: ProviderError.self) {
+            try provider.makeRequest(for: Route(path: "/x", method: .head, params: ["a": 1], encoding: .form))
+        }
     }
 
     @Test func headerInjectionIsRefused() {
@@ -71,7 +76,8 @@ import Testing
     struct Payload: Encodable, Sendable { let createdAt: Int }
 
     @Test func encodableBodiesUseTheProvidersEncoder() throws {
-        let request = try provider.makeRequest(for: Route(path: "/x", method: .post, body: .json(Payload(createdAt: 3))))
+        let request = try provider.makeRequest(
+            for: Route(path: "/x", method: .post, body: .json(Payload(createdAt: 3))))
         guard case .bytes(let bytes)? = request.body else {
             Issue.record("expected a bytes body")
             return

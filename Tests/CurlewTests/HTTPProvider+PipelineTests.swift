@@ -8,7 +8,9 @@ import Testing
     @Test func anInvalidRouteGoesThroughShouldContinueAndThePluginsLikeAnyError() async throws {
         let heard = EntryLog()
         var provider = TestProvider(baseURL: "http://api.local", transport: MockTransport())
-        provider.plugins = [AnyPlugin(didReceive: { result, _ in heard.append((try? result.get()) == nil ? "failure" : "success") })]
+        provider.plugins = [
+            AnyPlugin(didReceive: { result, _ in heard.append((try? result.get()) == nil ? "failure" : "success") })
+        ]
         provider.stopsOn = { error in
             guard case .invalidRoute = error else { return false }
             heard.append("shouldContinue")
@@ -37,7 +39,9 @@ import Testing
     private struct Item: Decodable { let id: Int }
 
     @Test func decodingFailuresOfRequestObjectAndArrayGoThroughShouldContinue() async throws {
-        let mock = MockTransport(stubs: [.get("/item", json: ["id": "one"]), .get("/items", json: [["id": 1], ["id": nil]])])
+        let mock = MockTransport(stubs: [
+            .get("/item", json: ["id": "one"]), .get("/items", json: [["id": 1], ["id": nil]]),
+        ])
         var provider = TestProvider(baseURL: "http://api.local", transport: mock)
         let asked = EntryLog()
         provider.stopsOn = { error in

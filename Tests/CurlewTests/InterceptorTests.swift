@@ -1,10 +1,10 @@
 import Curlew
 import CurlewEngine
+import CurlewTestSupport
 import CurlewTesting
 import Foundation
 import HTTPTypes
 import Synchronization
-import CurlewTestSupport
 import Testing
 
 /// Notes each call of each side, tagged with its level.
@@ -22,7 +22,9 @@ private struct RecordingInterceptor: Interceptor {
     }
 
     func intercept(_ response: RouteResponse, context: InterceptorContext) async throws -> InterceptorDecision {
-        guard marker == nil || response.request.headerFields[HTTPField.Name("X-Order-Test")!] == marker else { return .pass }
+        guard marker == nil || response.request.headerFields[HTTPField.Name("X-Order-Test")!] == marker else {
+            return .pass
+        }
         journal.append("response \(level)")
         return .pass
     }
@@ -38,7 +40,8 @@ private struct RecordingInterceptor: Interceptor {
         defer { GlobalInterceptors.removeAll() }
         var provider = TestProvider(try await Backend.make(kind))
         provider.interceptors = [RecordingInterceptor(level: "provider", journal: journal, marker: marker)]
-        let route = Route(path: "/anything", interceptors: [RecordingInterceptor(level: "route", journal: journal, marker: marker)])
+        let route = Route(
+            path: "/anything", interceptors: [RecordingInterceptor(level: "route", journal: journal, marker: marker)])
 
         let response = try await provider.request(
             route, interceptors: [RecordingInterceptor(level: "call", journal: journal, marker: marker)])
@@ -50,7 +53,10 @@ private struct RecordingInterceptor: Interceptor {
             ])
         // The request sent is the one every level adapted, in that order.
         #expect(try Echo(response).header("X-Level") == "call,route,provider,global")
-        #expect(response.request.headerFields[values: HTTPField.Name("X-Level")!] == ["call", "route", "provider", "global"])
+        #expect(
+            response.request.headerFields[values: HTTPField.Name("X-Level")!] == [
+                "call", "route", "provider", "global",
+            ])
     }
 
     @Test func aResponseInterceptorCanReplaceTheResponse() async throws {
@@ -60,11 +66,17 @@ private struct RecordingInterceptor: Interceptor {
             replaced.body = Array(#"{"replaced":true}"#.utf8)
             return .replace(replaced)
         })
-        let json = try await provider.request(Route(path: "/status/500"), interceptors: [
-            AnyInterceptor(response: { response, _ in
-                .replace(RouteResponse(status: .ok, body: Array(#"{"replaced":true}"#.utf8), url: response.url, request: response.request))
-            })
-        ]).json()
+        let json = try await provider.request(
+            Route(path: "/status/500"),
+            interceptors: [
+                AnyInterceptor(response: { response, _ in
+                    .replace(
+                        RouteResponse(
+                            status: .ok, body: Array(#"{"replaced":true}"#.utf8), url: response.url,
+                            request: response.request))
+                })
+            ]
+        ).json()
         #expect(json == ["replaced": true])
         let second = try await provider.request(Route(path: "/anything"), interceptors: [replacing]).json()
         #expect(second == ["replaced": true])
@@ -75,7 +87,8 @@ private struct RecordingInterceptor: Interceptor {
     @Test func aFailDecisionBecomesAValidationErrorWithTheResponse() async throws {
         let provider = TestProvider(baseURL: HTTPBinMock.baseURL, transport: HTTPBinMock.transport())
         do {
-            try await provider.request(Route(path: "/anything"), interceptors: [AnyInterceptor(response: { _, _ in .fail(Refused()) })])
+            try await provider.request(
+                Route(path: "/anything"), interceptors: [AnyInterceptor(response: { _, _ in .fail(Refused()) })])
             Issue.record("should fail")
         } catch .validation(let error, let response) {
             #expect(error is Refused)
@@ -89,7 +102,8 @@ private struct RecordingInterceptor: Interceptor {
         let mock = HTTPBinMock.transport()
         let provider = TestProvider(baseURL: HTTPBinMock.baseURL, transport: mock)
         await #expect {
-            try await provider.request(Route(path: "/anything"), interceptors: [AnyInterceptor(adapt: { _, _ in throw Refused() })])
+            try await provider.request(
+                Route(path: "/anything"), interceptors: [AnyInterceptor(adapt: { _, _ in throw Refused() })])
         } throws: { error in
             guard case .interceptor(let inner) = error as? ProviderError else { return false }
             return inner is Refused
@@ -106,7 +120,9 @@ private struct RecordingInterceptor: Interceptor {
     }
 
     @Test func aTransportFailureCanBeRecoveredOrReachesTheCallerTyped() async throws {
-        let mock = MockTransport(stubs: [.failing(.get, "/down", with: CurlewError(code: .connectionRefused, detail: "refused"))])
+        let mock = MockTransport(stubs: [
+            .failing(.get, "/down", with: CurlewError(code: .connectionRefused, detail: "refused"))
+        ])
         let provider = TestProvider(baseURL: "http://api.local", transport: mock)
         #expect(try await provider.request(Route(path: "/down"), interceptors: [Recovering()]).string() == "cached")
         do {
@@ -123,7 +139,9 @@ private struct RecordingInterceptor: Interceptor {
     @Test func cancellingTheCallingTaskThrowsCancelled() async throws {
         let mock = MockTransport(stubs: [.get("/slow", json: [:], delay: .seconds(30))])
         let provider = TestProvider(baseURL: "http://api.local", transport: mock)
-        let task = Task { () async throws(ProviderError) -> RouteResponse in try await provider.request(Route(path: "/slow")) }
+        let task = Task { () async throws(ProviderError) -> RouteResponse in
+            try await provider.request(Route(path: "/slow"))
+        }
         try await waitUntil(timeout: .seconds(30)) { !mock.receivedRequests.isEmpty }
         task.cancel()
         let result = await task.result

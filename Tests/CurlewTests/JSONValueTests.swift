@@ -4,7 +4,9 @@ import Testing
 
 @Suite struct JSONValueTests {
     @Test func codableRoundTripKeepsEveryKind() throws {
-        let value: JSONValue = ["s": "Zoë", "i": 42, "d": 0.5, "b": false, "n": nil, "a": [1, "x"], "o": ["k": [true]]]
+        let value: JSONValue = [
+            "s": "Zoë", "i": 42, "d": 0.5, "b": false, "n": nil, "a": [1, "x"], "o": ["k": [true]],
+        ]
         let decoded = try JSONDecoder().decode(JSONValue.self, from: JSONEncoder().encode(value))
         #expect(decoded == value)
     }

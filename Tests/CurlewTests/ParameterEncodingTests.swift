@@ -1,8 +1,9 @@
-@testable import Curlew
 import CurlewEngine
 import CurlewTestSupport
 import Foundation
 import Testing
+
+@testable import Curlew
 
 @Suite struct ParameterEncodingTests {
     @Test func reservedCharactersAndSpacesArePercentEncodedInKeysAndValues() {
@@ -11,7 +12,9 @@ import Testing
     }
 
     @Test func unicodeIsEncodedAsUTF8() {
-        #expect(QueryEncoder.encode(["name": "Zoë 日本 😀"], arrays: .brackets) == "name=Zo%C3%AB%20%E6%97%A5%E6%9C%AC%20%F0%9F%98%80")
+        #expect(
+            QueryEncoder.encode(["name": "Zoë 日本 😀"], arrays: .brackets)
+                == "name=Zo%C3%AB%20%E6%97%A5%E6%9C%AC%20%F0%9F%98%80")
     }
 
     @Test func arraysUseBracketsOrRepeatedKeysAsConfigured() {
@@ -72,11 +75,14 @@ import Testing
         let provider = TestProvider(try await Backend.make(kind))
         let name = "Zoë"
         let tags: [String: String] = ["team": "core"]
-        let json = try Echo(try await provider.request(Route(
-            path: "/anything", method: .post,
-            params: ["user": ["name": name, "age": 36, "admin": false, "tags": tags.parameterValue]])))
+        let json = try Echo(
+            try await provider.request(
+                Route(
+                    path: "/anything", method: .post,
+                    params: ["user": ["name": name, "age": 36, "admin": false, "tags": tags.parameterValue]])))
         #expect(json.body == ["user": ["name": "Zoë", "age": 36, "admin": false, "tags": ["team": "core"]]])
-        let query = try Echo(try await provider.request(Route(path: "/anything", params: ["user": ["name": name, "age": 36]])))
+        let query = try Echo(
+            try await provider.request(Route(path: "/anything", params: ["user": ["name": name, "age": 36]])))
         #expect(query.args == ["user[name]": "Zoë", "user[age]": "36"])
     }
 
@@ -93,15 +99,23 @@ import Testing
     @Test(arguments: BackendKind.allCases)
     func jsonParametersKeepTheirTypes(kind: BackendKind) async throws {
         let provider = TestProvider(try await Backend.make(kind))
-        let parameters: Parameters = ["n": 1, "f": 2.5, "b": true, "s": "Zoë \"quoted\" /slash", "list": [1, 2], "nested": ["k": "v"] as JSONValue, "nothing": JSONValue.null]
+        let parameters: Parameters = [
+            "n": 1, "f": 2.5, "b": true, "s": "Zoë \"quoted\" /slash", "list": [1, 2],
+            "nested": ["k": "v"] as JSONValue, "nothing": JSONValue.null,
+        ]
         let echo = try Echo(try await provider.request(Route(path: "/anything", method: .patch, params: parameters)))
-        #expect(echo.body == ["n": 1, "f": 2.5, "b": true, "s": "Zoë \"quoted\" /slash", "list": [1, 2], "nested": ["k": "v"], "nothing": nil])
+        #expect(
+            echo.body == [
+                "n": 1, "f": 2.5, "b": true, "s": "Zoë \"quoted\" /slash", "list": [1, 2], "nested": ["k": "v"],
+                "nothing": nil,
+            ])
     }
 
     @Test(arguments: BackendKind.allCases)
     func pathSegmentsWithSpacesAndUnicodeReachTheServerIntact(kind: BackendKind) async throws {
         let provider = TestProvider(try await Backend.make(kind))
-        let response = try await provider.request(Route(path: "/anything/user/\("Zoë & Co")?existing=1", params: ["more": "2"]))
+        let response = try await provider.request(
+            Route(path: "/anything/user/\("Zoë & Co")?existing=1", params: ["more": "2"]))
         #expect(response.request.url.hasSuffix("/anything/user/Zo%C3%AB%20&%20Co?existing=1&more=2"))
         let echo = try Echo(response)
         // httpbin shows the path decoded.
@@ -114,7 +128,8 @@ import Testing
         let provider = TestProvider(try await Backend.make(kind))
         let id = "a/b?c=1#d%41 é"
         #expect(Route.segment(id) == "a%2Fb%3Fc%3D1%23d%2541%20%C3%A9")
-        let response = try await provider.request(Route(path: "/anything/user/\(Route.segment(id))", params: ["x": "1"]))
+        let response = try await provider.request(
+            Route(path: "/anything/user/\(Route.segment(id))", params: ["x": "1"]))
         #expect(response.request.url.hasSuffix("/anything/user/a%2Fb%3Fc%3D1%23d%2541%20%C3%A9?x=1"))
         let echo = try Echo(response)
         #expect(echo.args == ["x": "1"])

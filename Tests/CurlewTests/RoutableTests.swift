@@ -50,7 +50,8 @@ struct RoutableTests {
         let httpbin = try await HTTPBinServer.shared()
         let provider = TestProvider(baseURL: httpbin.baseURL, transport: CurlewClient.shared)
         let path = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "curlew-routable-\(UInt64.random(in: 0...UInt64.max))").path
+            "curlew-routable-\(UInt64.random(in: 0...UInt64.max))"
+        ).path
         defer { try? FileManager.default.removeItem(atPath: path) }
         let downloaded = try await provider.download(BytesRequest(count: 2048), to: path, progress: { _ in })
         #expect(downloaded.status == .ok)

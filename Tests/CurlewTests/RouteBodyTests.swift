@@ -14,7 +14,9 @@ import Testing
         }
         let echo = try Echo(
             try await provider.request(
-                Route(path: "/anything", method: .post, body: .stream(RequestBodyStream(chunks), contentType: "text/plain"))))
+                Route(
+                    path: "/anything", method: .post,
+                    body: .stream(RequestBodyStream(chunks), contentType: "text/plain"))))
         #expect(echo.data == "line 0\nline 1\nline 2\nline 3\nline 4\n")
         #expect(echo.header("Content-Type") == "text/plain")
     }
@@ -22,13 +24,16 @@ import Testing
     @Test func aStreamedBodyIsNeverRetried() async throws {
         try await withScriptedServer({ _ in ScriptedResponse(status: 503) }) { server in
             var provider = TestProvider(baseURL: server.baseURL)
-            provider.interceptors = [RetryPolicy(maxAttempts: 3, baseDelay: .milliseconds(1), retriesNonIdempotentMethods: true)]
+            provider.interceptors = [
+                RetryPolicy(maxAttempts: 3, baseDelay: .milliseconds(1), retriesNonIdempotentMethods: true)
+            ]
             let chunks = AsyncStream<[UInt8]> { continuation in
                 continuation.yield(Array("once".utf8))
                 continuation.finish()
             }
             await #expect(throws: ProviderError.self) {
-                try await provider.request(Route(path: "/upload", method: .put, body: .stream(RequestBodyStream(chunks))))
+                try await provider.request(
+                    Route(path: "/upload", method: .put, body: .stream(RequestBodyStream(chunks))))
             }
             #expect(server.requestCount == 1)
             // The same route with bytes is retried.
@@ -56,8 +61,12 @@ import Testing
         try "from a file".write(toFile: path, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(atPath: path) }
         let provider = TestProvider(baseURL: try await HTTPBinServer.shared().baseURL)
-        let echo = try Echo(try await provider.request(Route(path: "/anything", method: .put, body: .file(path, contentType: "text/plain"))))
+        let echo = try Echo(
+            try await provider.request(
+                Route(path: "/anything", method: .put, body: .file(path, contentType: "text/plain"))))
         #expect(echo.data == "from a file")
-        #expect(try provider.curlCommand(for: Route(path: "/x", method: .put, body: .file(path))).contains("--data-binary @\(path)"))
+        #expect(
+            try provider.curlCommand(for: Route(path: "/x", method: .put, body: .file(path))).contains(
+                "--data-binary @\(path)"))
     }
 }

@@ -7,7 +7,9 @@ import Testing
 @Suite struct RouteResponseTests {
     private func response(_ body: String, status: HTTPResponse.Status = .ok) throws -> RouteResponse {
         let request = try CurlewRequest(url: "http://api.local/x")
-        return RouteResponse(status: status, headerFields: [.contentType: "application/json"], body: Array(body.utf8), url: request.url, request: request)
+        return RouteResponse(
+            status: status, headerFields: [.contentType: "application/json"], body: Array(body.utf8), url: request.url,
+            request: request)
     }
 
     struct Page: Decodable { let results: [Item] }

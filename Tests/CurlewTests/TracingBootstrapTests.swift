@@ -29,7 +29,9 @@ struct TracingBootstrapTests {
             // Created after the bootstrap: the client takes the bootstrapped tracer.
             let client = CurlewClient()
             var provider = TestProvider(baseURL: server.baseURL, transport: client)
-            provider.interceptors = [RetryPolicy(maxAttempts: 5, baseDelay: .milliseconds(1), maxDelay: .milliseconds(5))]
+            provider.interceptors = [
+                RetryPolicy(maxAttempts: 5, baseDelay: .milliseconds(1), maxDelay: .milliseconds(5))
+            ]
             let response = try await tracer.withSpan("checkout") { _ in
                 try await provider.request(Route(path: "/orders"))
             }

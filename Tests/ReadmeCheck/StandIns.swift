@@ -26,7 +26,10 @@ struct User: Decodable, Sendable { let name: String }
 // MARK: jpeg
 let jpeg: [UInt8] = [0xFF, 0xD8, 0xFF]
 // MARK: DeezerError
-struct DeezerError: Error { let description: String; let code: Int }
+struct DeezerError: Error {
+    let description: String
+    let code: Int
+}
 // MARK: Session
 struct Session: Decodable, Sendable { let token: String }
 // MARK: Post

@@ -131,7 +131,8 @@ public func seconds(since start: ContinuousClock.Instant) -> Double {
 
 /// The single JSON line the harness reads from stdout.
 public func printReport(client: String, tally: WorkerTally, seconds: Double) {
-    let line = "{\"client\": \"\(client)\", \"requests\": \(tally.succeeded + tally.failed), "
+    let line =
+        "{\"client\": \"\(client)\", \"requests\": \(tally.succeeded + tally.failed), "
         + "\"failures\": \(tally.failed), \"seconds\": \(seconds)}"
     print(line)
     fflush(nil)
@@ -214,14 +215,19 @@ public func finishUpload(
         } else if let serverBytes {
             switch options.mode {
             case .raw:
-                if serverBytes != fileBytes { problem = "the server read \(serverBytes) bytes, the file has \(fileBytes)" }
+                if serverBytes != fileBytes {
+                    problem = "the server read \(serverBytes) bytes, the file has \(fileBytes)"
+                }
             case .multipart:
                 if serverBytes <= fileBytes || (sentBytes != nil && sentBytes != serverBytes) {
                     problem = "the server read \(serverBytes) bytes, \(sentBytes.map(String.init) ?? "?") were sent"
                 }
             case .gzip:
                 // Chunked: what was sent includes the chunk framing, the server counts the decoded body.
-                if serverBytes <= 0 || (sentBytes != nil && (sentBytes! < serverBytes || sentBytes! > serverBytes + serverBytes / 100 + 64)) {
+                if serverBytes <= 0
+                    || (sentBytes != nil
+                        && (sentBytes! < serverBytes || sentBytes! > serverBytes + serverBytes / 100 + 64))
+                {
                     problem = "the server read \(serverBytes) bytes, \(sentBytes.map(String.init) ?? "?") were sent"
                 }
             }
@@ -230,7 +236,8 @@ public func finishUpload(
         }
     }
     if let problem { printError("\(client): upload failed: \(problem)") }
-    let line = "{\"client\": \"\(client)\", \"mode\": \"\(options.mode.rawValue)\", \"requests\": 1, "
+    let line =
+        "{\"client\": \"\(client)\", \"mode\": \"\(options.mode.rawValue)\", \"requests\": 1, "
         + "\"failures\": \(problem == nil ? 0 : 1), \"seconds\": \(seconds), \"bytes\": \(fileBytes), "
         + "\"sent_bytes\": \(sentBytes ?? -1), \"server_bytes\": \(serverBytes ?? -1)}"
     print(line)

@@ -42,7 +42,8 @@ let failures = FailureLog()
 
 var configuration = CurlewClient.Configuration()
 configuration.loopCount = max(1, options.loops)
-configuration.eventLoop = mode == .dispatch ? .dispatch : options.loopDriver == .socketAction ? .threadSocketAction : .thread
+configuration.eventLoop =
+    mode == .dispatch ? .dispatch : options.loopDriver == .socketAction ? .threadSocketAction : .thread
 configuration.httpVersion = options.common.http2 ? .http2 : .http1_1
 // As `curlew bench` does: a connection per worker (the default of 256 per host would queue the rest inside
 // libcurl), and a cache as large (libcurl 7.88 counts busy connections against it).

@@ -4,6 +4,7 @@
 // seconds: from upload() to the complete response, measured here.
 import BenchSupport
 import Foundation
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif

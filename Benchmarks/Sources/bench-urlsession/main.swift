@@ -6,6 +6,7 @@
 // --cafile is therefore refused rather than silently turning verification off.
 import BenchSupport
 import Foundation
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif

@@ -27,7 +27,9 @@ public struct BasicAuthentication: Interceptor {
         request.headerFields[.authorization] = headerValue
     }
 
-    public func intercept(_ response: RouteResponse, context: InterceptorContext) async throws
+    public func intercept(
+        _ response: RouteResponse, context: InterceptorContext
+    ) async throws
         -> InterceptorDecision
     {
         if response.status == .unauthorized, let challenge = response.headerFields[.wwwAuthenticate],
@@ -41,7 +43,9 @@ public struct BasicAuthentication: Interceptor {
     /// The realm of a `Basic` challenge: quoted (with `\"` escapes) or a bare token; `nil` for other schemes.
     static func basicRealm(in challenge: String) -> String? {
         guard let scheme = challenge.range(of: "basic", options: [.caseInsensitive, .anchored]) else { return nil }
-        guard let realmKey = challenge.range(of: "realm=", options: .caseInsensitive, range: scheme.upperBound..<challenge.endIndex)
+        guard
+            let realmKey = challenge.range(
+                of: "realm=", options: .caseInsensitive, range: scheme.upperBound..<challenge.endIndex)
         else { return nil }
         var value = challenge[realmKey.upperBound...]
         guard value.first == "\"" else {

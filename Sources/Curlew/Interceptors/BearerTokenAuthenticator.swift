@@ -44,7 +44,9 @@ public final class BearerTokenAuthenticator: Interceptor {
         }
     }
 
-    public func intercept(_ response: RouteResponse, context: InterceptorContext) async throws
+    public func intercept(
+        _ response: RouteResponse, context: InterceptorContext
+    ) async throws
         -> InterceptorDecision
     {
         guard response.status == .unauthorized, context.attempt < context.maxAttempts else { return .pass }

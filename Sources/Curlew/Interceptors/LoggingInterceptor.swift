@@ -1,7 +1,7 @@
 public import CurlewEngine
-public import Logging
 import Foundation
 import HTTPTypes
+public import Logging
 
 /// Logs each request and its response through swift-log, with credentials redacted.
 ///
@@ -15,7 +15,9 @@ import HTTPTypes
 /// Added globally, it sees requests exactly as sent (see ``Interceptor`` for the order).
 public struct LoggingInterceptor: Interceptor {
     /// Header names whose values are never logged.
-    public static let defaultRedactedHeaders: Set<String> = ["authorization", "proxy-authorization", "cookie", "set-cookie"]
+    public static let defaultRedactedHeaders: Set<String> = [
+        "authorization", "proxy-authorization", "cookie", "set-cookie",
+    ]
     /// Query parameter names (compared without regard to case) whose values are never logged.
     public static let defaultRedactedQueryParameters: Set<String> = [
         "access_token", "id_token", "refresh_token", "token", "api_key", "apikey", "key", "password", "secret",
@@ -52,7 +54,9 @@ public struct LoggingInterceptor: Interceptor {
             ])
     }
 
-    public func intercept(_ response: RouteResponse, context: InterceptorContext) async throws
+    public func intercept(
+        _ response: RouteResponse, context: InterceptorContext
+    ) async throws
         -> InterceptorDecision
     {
         let elapsed = ContinuousClock.now - context.startedAt

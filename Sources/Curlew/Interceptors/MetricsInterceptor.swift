@@ -1,5 +1,5 @@
-public import CurlewEngine
 public import CoreMetrics
+public import CurlewEngine
 
 /// Counts requests and times them through swift-metrics.
 ///
@@ -18,7 +18,9 @@ public struct MetricsInterceptor: Interceptor {
         self.prefix = prefix
     }
 
-    public func intercept(_ response: RouteResponse, context: InterceptorContext) async throws
+    public func intercept(
+        _ response: RouteResponse, context: InterceptorContext
+    ) async throws
         -> InterceptorDecision
     {
         record(method: response.request.method.rawValue, status: String(response.status.code), context: context)
@@ -32,9 +34,12 @@ public struct MetricsInterceptor: Interceptor {
 
     private func record(method: String, status: String, context: InterceptorContext) {
         let elapsed = ContinuousClock.now - context.startedAt
-        Counter(label: "\(prefix)_requests_total", dimensions: [("method", method), ("status", status)], factory: factory)
-            .increment()
+        Counter(
+            label: "\(prefix)_requests_total", dimensions: [("method", method), ("status", status)], factory: factory
+        )
+        .increment()
         Timer(label: "\(prefix)_request_duration", dimensions: [("method", method)], factory: factory)
-            .recordNanoseconds(elapsed.components.seconds * 1_000_000_000 + elapsed.components.attoseconds / 1_000_000_000)
+            .recordNanoseconds(
+                elapsed.components.seconds * 1_000_000_000 + elapsed.components.attoseconds / 1_000_000_000)
     }
 }

@@ -64,7 +64,9 @@ public struct RetryPolicy: Interceptor {
         }
     }
 
-    public func intercept(_ response: RouteResponse, context: InterceptorContext) async throws
+    public func intercept(
+        _ response: RouteResponse, context: InterceptorContext
+    ) async throws
         -> InterceptorDecision
     {
         guard retryableStatuses.contains(response.status.code), allowsRetry(of: response.request.method, context)

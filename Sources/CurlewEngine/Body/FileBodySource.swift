@@ -84,16 +84,22 @@ final class FileBodySource: BodySource {
             return .failure(error)
         }
         var status = stat()
-        guard fstat(descriptor, &status) == 0 else { return fail(.requestBody("cannot read \(file.name)", errno: errno)) }
-        guard status.st_mode & S_IFMT == S_IFREG else { return fail(.requestBody("\(file.name) is not a regular file")) }
+        guard fstat(descriptor, &status) == 0 else {
+            return fail(.requestBody("cannot read \(file.name)", errno: errno))
+        }
+        guard status.st_mode & S_IFMT == S_IFREG else {
+            return fail(.requestBody("\(file.name) is not a regular file"))
+        }
         let size = Int64(status.st_size)
         let length = file.length ?? (size - file.offset)
         guard file.offset >= 0, length >= 0, file.offset + length <= size else {
-            return fail(.requestBody("\(file.name) holds \(size) bytes, fewer than offset \(file.offset) + length \(length)"))
+            return fail(
+                .requestBody("\(file.name) holds \(size) bytes, fewer than offset \(file.offset) + length \(length)"))
         }
-        return .success(FileBodySource(
-            descriptor: descriptor, closesDescriptor: closesDescriptor, offset: file.offset, length: length,
-            snapshot: Snapshot(status)))
+        return .success(
+            FileBodySource(
+                descriptor: descriptor, closesDescriptor: closesDescriptor, offset: file.offset, length: length,
+                snapshot: Snapshot(status)))
     }
 
     func read(into buffer: UnsafeMutableRawBufferPointer) -> BodyReadResult {
@@ -111,7 +117,9 @@ final class FileBodySource: BodySource {
 
     private func changeSinceOpened() -> CurlewError? {
         var status = stat()
-        guard fstat(descriptor, &status) == 0 else { return .requestBody("the file vanished while it was sent", errno: errno) }
+        guard fstat(descriptor, &status) == 0 else {
+            return .requestBody("the file vanished while it was sent", errno: errno)
+        }
         if status.st_nlink == 0 { return .requestBody("the file was deleted while it was sent") }
         if Snapshot(status) != snapshot { return .requestBody("the file changed while it was sent") }
         return nil

@@ -34,7 +34,8 @@ final class GzipBodySource: BodySource {
     private func initializeDeflate() -> CurlewError? {
         // windowBits 15 + 16 asks zlib for the gzip wrapper; memLevel 8 is zlib's default.
         let status = deflateInit2_(
-            &stream, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY, ZLIB_VERSION, Int32(MemoryLayout<z_stream>.size))
+            &stream, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY, ZLIB_VERSION, Int32(MemoryLayout<z_stream>.size)
+        )
         guard status == Z_OK else {
             return .requestBody("zlib could not start compressing (deflateInit2: \(status))")
         }

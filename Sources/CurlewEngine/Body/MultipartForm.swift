@@ -116,9 +116,10 @@ public struct MultipartForm: Sendable {
         data: [UInt8], forKey name: String, fileName: String? = nil, mimeType: String? = nil,
         headerFields: HTTPFields = [:]
     ) {
-        appendInMemory(Part(
-            name: name, fileName: fileName, contentType: mimeType ?? fileName.map { _ in Self.defaultFileType },
-            headerFields: headerFields, content: .bytes(data)))
+        appendInMemory(
+            Part(
+                name: name, fileName: fileName, contentType: mimeType ?? fileName.map { _ in Self.defaultFileType },
+                headerFields: headerFields, content: .bytes(data)))
     }
 
     /// Appends a file from disk, streamed when the transfer reaches it.
@@ -131,7 +132,8 @@ public struct MultipartForm: Sendable {
         headerFields: HTTPFields = [:]
     ) {
         let lastComponent = path.split(separator: "/").last.map(String.init) ?? path
-        append(file: .path(path), forKey: name, fileName: fileName ?? lastComponent, mimeType: mimeType,
+        append(
+            file: .path(path), forKey: name, fileName: fileName ?? lastComponent, mimeType: mimeType,
             headerFields: headerFields)
     }
 
@@ -139,9 +141,10 @@ public struct MultipartForm: Sendable {
     public mutating func append(
         file: FileBody, forKey name: String, fileName: String, mimeType: String? = nil, headerFields: HTTPFields = [:]
     ) {
-        parts.append(Part(
-            name: name, fileName: fileName, contentType: mimeType ?? Self.defaultFileType,
-            headerFields: headerFields, content: .file(file)))
+        parts.append(
+            Part(
+                name: name, fileName: fileName, contentType: mimeType ?? Self.defaultFileType,
+                headerFields: headerFields, content: .file(file)))
     }
 
     /// Appends a one-shot stream, pulled when the transfer reaches it.
@@ -149,9 +152,10 @@ public struct MultipartForm: Sendable {
         stream: RequestBodyStream, forKey name: String, fileName: String? = nil, mimeType: String? = nil,
         headerFields: HTTPFields = [:]
     ) {
-        parts.append(Part(
-            name: name, fileName: fileName, contentType: mimeType ?? fileName.map { _ in Self.defaultFileType },
-            headerFields: headerFields, content: .stream(stream)))
+        parts.append(
+            Part(
+                name: name, fileName: fileName, contentType: mimeType ?? fileName.map { _ in Self.defaultFileType },
+                headerFields: headerFields, content: .stream(stream)))
     }
 
     static let defaultFileType = "application/octet-stream"

@@ -228,14 +228,17 @@ final class BodyChannel: Sendable {
         return state.withLock { state -> BodyReadResult in
             if let failure = state.failure { return .abort(.requestBody(failure)) }
             if let declaredLength, state.producedBytes > declaredLength {
-                return .abort(.requestBody(
-                    "the body stream produced more than the \(declaredLength) bytes announced as its length"))
+                return .abort(
+                    .requestBody(
+                        "the body stream produced more than the \(declaredLength) bytes announced as its length"))
             }
             guard !state.queue.isEmpty else {
                 if state.isFinished {
                     if let declaredLength, state.producedBytes != declaredLength {
-                        return .abort(.requestBody(
-                            "the body stream ended after \(state.producedBytes) of the \(declaredLength) bytes announced"))
+                        return .abort(
+                            .requestBody(
+                                "the body stream ended after \(state.producedBytes) of the \(declaredLength) bytes announced"
+                            ))
                     }
                     return .end
                 }
@@ -307,9 +310,10 @@ final class StreamBodySource: BodySource {
     /// Claims a stream for this transfer; fails if it was sent before.
     static func open(_ stream: RequestBodyStream) -> Result<StreamBodySource, CurlewError> {
         guard let channel = stream.claim() else {
-            return .failure(CurlewError(
-                code: .requestBodyNotReplayable,
-                detail: "this body stream was already sent; a stream body can be sent once"))
+            return .failure(
+                CurlewError(
+                    code: .requestBodyNotReplayable,
+                    detail: "this body stream was already sent; a stream body can be sent once"))
         }
         return .success(StreamBodySource(channel: channel, length: stream.length))
     }

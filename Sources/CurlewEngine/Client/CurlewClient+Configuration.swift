@@ -1,7 +1,7 @@
 import CLibCurl
 import Foundation
-public import Tracing
 public import Logging
+public import Tracing
 
 extension CurlewClient {
     /// Everything a client is set up with. Per-request overrides live on ``CurlewRequest``.

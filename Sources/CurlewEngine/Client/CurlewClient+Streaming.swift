@@ -63,7 +63,9 @@ extension CurlewClient {
         // fsync can block for seconds on a large file: never on an event loop thread, which a caller running on
         // one of ``executors`` would otherwise be on.
         try await withTaskExecutorPreference(globalConcurrentExecutor) {
-            guard fsync(descriptor) == 0 else { throw Self.downloadError("cannot flush \(temporaryPath)", errno: errno) }
+            guard fsync(descriptor) == 0 else {
+                throw Self.downloadError("cannot flush \(temporaryPath)", errno: errno)
+            }
             guard rename(temporaryPath, path) == 0 else {
                 throw Self.downloadError("cannot rename \(temporaryPath) to \(path)", errno: errno)
             }

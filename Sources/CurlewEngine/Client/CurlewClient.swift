@@ -173,7 +173,11 @@ public final class CurlewClient: Sendable {
             // body-stream writers released.
             let failure: TransferStateMachine.Failure
             let reason = unsupportedLibcurl.map(TransferStateMachine.Failure.unsupportedLibcurl) ?? .clientShutdown
-            if case .fail(let outcome) = transfer.stateMachine.rejected(because: reason) { failure = outcome } else { failure = reason }
+            if case .fail(let outcome) = transfer.stateMachine.rejected(because: reason) {
+                failure = outcome
+            } else {
+                failure = reason
+            }
             transfer.finish(with: .failure(failure.error))
             throw failure.error
         }

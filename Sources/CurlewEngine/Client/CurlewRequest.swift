@@ -168,7 +168,8 @@ public struct CurlewRequest: Sendable {
     /// returned stream (keeping only the newest value if the reader is behind) and finishes it when the transfer
     /// ends. Each call makes a new stream for the next execution of the request.
     public mutating func progressUpdates() -> AsyncStream<TransferProgress> {
-        let (stream, continuation) = AsyncStream.makeStream(of: TransferProgress.self, bufferingPolicy: .bufferingNewest(1))
+        let (stream, continuation) = AsyncStream.makeStream(
+            of: TransferProgress.self, bufferingPolicy: .bufferingNewest(1))
         onProgress = { progress in
             continuation.yield(progress)
             if progress.isComplete { continuation.finish() }

@@ -149,9 +149,13 @@ final class DispatchEventLoop: CurlEventLoop, @unchecked Sendable {
             retire(descriptor)
         }
         guard wantsRead || wantsWrite else { return true }
-        guard let watch = SocketWatch(descriptor: descriptor, queue: queue, onReady: { [unowned self] mask in
-            self.socketReady(descriptor, mask)
-        }) else { return false }
+        guard
+            let watch = SocketWatch(
+                descriptor: descriptor, queue: queue,
+                onReady: { [unowned self] mask in
+                    self.socketReady(descriptor, mask)
+                })
+        else { return false }
         sockets[descriptor] = watch
         watch.set(read: wantsRead, write: wantsWrite)
         return true
@@ -270,7 +274,10 @@ private final class SocketWatch {
     func set(read: Bool, write: Bool) {
         if read {
             if let readSource {
-                if isReadSuspended { readSource.resume(); isReadSuspended = false }
+                if isReadSuspended {
+                    readSource.resume()
+                    isReadSuspended = false
+                }
             } else {
                 let source = DispatchSource.makeReadSource(fileDescriptor: descriptor, queue: queue)
                 source.setEventHandler { [onReady] in onReady(CURL_CSELECT_IN) }
@@ -283,7 +290,10 @@ private final class SocketWatch {
         }
         if write {
             if let writeSource {
-                if isWriteSuspended { writeSource.resume(); isWriteSuspended = false }
+                if isWriteSuspended {
+                    writeSource.resume()
+                    isWriteSuspended = false
+                }
             } else {
                 let source = DispatchSource.makeWriteSource(fileDescriptor: descriptor, queue: queue)
                 source.setEventHandler { [onReady] in onReady(CURL_CSELECT_OUT) }
@@ -328,7 +338,8 @@ private final class SocketWatch {
 // The C entry points: no captures, the loop arrives as userdata.
 
 private let dispatchSocketCallback: curl_socket_callback = { easy, descriptor, what, userdata, _ in
-    Unmanaged<DispatchEventLoop>.fromOpaque(userdata!).takeUnretainedValue().socketInterest(descriptor, what, easy: easy)
+    Unmanaged<DispatchEventLoop>.fromOpaque(userdata!).takeUnretainedValue().socketInterest(
+        descriptor, what, easy: easy)
     return 0
 }
 

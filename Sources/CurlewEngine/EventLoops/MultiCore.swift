@@ -87,8 +87,11 @@ final class MultiCore {
             let code = curl_multi_add_handle(multi, easy.raw)
             guard code == CURLM_OK else {
                 Unmanaged<Transfer>.fromOpaque(userdata).release()
-                failStart(transfer, CurlewError(
-                    code: .transport, detail: "libcurl refused the transfer: \(String(cString: curl_multi_strerror(code)))"))
+                failStart(
+                    transfer,
+                    CurlewError(
+                        code: .transport,
+                        detail: "libcurl refused the transfer: \(String(cString: curl_multi_strerror(code)))"))
                 return
             }
             link(transfer)

@@ -102,13 +102,16 @@ final class ThreadEventLoop: CurlEventLoop, TaskExecutor, @unchecked Sendable {
         var epollDescriptor: Int32 = -1
         if driver == .socketAction {
             epollDescriptor = curlew_epoll_create()
-            guard epollDescriptor >= 0, curlew_epoll_watch(epollDescriptor, wakeupDescriptor, CURL_POLL_IN, 1, UInt32.max) == 0 else {
+            guard epollDescriptor >= 0,
+                curlew_epoll_watch(epollDescriptor, wakeupDescriptor, CURL_POLL_IN, 1, UInt32.max) == 0
+            else {
                 if epollDescriptor >= 0 { close(epollDescriptor) }
                 close(wakeupDescriptor)
                 return nil
             }
         }
-        let partPlan = MultiPartPlan(settings: settings, loopCount: loopCount, spreadsTransfers: driver == .socketAction)
+        let partPlan = MultiPartPlan(
+            settings: settings, loopCount: loopCount, spreadsTransfers: driver == .socketAction)
         guard let core = MultiCore(settings: settings, load: load, limits: partPlan.limits(ofPart: 0)) else {
             if epollDescriptor >= 0 { close(epollDescriptor) }
             close(wakeupDescriptor)
@@ -125,11 +128,13 @@ final class ThreadEventLoop: CurlEventLoop, TaskExecutor, @unchecked Sendable {
         }
         let started = Unmanaged.passRetained(self).toOpaque()
         var threadID = pthread_t()
-        let result = pthread_create(&threadID, nil, { argument in
-            let loop = Unmanaged<ThreadEventLoop>.fromOpaque(argument!).takeRetainedValue()
-            loop.run()
-            return nil
-        }, started)
+        let result = pthread_create(
+            &threadID, nil,
+            { argument in
+                let loop = Unmanaged<ThreadEventLoop>.fromOpaque(argument!).takeRetainedValue()
+                loop.run()
+                return nil
+            }, started)
         guard result == 0 else {
             Unmanaged<ThreadEventLoop>.fromOpaque(started).release()
             core.cleanup()
@@ -453,10 +458,14 @@ final class ThreadEventLoop: CurlEventLoop, TaskExecutor, @unchecked Sendable {
     /// The part a new transfer runs in (socket-action driver), opening one if the plan says so.
     private func part(for transfer: Transfer) -> MultiCore {
         // Classified only when the loop may spread transfers (a plan of one part sends everything to part 0).
-        let http1Only = partPlan.partCount > 1 && CredentialPolicy.isHTTP1Only(
-            transfer.request.url, version: transfer.request.httpVersion ?? transfer.settings.httpVersion)
+        let http1Only =
+            partPlan.partCount > 1
+            && CredentialPolicy.isHTTP1Only(
+                transfer.request.url, version: transfer.request.httpVersion ?? transfer.settings.httpVersion)
         var index = 0
-        switch partPlan.choosePart(http1Only: http1Only, openParts: parts.count, inFlight: { parts[$0].core.transfersInFlight }) {
+        switch partPlan.choosePart(
+            http1Only: http1Only, openParts: parts.count, inFlight: { parts[$0].core.transfersInFlight })
+        {
         case .part(let chosen):
             index = chosen
         case .openPart:
@@ -470,7 +479,9 @@ final class ThreadEventLoop: CurlEventLoop, TaskExecutor, @unchecked Sendable {
     /// loop's callbacks. Nil when libcurl cannot make one (the transfer then goes to part 0).
     private func openPart() -> Int? {
         let index = parts.count
-        guard let core = MultiCore(settings: core.settings, load: load, limits: partPlan.limits(ofPart: index), clock: core.clock)
+        guard
+            let core = MultiCore(
+                settings: core.settings, load: load, limits: partPlan.limits(ofPart: index), clock: core.clock)
         else { return nil }
         parts.append(MultiPart(core: core, index: index, loop: self))
         return index

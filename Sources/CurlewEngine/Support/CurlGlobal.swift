@@ -27,7 +27,8 @@ enum CurlGlobal {
         precondition(code == CURLE_OK, "curl_global_init failed with code \(code.rawValue)")
         guard let info = curlew_version_info() else {
             return Capabilities(
-                libcurl: LibcurlVersion(number: 0), version: "unknown", supportsHTTP2: false, supportsBrotli: false, supportsZstd: false)
+                libcurl: LibcurlVersion(number: 0), version: "unknown", supportsHTTP2: false, supportsBrotli: false,
+                supportsZstd: false)
         }
         let features = info.pointee.features
         return Capabilities(

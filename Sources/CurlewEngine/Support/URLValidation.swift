@@ -16,7 +16,8 @@ enum URLValidation {
         }
         guard scheme == "http" || scheme == "https" else {
             throw CurlewError(
-                code: .protocolNotAllowed, detail: "scheme \(scheme.debugDescription) is not allowed, only http and https")
+                code: .protocolNotAllowed,
+                detail: "scheme \(scheme.debugDescription) is not allowed, only http and https")
         }
         guard let swiftHost = components.host, !swiftHost.isEmpty else {
             throw CurlewError.invalidRequest("the URL has no host")

@@ -112,8 +112,9 @@ final class ResponseBodyBuffer: Sendable {
                     return step
                 }
                 if isSecondReader {
-                    continuation.resume(throwing: CurlewError(
-                        code: .invalidRequest, detail: "a streamed body is read by one iterator at a time"))
+                    continuation.resume(
+                        throwing: CurlewError(
+                            code: .invalidRequest, detail: "a streamed body is read by one iterator at a time"))
                     return
                 }
                 switch step {

@@ -23,7 +23,9 @@ final class OpenedBody {
     var length: Int64? { source.length }
 
     /// Opens a body for a transfer; a body that cannot be sent as asked fails here, before anything is sent.
-    static func open(_ body: CurlewRequest.Body, compression: CurlewRequest.BodyCompression?)
+    static func open(
+        _ body: CurlewRequest.Body, compression: CurlewRequest.BodyCompression?
+    )
         -> Result<OpenedBody, CurlewError>
     {
         let opened: Result<(any BodySource, String?), CurlewError>

@@ -54,9 +54,10 @@ final class ClientSettings: Sendable {
         maxConnectionsTotal = configuration.maxConnectionsTotal
         maxCachedConnectionsPerLoop = configuration.maxCachedConnectionsPerLoop
         maxConnectionIdleAgeSeconds = max(Int(configuration.maxConnectionIdleAge.components.seconds), 1)
-        maxConnectionLifetimeSeconds = configuration.maxConnectionLifetime.map {
-            max(Int(clamping: $0.components.seconds), 1)
-        } ?? 0
+        maxConnectionLifetimeSeconds =
+            configuration.maxConnectionLifetime.map {
+                max(Int(clamping: $0.components.seconds), 1)
+            } ?? 0
         maxConcurrentStreamsPerConnection = configuration.maxConcurrentStreamsPerConnection
         reusesConnections = configuration.reusesConnections
         var connectToList: UnsafeMutablePointer<curl_slist>?
@@ -92,7 +93,8 @@ extension Transfer {
         var isPlainGET = request.usesClientDefaultsForPlainGET
         if !sink.usesCollectingOptions { isPlainGET = false }
         let httpVersion = request.httpVersion ?? settings.httpVersion
-        checksReusedConnections = settings.checksPooledConnectionsBeforeWriting
+        checksReusedConnections =
+            settings.checksPooledConnectionsBeforeWriting
             && CredentialPolicy.isHTTP1Only(request.url, version: httpVersion)
         let redirects = request.redirects ?? settings.redirects
         followsRedirects = redirects.follow
@@ -152,7 +154,9 @@ extension Transfer {
             apply(easy.set(CURLOPT_READDATA, pointer: userdata))
             apply(curlew_easy_setopt_seek_callback(easy.raw, transferSeekCallback))
             apply(easy.set(CURLOPT_SEEKDATA, pointer: userdata))
-            if let rate = request.maxSendBytesPerSecond, rate > 0 { apply(easy.set(CURLOPT_MAX_SEND_SPEED_LARGE, offset: rate)) }
+            if let rate = request.maxSendBytesPerSecond, rate > 0 {
+                apply(easy.set(CURLOPT_MAX_SEND_SPEED_LARGE, offset: rate))
+            }
         }
         if method != .get && method != .head && method != .post {
             apply(easy.set(CURLOPT_CUSTOMREQUEST, method.rawValue))
@@ -162,13 +166,16 @@ extension Transfer {
         if let conflict = multipartBoundaryConflict() { return conflict }
         let expectContinue = request.expectContinue ?? settings.expectContinue
         carriesCredentials = request.headerFields.contains(where: CredentialPolicy.isCredential)
-        if let list = buildHeaderList(hasBody: sendsBody, expectContinue: expectContinue, withholdingCredentials: false) {
+        if let list = buildHeaderList(hasBody: sendsBody, expectContinue: expectContinue, withholdingCredentials: false)
+        {
             headerList = list
             apply(curlew_easy_setopt_slist(easy.raw, CURLOPT_HTTPHEADER, list))
         }
         if case .enabled(let timeout) = expectContinue, sendsBody {
             sentExpectContinue = true
-            apply(easy.set(CURLOPT_EXPECT_100_TIMEOUT_MS, curlMilliseconds(fromNanoseconds: timeout.saturatingNanoseconds)))
+            apply(
+                easy.set(
+                    CURLOPT_EXPECT_100_TIMEOUT_MS, curlMilliseconds(fromNanoseconds: timeout.saturatingNanoseconds)))
         }
         if request.onProgress != nil {
             apply(easy.set(CURLOPT_NOPROGRESS, false))
@@ -475,7 +482,8 @@ extension Transfer {
         case .expectationRejected:
             return CurlewError(
                 code: .invalidRequest,
-                detail: "the server refused `Expect: 100-continue` (417); send this request with expectContinue disabled",
+                detail:
+                    "the server refused `Expect: 100-continue` (417); send this request with expectContinue disabled",
                 curlCode: Int(result.rawValue))
         case .bodyLimitExceeded where result == CURLE_WRITE_ERROR:
             return CurlewError(

@@ -70,9 +70,11 @@ extension Transfer {
     /// The transfer has ended: resume the caller (or finish the stream) exactly once.
     func finish(with outcome: Result<CurlewResponse, any Error>) {
         if let onProgress = request.onProgress {
-            var last = finalProgress ?? TransferProgress(
-                bytesSent: 0, totalBytesToSend: openedBody?.length, bytesReceived: 0, totalBytesToReceive: nil,
-                isComplete: true)
+            var last =
+                finalProgress
+                ?? TransferProgress(
+                    bytesSent: 0, totalBytesToSend: openedBody?.length, bytesReceived: 0, totalBytesToReceive: nil,
+                    isComplete: true)
             last.isComplete = true
             onProgress(last)
         }
@@ -99,9 +101,10 @@ extension Transfer {
         let now = loopClock.now
         guard now &- lastProgressReport >= request.progressInterval.saturatingNanoseconds else { return }
         lastProgressReport = now
-        onProgress(TransferProgress(
-            bytesSent: uploaded, totalBytesToSend: openedBody?.length, bytesReceived: downloaded,
-            totalBytesToReceive: downloadTotal > 0 ? downloadTotal : nil, isComplete: false))
+        onProgress(
+            TransferProgress(
+                bytesSent: uploaded, totalBytesToSend: openedBody?.length, bytesReceived: downloaded,
+                totalBytesToReceive: downloadTotal > 0 ? downloadTotal : nil, isComplete: false))
     }
 
     /// Reads the final counts from libcurl, before the handle is reset.

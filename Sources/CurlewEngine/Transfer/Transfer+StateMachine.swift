@@ -320,7 +320,8 @@ struct TransferStateMachine: Sendable, Equatable {
             return fail(.ambiguousFraming("the response's Content-Length is not a number"))
         }
         if let earlier = blockContentLength, earlier != value {
-            return fail(.ambiguousFraming("the response has conflicting Content-Length values (\(earlier) and \(value))"))
+            return fail(
+                .ambiguousFraming("the response has conflicting Content-Length values (\(earlier) and \(value))"))
         }
         blockContentLength = value
         return blockIsChunked ? failContentLengthWithTransferEncoding() : .accept

@@ -100,7 +100,10 @@ final class Transfer: @unchecked Sendable, DeadlineHeapMember {
         recordActivity()
         guard count > 0, let data else { return count }
         stateMachine.bodyReceived()
-        if case .collect = sink {} else { return receiveStreamedBody(UnsafeRawBufferPointer(start: data, count: count)) }
+        if case .collect = sink {
+        } else {
+            return receiveStreamedBody(UnsafeRawBufferPointer(start: data, count: count))
+        }
         if responseBody.count + count > bodyLimit {
             stateMachine.bodyLimitExceeded()
             return 0  // CURLE_WRITE_ERROR: libcurl stops the transfer
@@ -199,10 +202,11 @@ final class Transfer: @unchecked Sendable, DeadlineHeapMember {
             if carriesCredentials, let effectiveURL { applyCredentialPolicy(to: easy, at: effectiveURL) }
         }
         var check = TransferStateMachine.ConnectionCheck.notChecked
-        let checks = effectiveURL.map {
-            settings.checksPooledConnectionsBeforeWriting
-                && CredentialPolicy.isHTTP1Only($0, version: request.httpVersion ?? settings.httpVersion)
-        } ?? checksReusedConnections
+        let checks =
+            effectiveURL.map {
+                settings.checksPooledConnectionsBeforeWriting
+                    && CredentialPolicy.isHTTP1Only($0, version: request.httpVersion ?? settings.httpVersion)
+            } ?? checksReusedConnections
         if checks, let connections {
             let key = ConnectionRegistry.key(localPort: localPort, remotePort: remotePort)
             // A redirect that moves to another connection leaves the previous one idle.

@@ -80,7 +80,9 @@ func patternBytes(_ count: Int, from start: Int = 0) -> [UInt8] {
 /// Byte equality with memcmp: `==` on arrays compares element by element in a debug build.
 func sameBytes(_ left: [UInt8], _ right: ArraySlice<UInt8>) -> Bool {
     left.count == right.count
-        && left.withUnsafeBytes { a in right.withUnsafeBytes { b in a.count == 0 || memcmp(a.baseAddress!, b.baseAddress!, a.count) == 0 } }
+        && left.withUnsafeBytes { a in
+            right.withUnsafeBytes { b in a.count == 0 || memcmp(a.baseAddress!, b.baseAddress!, a.count) == 0 }
+        }
 }
 
 func sameBytes(_ left: [UInt8], _ right: [UInt8]) -> Bool {

@@ -32,7 +32,10 @@ import Testing
         } catch {
             Issue.record("unexpected \(error)")
         }
-        #expect(mock.receivedRequests.map(\.url) == ["https://api.example.com/users/1?expand=all", "https://api.example.com/users/2"])
+        #expect(
+            mock.receivedRequests.map(\.url) == [
+                "https://api.example.com/users/1?expand=all", "https://api.example.com/users/2",
+            ])
     }
 
     @Test func stubsWrittenWithOrWithoutPercentEncodingMatchTheEncodedRequest() async throws {
@@ -63,7 +66,9 @@ import Testing
     @Test func delaysAreObservedAndInjectedErrorsArriveAsTransportErrors() async throws {
         let mock = MockTransport(stubs: [
             .stub(.put, "/slow", json: [:], delay: .milliseconds(200)),
-            .failing(.get, "/timeout", with: CurlewError(code: .timeout(.total), detail: "total timeout"), delay: .milliseconds(10)),
+            .failing(
+                .get, "/timeout", with: CurlewError(code: .timeout(.total), detail: "total timeout"),
+                delay: .milliseconds(10)),
         ])
         let started = ContinuousClock.now
         let slow = try await provider(mock).request(Route(path: "/slow", method: .put, params: ["a": 1]))
@@ -122,10 +127,12 @@ import Testing
             .get("/track/2", json: ["error": ["message": "no data"]]),
             .get("/tracks", json: [["id": 1], ["id": "two"]]),
         ])
-        let provider = ValidatingProvider(transport: mock, interceptors: [
-            HeadersInterceptor(["X-Api-Key": "k"]),
-            RetryPolicy(baseDelay: .milliseconds(1), maxDelay: .milliseconds(1)),
-        ])
+        let provider = ValidatingProvider(
+            transport: mock,
+            interceptors: [
+                HeadersInterceptor(["X-Api-Key": "k"]),
+                RetryPolicy(baseDelay: .milliseconds(1), maxDelay: .milliseconds(1)),
+            ])
 
         // Request interceptors adapt what the mock receives; the policy retries its 503.
         #expect(try await provider.requestObject(of: Track.self, Route(path: "/track/1")).id == 1)
@@ -160,7 +167,9 @@ import Testing
 /// sizes (checked against the engine sending the same bodies to the loopback server).
 @Suite struct MockTransportProgressTests {
     @Test func formsAndFilesReportTheirRealSize() async throws {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("curlew-mock-\(UInt64.random(in: 0...UInt64.max))").path
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "curlew-mock-\(UInt64.random(in: 0...UInt64.max))"
+        ).path
         try Data(repeating: 7, count: 12_345).write(to: URL(fileURLWithPath: path))
         defer { try? FileManager.default.removeItem(atPath: path) }
         var form = MultipartForm()

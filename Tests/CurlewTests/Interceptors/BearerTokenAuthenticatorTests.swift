@@ -81,12 +81,14 @@ import Testing
         let received = Barrier(count)
         let refreshes = Atomic(0)
         let mock = MockTransport(stubs: [
-            Stub(matching: { _ in true }, respond: { request, _ in
-                if request.headerFields[.authorization] == "Bearer fresh" { return .json(["ok": true]) }
-                sent.arrive()
-                await sent.wait()
-                return StubResponse(status: .unauthorized)
-            })
+            Stub(
+                matching: { _ in true },
+                respond: { request, _ in
+                    if request.headerFields[.authorization] == "Bearer fresh" { return .json(["ok": true]) }
+                    sent.arrive()
+                    await sent.wait()
+                    return StubResponse(status: .unauthorized)
+                })
         ])
         let authenticator = BearerTokenAuthenticator(token: "stale") { expired in
             #expect(expired == "stale")

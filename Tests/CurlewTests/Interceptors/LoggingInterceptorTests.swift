@@ -1,9 +1,10 @@
-@testable import Curlew
-import HTTPTypes
 import CurlewTesting
+import HTTPTypes
 import InMemoryLogging
 import Logging
 import Testing
+
+@testable import Curlew
 
 @Suite struct LoggingInterceptorTests {
     @Test func credentialsAndCookiesAreRedactedInBothDirections() async throws {
@@ -16,7 +17,9 @@ import Testing
         var provider = TestProvider(baseURL: "http://api.local", transport: mock)
         provider.interceptors = [LoggingInterceptor(logger: logger, redactedHeaders: ["X-Api-Key"])]
         try await provider.request(
-            Route(path: "/me", headers: ["Authorization": "Bearer t0k3n", "Cookie": "a=b", "X-Api-Key": "k", "Accept": "text/plain"]))
+            Route(
+                path: "/me",
+                headers: ["Authorization": "Bearer t0k3n", "Cookie": "a=b", "X-Api-Key": "k", "Accept": "text/plain"]))
 
         let entries = handler.entries
         #expect(entries.count == 2)
@@ -54,14 +57,20 @@ import Testing
     let interceptor = LoggingInterceptor(logger: Logger(label: "test"), redactedQueryParameters: ["Session"])
 
     @Test(arguments: [
-        ("https://api.local/v1/items?page=2&access_token=abc123&sort=name",
-            "https://api.local/v1/items?page=2&access_token=<redacted>&sort=name"),
+        (
+            "https://api.local/v1/items?page=2&access_token=abc123&sort=name",
+            "https://api.local/v1/items?page=2&access_token=<redacted>&sort=name"
+        ),
         ("https://user:hunter2@api.local:8443/path?q=1#frag", "https://user:<redacted>@api.local:8443/path?q=1#frag"),
         ("https://user@api.local/", "https://user@api.local/"),
-        ("https://b.s3.local/o?X-Amz-Credential=AK%2F1&X-Amz-Signature=f00&x-id=GetObject",
-            "https://b.s3.local/o?X-Amz-Credential=<redacted>&X-Amz-Signature=<redacted>&x-id=GetObject"),
-        ("http://api.local/p?SESSION=s3cr3t&%6Bey=k&keys=visible&flag&=x",
-            "http://api.local/p?SESSION=<redacted>&%6Bey=<redacted>&keys=visible&flag&=x"),
+        (
+            "https://b.s3.local/o?X-Amz-Credential=AK%2F1&X-Amz-Signature=f00&x-id=GetObject",
+            "https://b.s3.local/o?X-Amz-Credential=<redacted>&X-Amz-Signature=<redacted>&x-id=GetObject"
+        ),
+        (
+            "http://api.local/p?SESSION=s3cr3t&%6Bey=k&keys=visible&flag&=x",
+            "http://api.local/p?SESSION=<redacted>&%6Bey=<redacted>&keys=visible&flag&=x"
+        ),
         ("http://api.local/p%3Ftoken=x?a=b#token=c", "http://api.local/p%3Ftoken=x?a=b#token=c"),
     ])
     func credentialsInTheURLAreRedactedAndEverythingElseIsKept(url: String, logged: String) {
@@ -78,6 +87,9 @@ import Testing
         try await provider.request(Route(path: "/me", params: ["access_token": "t0k3n", "page": "2"]))
         let lines = handler.entries.map(\.message.description)
         #expect(lines.count == 2)
-        #expect(lines.allSatisfy { $0.contains("access_token=<redacted>") && $0.contains("page=2") && !$0.contains("t0k3n") })
+        #expect(
+            lines.allSatisfy {
+                $0.contains("access_token=<redacted>") && $0.contains("page=2") && !$0.contains("t0k3n")
+            })
     }
 }

@@ -19,9 +19,14 @@ import Testing
         _ = try? await provider.request(Route(path: "/gone", method: .delete))
         _ = try? await provider.request(Route(path: "/down"))
 
-        #expect(try metrics.expectCounter("curlew_requests_total", [("method", "GET"), ("status", "200")]).totalValue == 2)
-        #expect(try metrics.expectCounter("curlew_requests_total", [("method", "DELETE"), ("status", "404")]).totalValue == 1)
-        #expect(try metrics.expectCounter("curlew_requests_total", [("method", "GET"), ("status", "error")]).totalValue == 1)
+        #expect(
+            try metrics.expectCounter("curlew_requests_total", [("method", "GET"), ("status", "200")]).totalValue == 2)
+        #expect(
+            try metrics.expectCounter("curlew_requests_total", [("method", "DELETE"), ("status", "404")]).totalValue
+                == 1)
+        #expect(
+            try metrics.expectCounter("curlew_requests_total", [("method", "GET"), ("status", "error")]).totalValue == 1
+        )
         #expect(try metrics.expectTimer("curlew_request_duration", [("method", "GET")]).values.count == 3)
     }
 }

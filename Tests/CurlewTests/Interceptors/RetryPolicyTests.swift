@@ -1,4 +1,3 @@
-@testable import Curlew
 import CurlewEngine
 import CurlewTestSupport
 import CurlewTesting
@@ -6,6 +5,8 @@ import Foundation
 import HTTPTypes
 import Synchronization
 import Testing
+
+@testable import Curlew
 
 @Suite struct RetryPolicyTests {
     private let fast = RetryPolicy(maxAttempts: 3, baseDelay: .milliseconds(1), maxDelay: .milliseconds(5))
@@ -87,7 +88,8 @@ import Testing
     }
 
     @Test func aRetryAfterBeyondTheLimitPassesTheResponseOn() async throws {
-        try await withScriptedServer({ _ in ScriptedResponse(status: 503, headers: [("Retry-After", "3600")]) }) { server in
+        try await withScriptedServer({ _ in ScriptedResponse(status: 503, headers: [("Retry-After", "3600")]) }) {
+            server in
             await #expect {
                 try await provider(server, fast).request(Route(path: "/maintenance"))
             } throws: { error in
@@ -98,20 +100,26 @@ import Testing
     }
 
     @Test func transientTransportFailuresAreRetried() async throws {
-        let mock = MockTransport(stubs: [.failing(.get, "/down", with: CurlewError(code: .connectionRefused, detail: "refused"))])
+        let mock = MockTransport(stubs: [
+            .failing(.get, "/down", with: CurlewError(code: .connectionRefused, detail: "refused"))
+        ])
         var provider = TestProvider(baseURL: "http://api.local", transport: mock)
         provider.interceptors = [fast]
         await #expect(throws: ProviderError.self) { try await provider.request(Route(path: "/down")) }
         #expect(mock.receivedRequests.count == 3)
 
         // A POST is not retried after a transport failure either.
-        let refusedPost = MockTransport(stubs: [.failing(.post, "/down", with: CurlewError(code: .connectionRefused, detail: "refused"))])
+        let refusedPost = MockTransport(stubs: [
+            .failing(.post, "/down", with: CurlewError(code: .connectionRefused, detail: "refused"))
+        ])
         provider = TestProvider(baseURL: "http://api.local", transport: refusedPost)
         provider.interceptors = [fast]
         await #expect(throws: ProviderError.self) { try await provider.request(Route(path: "/down", method: .post)) }
         #expect(refusedPost.receivedRequests.count == 1)
 
-        let invalid = MockTransport(stubs: [.failing(.get, "/bad", with: CurlewError(code: .invalidResponse, detail: "garbage"))])
+        let invalid = MockTransport(stubs: [
+            .failing(.get, "/bad", with: CurlewError(code: .invalidResponse, detail: "garbage"))
+        ])
         provider = TestProvider(baseURL: "http://api.local", transport: invalid)
         provider.interceptors = [fast]
         await #expect(throws: ProviderError.self) { try await provider.request(Route(path: "/bad")) }
@@ -151,7 +159,9 @@ import Testing
     @Test func retriesThePolicyAndOtherInterceptorsAskForShareTheCallsOneBound() async throws {
         // 401, 503, 401, 503, …: an interceptor retries the 401s, the policy the 503s.
         let mock = MockTransport(stubs: [
-            Stub(matching: { _ in true }, respond: { _, calls in StubResponse(status: calls % 2 == 0 ? .unauthorized : .serviceUnavailable) })
+            Stub(
+                matching: { _ in true },
+                respond: { _, calls in StubResponse(status: calls % 2 == 0 ? .unauthorized : .serviceUnavailable) })
         ])
         var provider = TestProvider(baseURL: "http://api.local", transport: mock)
         var generous = fast
@@ -196,7 +206,8 @@ import Testing
     @Test func retryAfterDatesAndSecondsAreCappedByMaxRetryAfter() async throws {
         let policy = RetryPolicy(maxRetryAfter: .seconds(60))
         /// The delay of a retry decision; `nil` when the response is passed on.
-        func retryDelay(_ status: HTTPResponse.Status, _ retryAfter: String, attempt: Int = 1) async throws -> Duration? {
+        func retryDelay(_ status: HTTPResponse.Status, _ retryAfter: String, attempt: Int = 1) async throws -> Duration?
+        {
             switch try await Self.decision(policy, status: status, retryAfter: retryAfter, attempt: attempt) {
             case .retry(let delay): delay ?? .zero
             default: nil

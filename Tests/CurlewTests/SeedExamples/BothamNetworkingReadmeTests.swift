@@ -37,7 +37,9 @@ import Testing
         // apiClient.GET("/issues", headers: ["User-Agent": "BothamNetworking Headers", "Accept": "application/json; q=0.5"])
         let headers = try Echo(
             try await apiClient.request(
-                Route(path: "/issues", headers: ["User-Agent": "BothamNetworking Headers", "Accept": "application/json; q=0.5"])))
+                Route(
+                    path: "/issues",
+                    headers: ["User-Agent": "BothamNetworking Headers", "Accept": "application/json; q=0.5"])))
         #expect(headers.header("User-Agent") == "BothamNetworking Headers")
         #expect(headers.header("Accept") == "application/json; q=0.5")
 
@@ -101,7 +103,8 @@ import Testing
         var apiClient = apiClient(try await Backend.make(kind))
         apiClient.interceptors = [JSONHeadersInterceptor()]
         let echo = try Echo(
-            try await apiClient.request(Route(path: "/issues", method: .post, body: .bytes(Array("{}".utf8), contentType: nil))))
+            try await apiClient.request(
+                Route(path: "/issues", method: .post, body: .bytes(Array("{}".utf8), contentType: nil))))
         #expect(echo.header("Accept") == "application/json")
         #expect(echo.header("Content-Type") == "application/json")
     }

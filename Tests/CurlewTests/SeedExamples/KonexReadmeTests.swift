@@ -22,7 +22,9 @@ private struct Post: Decodable, Equatable {
 private struct GetAllPostsRequest: Routable {
     let path: String
     let method: HTTPRequest.Method = .post
-    var parameters: Parameters? { ["posts": [["id": 1, "title": "Konex"], ["id": 2, "title": "Curlew"]] as JSONValue] }
+    var parameters: Parameters? {
+        ["posts": [["id": 1, "title": "Konex"], ["id": 2, "title": "Curlew"]] as JSONValue]
+    }
     /// Unwraps httpbin's echo: `{"json": {"posts": [...]}}` → `[...]`.
     var requestResponseProcessors: [any ResponseProcessor] {
         [AnyResponseProcessor.json { $0["json"]["posts"] }]
@@ -138,7 +140,9 @@ private func validator(_ level: String, _ journal: Journal) -> AnyResponseValida
         do {
             try await client.request(
                 Route(path: "/anything/not-an-array"),
-                plugins: [AnyPlugin(didReceive: { result, _ in received.withLock { $0.append((try? result.get()) != nil) } })],
+                plugins: [
+                    AnyPlugin(didReceive: { result, _ in received.withLock { $0.append((try? result.get()) != nil) } })
+                ],
                 responseValidators: [
                     AnyResponseValidator { response in
                         if try response.json().array == nil { throw NotAnArray() }

@@ -80,7 +80,8 @@ extension Route {
         // POST with the default JSON encoding: parameters in the body.
         let post = try Echo(
             try await provider.request(
-                Route(path: "/login", method: .post, params: ["email": "example@gmail.com", "password": "qwerty12345"])))
+                Route(path: "/login", method: .post, params: ["email": "example@gmail.com", "password": "qwerty12345"]))
+        )
         #expect(post.body == ["email": "example@gmail.com", "password": "qwerty12345"])
         #expect(post.args == [:])
 
@@ -107,9 +108,12 @@ extension Route {
         let image = Array("not really a jpeg, but bytes all the same".utf8)
         let reports = Mutex<[TransferProgress]>([])
         // MyProvider().request(.uploadImage(image)).uploadProgress { (sent, total) in … }.responseJSON { … }
-        let json = try await provider.request(.uploadImage(image), progress: { progress in
-            reports.withLock { $0.append(progress) }
-        }).json()
+        let json = try await provider.request(
+            .uploadImage(image),
+            progress: { progress in
+                reports.withLock { $0.append(progress) }
+            }
+        ).json()
         #expect(json["files"]["image"] == .string(String(decoding: image, as: UTF8.self)))
         #expect(json["form"]["caption"] == "holiday")
         #expect(json["headers"]["Content-Type"].stringValue.hasPrefix("multipart/form-data; boundary="))
@@ -276,14 +280,19 @@ private let deezerErrorBody = #"{"error":{"type":"DataException","message":"no d
 
     @Test func mockTransportRunsTheSameValidation() async throws {
         let mock = MockTransport(stubs: [
-            Stub(.get, "/track/313555658769", responses: [StubResponse(headers: ["Content-Type": "application/json"], body: Array(deezerErrorBody.utf8))])
+            Stub(
+                .get, "/track/313555658769",
+                responses: [
+                    StubResponse(headers: ["Content-Type": "application/json"], body: Array(deezerErrorBody.utf8))
+                ])
         ])
         await expectDeezerError(DeezerProvider(baseURL: "https://api.deezer.com", transport: mock))
         #expect(mock.receivedRequests.map(\.url) == ["https://api.deezer.com/track/313555658769"])
     }
 
     @Test func aTrackThatExistsPassesValidation() async throws {
-        try await withScriptedServer({ _ in .json(#"{"id":3135556,"title":"Harder, Better, Faster, Stronger"}"#) }) { server in
+        try await withScriptedServer({ _ in .json(#"{"id":3135556,"title":"Harder, Better, Faster, Stronger"}"#) }) {
+            server in
             let json = try await DeezerProvider(baseURL: server.baseURL, transport: CurlewClient.shared)
                 .request(Route(path: "/track/3135556")).json()
             #expect(json["title"] == "Harder, Better, Faster, Stronger")

@@ -98,7 +98,8 @@ enum HTTPBinMock {
     private static func urlParts(_ url: String) -> (query: String, path: String) {
         let afterScheme = url.range(of: "://").map { url[$0.upperBound...] } ?? Substring(url)
         let pathAndQuery = afterScheme.firstIndex(of: "/").map { afterScheme[$0...] } ?? "/"
-        let query = pathAndQuery.firstIndex(of: "?").map { String(pathAndQuery[pathAndQuery.index(after: $0)...]) } ?? ""
+        let query =
+            pathAndQuery.firstIndex(of: "?").map { String(pathAndQuery[pathAndQuery.index(after: $0)...]) } ?? ""
         return (query, String(pathAndQuery.prefix { $0 != "?" }))
     }
 
@@ -108,7 +109,9 @@ enum HTTPBinMock {
     }
 
     private static func titleCased(_ name: String) -> String {
-        name.split(separator: "-", omittingEmptySubsequences: false).map { $0.prefix(1).uppercased() + $0.dropFirst().lowercased() }
-            .joined(separator: "-")
+        name.split(separator: "-", omittingEmptySubsequences: false).map {
+            $0.prefix(1).uppercased() + $0.dropFirst().lowercased()
+        }
+        .joined(separator: "-")
     }
 }
