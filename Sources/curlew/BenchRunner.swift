@@ -114,7 +114,7 @@ struct BenchTally: Sendable {
             failures["cancelled", default: 0] += 1
             return
         }
-        failures[error.code.reportName, default: 0] += 1
+        failures[error.code.name, default: 0] += 1
         if let metrics = error.metrics {
             // A failed request may still have opened a connection and moved bytes.
             bytesSent += metrics.bytesSent

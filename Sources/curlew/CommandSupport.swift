@@ -188,33 +188,6 @@ func formatCount(_ value: Int) -> String {
     return (value < 0 ? "-" : "") + grouped
 }
 
-extension CurlewError.Code {
-    /// A stable name for reports and JSON keys: the case name, with the timeout kind after a dot.
-    var reportName: String {
-        switch self {
-        case .invalidRequest: "invalidRequest"
-        case .protocolNotAllowed: "protocolNotAllowed"
-        case .dnsFailure: "dnsFailure"
-        case .connectionRefused: "connectionRefused"
-        case .connectFailed: "connectFailed"
-        case .timeout(let kind): "timeout.\(kind.rawValue)"
-        case .tls: "tls"
-        case .tooManyRedirects: "tooManyRedirects"
-        case .bodyTooLarge: "bodyTooLarge"
-        case .requestBodyFailed: "requestBodyFailed"
-        case .requestBodyNotReplayable: "requestBodyNotReplayable"
-        case .downloadFailed: "downloadFailed"
-        case .connectionClosed: "connectionClosed"
-        case .invalidResponse: "invalidResponse"
-        case .http2: "http2"
-        case .cancelled: "cancelled"
-        case .clientShutdown: "clientShutdown"
-        case .unsupportedLibcurl: "unsupportedLibcurl"
-        case .transport: "transport"
-        }
-    }
-}
-
 /// Encodes a summary as one line of JSON with stable key order.
 func jsonLine(_ value: some Encodable) throws -> String {
     let encoder = JSONEncoder()

@@ -264,7 +264,7 @@ final class UploadRunner: Sendable {
                 failure = "HTTP \(response.status.code)" + Self.bodyHint(response.body)
                 retryable = UploadRetryPolicy.retryableStatuses.contains(Int(response.status.code))
             } catch let error as CurlewError {
-                failure = "\(error.code.reportName): \(error.detail)" + (error.curlMessage.map { " (\($0))" } ?? "")
+                failure = "\(error.code.name): \(error.detail)" + (error.curlMessage.map { " (\($0))" } ?? "")
                 retryable = UploadRetryPolicy.isSafeToRetry(error.code, idempotent: plan.mode == .put)
             } catch is CancellationError {
                 fail(listed, "cancelled (interrupted)", into: &tally)

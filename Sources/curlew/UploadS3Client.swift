@@ -174,7 +174,7 @@ final class S3Client: Sendable {
             } catch let error as CurlewError {
                 slots.release()
                 failure = .transport(
-                    "\(error.code.reportName): \(error.detail)" + (error.curlMessage.map { " (\($0))" } ?? ""))
+                    "\(error.code.name): \(error.detail)" + (error.curlMessage.map { " (\($0))" } ?? ""))
                 retryable = UploadRetryPolicy.isSafeToRetry(error.code, idempotent: true)
             } catch {
                 slots.release()

@@ -58,3 +58,42 @@ struct CurlewErrorTests {
         }
     }
 }
+
+/// `CurlewError.Code` is a struct so that kinds can be added without breaking callers; its names are the stable
+/// words logs, spans and `curlew bench`'s JSON print.
+@Suite("Error codes")
+struct CurlewErrorCodeTests {
+    @Test func everyCodeHasAStableNameAndTimeoutsNameTheirKind() {
+        let expected: [(CurlewError.Code, String)] = [
+            (.invalidRequest, "invalidRequest"), (.protocolNotAllowed, "protocolNotAllowed"),
+            (.dnsFailure, "dnsFailure"), (.connectionRefused, "connectionRefused"), (.connectFailed, "connectFailed"),
+            (.timeout(.connect), "timeout.connect"), (.timeout(.total), "timeout.total"),
+            (.timeout(.idle), "timeout.idle"), (.tls, "tls"), (.tooManyRedirects, "tooManyRedirects"),
+            (.bodyTooLarge, "bodyTooLarge"), (.requestBodyFailed, "requestBodyFailed"),
+            (.requestBodyNotReplayable, "requestBodyNotReplayable"), (.downloadFailed, "downloadFailed"),
+            (.connectionClosed, "connectionClosed"), (.invalidResponse, "invalidResponse"), (.http2, "http2"),
+            (.cancelled, "cancelled"), (.clientShutdown, "clientShutdown"),
+            (.unsupportedLibcurl, "unsupportedLibcurl"), (.transport, "transport"),
+        ]
+        for (code, name) in expected {
+            #expect(code.name == name)
+            #expect("\(code)" == name)
+        }
+        #expect(Set(expected.map(\.0)).count == expected.count, "every code is distinct")
+        let error = CurlewError(code: .timeout(.idle), detail: "idle timeout: no data moved")
+        #expect(error.description == "CurlewError.timeout.idle: idle timeout: no data moved")
+    }
+
+    @Test func aTimeoutCodeSaysWhichTimeoutAndMatchesInASwitch() {
+        #expect(CurlewError.Code.timeout(.connect).timeoutKind == .connect)
+        #expect(CurlewError.Code.tls.timeoutKind == nil)
+        #expect(CurlewError.Code.timeout(.idle) != .timeout(.total))
+        let code = CurlewError.Code.timeout(.connect)
+        let matched =
+            switch code {
+            case .connectionRefused, .timeout(.connect): true
+            default: false
+            }
+        #expect(matched)
+    }
+}

@@ -39,7 +39,7 @@ extension CurlewClient {
             return response
         } catch let error as CurlewError {
             if let metrics = error.metrics { logFreshConnectionRetries(metrics, to: logger) }
-            if case .timeout(let kind) = error.code {
+            if let kind = error.code.timeoutKind {
                 logger.debug("request timed out", metadata: ["curlew.timeout": "\(kind.rawValue)"])
             } else {
                 logger.debug("request failed", metadata: ["error.type": "\(error.code)"])

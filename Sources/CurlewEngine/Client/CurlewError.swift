@@ -17,51 +17,114 @@ public struct CurlewError: Error, Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The failures a caller handles differently.
-    public enum Code: Sendable, Hashable {
+    ///
+    /// A struct rather than an enum, so that kinds of failure can be added without breaking a caller's `switch`
+    /// (which therefore ends in `default`): match with `==`, `switch` or `if error.code == .tls`.
+    /// ``name`` is stable and is what logs (`error.type`), trace spans and `curlew bench`'s JSON print.
+    public struct Code: Sendable, Hashable, CustomStringConvertible {
+        private enum Kind: Hashable {
+            case invalidRequest
+            case protocolNotAllowed
+            case dnsFailure
+            case connectionRefused
+            case connectFailed
+            case timeout(TimeoutKind)
+            case tls
+            case tooManyRedirects
+            case bodyTooLarge
+            case requestBodyFailed
+            case requestBodyNotReplayable
+            case downloadFailed
+            case connectionClosed
+            case invalidResponse
+            case http2
+            case cancelled
+            case clientShutdown
+            case unsupportedLibcurl
+            case transport
+        }
+
+        private let kind: Kind
+
+        private init(_ kind: Kind) { self.kind = kind }
+
         /// The request could not be sent as given: malformed URL, a host that parsers disagree on,
         /// CR/LF/NUL in a header, a bad option value.
-        case invalidRequest
+        public static let invalidRequest = Code(.invalidRequest)
         /// The URL (or a redirect) uses a scheme other than http or https.
-        case protocolNotAllowed
+        public static let protocolNotAllowed = Code(.protocolNotAllowed)
         /// The host name (or the proxy's) could not be resolved.
-        case dnsFailure
+        public static let dnsFailure = Code(.dnsFailure)
         /// The server actively refused the connection.
-        case connectionRefused
+        public static let connectionRefused = Code(.connectionRefused)
         /// The connection could not be established for another reason (unreachable, reset during connect).
-        case connectFailed
+        public static let connectFailed = Code(.connectFailed)
         /// A timeout fired; which one is attached.
-        case timeout(TimeoutKind)
+        public static func timeout(_ kind: TimeoutKind) -> Code { Code(.timeout(kind)) }
         /// TLS failed: handshake, certificate verification, hostname mismatch, bad CA or client certificate.
-        case tls
+        public static let tls = Code(.tls)
         /// More redirects than allowed.
-        case tooManyRedirects
+        public static let tooManyRedirects = Code(.tooManyRedirects)
         /// The response body (after decompression) exceeded the configured limit.
-        case bodyTooLarge
+        public static let bodyTooLarge = Code(.bodyTooLarge)
         /// The request body could not be read, or changed while it was sent (a file that is unreadable, shrank,
         /// grew, changed or was deleted). Nothing was sent as if it were complete.
-        case requestBodyFailed
+        public static let requestBodyFailed = Code(.requestBodyFailed)
         /// The request had to be sent again (a 307/308 redirect, an authentication retry, a second execution)
         /// but its body is a one-shot stream that was already (partly) sent.
-        case requestBodyNotReplayable
+        public static let requestBodyNotReplayable = Code(.requestBodyNotReplayable)
         /// A download could not be written to its destination file.
-        case downloadFailed
+        public static let downloadFailed = Code(.downloadFailed)
         /// The connection closed or was reset before the response was complete,
         /// or the server sent fewer bytes than it announced.
-        case connectionClosed
+        public static let connectionClosed = Code(.connectionClosed)
         /// The server sent something that is not valid HTTP.
-        case invalidResponse
+        public static let invalidResponse = Code(.invalidResponse)
         /// An HTTP/2 framing or stream error.
-        case http2
+        public static let http2 = Code(.http2)
         /// The transfer was cancelled by the client shutting down.
-        case cancelled
+        public static let cancelled = Code(.cancelled)
         /// The client was already shut down when the request was submitted.
-        case clientShutdown
+        public static let clientShutdown = Code(.clientShutdown)
         /// The libcurl the process runs on is older than the oldest Curlew supports
         /// (``CurlewClient/oldestSupportedLibcurlVersion``); the detail names both versions. Every request of
         /// such a client fails with it; ``CurlewClient/requireSupportedLibcurl()`` tells at start-up.
-        case unsupportedLibcurl
+        public static let unsupportedLibcurl = Code(.unsupportedLibcurl)
         /// Any other libcurl failure; see ``CurlewError/curlCode``.
-        case transport
+        public static let transport = Code(.transport)
+
+        /// Which timeout fired, for ``timeout(_:)`` codes; nil for every other.
+        public var timeoutKind: TimeoutKind? {
+            if case .timeout(let kind) = self.kind { kind } else { nil }
+        }
+
+        /// The stable name: the static member's name (`"connectionRefused"`), and for a timeout `"timeout."` and
+        /// its kind (`"timeout.idle"`).
+        public var name: String {
+            switch kind {
+            case .invalidRequest: "invalidRequest"
+            case .protocolNotAllowed: "protocolNotAllowed"
+            case .dnsFailure: "dnsFailure"
+            case .connectionRefused: "connectionRefused"
+            case .connectFailed: "connectFailed"
+            case .timeout(let kind): "timeout.\(kind.rawValue)"
+            case .tls: "tls"
+            case .tooManyRedirects: "tooManyRedirects"
+            case .bodyTooLarge: "bodyTooLarge"
+            case .requestBodyFailed: "requestBodyFailed"
+            case .requestBodyNotReplayable: "requestBodyNotReplayable"
+            case .downloadFailed: "downloadFailed"
+            case .connectionClosed: "connectionClosed"
+            case .invalidResponse: "invalidResponse"
+            case .http2: "http2"
+            case .cancelled: "cancelled"
+            case .clientShutdown: "clientShutdown"
+            case .unsupportedLibcurl: "unsupportedLibcurl"
+            case .transport: "transport"
+            }
+        }
+
+        public var description: String { name }
     }
 
     /// What went wrong, for matching.
