@@ -182,7 +182,7 @@ struct BenchCommand: AsyncParsableCommand {
     private var eventLoop: CurlewClient.Configuration.EventLoopKind? {
         switch loopDriver ?? "poll" {
         case "poll": .thread
-        case "socket-action": .threadSocketAction
+        case "socket-action": .thread(driver: .socketAction)
         default: nil
         }
     }
@@ -329,7 +329,7 @@ struct BenchCommand: AsyncParsableCommand {
         if loopDriver != nil, let eventLoop {
             configuration.eventLoop = eventLoop
         } else if workers > Self.socketActionAbovePerLoop * max(configuration.loopCount, 1) {
-            configuration.eventLoop = .threadSocketAction
+            configuration.eventLoop = .thread(driver: .socketAction)
         }
         shared.applyTLS(to: &configuration)
         let client = CurlewClient(configuration: configuration)
@@ -380,7 +380,7 @@ struct BenchCommand: AsyncParsableCommand {
             method: requests.count == 1 ? requests[0].method.rawValue : "mixed",
             loops: client.executors.count)
         summary.stages = stages
-        summary.loopDriver = configuration.eventLoop == .threadSocketAction ? "socket-action" : "poll"
+        summary.loopDriver = configuration.eventLoop.threadDriver?.description ?? "dispatch"
         summary.hdrLog = hdrLogPath
         summary.shard = shard.isWhole ? nil : shard
         summary.runId = runID
@@ -504,7 +504,7 @@ struct BenchCommand: AsyncParsableCommand {
         let shape = stages.map { ", stages \($0)" } ?? ""
         let targets = plan.targets.count > 1 ? ", \(plan.targets.count) targets" : ""
         let reuse = noKeepalive ? ", a new connection per request" : ""
-        let loopDriver = driver == .threadSocketAction ? " (socket-action)" : ""
+        let loopDriver = driver.threadDriver == .socketAction ? " (socket-action)" : ""
         return
             "\(plan.connections) connections, \(loops) loop(s)\(loopDriver), \(version)\(reuse), \(amount)\(pace)\(shape)\(targets)"
     }

@@ -13,7 +13,8 @@ struct ThreadEventLoopTests {
         var testDescription: String { rawValue }
     }
 
-    @Test(arguments: [CurlewClient.Configuration.EventLoopKind.thread, .threadSocketAction], Ending.allCases)
+    @Test(
+        arguments: [CurlewClient.Configuration.EventLoopKind.thread, .thread(driver: .socketAction)], Ending.allCases)
     func aPooledConnectionTheServerEndsDoesNotKeepTheLoopBusy(
         loop: CurlewClient.Configuration.EventLoopKind, ending: Ending
     ) async throws {

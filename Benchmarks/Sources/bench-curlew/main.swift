@@ -43,7 +43,7 @@ let failures = FailureLog()
 var configuration = CurlewClient.Configuration()
 configuration.loopCount = max(1, options.loops)
 configuration.eventLoop =
-    mode == .dispatch ? .dispatch : options.loopDriver == .socketAction ? .threadSocketAction : .thread
+    mode == .dispatch ? .dispatch : options.loopDriver == .socketAction ? .thread(driver: .socketAction) : .thread
 configuration.httpVersion = options.common.http2 ? .http2 : .http1_1
 // As `curlew bench` does: a connection per worker (the default of 256 per host would queue the rest inside
 // libcurl), and a cache as large (libcurl 7.88 counts busy connections against it).

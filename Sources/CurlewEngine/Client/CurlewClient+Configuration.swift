@@ -6,21 +6,64 @@ public import Tracing
 extension CurlewClient {
     /// Everything a client is set up with. Per-request overrides live on ``CurlewRequest``.
     public struct Configuration: Sendable {
-        /// Which event loop drives libcurl.
-        public enum EventLoopKind: String, Sendable, CaseIterable {
-            /// A dedicated thread per loop running `curl_multi_poll`, which is also a Swift `TaskExecutor`.
-            /// The fast default; see `docs/design/0001-event-loop.md`.
-            case thread
-            /// The same dedicated thread and `TaskExecutor`, driving libcurl's socket API instead
-            /// (`curl_multi_socket_action` for the sockets epoll reports, `CURLMOPT_TIMERFUNCTION` for the timer):
-            /// a loop iteration then costs nothing per idle connection, where `curl_multi_perform` walks every
-            /// transfer. HTTP/1 transfers are spread over one libcurl multi handle per 64 in flight, since libcurl
-            /// 7.88 walks every connection of a multi handle on each request. Faster than ``thread`` beyond about
-            /// 500 connections per loop (0.95 × at 64, 2.2 × at 4,000); see `docs/design/0011-socket-action-loop.md`.
-            case threadSocketAction
+        /// Which event loop drives libcurl: a dedicated thread (``thread`` or ``thread(driver:)``) or a serial
+        /// `DispatchQueue` (``dispatch``).
+        ///
+        /// A struct rather than an enum, so that loops and drivers can be added without breaking a caller's
+        /// `switch`; ``threadDriver`` tells a thread loop's driver.
+        public struct EventLoopKind: Sendable, Hashable, CustomStringConvertible {
+            /// How a thread loop drives libcurl.
+            public struct Driver: Sendable, Hashable, CustomStringConvertible {
+                private let name: String
+
+                private init(name: String) { self.name = name }
+
+                /// `curl_multi_poll` and `curl_multi_perform`: the fastest up to a few hundred connections per loop.
+                public static let poll = Driver(name: "poll")
+                /// libcurl's socket API: `curl_multi_socket_action` for the sockets epoll reports,
+                /// `CURLMOPT_TIMERFUNCTION` for the timer. A loop iteration then costs nothing per idle connection,
+                /// where `curl_multi_perform` walks every transfer, and HTTP/1 transfers are spread over one libcurl
+                /// multi handle per 64 in flight, since libcurl walks every connection of a multi handle on each
+                /// request. Faster than ``poll`` beyond about 256 connections per loop on libcurl 7.x and 64 on 8.x
+                /// (`docs/design/0011-socket-action-loop.md`, `docs/design/0016-libcurl-versions.md`).
+                public static let socketAction = Driver(name: "socket-action")
+
+                /// `"poll"` or `"socket-action"`.
+                public var description: String { name }
+            }
+
+            private enum Kind: Hashable {
+                case thread(Driver)
+                case dispatch
+            }
+
+            private let kind: Kind
+
+            private init(_ kind: Kind) { self.kind = kind }
+
+            /// A dedicated thread per loop, which is also a Swift `TaskExecutor`, driving libcurl with `driver`.
+            public static func thread(driver: Driver) -> EventLoopKind { EventLoopKind(.thread(driver)) }
+
+            /// A dedicated thread per loop running `curl_multi_poll`, which is also a Swift `TaskExecutor`:
+            /// ``thread(driver:)`` with ``Driver/poll``. The fast default; see `docs/design/0001-event-loop.md`.
+            public static let thread = EventLoopKind(.thread(.poll))
+
             /// libcurl's socket-action API on a serial `DispatchQueue` with per-socket `DispatchSource`s,
             /// for applications built around Dispatch. About 0.4 × the thread loop's requests per second.
-            case dispatch
+            public static let dispatch = EventLoopKind(.dispatch)
+
+            /// The driver of a thread loop; nil for ``dispatch``.
+            public var threadDriver: Driver? {
+                if case .thread(let driver) = kind { driver } else { nil }
+            }
+
+            /// `"thread(poll)"`, `"thread(socket-action)"` or `"dispatch"`.
+            public var description: String {
+                switch kind {
+                case .thread(let driver): "thread(\(driver))"
+                case .dispatch: "dispatch"
+                }
+            }
         }
 
         /// Which event loop drives libcurl.
@@ -37,7 +80,7 @@ extension CurlewClient {
         /// The most HTTP/2 streams one connection carries; the server's own `SETTINGS_MAX_CONCURRENT_STREAMS`
         /// applies too. libcurl's default of 100 would open a new connection for every request beyond it.
         public var maxConcurrentStreamsPerConnection: Int = 1000
-        /// Idle connections each loop keeps cached for reuse. With ``EventLoopKind/threadSocketAction`` and
+        /// Idle connections each loop keeps cached for reuse. With ``EventLoopKind/thread(driver:)`` with ``EventLoopKind/Driver/socketAction`` and
         /// connection limits above 64 per loop, a loop runs several multi handles (one per 64 transfers in flight)
         /// and each caches at least 64, as many as it runs, so a loop may keep up to 64 per multi handle in all.
         public var maxCachedConnectionsPerLoop: Int = 256

@@ -64,12 +64,12 @@ public final class CurlewClient: Sendable {
         var loops: [any CurlEventLoop] = []
         for index in 0..<loopCount {
             let loop: (any CurlEventLoop)? =
-                switch configuration.eventLoop {
-                case .thread:
-                    ThreadEventLoop(settings: settings, index: index, loopCount: loopCount, driver: .poll)
-                case .threadSocketAction:
-                    ThreadEventLoop(settings: settings, index: index, loopCount: loopCount, driver: .socketAction)
-                case .dispatch: DispatchEventLoop(settings: settings, index: index, loopCount: loopCount)
+                if let driver = configuration.eventLoop.threadDriver {
+                    ThreadEventLoop(
+                        settings: settings, index: index, loopCount: loopCount,
+                        driver: driver == .socketAction ? .socketAction : .poll)
+                } else {
+                    DispatchEventLoop(settings: settings, index: index, loopCount: loopCount)
                 }
             // Only resource exhaustion stops a loop from starting; the client then runs on fewer.
             if let loop { loops.append(loop) }

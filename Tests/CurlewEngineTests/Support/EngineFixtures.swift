@@ -3,7 +3,7 @@ import Foundation
 import Testing
 
 /// Both event loops run every live test.
-let allLoops = CurlewClient.Configuration.EventLoopKind.allCases
+let allLoops: [CurlewClient.Configuration.EventLoopKind] = [.thread, .thread(driver: .socketAction), .dispatch]
 
 /// Runs `body` with a fresh client on the given loop and always shuts it down.
 ///
