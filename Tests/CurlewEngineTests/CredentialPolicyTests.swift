@@ -28,12 +28,4 @@ struct CredentialPolicyTests {
         #expect(CredentialPolicy.isCredential(marked))
         #expect(!CredentialPolicy.isCredential(HTTPField(name: .accept, value: "*/*")))
     }
-
-    @Test func onlyHTTP1ConnectionsAreCheckedForUnreadBytes() {
-        #expect(CredentialPolicy.isHTTP1Only("http://x/", version: .http2))
-        #expect(CredentialPolicy.isHTTP1Only("HTTP://x/", version: .http2))
-        #expect(!CredentialPolicy.isHTTP1Only("https://x/", version: .http2))
-        #expect(CredentialPolicy.isHTTP1Only("https://x/", version: .http1_1))
-        #expect(!CredentialPolicy.isHTTP1Only("http://x/", version: .http2PriorKnowledge))
-    }
 }

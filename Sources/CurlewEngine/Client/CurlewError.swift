@@ -218,3 +218,11 @@ extension CurlewError {
             osErrno: osErrno == 0 ? nil : osErrno)
     }
 }
+
+extension CurlewError {
+    func with(_ metrics: TransferMetrics) -> CurlewError {
+        var error = self
+        error.metrics = metrics
+        return error
+    }
+}

@@ -460,8 +460,8 @@ final class ThreadEventLoop: CurlEventLoop, TaskExecutor, @unchecked Sendable {
         // Classified only when the loop may spread transfers (a plan of one part sends everything to part 0).
         let http1Only =
             partPlan.partCount > 1
-            && CredentialPolicy.isHTTP1Only(
-                transfer.request.url, version: transfer.request.httpVersion ?? transfer.settings.httpVersion)
+            && (transfer.request.httpVersion ?? transfer.settings.httpVersion).isHTTP1Only(
+                for: transfer.request.url)
         var index = 0
         switch partPlan.choosePart(
             http1Only: http1Only, openParts: parts.count, inFlight: { parts[$0].core.transfersInFlight })

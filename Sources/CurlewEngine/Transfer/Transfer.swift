@@ -205,7 +205,7 @@ final class Transfer: @unchecked Sendable, DeadlineHeapMember {
         let checks =
             effectiveURL.map {
                 settings.checksPooledConnectionsBeforeWriting
-                    && CredentialPolicy.isHTTP1Only($0, version: request.httpVersion ?? settings.httpVersion)
+                    && (request.httpVersion ?? settings.httpVersion).isHTTP1Only(for: $0)
             } ?? checksReusedConnections
         if checks, let connections {
             let key = ConnectionRegistry.key(localPort: localPort, remotePort: remotePort)

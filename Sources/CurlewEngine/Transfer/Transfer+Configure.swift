@@ -2,80 +2,6 @@ import CLibCurl
 import Foundation
 import HTTPTypes
 
-/// The client's configuration as each transfer reads it: field by field from a shared object, so a request
-/// does not copy (and retain and release every string of) the whole configuration.
-final class ClientSettings: Sendable {
-    let timeouts: CurlewClient.Timeouts
-    let redirects: CurlewClient.Redirects
-    let httpVersion: CurlewClient.HTTPVersion
-    let decompression: CurlewClient.Decompression
-    /// The `Accept-Encoding` list, computed once: handing libcurl "" makes it rebuild the list of every decoder
-    /// it has on each transfer, which cost about a microsecond per request.
-    let acceptEncoding: String
-    let maxResponseBodySize: Int
-    let expectContinue: CurlewClient.ExpectContinue
-    let userAgent: String?
-    /// `nil` when every TLS setting is the default, so plain requests skip them all.
-    let tls: CurlewClient.TLSConfiguration?
-    let proxy: CurlewClient.Proxy
-    let maxConnectionsPerHost: Int?
-    let maxConnectionsTotal: Int?
-    let maxCachedConnectionsPerLoop: Int
-    /// `CURLOPT_MAXAGE_CONN` and `CURLOPT_MAXLIFETIME_CONN`, in whole seconds (lifetime 0: no limit).
-    let maxConnectionIdleAgeSeconds: Int
-    let maxConnectionLifetimeSeconds: Int
-    let maxConcurrentStreamsPerConnection: Int
-    let reusesConnections: Bool
-    /// `connectTo` as the list libcurl reads, built once: every transfer of the client points at it, and it is
-    /// freed with the settings, which outlive every transfer and easy handle of the client.
-    nonisolated(unsafe) let connectToList: UnsafeMutablePointer<curl_slist>?
-    let capabilities: CurlGlobal.Capabilities
-    /// Whether the engine peeks a pooled HTTP/1 connection before a request is written on it: where libcurl does
-    /// not refuse one with input pending itself (before 8.0; docs/design/0016-libcurl-versions.md).
-    let checksPooledConnectionsBeforeWriting: Bool
-    /// `CURLEW_LIBCURL_VERBOSE=1` in the environment turns on libcurl's own trace (to stderr) for every transfer.
-    let libcurlVerbose: Bool
-    /// The process-wide share handle (DNS cache, TLS sessions); libcurl locks it through the shim's mutexes.
-    nonisolated(unsafe) let share: UnsafeMutableRawPointer?
-
-    init(configuration: CurlewClient.Configuration) {
-        CurlGlobal.ensureInitialized()
-        timeouts = configuration.timeouts
-        redirects = configuration.redirects
-        httpVersion = configuration.httpVersion
-        decompression = configuration.decompression
-        acceptEncoding = CurlGlobal.capabilities.contentEncodings.joined(separator: ", ")
-        maxResponseBodySize = configuration.maxResponseBodySize
-        expectContinue = configuration.expectContinue
-        userAgent = configuration.userAgent
-        tls = configuration.tls == CurlewClient.TLSConfiguration() ? nil : configuration.tls
-        proxy = configuration.proxy
-        maxConnectionsPerHost = configuration.maxConnectionsPerHost
-        maxConnectionsTotal = configuration.maxConnectionsTotal
-        maxCachedConnectionsPerLoop = configuration.maxCachedConnectionsPerLoop
-        maxConnectionIdleAgeSeconds = max(Int(configuration.maxConnectionIdleAge.components.seconds), 1)
-        maxConnectionLifetimeSeconds =
-            configuration.maxConnectionLifetime.map {
-                max(Int(clamping: $0.components.seconds), 1)
-            } ?? 0
-        maxConcurrentStreamsPerConnection = configuration.maxConcurrentStreamsPerConnection
-        reusesConnections = configuration.reusesConnections
-        var connectToList: UnsafeMutablePointer<curl_slist>?
-        for entry in configuration.connectTo {
-            if let extended = curl_slist_append(connectToList, entry) { connectToList = extended }
-        }
-        self.connectToList = connectToList
-        capabilities = CurlGlobal.capabilities
-        checksPooledConnectionsBeforeWriting = !capabilities.libcurl.refusesPooledConnectionsWithPendingInput
-        libcurlVerbose = ProcessInfo.processInfo.environment["CURLEW_LIBCURL_VERBOSE"] == "1"
-        share = CurlGlobal.share
-    }
-
-    deinit {
-        if let connectToList { curl_slist_free_all(connectToList) }
-    }
-}
-
 extension Transfer {
     /// Sets every option of this transfer on a freshly reset easy handle.
     ///
@@ -95,7 +21,7 @@ extension Transfer {
         let httpVersion = request.httpVersion ?? settings.httpVersion
         checksReusedConnections =
             settings.checksPooledConnectionsBeforeWriting
-            && CredentialPolicy.isHTTP1Only(request.url, version: httpVersion)
+            && httpVersion.isHTTP1Only(for: request.url)
         let redirects = request.redirects ?? settings.redirects
         followsRedirects = redirects.follow
         if isPlainGET && easy.isConfiguredForPlainGET {
@@ -422,87 +348,5 @@ extension Transfer {
         credentialsWithheld = false
         openedBody?.close()
         loop = nil
-    }
-
-    /// Gathers the response and metrics once libcurl reports the transfer done.
-    func makeResponse(_ easy: EasyHandle) -> CurlewResponse {
-        let metrics = makeMetrics(easy)
-        let url = metrics.redirectCount > 0 ? (easy.info(string: CURLINFO_EFFECTIVE_URL) ?? request.url) : request.url
-        return CurlewResponse(
-            status: HTTPResponse.Status(code: easy.info(CURLINFO_RESPONSE_CODE)),
-            rawHeaders: rawHeaders, body: responseBody, metrics: metrics, url: url)
-    }
-
-    /// The transfer's timings and sizes so far, from libcurl.
-    func makeMetrics(_ easy: EasyHandle) -> TransferMetrics {
-        let versionCode = easy.info(CURLINFO_HTTP_VERSION)
-        let httpVersion: TransferMetrics.HTTPVersion =
-            switch versionCode {
-            case Int(CURL_HTTP_VERSION_1_0): .http1_0
-            case Int(CURL_HTTP_VERSION_1_1): .http1_1
-            case Int(CURL_HTTP_VERSION_2_0): .http2
-            case Int(CURL_HTTP_VERSION_3): .http3
-            default: .unknown
-            }
-        return TransferMetrics(
-            queued: .nanoseconds(Int64(startedAt &- submittedAt)),
-            dnsLookup: easy.info(microseconds: CURLINFO_NAMELOOKUP_TIME_T),
-            connected: easy.info(microseconds: CURLINFO_CONNECT_TIME_T),
-            tlsHandshakeDone: easy.info(microseconds: CURLINFO_APPCONNECT_TIME_T),
-            firstByte: easy.info(microseconds: CURLINFO_STARTTRANSFER_TIME_T),
-            total: easy.info(microseconds: CURLINFO_TOTAL_TIME_T),
-            reusedConnection: easy.info(CURLINFO_NUM_CONNECTS) == 0,
-            httpVersion: httpVersion,
-            bytesSent: easy.info(offset: CURLINFO_SIZE_UPLOAD_T),
-            bytesReceived: easy.info(offset: CURLINFO_SIZE_DOWNLOAD_T),
-            headerBytesReceived: easy.info(CURLINFO_HEADER_SIZE),
-            redirectCount: easy.info(CURLINFO_REDIRECT_COUNT),
-            localPort: easy.info(CURLINFO_LOCAL_PORT),
-            freshConnectionRetries: stateMachine.freshConnectionRetries
-        )
-    }
-
-    /// How far a transfer got, for timeout messages: "connected, request sent, 0 body bytes received".
-    func progress(_ easy: EasyHandle) -> String {
-        var phases: [String] = []
-        phases.append(easy.info(microseconds: CURLINFO_CONNECT_TIME_T) > .zero ? "connected" : "not connected")
-        if easy.info(microseconds: CURLINFO_PRETRANSFER_TIME_T) > .zero { phases.append("request sent") }
-        if easy.info(microseconds: CURLINFO_STARTTRANSFER_TIME_T) > .zero { phases.append("response started") }
-        phases.append("\(easy.info(offset: CURLINFO_SIZE_DOWNLOAD_T)) body bytes received")
-        return phases.joined(separator: ", ")
-    }
-
-    /// Turns a failed libcurl result into the error the caller sees.
-    func makeError(_ result: CURLcode, easy: EasyHandle) -> CurlewError {
-        // The body or the sink stopped the transfer (libcurl says "aborted by callback", "send failed rewind",
-        // "write error"): say why.
-        if let failure = openedBody?.failure { return failure }
-        if let failure = sinkError(for: result) { return failure }
-        switch stateMachine.stopCause {
-        case .expectationRejected:
-            return CurlewError(
-                code: .invalidRequest,
-                detail:
-                    "the server refused `Expect: 100-continue` (417); send this request with expectContinue disabled",
-                curlCode: Int(result.rawValue))
-        case .bodyLimitExceeded where result == CURLE_WRITE_ERROR:
-            return CurlewError(
-                code: .bodyTooLarge, detail: "the response body exceeds the limit of \(bodyLimit) bytes",
-                curlCode: Int(result.rawValue))
-        case .ambiguousFraming(let detail) where result == CURLE_WRITE_ERROR:
-            return CurlewError(
-                code: .invalidResponse, detail: "\(detail); the connection was closed", curlCode: Int(result.rawValue))
-        case .staleConnection:
-            return CurlewError(
-                code: .connectionClosed,
-                detail: "a fresh connection too had unread bytes or was closed before the request was written",
-                curlCode: Int(result.rawValue))
-        default:
-            break
-        }
-        // libcurl enforces only the connect timeout; the total and idle ones are the engine's own.
-        return CurlewError.fromCurl(
-            result, message: easy.errorMessage, osErrno: Int32(easy.info(CURLINFO_OS_ERRNO)),
-            timeoutKind: .connect, lastStatus: easy.info(CURLINFO_RESPONSE_CODE))
     }
 }

@@ -1,0 +1,77 @@
+import CLibCurl
+import Foundation
+import HTTPTypes
+
+/// The client's configuration as each transfer reads it: field by field from a shared object, so a request
+/// does not copy (and retain and release every string of) the whole configuration.
+final class ClientSettings: Sendable {
+    let timeouts: CurlewClient.Timeouts
+    let redirects: CurlewClient.Redirects
+    let httpVersion: CurlewClient.HTTPVersion
+    let decompression: CurlewClient.Decompression
+    /// The `Accept-Encoding` list, computed once: handing libcurl "" makes it rebuild the list of every decoder
+    /// it has on each transfer, which cost about a microsecond per request.
+    let acceptEncoding: String
+    let maxResponseBodySize: Int
+    let expectContinue: CurlewClient.ExpectContinue
+    let userAgent: String?
+    /// `nil` when every TLS setting is the default, so plain requests skip them all.
+    let tls: CurlewClient.TLSConfiguration?
+    let proxy: CurlewClient.Proxy
+    let maxConnectionsPerHost: Int?
+    let maxConnectionsTotal: Int?
+    let maxCachedConnectionsPerLoop: Int
+    /// `CURLOPT_MAXAGE_CONN` and `CURLOPT_MAXLIFETIME_CONN`, in whole seconds (lifetime 0: no limit).
+    let maxConnectionIdleAgeSeconds: Int
+    let maxConnectionLifetimeSeconds: Int
+    let maxConcurrentStreamsPerConnection: Int
+    let reusesConnections: Bool
+    /// `connectTo` as the list libcurl reads, built once: every transfer of the client points at it, and it is
+    /// freed with the settings, which outlive every transfer and easy handle of the client.
+    nonisolated(unsafe) let connectToList: UnsafeMutablePointer<curl_slist>?
+    let capabilities: CurlGlobal.Capabilities
+    /// Whether the engine peeks a pooled HTTP/1 connection before a request is written on it: where libcurl does
+    /// not refuse one with input pending itself (before 8.0; docs/design/0016-libcurl-versions.md).
+    let checksPooledConnectionsBeforeWriting: Bool
+    /// `CURLEW_LIBCURL_VERBOSE=1` in the environment turns on libcurl's own trace (to stderr) for every transfer.
+    let libcurlVerbose: Bool
+    /// The process-wide share handle (DNS cache, TLS sessions); libcurl locks it through the shim's mutexes.
+    nonisolated(unsafe) let share: UnsafeMutableRawPointer?
+
+    init(configuration: CurlewClient.Configuration) {
+        CurlGlobal.ensureInitialized()
+        timeouts = configuration.timeouts
+        redirects = configuration.redirects
+        httpVersion = configuration.httpVersion
+        decompression = configuration.decompression
+        acceptEncoding = CurlGlobal.capabilities.contentEncodings.joined(separator: ", ")
+        maxResponseBodySize = configuration.maxResponseBodySize
+        expectContinue = configuration.expectContinue
+        userAgent = configuration.userAgent
+        tls = configuration.tls == CurlewClient.TLSConfiguration() ? nil : configuration.tls
+        proxy = configuration.proxy
+        maxConnectionsPerHost = configuration.maxConnectionsPerHost
+        maxConnectionsTotal = configuration.maxConnectionsTotal
+        maxCachedConnectionsPerLoop = configuration.maxCachedConnectionsPerLoop
+        maxConnectionIdleAgeSeconds = max(Int(configuration.maxConnectionIdleAge.components.seconds), 1)
+        maxConnectionLifetimeSeconds =
+            configuration.maxConnectionLifetime.map {
+                max(Int(clamping: $0.components.seconds), 1)
+            } ?? 0
+        maxConcurrentStreamsPerConnection = configuration.maxConcurrentStreamsPerConnection
+        reusesConnections = configuration.reusesConnections
+        var connectToList: UnsafeMutablePointer<curl_slist>?
+        for entry in configuration.connectTo {
+            if let extended = curl_slist_append(connectToList, entry) { connectToList = extended }
+        }
+        self.connectToList = connectToList
+        capabilities = CurlGlobal.capabilities
+        checksPooledConnectionsBeforeWriting = !capabilities.libcurl.refusesPooledConnectionsWithPendingInput
+        libcurlVerbose = ProcessInfo.processInfo.environment["CURLEW_LIBCURL_VERBOSE"] == "1"
+        share = CurlGlobal.share
+    }
+
+    deinit {
+        if let connectToList { curl_slist_free_all(connectToList) }
+    }
+}
