@@ -178,8 +178,9 @@ public final class CurlewClient: Sendable {
             } else {
                 failure = reason
             }
-            transfer.finish(with: .failure(failure.error))
-            throw failure.error
+            let error = transfer.error(for: .engine(failure))
+            transfer.finish(with: .failure(error))
+            throw error
         }
         let transfer = Transfer(request: request, settings: settings, submittedAt: loop.submissionTime, sink: sink)
         transfer.loop = loop

@@ -61,7 +61,7 @@ final class MultiCore {
         case .ignore:
             break
         case .fail(let failure):
-            resume(transfer, throwing: failure.error)
+            resume(transfer, throwing: transfer.error(for: .engine(failure)))
         case .start:
             guard let easy = pool.popLast() ?? EasyHandle.make(share: settings.share) else {
                 failStart(transfer, CurlewError(code: .transport, detail: "libcurl could not create an easy handle"))
@@ -145,7 +145,7 @@ final class MultiCore {
             let outcome: Result<CurlewResponse, any Error> =
                 result == CURLE_OK
                 ? .success(transfer.makeResponse(easy))
-                : .failure(transfer.makeError(result, easy: easy).with(transfer.makeMetrics(easy)))
+                : .failure(transfer.error(for: .curl(result)))
             recycle(transfer)
             resume(transfer, with: outcome)
             Unmanaged.passUnretained(transfer).release()
@@ -156,22 +156,18 @@ final class MultiCore {
     /// handle leaves the multi handle), the body rewound, a fresh connection forced. The handle keeps libcurl's
     /// reference and its place in the running list.
     private func retryOnFreshConnection(_ transfer: Transfer, easy: EasyHandle, after result: CURLcode) {
-        guard transfer.prepareRetry(easy) else {
-            failRetry(transfer, easy: easy, transfer.makeError(result, easy: easy))
-            return
-        }
-        let code = curl_multi_add_handle(multi, easy.raw)
-        guard code == CURLM_OK else {
-            failRetry(transfer, easy: easy, transfer.makeError(result, easy: easy))
+        guard transfer.prepareRetry(easy), curl_multi_add_handle(multi, easy.raw) == CURLM_OK else {
+            failRetry(transfer, after: result)
             return
         }
     }
 
-    private func failRetry(_ transfer: Transfer, easy: EasyHandle, _ error: CurlewError) {
+    /// The request could not go out again: it fails with the first attempt's error.
+    private func failRetry(_ transfer: Transfer, after result: CURLcode) {
         guard transfer.stateMachine.startFailed() == .finish else { return }
-        let failure = error.with(transfer.makeMetrics(easy))
+        let error = transfer.error(for: .curl(result))
         recycle(transfer)
-        resume(transfer, throwing: failure)
+        resume(transfer, throwing: error)
         Unmanaged.passUnretained(transfer).release()
     }
 
@@ -182,16 +178,7 @@ final class MultiCore {
 
     private func apply(_ action: TransferStateMachine.StopAction, to transfer: Transfer) {
         guard case .removeAndFail(let failure) = action, let easy = transfer.easy else { return }
-        var error = failure.error
-        if case .timeout(let kind) = failure {
-            // Say how far the transfer got; that is what tells a slow server from a dead one.
-            error = CurlewError(code: .timeout(kind), detail: "\(kind.rawValue) timeout, \(transfer.progress(easy))")
-        }
-        if case .resumeFailed(let code) = failure {
-            // A callback that libcurl ran inside curl_easy_pause may have failed for a reason of our own.
-            error = transfer.makeError(CURLcode(rawValue: UInt32(code)), easy: easy)
-        }
-        if let failure = error as? CurlewError { error = failure.with(transfer.makeMetrics(easy)) }
+        let error = transfer.error(for: .engine(failure))
         curl_multi_remove_handle(multi, easy.raw)
         Unmanaged.passUnretained(transfer).release()
         recycle(transfer)

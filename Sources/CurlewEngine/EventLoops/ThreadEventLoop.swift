@@ -216,7 +216,7 @@ final class ThreadEventLoop: CurlEventLoop, TaskExecutor, @unchecked Sendable {
             load.finished()
             // The whole ending: final progress, unclaimed body streams released, a stream buffer completed.
             if case .fail(let failure) = transfer.stateMachine.rejected() {
-                transfer.finish(with: .failure(failure.error))
+                transfer.finish(with: .failure(transfer.error(for: .engine(failure))))
             }
         case .cancel, .unpause:
             break

@@ -51,8 +51,41 @@ extension Transfer {
         return phases.joined(separator: ", ")
     }
 
-    /// Turns a failed libcurl result into the error the caller sees.
-    func makeError(_ result: CURLcode, easy: EasyHandle) -> CurlewError {
+    /// The one place a transfer's failure becomes the error its caller sees, however the transfer ended: libcurl's
+    /// result (read with the engine's own cause of the stop, which libcurl reports only as "aborted by callback"
+    /// or "write error"), or an ending of the engine's (cancellation, shutdown, a deadline, a socket it could not
+    /// watch). While the transfer holds its easy handle the error carries its metrics, and a timeout says how far
+    /// the transfer got.
+    func error(for ending: Ending) -> any Error {
+        let error: any Error
+        switch (ending, easy) {
+        case (.curl(let result), let easy?):
+            error = curlError(result, easy: easy)
+        case (.curl(let result), nil):
+            error = CurlewError.fromCurl(result, message: nil, osErrno: 0, timeoutKind: .connect)
+        case (.engine(.timeout(let kind)), let easy?):
+            // How far the transfer got is what tells a slow server from a dead one.
+            error = CurlewError(code: .timeout(kind), detail: "\(kind.rawValue) timeout, \(progress(easy))")
+        case (.engine(.resumeFailed(let code)), let easy?):
+            // A callback that libcurl ran inside curl_easy_pause may have failed for a reason of our own.
+            error = curlError(CURLcode(rawValue: UInt32(code)), easy: easy)
+        case (.engine(let failure), _):
+            error = failure.error
+        }
+        guard let easy, let curlewError = error as? CurlewError else { return error }
+        return curlewError.with(makeMetrics(easy))
+    }
+
+    /// How a transfer ended without a response, for ``error(for:)``.
+    enum Ending {
+        /// libcurl finished the transfer with this result.
+        case curl(CURLcode)
+        /// The engine ended it without libcurl's word.
+        case engine(TransferStateMachine.Failure)
+    }
+
+    /// A failed libcurl result as the caller sees it: the engine's own stop causes first, then libcurl's code.
+    private func curlError(_ result: CURLcode, easy: EasyHandle) -> CurlewError {
         // The body or the sink stopped the transfer (libcurl says "aborted by callback", "send failed rewind",
         // "write error"): say why.
         if let failure = openedBody?.failure { return failure }

@@ -443,8 +443,8 @@ struct TransferStateMachine: Sendable, Equatable {
 }
 
 extension TransferStateMachine.Failure {
-    /// The error the caller sees for a transfer the engine ended without libcurl's word: the one place these
-    /// errors are made.
+    /// The error for a transfer the engine ended without libcurl's word, before `Transfer.error(for:)` adds what
+    /// the easy handle knows (how far a timed-out transfer got, its metrics).
     var error: any Error {
         switch self {
         case .cancelled:
