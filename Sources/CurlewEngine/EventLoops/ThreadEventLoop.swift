@@ -69,29 +69,8 @@ final class ThreadEventLoop: CurlEventLoop, TaskExecutor, @unchecked Sendable {
     @exclusivity(unchecked) private var localMessages: [Message] = []
     @exclusivity(unchecked) private var drainedMessages: [Message] = []
     private var startedTransfers = false
-    /// Where each socket number stands in the epoll set (socket-action driver), indexed by descriptor.
-    private struct SocketState {
-        static let absent = SocketState()
-        /// Whether the number is in the epoll set.
-        var isInSet = false
-        /// Whether libcurl watches it (an established connection's socket stays in the set after libcurl stops,
-        /// see `socketInterest`).
-        var isWatched = false
-        /// Whether it is a connection socket this loop opened for libcurl (`openSocket`), still the same socket
-        /// (`inode`), which libcurl closes through `closeSocket`.
-        var isConnection = false
-        /// Whether libcurl has waited on it for input: a connection that carried a request. Only such sockets rest
-        /// in the set; a connect attempt (named with output interest only) that loses a race is closed by libcurl
-        /// without the close callback.
-        var isEstablished = false
-        /// The socket's inode when it was opened, to tell it from a later socket under the same number.
-        var inode: UInt64 = 0
-        /// The CURL_POLL_IN/OUT interest and the part it is in the set with.
-        var interest: Int32 = 0
-        var tag: UInt32 = 0
-    }
-
-    @exclusivity(unchecked) private var socketStates: [SocketState] = []
+    /// Where each socket number stands in the epoll set (socket-action driver).
+    @exclusivity(unchecked) private var sockets = EpollSocketTable()
     /// Easy handles whose socket could not be watched during the current libcurl call, with their part; failed
     /// right after it.
     private var unwatchableHandles: [(part: Int, handle: UnsafeMutableRawPointer)] = []
@@ -356,91 +335,52 @@ final class ThreadEventLoop: CurlEventLoop, TaskExecutor, @unchecked Sendable {
         }
     }
 
-    /// libcurl's interest in one of the sockets of part `tag` changed (called inside libcurl, on the loop thread);
-    /// returns whether the socket is watched.
-    ///
-    /// An established connection's socket that libcurl stops watching stays in the epoll set, with its interest:
-    /// libcurl 7.88 removes a kept-alive connection's socket when each transfer ends and names it again, with the
-    /// same interest, for the next, and an `EPOLL_CTL_DEL`, `ADD` and `MOD` per request cost more than remembering
-    /// (`docs/design/0011-socket-action-loop.md`). Only sockets that can rest safely do: ones this loop opened
-    /// (`openSocket`), that libcurl has waited on for input (a connection that carried a request), and that are
-    /// still the socket opened under that number (inode, checked whenever the kernel is told anything). libcurl
-    /// closes those through `closeSocket`, which takes them out of the set first. Everything else libcurl names
-    /// leaves the set on `CURL_POLL_REMOVE`: the threaded resolver's socketpair and a connect attempt that lost a
-    /// race, both of which libcurl closes without the close callback (0001). A resting socket that reports an event
-    /// (a server closing an idle connection) is taken out then.
+    /// libcurl names its interest in a socket (socket-action driver): the table decides, the kernel is told;
+    /// returns whether the socket is watched. Which sockets rest in the set between transfers, and why:
+    /// `EpollSocketTable`.
     fileprivate func socketInterest(_ descriptor: Int32, _ what: Int32, tag: Int) -> Bool {
-        let index = Int(descriptor)
-        guard index >= 0 else { return false }
-        growSocketStates(to: index)
-        var state = socketStates[index]
-        if what == CURL_POLL_REMOVE {
-            if state.isConnection && state.isEstablished && state.isInSet {
-                socketStates[index].isWatched = false
-            } else {
-                if state.isInSet { curlew_epoll_unwatch(epollDescriptor, descriptor) }
-                socketStates[index] = .absent
-            }
+        let operation = sockets.interest(descriptor, what, tag: UInt32(tag)) { curlew_socket_inode(descriptor) }
+        guard apply(operation, to: descriptor) else {
+            sockets.kernelRefused(descriptor)
             return false
         }
-        let tag = UInt32(tag)
-        if state.isInSet && state.interest == what && state.tag == tag {
-            // The interest the kernel already has (a kept-alive connection's next transfer): no system call.
-            socketStates[index].isWatched = true
+        return what != CURL_POLL_REMOVE
+    }
+
+    /// Carries out what the socket table decided; false when the kernel refused it.
+    private func apply(_ operation: EpollSocketTable.KernelOperation, to descriptor: Int32) -> Bool {
+        switch operation {
+        case .none:
+            return true
+        case .add(let interest, let tag):
+            return curlew_epoll_watch(epollDescriptor, descriptor, interest, 1, tag) == 0
+        case .modify(let interest, let tag):
+            return curlew_epoll_watch(epollDescriptor, descriptor, interest, 0, tag) == 0
+        case .delete:
+            // A socket already closed elsewhere has left the set with its close: nothing to undo.
+            curlew_epoll_unwatch(epollDescriptor, descriptor)
             return true
         }
-        if state.isConnection && curlew_socket_inode(descriptor) != state.inode {
-            // Not the socket opened under this number (closed without the callback, the number taken again).
-            state = .absent
-        }
-        guard curlew_epoll_watch(epollDescriptor, descriptor, what, state.isInSet ? 0 : 1, tag) == 0 else {
-            socketStates[index] = .absent
-            return false
-        }
-        state.isInSet = true
-        state.isWatched = true
-        if what & CURL_POLL_IN != 0 { state.isEstablished = true }
-        state.interest = what
-        state.tag = tag
-        socketStates[index] = state
-        return true
     }
 
     /// Whether libcurl watches `descriptor`; a resting one that reported an event leaves the epoll set.
     private func isWatchedByLibcurl(_ descriptor: Int32) -> Bool {
-        let index = Int(descriptor)
-        guard index >= 0, index < socketStates.count else { return false }
-        if socketStates[index].isWatched { return true }
-        if socketStates[index].isInSet {
-            curlew_epoll_unwatch(epollDescriptor, descriptor)
-            socketStates[index].isInSet = false
-        }
-        return false
-    }
-
-    private func growSocketStates(to index: Int) {
-        if index >= socketStates.count {
-            socketStates.append(contentsOf: repeatElement(.absent, count: max(index + 1 - socketStates.count, 64)))
-        }
+        let (watched, operation) = sockets.eventArrived(descriptor)
+        _ = apply(operation, to: descriptor)
+        return watched
     }
 
     /// Opens a connection socket for libcurl (close-on-exec) and records which socket it is.
     fileprivate func openSocket(_ address: curl_sockaddr) -> Int32 {
         let descriptor = openCloseOnExecSocket(address)
         guard descriptor >= 0 else { return descriptor }
-        growSocketStates(to: Int(descriptor))
-        socketStates[Int(descriptor)] = SocketState(isConnection: true, inode: curlew_socket_inode(descriptor))
+        sockets.opened(descriptor, inode: curlew_socket_inode(descriptor))
         return descriptor
     }
 
-    /// Closes a connection socket for libcurl, which closes it nowhere else. A resting socket leaves the epoll set
-    /// first: a registration belongs to the open socket, not the number, and would outlive the close if another
-    /// process held the socket (a child between fork and exec).
+    /// Closes a connection socket for libcurl, which closes it nowhere else; out of the epoll set first.
     fileprivate func closeSocket(_ descriptor: Int32) -> Int32 {
-        if descriptor >= 0 && Int(descriptor) < socketStates.count {
-            if socketStates[Int(descriptor)].isInSet { curlew_epoll_unwatch(epollDescriptor, descriptor) }
-            socketStates[Int(descriptor)] = .absent
-        }
+        _ = apply(sockets.closing(descriptor), to: descriptor)
         return close(descriptor)
     }
 
