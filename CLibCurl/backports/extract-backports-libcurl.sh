@@ -23,8 +23,9 @@ fi
 codename=${VERSION_CODENAME:?/etc/os-release names no VERSION_CODENAME}
 suite="$codename-backports"
 
-# The archive the system already uses for its release, in whichever format its sources are written.
-site=$(apt-get indextargets --format '$(SITE) $(RELEASE)' 'Created-By: Packages' 2>/dev/null \
+# The archive the system already uses for its release, in whichever format its sources are written. Read from the
+# configured sources themselves (--no-release-info), so it works before the system's own lists were downloaded.
+site=$(apt-get indextargets --no-release-info --format '$(SITE) $(RELEASE)' 'Created-By: Packages' 2>/dev/null \
     | awk -v release="$codename" '$2 == release { print $1; exit }')
 if [ -z "$site" ]; then
     echo "error: no apt source of this system serves '$codename'; cannot derive the backports suite" >&2
