@@ -32,7 +32,7 @@ final class ClientSettings: Sendable {
     let capabilities: CurlGlobal.Capabilities
     /// Whether the engine peeks a pooled HTTP/1 connection before a request is written on it: where libcurl does
     /// not refuse one with input pending itself (before 8.0; docs/design/0016-libcurl-versions.md).
-    let checksPooledConnectionsBeforeWriting: Bool
+    private let checksPooledConnectionsBeforeWriting: Bool
     /// `CURLEW_LIBCURL_VERBOSE=1` in the environment turns on libcurl's own trace (to stderr) for every transfer.
     let libcurlVerbose: Bool
     /// The process-wide share handle (DNS cache, TLS sessions); libcurl locks it through the shim's mutexes.
@@ -69,6 +69,12 @@ final class ClientSettings: Sendable {
         checksPooledConnectionsBeforeWriting = !capabilities.libcurl.refusesPooledConnectionsWithPendingInput
         libcurlVerbose = ProcessInfo.processInfo.environment["CURLEW_LIBCURL_VERBOSE"] == "1"
         share = CurlGlobal.share
+    }
+
+    /// Whether the engine peeks the pooled connection before a request to `url` is written on it: HTTP/1 only
+    /// (an HTTP/2 connection has frames of its own waiting, which libcurl reads), on a libcurl that does not check.
+    func checksPooledConnection(beforeWritingTo url: String, version: CurlewClient.HTTPVersion) -> Bool {
+        checksPooledConnectionsBeforeWriting && version.isHTTP1Only(for: url)
     }
 
     deinit {

@@ -19,9 +19,7 @@ extension Transfer {
         var isPlainGET = request.usesClientDefaultsForPlainGET
         if !sink.usesCollectingOptions { isPlainGET = false }
         let httpVersion = request.httpVersion ?? settings.httpVersion
-        checksReusedConnections =
-            settings.checksPooledConnectionsBeforeWriting
-            && httpVersion.isHTTP1Only(for: request.url)
+        checksReusedConnections = settings.checksPooledConnection(beforeWritingTo: request.url, version: httpVersion)
         let redirects = request.redirects ?? settings.redirects
         followsRedirects = redirects.follow
         if isPlainGET && easy.isConfiguredForPlainGET {

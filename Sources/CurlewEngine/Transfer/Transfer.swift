@@ -204,8 +204,8 @@ final class Transfer: @unchecked Sendable, DeadlineHeapMember {
         var check = TransferStateMachine.ConnectionCheck.notChecked
         let checks =
             effectiveURL.map {
-                settings.checksPooledConnectionsBeforeWriting
-                    && (request.httpVersion ?? settings.httpVersion).isHTTP1Only(for: $0)
+                settings.checksPooledConnection(
+                    beforeWritingTo: $0, version: request.httpVersion ?? settings.httpVersion)
             } ?? checksReusedConnections
         if checks, let connections {
             let key = ConnectionRegistry.key(localPort: localPort, remotePort: remotePort)
