@@ -36,8 +36,6 @@ BACKPORTS_LIBCURL_FLAGS := --scratch-path .build/libcurl-backports/build \
 	-Xlinker -L$(BACKPORTS_LIBCURL_LIB) -Xlinker -rpath=$(BACKPORTS_LIBCURL_LIB)
 BACKPORTS_BUILD_LOG := .build/libcurl-backports/build.log
 
-# Runs one `swift test` process ($(2): its filter) with its output kept in $(TEST_LOG_DIR)/$(1).log. A failed run does
-# not stop the ones after it: CI shows only the end of the output, so `make test` repeats every failure there.
 # Fails when the build log $(1) has a warning about Curlew's own files. swift-distributed-tracing 1.7.3 ships
 # CMakeLists.txt inside its targets, which SwiftPM reports as a warning about that package's own files on every
 # build; it says nothing about Curlew's code.
@@ -47,6 +45,8 @@ define fail_on_warnings
 		echo "error: the build printed warnings (Curlew builds with zero warnings)"; exit 1; fi
 endef
 
+# Runs one `swift test` process ($(2): its filter) with its output kept in $(TEST_LOG_DIR)/$(1).log. A failed run does
+# not stop the ones after it: CI shows only the end of the output, so `make test` repeats every failure there.
 define swift_test
 	$(SWIFT) test --skip-build $(2) 2>&1 | tee $(TEST_LOG_DIR)/$(1).log || echo $(1) >> $(TEST_LOG_DIR)/failed
 endef
