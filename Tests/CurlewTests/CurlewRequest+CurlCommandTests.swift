@@ -111,22 +111,25 @@ import Testing
         let outputURL = directory.appendingPathComponent("stdout")
         try Data(input ?? []).write(to: inputURL)
         _ = FileManager.default.createFile(atPath: outputURL.path, contents: nil)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/bash")
-        // The options go first: a line may end with a comment.
-        process.arguments = ["-c", "curl --silent --show-error " + command.dropFirst("curl ".count)]
-        process.standardInput = try FileHandle(forReadingFrom: inputURL)
-        process.standardOutput = try FileHandle(forWritingTo: outputURL)
-        let status = try await withCheckedThrowingContinuation {
-            (continuation: CheckedContinuation<Int32, any Error>) in
-            process.terminationHandler = { finished in continuation.resume(returning: finished.terminationStatus) }
-            do {
-                try process.run()
-            } catch {
-                process.terminationHandler = nil
-                continuation.resume(throwing: error)
+        // Spawned with posix_spawn, as the test support spawns every other program, not with Foundation's Process:
+        // its run() once crashed the whole test process in CI (a bad pointer in its memcpy) while the suite ran in
+        // parallel. Standard input comes from the file through bash: the line may end with a comment, so nothing can
+        // follow it.
+        let line = "exec <'\(inputURL.path)'; curl --silent --show-error " + command.dropFirst("curl ".count)
+        let pid = try spawnWithOutputFiles(
+            ["/bin/bash", "-c", line], environment: ProcessInfo.processInfo.environment,
+            stdoutPath: outputURL.path, stderrPath: directory.appendingPathComponent("stderr").path)
+        var raw: Int32 = 0
+        do {
+            try await waitUntil(timeout: .seconds(60), pollInterval: .milliseconds(5), "curl to exit") {
+                waitpid(pid, &raw, WNOHANG) == pid
             }
+        } catch {
+            kill(pid, SIGKILL)
+            while waitpid(pid, &raw, 0) < 0 && errno == EINTR {}
+            throw error
         }
+        let status = shellExitStatus(fromWaitStatus: raw)
         #expect(status == 0, "\(command) failed")
         return try Data(contentsOf: outputURL)
     }
