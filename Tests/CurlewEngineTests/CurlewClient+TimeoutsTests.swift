@@ -3,6 +3,10 @@ import CurlewLoopbackServer
 import CurlewTestSupport
 import Testing
 
+/// Live smoke tests of the shell: every loop must wake for each kind of deadline and report it. The decisions
+/// (when the idle clock starts, what pauses it, how the deadlines are computed) are the state machine's and the
+/// setup's, tested synchronously in TransferStateMachineTests and Transfer+ConfigureTests; the tests of those
+/// run on one loop only.
 @Suite("Timeouts")
 struct CurlewClientTimeoutsTests {
     @Test(arguments: allLoops)
@@ -19,7 +23,7 @@ struct CurlewClientTimeoutsTests {
         }
     }
 
-    @Test(arguments: allLoops)
+    @Test(arguments: [CurlewClient.Configuration.EventLoopKind.thread])
     func subSecondTimeoutsAreNotTruncated(loop: CurlewClient.Configuration.EventLoopKind) async throws {
         let server = try await LoopbackServer.start()
         defer { Task { try? await server.shutdown() } }
@@ -46,7 +50,7 @@ struct CurlewClientTimeoutsTests {
         }
     }
 
-    @Test(arguments: allLoops)
+    @Test(arguments: [CurlewClient.Configuration.EventLoopKind.thread])
     func idleTimeoutDoesNotFireWhileBytesKeepMoving(loop: CurlewClient.Configuration.EventLoopKind) async throws {
         let server = try await LoopbackServer.start()
         defer { Task { try? await server.shutdown() } }
@@ -102,7 +106,7 @@ struct CurlewClientTimeoutsTests {
         }
     }
 
-    @Test(arguments: allLoops)
+    @Test(arguments: [CurlewClient.Configuration.EventLoopKind.thread])
     func waitingForAFreeConnectionIsNotIdleness(loop: CurlewClient.Configuration.EventLoopKind) async throws {
         let server = try await LoopbackServer.start()
         defer { Task { try? await server.shutdown() } }
@@ -125,7 +129,7 @@ struct CurlewClientTimeoutsTests {
         }
     }
 
-    @Test(arguments: allLoops)
+    @Test(arguments: [CurlewClient.Configuration.EventLoopKind.thread])
     func refusedConnectionIsReportedAsSuch(loop: CurlewClient.Configuration.EventLoopKind) async throws {
         let port = try FreePort.allocate()
         try await withClient(loop) { client in

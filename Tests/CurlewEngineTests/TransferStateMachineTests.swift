@@ -1,3 +1,4 @@
+import CLibCurl
 import Testing
 
 @testable import CurlewEngine
@@ -6,24 +7,24 @@ import Testing
 struct TransferStateMachineTests {
     @Test func submittedTransferStarts() {
         var machine = TransferStateMachine()
-        #expect(machine.submitted(loopIsShuttingDown: false) == .start)
-        #expect(machine.state == .running)
+        #expect(machine.submitted(now: 0, loopIsShuttingDown: false) == .start)
+        #expect(machine.attempt != nil)
     }
 
     @Test func completionFinishesOnceAndAbsorbsLaterEvents() {
         var machine = TransferStateMachine()
-        _ = machine.submitted(loopIsShuttingDown: false)
+        _ = machine.submitted(now: 0, loopIsShuttingDown: false)
         #expect(machine.curlCompleted() == .finish)
         #expect(machine.curlCompleted() == .ignore)
         #expect(machine.cancelRequested() == .none)
-        #expect(machine.deadlinePassed(.idle) == .none)
+        #expect(machine.deadlineCheck(now: .max, requestSent: true) == .checkAgain(at: .max))
         #expect(machine.shutdown() == .none)
-        #expect(machine.state == .finished)
+        #expect(machine.isFinished)
     }
 
     @Test func cancellationOfRunningTransferRemovesItAndWinsOverLateCompletion() {
         var machine = TransferStateMachine()
-        _ = machine.submitted(loopIsShuttingDown: false)
+        _ = machine.submitted(now: 0, loopIsShuttingDown: false)
         #expect(machine.cancelRequested() == .removeAndFail(.cancelled))
         #expect(machine.curlCompleted() == .ignore)
         #expect(machine.cancelRequested() == .none)
@@ -33,39 +34,43 @@ struct TransferStateMachineTests {
         var machine = TransferStateMachine()
         #expect(machine.cancelRequested() == .none)
         #expect(machine.state == .created(cancelRequested: true))
-        #expect(machine.submitted(loopIsShuttingDown: false) == .fail(.cancelled))
+        #expect(machine.submitted(now: 0, loopIsShuttingDown: false) == .fail(.cancelled))
         #expect(machine.curlCompleted() == .ignore)
     }
 
     @Test func submissionDuringShutdownFailsWithClientShutdown() {
         var machine = TransferStateMachine()
-        #expect(machine.submitted(loopIsShuttingDown: true) == .fail(.clientShutdown))
-        #expect(machine.state == .finished)
+        #expect(machine.submitted(now: 0, loopIsShuttingDown: true) == .fail(.clientShutdown))
+        #expect(machine.isFinished)
     }
 
     @Test func deadlinesAndShutdownStopRunningTransfers() {
-        var idle = TransferStateMachine()
-        _ = idle.submitted(loopIsShuttingDown: false)
-        #expect(idle.deadlinePassed(.idle) == .removeAndFail(.timeout(.idle)))
-
-        var total = TransferStateMachine()
-        _ = total.submitted(loopIsShuttingDown: false)
-        #expect(total.deadlinePassed(.total) == .removeAndFail(.timeout(.total)))
+        var total = TransferStateMachine(setup: .init(totalDeadline: 50))
+        _ = total.submitted(now: 0, loopIsShuttingDown: false)
+        #expect(total.deadlineCheck(now: 49, requestSent: true) == .checkAgain(at: 50))
+        #expect(total.deadlineCheck(now: 50, requestSent: true) == .removeAndFail(.timeout(.total)))
+        #expect(total.isFinished)
 
         var shutdown = TransferStateMachine()
-        _ = shutdown.submitted(loopIsShuttingDown: false)
+        _ = shutdown.submitted(now: 0, loopIsShuttingDown: false)
         #expect(shutdown.shutdown() == .removeAndFail(.abortedByShutdown))
     }
 
-    @Test func deadlineBeforeStartDoesNotMarkCancellation() {
-        var machine = TransferStateMachine()
-        #expect(machine.deadlinePassed(.idle) == .none)
-        #expect(machine.submitted(loopIsShuttingDown: false) == .start)
+    @Test func aTotalDeadlinePassedBeforeTheLoopPickedTheTransferUpFailsItWithoutStarting() {
+        var machine = TransferStateMachine(setup: .init(totalDeadline: 10))
+        #expect(machine.submitted(now: 10, loopIsShuttingDown: false) == .fail(.totalTimeoutBeforeStart))
+        #expect(machine.isFinished)
+    }
+
+    @Test func aDeadlineCheckBeforeStartChangesNothing() {
+        var machine = TransferStateMachine(setup: .init(totalDeadline: 10))
+        #expect(machine.deadlineCheck(now: 20, requestSent: false) == .checkAgain(at: .max))
+        #expect(machine.submitted(now: 5, loopIsShuttingDown: false) == .start)
     }
 
     @Test func failedStartFinishesOnce() {
         var machine = TransferStateMachine()
-        _ = machine.submitted(loopIsShuttingDown: false)
+        _ = machine.submitted(now: 0, loopIsShuttingDown: false)
         #expect(machine.startFailed() == .finish)
         #expect(machine.startFailed() == .ignore)
         #expect(machine.curlCompleted() == .ignore)
@@ -73,48 +78,52 @@ struct TransferStateMachineTests {
 
     @Test func secondSubmissionChangesNothing() {
         var machine = TransferStateMachine()
-        _ = machine.submitted(loopIsShuttingDown: false)
-        #expect(machine.submitted(loopIsShuttingDown: false) == .ignore)
-        #expect(machine.state == .running)
+        _ = machine.submitted(now: 0, loopIsShuttingDown: false)
+        #expect(machine.submitted(now: 0, loopIsShuttingDown: false) == .ignore)
+        #expect(machine.attempt != nil)
         #expect(machine.curlCompleted() == .finish)
-        #expect(machine.submitted(loopIsShuttingDown: false) == .ignore)
+        #expect(machine.submitted(now: 0, loopIsShuttingDown: false) == .ignore)
     }
 
     @Test func unwatchableSocketStopsOnlyARunningTransfer() {
         var machine = TransferStateMachine()
         #expect(machine.socketUnwatchable() == .none)
-        _ = machine.submitted(loopIsShuttingDown: false)
+        _ = machine.submitted(now: 0, loopIsShuttingDown: false)
         #expect(machine.socketUnwatchable() == .removeAndFail(.unwatchableSocket))
         #expect(machine.curlCompleted() == .ignore)
     }
 }
 
 /// The decisions the machine took over from libcurl's callbacks, driven synchronously: no socket, no clock.
-@Suite("Transfer state machine: retries, framing, pauses, idle clock")
+@Suite("Transfer state machine: retries, framing, limits, pauses, heads, credentials, idle clock")
 struct TransferStateMachineDecisionTests {
-    static func running() -> TransferStateMachine {
-        var machine = TransferStateMachine()
-        _ = machine.submitted(loopIsShuttingDown: false)
+    typealias Setup = TransferStateMachine.Setup
+
+    static func running(_ setup: Setup = Setup(), now: UInt64 = 0) -> TransferStateMachine {
+        var machine = TransferStateMachine(setup: setup)
+        _ = machine.submitted(now: now, loopIsShuttingDown: false)
         return machine
     }
 
     static func facts(
         connectionFailed: Bool = true, pooled: Bool = true, written: Int64 = 120, idempotent: Bool = true,
-        replayable: Bool = true, headDelivered: Bool = false
+        replayable: Bool = true
     ) -> TransferStateMachine.CompletionFacts {
         .init(
             connectionFailed: connectionFailed, usedPooledConnection: pooled, requestBytesWritten: written,
-            isIdempotent: idempotent, bodyIsReplayable: replayable, headDelivered: headDelivered)
+            isIdempotent: idempotent, bodyIsReplayable: replayable)
     }
+
+    // MARK: retries
 
     @Test func anIdempotentRequestOnADeadPooledConnectionGoesOutOnceMore() {
         var machine = Self.running()
         #expect(machine.curlCompleted(failure: Self.facts()) == .retryOnFreshConnection)
         #expect(machine.freshConnectionRetries == 1)
-        #expect(machine.state == .running)
+        #expect(machine.attempt != nil)
         // Never twice.
         #expect(machine.curlCompleted(failure: Self.facts()) == .finish)
-        #expect(machine.state == .finished)
+        #expect(machine.isFinished)
     }
 
     @Test func aNonIdempotentRequestIsRepeatedOnlyWhenNothingWasWritten() {
@@ -132,24 +141,25 @@ struct TransferStateMachineDecisionTests {
     @Test func anIdempotentRequestWhoseHeadArrivedWithoutABodyByteGoesOutOnceMore() {
         // hypercorn drops the streams its GOAWAY announced after their HEADERS; libcurl 8.x then fails them.
         var headOnly = Self.running()
-        headOnly.statusLineReceived()
+        _ = headOnly.headerLineReceived(.statusLine)
         #expect(headOnly.curlCompleted(failure: Self.facts()) == .retryOnFreshConnection)
         // A head the server sent means it saw the request: only an idempotent, replayable one is repeated.
         var post = Self.running()
-        post.statusLineReceived()
+        _ = post.headerLineReceived(.statusLine)
         #expect(post.curlCompleted(failure: Self.facts(written: 0, idempotent: false)) == .finish)
         var oneShot = Self.running()
-        oneShot.statusLineReceived()
+        _ = oneShot.headerLineReceived(.statusLine)
         #expect(oneShot.curlCompleted(failure: Self.facts(replayable: false)) == .finish)
     }
 
     @Test func noRetryOnceTheCallerHoldsPartOfAResponseOrOnAFreshConnectionOrForOtherFailures() {
-        var streamedHead = Self.running()
-        streamedHead.statusLineReceived()
-        #expect(streamedHead.curlCompleted(failure: Self.facts(headDelivered: true)) == .finish)
+        var streamedHead = Self.running(Setup(streamsResponse: true))
+        _ = streamedHead.headerLineReceived(.statusLine)
+        #expect(streamedHead.headEnded(status: 200) == .finalResponse(resumeSend: false, deliverHead: true))
+        #expect(streamedHead.curlCompleted(failure: Self.facts()) == .finish)
 
         var body = Self.running()
-        body.bodyReceived()
+        _ = body.bodyReceived(count: 1, keptInMemory: true)
         #expect(body.curlCompleted(failure: Self.facts()) == .finish)
 
         var fresh = Self.running()
@@ -159,17 +169,31 @@ struct TransferStateMachineDecisionTests {
         #expect(other.curlCompleted(failure: Self.facts(connectionFailed: false)) == .finish)
     }
 
+    @Test func aNewAttemptForgetsWhatTheLastOneSaw() {
+        var machine = Self.running(Setup(bodyLimit: 100, decodedBodyLimit: 10, carriesCredentials: true))
+        _ = machine.headerLineReceived(.statusLine)
+        _ = machine.headEnded(status: 200, isContentEncoded: true)
+        #expect(machine.attempt?.bodyLimit == 10)
+        _ = machine.requestStarting(
+            connection: .notChecked, redirectTarget: "http://b.test/", requestURL: "http://a.test/")
+        #expect(machine.attempt?.credentialsWithheld == true)
+        #expect(machine.curlCompleted(failure: Self.facts()) == .retryOnFreshConnection)
+        #expect(machine.attempt?.bodyLimit == 100)
+        #expect(machine.attempt?.credentialsWithheld == false)
+        #expect(machine.attempt?.responseBytesSeen == false)
+    }
+
     @Test func aConnectionWithUnreadBytesIsAbandonedAndTheRequestRepeatedWhateverItsMethod() {
         var machine = Self.running()
         #expect(machine.requestStarting(connection: .unreadBytesOrClosed) == .abandonConnection)
-        #expect(machine.isStaleConnectionFailure)
+        #expect(machine.attempt?.stopCause == .staleConnection)
         let facts = Self.facts(connectionFailed: false, written: 0, idempotent: false, replayable: false)
         #expect(machine.curlCompleted(failure: facts) == .retryOnFreshConnection)
-        #expect(machine.stopCause == nil, "a new attempt forgets the last one's cause")
+        #expect(machine.attempt?.stopCause == nil, "a new attempt forgets the last one's cause")
         // The fresh connection has bytes waiting too: the request fails.
         #expect(machine.requestStarting(connection: .unreadBytesOrClosed) == .abandonConnection)
+        #expect(machine.attempt?.stopCause == .staleConnection)
         #expect(machine.curlCompleted(failure: facts) == .finish)
-        #expect(machine.stopCause == .staleConnection)
     }
 
     @Test func aCleanOrUncheckedConnectionProceeds() {
@@ -178,70 +202,202 @@ struct TransferStateMachineDecisionTests {
         #expect(machine.requestStarting(connection: .notChecked) == .proceed)
     }
 
+    // MARK: credentials
+
+    @Test func credentialsAreWithheldOnceARedirectLeavesTheOriginAndStayWithheld() {
+        var machine = Self.running(Setup(carriesCredentials: true))
+        let origin = "https://api.test/a"
+        #expect(machine.requestStarting(connection: .notChecked, requestURL: origin) == .proceed)
+        #expect(
+            machine.requestStarting(connection: .notChecked, redirectTarget: "https://api.test/b", requestURL: origin)
+                == .proceed, "same origin: the credentials go along")
+        #expect(
+            machine.requestStarting(connection: .notChecked, redirectTarget: "https://evil.test/", requestURL: origin)
+                == .proceedWithoutCredentials)
+        // Back to the origin: the list without them stays (libcurl keeps it), nothing more to do.
+        #expect(
+            machine.requestStarting(connection: .notChecked, redirectTarget: "https://api.test/c", requestURL: origin)
+                == .proceed)
+        #expect(machine.attempt?.credentialsWithheld == true)
+    }
+
+    @Test func aRequestWithoutCredentialsNeverSwapsItsHeaders() {
+        var machine = Self.running()
+        #expect(
+            machine.requestStarting(
+                connection: .notChecked, redirectTarget: "https://evil.test/", requestURL: "https://api.test/")
+                == .proceed)
+    }
+
+    // MARK: framing
+
     @Test func conflictingContentLengthsAbortWithAmbiguousFraming() {
         var machine = Self.running()
-        machine.statusLineReceived()
-        #expect(machine.contentLengthReceived(5) == .accept)
-        #expect(machine.contentLengthReceived(5) == .accept, "a repeated equal value is one length")
-        #expect(machine.contentLengthReceived(7) == .abort)
-        guard case .ambiguousFraming = machine.stopCause else {
-            Issue.record("cause: \(String(describing: machine.stopCause))")
+        _ = machine.headerLineReceived(.statusLine)
+        #expect(machine.headerLineReceived(.contentLength(5)) == .accept)
+        #expect(machine.headerLineReceived(.contentLength(5)) == .accept, "a repeated equal value is one length")
+        #expect(machine.headerLineReceived(.contentLength(7)) == .abort)
+        guard case .ambiguousFraming = machine.attempt?.stopCause else {
+            Issue.record("cause: \(String(describing: machine.attempt?.stopCause))")
             return
         }
     }
 
     @Test func contentLengthWithTransferEncodingAbortsInEitherOrder() {
         var lengthFirst = Self.running()
-        lengthFirst.statusLineReceived()
-        #expect(lengthFirst.contentLengthReceived(5) == .accept)
-        #expect(lengthFirst.transferEncodingReceived() == .abort)
+        _ = lengthFirst.headerLineReceived(.statusLine)
+        #expect(lengthFirst.headerLineReceived(.contentLength(5)) == .accept)
+        #expect(lengthFirst.headerLineReceived(.transferEncoding) == .abort)
 
         var encodingFirst = Self.running()
-        encodingFirst.statusLineReceived()
-        #expect(encodingFirst.transferEncodingReceived() == .accept)
-        #expect(encodingFirst.contentLengthReceived(5) == .abort)
+        _ = encodingFirst.headerLineReceived(.statusLine)
+        #expect(encodingFirst.headerLineReceived(.transferEncoding) == .accept)
+        #expect(encodingFirst.headerLineReceived(.contentLength(5)) == .abort)
 
         var unparsable = Self.running()
-        #expect(unparsable.contentLengthReceived(nil) == .abort)
+        #expect(unparsable.headerLineReceived(.contentLength(nil)) == .abort)
     }
 
     @Test func eachHeaderBlockHasItsOwnFraming() {
-        var machine = Self.running()
-        machine.statusLineReceived()
-        #expect(machine.contentLengthReceived(0) == .accept)
-        #expect(machine.headerBlockEnded(status: 301, followsRedirect: true, sentExpectContinue: false) == .accept)
+        var machine = Self.running(Setup(followsRedirects: true))
+        _ = machine.headerLineReceived(.statusLine)
+        #expect(machine.headerLineReceived(.contentLength(0)) == .accept)
+        #expect(machine.headEnded(status: 301) == .accept)
         // The redirect's length says nothing about the next response's.
-        machine.statusLineReceived()
-        #expect(machine.contentLengthReceived(42) == .accept)
+        _ = machine.headerLineReceived(.statusLine)
+        #expect(machine.headerLineReceived(.contentLength(42)) == .accept)
+    }
+
+    // MARK: heads
+
+    @Test func aPlainRequestNeverAsksForTheStatusAtTheEndOfItsHead() {
+        var machine = Self.running()
+        #expect(machine.headerLineReceived(.endOfBlock) == .accept)
+    }
+
+    @Test func uploadsStreamsExpectAndDecodedLimitsAskForTheStatus() {
+        for setup in [
+            Setup(sentExpectContinue: true), Setup(hasRequestBody: true), Setup(streamsResponse: true),
+        ] {
+            var machine = Self.running(setup)
+            #expect(machine.headerLineReceived(.endOfBlock) == .readHead(contentEncoding: false))
+        }
+        var decoding = Self.running(Setup(decodedBodyLimit: 10))
+        #expect(decoding.headerLineReceived(.endOfBlock) == .readHead(contentEncoding: true))
     }
 
     @Test func a417ToTheEnginesExpectStopsTheTransfer() {
-        var machine = Self.running()
-        #expect(machine.headerBlockEnded(status: 417, followsRedirect: false, sentExpectContinue: true) == .abort)
-        #expect(machine.stopCause == .expectationRejected)
+        var machine = Self.running(Setup(sentExpectContinue: true))
+        #expect(machine.headEnded(status: 417) == .abort)
+        #expect(machine.attempt?.stopCause == .expectationRejected)
 
         var notOurs = Self.running()
-        #expect(notOurs.headerBlockEnded(status: 417, followsRedirect: false, sentExpectContinue: false) == .accept)
-        #expect(!notOurs.responseStarted)
+        #expect(notOurs.headEnded(status: 417) == .accept)
+        #expect(notOurs.attempt?.receive == .awaitingHead)
     }
 
     @Test func theFinalHeadResumesAnUploadPausedForItsProducer() {
-        var machine = Self.running()
-        machine.paused(.send)
-        #expect(machine.headerBlockEnded(status: 100, followsRedirect: false, sentExpectContinue: false) == .accept)
-        #expect(machine.headerBlockEnded(status: 302, followsRedirect: true, sentExpectContinue: false) == .accept)
-        #expect(!machine.responseStarted)
-        #expect(
-            machine.headerBlockEnded(status: 413, followsRedirect: false, sentExpectContinue: false)
-                == .finalResponse(resumeSend: true))
-        #expect(machine.responseStarted)
+        var machine = Self.running(Setup(followsRedirects: true, hasRequestBody: true))
+        #expect(machine.requestBodyRead(.pause) == Int(CURL_READFUNC_PAUSE))
+        #expect(machine.headEnded(status: 100) == .accept)
+        #expect(machine.headEnded(status: 302) == .accept)
+        #expect(machine.attempt?.receive == .awaitingHead)
+        #expect(machine.headEnded(status: 413) == .finalResponse(resumeSend: true, deliverHead: false))
+        #expect(machine.attempt?.receive == .body)
     }
+
+    @Test func aStreamingCallerGetsTheHeadOnceAtTheFinalHeadOrTheFirstBodyByte() {
+        var machine = Self.running(Setup(followsRedirects: true, streamsResponse: true))
+        #expect(machine.headEnded(status: 302) == .accept, "a redirect is not the head the caller waits for")
+        #expect(machine.headEnded(status: 200) == .finalResponse(resumeSend: false, deliverHead: true))
+        #expect(machine.headerLineReceived(.endOfBlock) == .accept, "the head is delivered: no more status reads")
+        #expect(machine.bodyReceived(count: 3, keptInMemory: false) == .accept(deliverHead: false))
+
+        // A 3xx libcurl does not follow (no Location) carries a body: its first byte delivers the head.
+        var unfollowed = Self.running(Setup(followsRedirects: true, streamsResponse: true))
+        #expect(unfollowed.headEnded(status: 302) == .accept)
+        #expect(unfollowed.bodyReceived(count: 3, keptInMemory: false) == .accept(deliverHead: true))
+        #expect(unfollowed.bodyReceived(count: 3, keptInMemory: false) == .accept(deliverHead: false))
+    }
+
+    // MARK: body limits
+
+    @Test func theBodyLimitStopsTheTransferWithItsCause() {
+        var machine = Self.running(Setup(bodyLimit: 10, inMemoryBodyLimit: 10))
+        #expect(machine.bodyReceived(count: 10, keptInMemory: true) == .accept(deliverHead: false))
+        #expect(machine.bodyReceived(count: 1, keptInMemory: true) == .abort)
+        #expect(machine.attempt?.stopCause == .bodyLimitExceeded(10))
+        #expect(machine.curlCompleted(failure: Self.facts(connectionFailed: false)) == .finish)
+    }
+
+    @Test func aFailedDownloadsExplanationIsBoundByTheInMemoryLimit() {
+        var machine = Self.running(Setup(bodyLimit: .max, inMemoryBodyLimit: 4))
+        #expect(machine.bodyReceived(count: 4, keptInMemory: false) == .accept(deliverHead: false))
+        #expect(machine.bodyReceived(count: 100, keptInMemory: false) == .accept(deliverHead: false))
+        var explanation = Self.running(Setup(bodyLimit: .max, inMemoryBodyLimit: 4))
+        #expect(explanation.bodyReceived(count: 5, keptInMemory: true) == .abort)
+        #expect(explanation.attempt?.stopCause == .bodyLimitExceeded(4))
+    }
+
+    @Test func aContentEncodedResponseGetsTheSmallerDecodedLimit() {
+        var encoded = Self.running(Setup(bodyLimit: 100, decodedBodyLimit: 10))
+        _ = encoded.headEnded(status: 200, isContentEncoded: true)
+        #expect(encoded.bodyReceived(count: 11, keptInMemory: false) == .abort)
+        #expect(encoded.attempt?.stopCause == .bodyLimitExceeded(10))
+
+        var identity = Self.running(Setup(bodyLimit: 100, decodedBodyLimit: 10))
+        _ = identity.headEnded(status: 200, isContentEncoded: false)
+        #expect(identity.bodyReceived(count: 11, keptInMemory: false) == .accept(deliverHead: false))
+    }
+
+    @Test func bytesAConsumerHadNoRoomForPauseAndDoNotCountTowardsTheLimit() {
+        var machine = Self.running(Setup(bodyLimit: 10))
+        #expect(machine.bodyReceived(count: 8, keptInMemory: false) == .accept(deliverHead: false))
+        #expect(machine.bodyNotTaken(count: 8) == .pause)
+        #expect(machine.attempt?.receive == .bodyWaitingForConsumer)
+        // libcurl offers the same bytes again once resumed.
+        #expect(machine.resume(.receive) == .unpause(stillPausedSend: false, stillPausedReceive: false))
+        #expect(machine.bodyReceived(count: 8, keptInMemory: false) == .accept(deliverHead: false))
+    }
+
+    // MARK: body and sink failures
+
+    @Test func aFailedRequestBodyOrSinkIsTheStopCauseAndTheFirstCauseStands() {
+        let changed = CurlewError.requestBody("the file changed before it was sent")
+        var body = Self.running()
+        #expect(body.requestBodyRead(.abort(changed)) == Int(CURL_READFUNC_ABORT))
+        #expect(body.attempt?.stopCause == .requestBodyFailed(changed))
+        _ = body.headerLineReceived(.contentLength(nil))
+        #expect(body.attempt?.stopCause == .requestBodyFailed(changed))
+
+        var rewind = Self.running()
+        #expect(rewind.requestBodyRewound(failure: changed) == Int32(CURL_SEEKFUNC_CANTSEEK))
+        #expect(rewind.attempt?.stopCause == .requestBodyFailed(changed))
+        var rewound = Self.running()
+        #expect(rewound.requestBodyRewound(failure: nil) == Int32(CURL_SEEKFUNC_OK))
+        #expect(rewound.attempt?.stopCause == nil)
+
+        let diskFull = CurlewError(code: .downloadFailed, detail: "writing the download failed: No space left")
+        var sink = Self.running()
+        #expect(sink.sinkFailed(diskFull) == .abort)
+        #expect(sink.attempt?.stopCause == .sinkFailed(diskFull))
+    }
+
+    @Test func theRequestBodysBytesAndEndPassThrough() {
+        var machine = Self.running()
+        #expect(machine.requestBodyRead(.bytes(512)) == 512)
+        #expect(machine.requestBodyRead(.end) == 0)
+        #expect(machine.attempt?.send == .sending)
+    }
+
+    // MARK: pauses
 
     @Test func resumingTellsLibcurlWhichDirectionsStayPaused() {
         var machine = Self.running()
         #expect(machine.resume(.send) == .none, "not paused: nothing to do")
-        machine.paused(.send)
-        machine.paused(.receive)
+        _ = machine.requestBodyRead(.pause)
+        _ = machine.bodyReceived(count: 1, keptInMemory: false)
+        _ = machine.bodyNotTaken(count: 1)
         #expect(machine.resume(.send) == .unpause(stillPausedSend: false, stillPausedReceive: true))
         #expect(machine.resume(.send) == .none)
         #expect(machine.resume(.receive) == .unpause(stillPausedSend: false, stillPausedReceive: false))
@@ -250,72 +406,83 @@ struct TransferStateMachineDecisionTests {
     @Test func aNewRequestOnAConnectionForgetsStalePauseBits() {
         // libcurl starts every request (a redirect, a retry) unpaused: a resume must not act on the old bit.
         var machine = Self.running()
-        machine.paused(.send)
+        _ = machine.requestBodyRead(.pause)
         #expect(machine.requestStarting(connection: .notChecked) == .proceed)
-        #expect(!machine.sendPaused)
+        #expect(machine.attempt?.send == .sending)
         #expect(machine.resume(.send) == .none)
     }
 
     @Test func aFinishedTransferIgnoresResumes() {
         var machine = Self.running()
-        machine.paused(.receive)
+        _ = machine.bodyReceived(count: 1, keptInMemory: false)
+        _ = machine.bodyNotTaken(count: 1)
         #expect(machine.cancelRequested() == .removeAndFail(.cancelled))
         #expect(machine.resume(.receive) == .none)
     }
 
+    // MARK: the idle clock
+
+    static let second: UInt64 = 1_000_000_000
+
     @Test func theIdleClockWaitsForTheRequestToGoOut() {
-        let second: UInt64 = 1_000_000_000
-        var machine = Self.running()
-        machine.startIdleClock(timeout: 4 * second, now: 100 * second)
+        let second = Self.second
+        var machine = Self.running(Setup(idleTimeout: 4 * second), now: 100 * second)
         // First look a quarter period after the start.
-        #expect(machine.idleDeadline == 101 * second)
-        #expect(machine.idleDeadlinePassed(now: 101 * second, requestSent: false) == false)
-        #expect(machine.idleDeadline == 102 * second, "looked again a quarter period later")
+        #expect(machine.nextDeadline == 101 * second)
+        #expect(machine.deadlineCheck(now: 101 * second, requestSent: false) == .checkAgain(at: 102 * second))
         // The request went out: the clock starts now.
-        #expect(machine.idleDeadlinePassed(now: 102 * second, requestSent: true) == false)
-        #expect(machine.idleClockStarted)
-        #expect(machine.idleDeadline == 106 * second)
-        #expect(machine.idleDeadlinePassed(now: 105 * second, requestSent: true) == false)
-        #expect(machine.idleDeadlinePassed(now: 106 * second, requestSent: true) == true)
+        #expect(machine.deadlineCheck(now: 102 * second, requestSent: true) == .checkAgain(at: 106 * second))
+        #expect(machine.attempt?.idle.started == true)
+        #expect(machine.deadlineCheck(now: 105 * second, requestSent: true) == .checkAgain(at: 106 * second))
+        #expect(machine.deadlineCheck(now: 106 * second, requestSent: true) == .removeAndFail(.timeout(.idle)))
+        #expect(machine.isFinished)
     }
 
     @Test func activityPushesTheIdleDeadline() {
-        let second: UInt64 = 1_000_000_000
-        var machine = Self.running()
-        machine.startIdleClock(timeout: 2 * second, now: 10 * second)
+        let second = Self.second
+        var machine = Self.running(Setup(idleTimeout: 2 * second), now: 10 * second)
         machine.activity(at: 11 * second)
-        #expect(machine.idleDeadline == 13 * second)
-        #expect(machine.idleDeadlinePassed(now: 12 * second, requestSent: true) == false)
-        #expect(machine.idleDeadlinePassed(now: 13 * second, requestSent: true) == true)
+        #expect(machine.nextDeadline == 13 * second)
+        #expect(machine.deadlineCheck(now: 12 * second, requestSent: true) == .checkAgain(at: 13 * second))
+        #expect(machine.deadlineCheck(now: 13 * second, requestSent: true) == .removeAndFail(.timeout(.idle)))
     }
 
     @Test func waitingForOurOwnProducerOrConsumerIsNotIdle() {
-        let second: UInt64 = 1_000_000_000
-        var machine = Self.running()
-        machine.startIdleClock(timeout: 1 * second, now: 0)
+        let second = Self.second
+        var machine = Self.running(Setup(idleTimeout: 1 * second))
         machine.activity(at: 0)
-        machine.paused(.receive)
-        #expect(machine.idleDeadlinePassed(now: 5 * second, requestSent: true) == false)
-        #expect(machine.idleDeadline == 6 * second)
+        _ = machine.bodyReceived(count: 1, keptInMemory: false)
+        _ = machine.bodyNotTaken(count: 1)
+        #expect(machine.deadlineCheck(now: 5 * second, requestSent: true) == .checkAgain(at: 6 * second))
         _ = machine.resume(.receive)
-        machine.paused(.send)
-        #expect(machine.idleDeadlinePassed(now: 6 * second, requestSent: true) == false)
+        _ = machine.requestStarting(connection: .notChecked)
+        _ = machine.requestBodyRead(.pause)
+        #expect(machine.deadlineCheck(now: 6 * second, requestSent: true) == .checkAgain(at: 7 * second))
         // Once the server answered, an upload waiting for its producer is idle like any transfer.
-        _ = machine.headerBlockEnded(status: 200, followsRedirect: false, sentExpectContinue: false)
-        #expect(machine.idleDeadlinePassed(now: 7 * second, requestSent: true) == true)
+        _ = machine.headEnded(status: 200)
+        #expect(machine.deadlineCheck(now: 7 * second, requestSent: true) == .removeAndFail(.timeout(.idle)))
+    }
+
+    @Test func theTotalDeadlineWinsOverAnUnexpiredIdleClock() {
+        let second = Self.second
+        var machine = Self.running(Setup(idleTimeout: 10 * second, totalDeadline: 3 * second))
+        machine.activity(at: 2 * second)
+        #expect(machine.nextDeadline == 3 * second)
+        #expect(machine.deadlineCheck(now: 3 * second, requestSent: true) == .removeAndFail(.timeout(.total)))
     }
 
     @Test func noIdleTimeoutNeverExpires() {
-        var machine = Self.running()
-        machine.startIdleClock(timeout: 0, now: 5)
-        #expect(machine.idleDeadline == .max)
-        #expect(machine.idleDeadlinePassed(now: .max - 1, requestSent: true) == false)
+        var machine = Self.running(Setup(), now: 5)
+        #expect(machine.nextDeadline == .max)
+        #expect(machine.deadlineCheck(now: .max - 1, requestSent: true) == .checkAgain(at: .max))
     }
+
+    // MARK: ends
 
     @Test func aTransferThatNeverReachedALoopEndsThroughTheMachine() {
         var unsent = TransferStateMachine()
         #expect(unsent.rejected() == .fail(.clientShutdown))
-        #expect(unsent.state == .finished)
+        #expect(unsent.isFinished)
         #expect(unsent.cancelRequested() == .none)
 
         var cancelled = TransferStateMachine()
@@ -331,22 +498,14 @@ struct TransferStateMachineDecisionTests {
             tooOld.rejected(because: .unsupportedLibcurl("libcurl 7.76.1 is older than 7.80.0"))
                 == .fail(.unsupportedLibcurl("libcurl 7.76.1 is older than 7.80.0")))
     }
+}
 
-    @Test func everyFailureHasItsOneError() {
-        #expect(TransferStateMachine.Failure.cancelled.error is CancellationError)
-        #expect((TransferStateMachine.Failure.clientShutdown.error as? CurlewError)?.code == .clientShutdown)
-        #expect((TransferStateMachine.Failure.abortedByShutdown.error as? CurlewError)?.code == .cancelled)
-        #expect((TransferStateMachine.Failure.timeout(.total).error as? CurlewError)?.code == .timeout(.total))
-        #expect((TransferStateMachine.Failure.resumeFailed(43).error as? CurlewError)?.curlCode == 43)
-        let tooOld = TransferStateMachine.Failure.unsupportedLibcurl("libcurl 7.76.1 is older than 7.80.0").error
-        #expect((tooOld as? CurlewError)?.code == .unsupportedLibcurl)
-        #expect((tooOld as? CurlewError)?.detail == "libcurl 7.76.1 is older than 7.80.0")
-    }
-
-    @Test func theBodyLimitIsTheStopCause() {
-        var machine = Self.running()
-        machine.bodyLimitExceeded()
-        #expect(machine.stopCause == .bodyLimitExceeded)
+extension TransferStateMachineDecisionTests {
+    @Test func theCauseOfAStopOutlivesTheAttemptForTheError() {
+        var machine = Self.running(Setup(bodyLimit: 1))
+        _ = machine.bodyReceived(count: 2, keptInMemory: true)
         #expect(machine.curlCompleted(failure: Self.facts(connectionFailed: false)) == .finish)
+        #expect(machine.isFinished)
+        #expect(machine.stopCause == .bodyLimitExceeded(1))
     }
 }

@@ -114,7 +114,7 @@ public final class CurlewClient: Sendable {
     /// than ``oldestSupportedLibcurlVersion``. Call it at start-up to fail there rather than on the first request.
     public static func requireSupportedLibcurl() throws {
         if let reason = CurlGlobal.capabilities.libcurl.unsupportedReason {
-            throw TransferStateMachine.Failure.unsupportedLibcurl(reason).error
+            throw TransferFailure.error(for: .engine(.unsupportedLibcurl(reason)), cause: nil, handle: nil)
         }
     }
 

@@ -56,24 +56,25 @@ final class MultiCore {
     // MARK: starting
 
     /// Starts a transfer: configures a pooled easy handle and adds it to the multi handle.
-    func start(_ transfer: Transfer, now: UInt64) {
-        switch transfer.stateMachine.submitted(loopIsShuttingDown: isShuttingDown) {
+    func start(_ transfer: Transfer, now loopTime: UInt64) {
+        // The loop reads its clock once per iteration, which can be a moment before another thread submitted.
+        let now = max(loopTime, transfer.submittedAt)
+        switch transfer.stateMachine.submitted(now: now, loopIsShuttingDown: isShuttingDown) {
         case .ignore:
             break
         case .fail(let failure):
             resume(transfer, throwing: transfer.error(for: .engine(failure)))
         case .start:
             guard let easy = pool.popLast() ?? EasyHandle.make(share: settings.share) else {
-                failStart(transfer, CurlewError(code: .transport, detail: "libcurl could not create an easy handle"))
+                failStart(transfer, .noEasyHandle)
                 return
             }
             transfer.easy = easy
-            transfer.loopClock = clock
-            transfer.connections = connections
+            transfer.core = self
             let userdata = Unmanaged.passRetained(transfer).toOpaque()
-            if let configurationError = transfer.configure(easy, userdata: userdata, now: now) {
+            if let failure = transfer.configure(easy, userdata: userdata, now: now) {
                 Unmanaged<Transfer>.fromOpaque(userdata).release()
-                failStart(transfer, configurationError)
+                failStart(transfer, failure)
                 return
             }
             if let socketOwner {
@@ -87,19 +88,16 @@ final class MultiCore {
             let code = curl_multi_add_handle(multi, easy.raw)
             guard code == CURLM_OK else {
                 Unmanaged<Transfer>.fromOpaque(userdata).release()
-                failStart(
-                    transfer,
-                    CurlewError(
-                        code: .transport,
-                        detail: "libcurl refused the transfer: \(String(cString: curl_multi_strerror(code)))"))
+                failStart(transfer, .multiRefused(Int(code.rawValue)))
                 return
             }
             link(transfer)
         }
     }
 
-    private func failStart(_ transfer: Transfer, _ error: CurlewError) {
+    private func failStart(_ transfer: Transfer, _ failure: TransferStateMachine.Failure) {
         guard transfer.stateMachine.startFailed() == .finish else { return }
+        let error = transfer.error(for: .engine(failure))
         recycle(transfer)
         resume(transfer, throwing: error)
     }
@@ -112,6 +110,7 @@ final class MultiCore {
     /// walks the messages still queued, so removing each handle as its message is read costs the square of the
     /// transfers that finished together (at 4,000 connections, 9 % of raw libcurl's CPU).
     func drainCompletions() {
+        deliverWaitingHeads()
         var remaining: Int32 = 0
         while let message = curl_multi_info_read(multi, &remaining) {
             guard message.pointee.msg == CURLMSG_DONE, let handle = message.pointee.easy_handle else { continue }
@@ -177,7 +176,12 @@ final class MultiCore {
     }
 
     private func apply(_ action: TransferStateMachine.StopAction, to transfer: Transfer) {
-        guard case .removeAndFail(let failure) = action, let easy = transfer.easy else { return }
+        guard case .removeAndFail(let failure) = action else { return }
+        removeAndFail(transfer, failure)
+    }
+
+    private func removeAndFail(_ transfer: Transfer, _ failure: TransferStateMachine.Failure) {
+        guard let easy = transfer.easy else { return }
         let error = transfer.error(for: .engine(failure))
         curl_multi_remove_handle(multi, easy.raw)
         Unmanaged.passUnretained(transfer).release()
@@ -221,12 +225,31 @@ final class MultiCore {
         if code != CURLE_OK && code != CURLE_BAD_FUNCTION_ARGUMENT {
             apply(transfer.stateMachine.resumeFailed(curlCode: Int(code.rawValue)), to: transfer)
         }
+        // libcurl may have run the write callback inside curl_easy_pause.
+        deliverWaitingHeads()
+    }
+
+    // MARK: streamed heads
+
+    /// Streamed responses whose head arrived inside a libcurl callback, waiting for libcurl to return.
+    private var headsToDeliver: [Transfer] = []
+
+    /// Hands a streaming caller its head once the current libcurl call has returned (see ``drainCompletions()``):
+    /// a callback only records it, so no caller is resumed from inside libcurl.
+    func deliverHeadAfterLibcurlReturns(_ transfer: Transfer) {
+        headsToDeliver.append(transfer)
+    }
+
+    private func deliverWaitingHeads() {
+        guard !headsToDeliver.isEmpty else { return }
+        for transfer in headsToDeliver { transfer.deliverHead() }
+        headsToDeliver.removeAll(keepingCapacity: true)
     }
 
     // MARK: running transfers and deadlines
 
     private func link(_ transfer: Transfer) {
-        running.insert(transfer, deadline: transfer.nextDeadline)
+        running.insert(transfer, deadline: transfer.stateMachine.nextDeadline)
     }
 
     private func unlink(_ transfer: Transfer) {
@@ -238,25 +261,19 @@ final class MultiCore {
     /// libcurl enforces the total timeout only once a transfer has a connection; one waiting for a free
     /// connection (``CurlewClient/Configuration/maxConnectionsPerHost``) would wait past it, so the engine
     /// checks total deadlines too. Only transfers whose stored deadline has passed are looked at: one whose idle
-    /// deadline moved since (activity in a callback) is re-keyed with its current deadline, which is later than now.
+    /// deadline moved since (activity in a callback) is re-keyed with the time its machine gives, later than now.
     func checkDeadlines(now: UInt64) {
         while let earliest = running.earliest, earliest.deadline <= now {
             let transfer = earliest.member
-            if let total = transfer.totalDeadline, total <= now {
-                expire(transfer, .total)
-            } else if transfer.stateMachine.idleDeadlinePassed(now: now, requestSent: transfer.requestWasSent()) {
-                expire(transfer, .idle)
-            } else {
-                // Later than now whatever the idle timeout (one of a few nanoseconds included), so this ends.
-                running.update(transfer, deadline: max(transfer.nextDeadline, now + 1))
+            switch transfer.stateMachine.deadlineCheck(now: now, requestSent: transfer.requestWasSent()) {
+            case .checkAgain(let time):
+                running.update(transfer, deadline: time)
+            case .removeAndFail(let failure):
+                removeAndFail(transfer, failure)
+                // A running transfer leaves the heap above; should one ever not, it must not stay the earliest.
+                if transfer.isLinked { running.update(transfer, deadline: .max) }
             }
         }
-    }
-
-    private func expire(_ transfer: Transfer, _ kind: CurlewError.TimeoutKind) {
-        apply(transfer.stateMachine.deadlinePassed(kind), to: transfer)
-        // A running transfer leaves the heap above; should one ever not, it must not stay the earliest forever.
-        if transfer.isLinked { running.update(transfer, deadline: .max) }
     }
 
     /// Milliseconds until the next deadline check, for the loop's wait.

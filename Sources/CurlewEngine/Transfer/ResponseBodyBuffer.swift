@@ -149,7 +149,6 @@ final class FileSink {
     let descriptor: Int32
     private(set) var hasDecided = false
     private(set) var writesToFile = false
-    private(set) var failure: CurlewError?
 
     init(descriptor: Int32) { self.descriptor = descriptor }
 
@@ -158,20 +157,19 @@ final class FileSink {
         writesToFile = (200..<300).contains(status)
     }
 
-    /// Writes every byte or records why not.
-    func write(_ bytes: UnsafeRawBufferPointer) -> Bool {
+    /// Writes every byte; returns why not.
+    func write(_ bytes: UnsafeRawBufferPointer) -> CurlewError? {
         var written = 0
         while written < bytes.count {
             let result = Glibc.write(descriptor, bytes.baseAddress! + written, bytes.count - written)
             if result < 0 {
                 if errno == EINTR { continue }
-                failure = CurlewError(
+                return CurlewError(
                     code: .downloadFailed, detail: "writing the download failed: \(String(cString: strerror(errno)))",
                     osErrno: errno)
-                return false
             }
             written += result
         }
-        return true
+        return nil
     }
 }

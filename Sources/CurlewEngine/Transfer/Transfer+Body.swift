@@ -1,14 +1,12 @@
 import CLibCurl
 
-/// A request body opened for one transfer: the source the read callback pulls from, and why it stopped.
+/// A request body opened for one transfer: the source the read callback pulls from.
 final class OpenedBody {
     private let source: any BodySource
     /// The header fields the body implies (`Content-Type` of a form, `Content-Encoding`), unless the
     /// request sets them itself.
     let impliedContentType: String?
     let contentEncoding: String?
-    /// Why the body stopped, when the read or seek callback failed the transfer.
-    private(set) var failure: CurlewError?
     private var isClosed = false
 
     private init(source: any BodySource, impliedContentType: String?, contentEncoding: String?) {
@@ -63,31 +61,18 @@ final class OpenedBody {
         return true
     }
 
-    /// Copies the next bytes into libcurl's buffer; returns the count, 0 at the end, `CURL_READFUNC_PAUSE`
-    /// or `CURL_READFUNC_ABORT`.
-    func read(into buffer: UnsafeMutableRawPointer, capacity: Int) -> Int {
-        guard capacity > 0 else { return 0 }
-        switch source.read(into: UnsafeMutableRawBufferPointer(start: buffer, count: capacity)) {
-        case .bytes(let count): return count
-        case .end: return 0
-        case .pause: return Int(CURL_READFUNC_PAUSE)
-        case .abort(let error):
-            failure = error
-            return Int(CURL_READFUNC_ABORT)
-        }
+    /// Copies the next bytes into libcurl's buffer (`capacity` > 0).
+    @inline(__always)
+    func read(into buffer: UnsafeMutableRawPointer, capacity: Int) -> BodyReadResult {
+        source.read(into: UnsafeMutableRawBufferPointer(start: buffer, count: capacity))
     }
 
-    /// Rewinds for a 307/308 redirect or an authentication retry.
-    func seek(to offset: Int64) -> Bool {
+    /// Rewinds for a 307/308 redirect, an authentication retry or a retry on a fresh connection; returns why not.
+    func rewind(to offset: Int64) -> CurlewError? {
         guard offset == 0 else {
-            failure = .requestBody("libcurl asked to resume the body at byte \(offset), which Curlew does not do")
-            return false
+            return .requestBody("libcurl asked to resume the body at byte \(offset), which Curlew does not do")
         }
-        if let error = source.rewind() {
-            failure = error
-            return false
-        }
-        return true
+        return source.rewind()
     }
 
     func setWaker(_ waker: BodyWaker?) { source.setWaker(waker) }

@@ -8,25 +8,24 @@ extension Transfer {
     /// - Parameters:
     ///   - userdata: the retained pointer to `self` that libcurl hands back to the callbacks.
     ///   - now: the loop's current monotonic time.
-    /// - Returns: the error to fail with, if the request cannot start.
-    func configure(_ easy: EasyHandle, userdata: UnsafeMutableRawPointer, now loopTime: UInt64) -> CurlewError? {
-        // The loop reads its clock once per iteration, which can be a moment before another thread submitted.
-        let now = max(loopTime, submittedAt)
+    /// - Returns: why the request cannot start, if it cannot.
+    func configure(
+        _ easy: EasyHandle, userdata: UnsafeMutableRawPointer, now: UInt64
+    )
+        -> TransferStateMachine.Failure?
+    {
+        startedAt = now
         let settings = settings
-        let timeouts = request.timeouts.isEmpty ? settings.timeouts : request.timeouts.applied(to: settings.timeouts)
-        if let error = prepareDeadlinesAndLimits(timeouts, now: now) { return error }
-
         var isPlainGET = request.usesClientDefaultsForPlainGET
         if !sink.usesCollectingOptions { isPlainGET = false }
-        let httpVersion = request.httpVersion ?? settings.httpVersion
-        checksReusedConnections = settings.checksPooledConnection(beforeWritingTo: request.url, version: httpVersion)
-        let redirects = request.redirects ?? settings.redirects
-        followsRedirects = redirects.follow
         if isPlainGET && easy.isConfiguredForPlainGET {
             return configureRepeatedPlainGET(easy, userdata: userdata)
         }
         if easy.isConfiguredForPlainGET { easy.reset() }
         self.easy?.isConfiguredForPlainGET = isPlainGET
+        let httpVersion = request.httpVersion ?? settings.httpVersion
+        let redirects = request.redirects ?? settings.redirects
+        let timeouts = Self.timeouts(of: request, settings: settings)
 
         var status = CURLE_OK
         @inline(__always) func apply(_ code: CURLcode) {
@@ -59,7 +58,7 @@ extension Transfer {
             if let body = request.body {
                 switch OpenedBody.open(body, compression: request.bodyCompression) {
                 case .success(let opened): openedBody = opened
-                case .failure(let error): return error
+                case .failure(let error): return .invalidRequest(error)
                 }
                 if OpenedBody.benefitsFromLargeBuffer(body) || request.bodyCompression != nil {
                     apply(easy.set(CURLOPT_UPLOAD_BUFFERSIZE, 256 * 1024))
@@ -87,16 +86,14 @@ extension Transfer {
         }
 
         // Header fields.
-        if let conflict = multipartBoundaryConflict() { return conflict }
+        if let conflict = multipartBoundaryConflict() { return .invalidRequest(conflict) }
         let expectContinue = request.expectContinue ?? settings.expectContinue
-        carriesCredentials = request.headerFields.contains(where: CredentialPolicy.isCredential)
         if let list = buildHeaderList(hasBody: sendsBody, expectContinue: expectContinue, withholdingCredentials: false)
         {
             headerList = list
             apply(curlew_easy_setopt_slist(easy.raw, CURLOPT_HTTPHEADER, list))
         }
         if case .enabled(let timeout) = expectContinue, sendsBody {
-            sentExpectContinue = true
             apply(
                 easy.set(
                     CURLOPT_EXPECT_100_TIMEOUT_MS, curlMilliseconds(fromNanoseconds: timeout.saturatingNanoseconds)))
@@ -177,7 +174,7 @@ extension Transfer {
         // Body limits and decompression.
         if method != .head {
             // A HEAD response announces the length of a body it does not send; only real bodies are refused early.
-            apply(easy.set(CURLOPT_MAXFILESIZE_LARGE, offset: Int64(bodyLimit)))
+            apply(easy.set(CURLOPT_MAXFILESIZE_LARGE, offset: stateMachine.setup.bodyLimit))
         }
         switch request.decompression ?? settings.decompression {
         case .disabled:
@@ -211,41 +208,64 @@ extension Transfer {
         return Self.optionError(status)
     }
 
-    /// The engine's own view of the transfer's deadlines and limits, the same whichever way libcurl is configured.
-    private func prepareDeadlinesAndLimits(_ timeouts: CurlewClient.Timeouts, now: UInt64) -> CurlewError? {
+    /// The request's timeouts: its own fields over the client's.
+    private static func timeouts(of request: CurlewRequest, settings: ClientSettings) -> CurlewClient.Timeouts {
+        request.timeouts.isEmpty ? settings.timeouts : request.timeouts.applied(to: settings.timeouts)
+    }
+
+    /// What the state machine decides with: the transfer's deadlines and limits, the same whichever way libcurl is
+    /// configured, and the facts of the request its decisions depend on. Computed by the caller's thread.
+    static func setup(
+        for request: CurlewRequest, settings: ClientSettings, sink: ResponseSink, submittedAt: UInt64
+    ) -> TransferStateMachine.Setup {
+        var setup = TransferStateMachine.Setup()
+        let timeouts = timeouts(of: request, settings: settings)
         // A deadline too far to represent (`.seconds(.max)` meaning "no limit") is no deadline.
         if let total = timeouts.total,
             case (let deadline, false) = submittedAt.addingReportingOverflow(total.saturatingNanoseconds)
         {
-            guard deadline > now else {
-                return CurlewError(code: .timeout(.total), detail: "total timeout elapsed before the transfer started")
-            }
-            totalDeadline = deadline
+            setup.totalDeadline = deadline
         }
         // Idle timeouts beyond a century are no idle timeout, so deadline arithmetic cannot overflow.
-        let idleTimeout: UInt64 =
+        setup.idleTimeout =
             timeouts.idle.map { $0.saturatingNanoseconds }.flatMap { $0 > 3_155_760_000_000_000_000 ? nil : max($0, 1) }
             ?? 0
-        startedAt = now
-        stateMachine.startIdleClock(timeout: idleTimeout, now: now)
         // The client's limit bounds memory, so it applies to collected bodies only; a streamed or downloaded body
-        // is bounded only by the request's own limit.
-        if sink.usesCollectingOptions {
-            bodyLimit = request.maxResponseBodySize ?? settings.maxResponseBodySize
-        } else {
-            bodyLimit = request.maxResponseBodySize ?? Int.max
+        // is bounded only by the request's own limit, and a failed download's explanation by the client's.
+        switch sink {
+        case .collect:
+            setup.bodyLimit = Int64(request.maxResponseBodySize ?? settings.maxResponseBodySize)
+            setup.inMemoryBodyLimit = setup.bodyLimit
+        case .file:
+            setup.bodyLimit = Int64(request.maxResponseBodySize ?? Int.max)
+            setup.inMemoryBodyLimit = Int64(settings.maxResponseBodySize)
+        case .stream, .discard:
+            setup.bodyLimit = Int64(request.maxResponseBodySize ?? Int.max)
         }
-        if case .enabledWithLimit(let limit) = request.decompression ?? settings.decompression, limit < bodyLimit {
-            decodedLimit = limit
+        if case .enabledWithLimit(let limit) = request.decompression ?? settings.decompression,
+            Int64(limit) < setup.bodyLimit
+        {
+            setup.decodedBodyLimit = Int64(limit)
         }
-        return nil
+        let method = request.method
+        let sendsBody = request.body != nil || method == .post || method == .put || method == .patch
+        if case .enabled = request.expectContinue ?? settings.expectContinue, sendsBody {
+            setup.sentExpectContinue = true
+        }
+        setup.hasRequestBody = request.body != nil && method != .head
+        setup.followsRedirects = (request.redirects ?? settings.redirects).follow
+        setup.carriesCredentials = request.headerFields.contains(where: CredentialPolicy.isCredential)
+        if case .stream = sink { setup.streamsResponse = true }
+        return setup
     }
 
     /// A plain GET on a handle whose previous transfer was one too: every option but the per-transfer ones is
     /// already what it must be (the pool belongs to one client, so the defaults are the same), so the handle is
     /// neither reset nor configured again. That is libcurl's own reuse pattern, and it saves about half a
     /// microsecond per request.
-    private func configureRepeatedPlainGET(_ easy: EasyHandle, userdata: UnsafeMutableRawPointer) -> CurlewError? {
+    private func configureRepeatedPlainGET(
+        _ easy: EasyHandle, userdata: UnsafeMutableRawPointer
+    ) -> TransferStateMachine.Failure? {
         easy.errorBuffer[0] = 0
         var status = CURLE_OK
         @inline(__always) func apply(_ code: CURLcode) {
@@ -260,12 +280,9 @@ extension Transfer {
         return Self.optionError(status)
     }
 
-    /// The error for a libcurl option that did not take, or nil if all did.
-    private static func optionError(_ status: CURLcode) -> CurlewError? {
-        guard status != CURLE_OK else { return nil }
-        return CurlewError(
-            code: .invalidRequest, detail: "libcurl rejected an option of this request",
-            curlCode: Int(status.rawValue), curlMessage: String(cString: curl_easy_strerror(status)))
+    /// The failure for a libcurl option that did not take, or nil if all did.
+    private static func optionError(_ status: CURLcode) -> TransferStateMachine.Failure? {
+        status == CURLE_OK ? nil : .optionRejected(Int(status.rawValue))
     }
 
     /// A caller's own multipart `Content-Type` must name the boundary the form goes out with (one copied from
@@ -343,7 +360,6 @@ extension Transfer {
             curl_slist_free_all(headerListWithoutCredentials)
             self.headerListWithoutCredentials = nil
         }
-        credentialsWithheld = false
         openedBody?.close()
         loop = nil
     }

@@ -51,70 +51,138 @@ extension Transfer {
         return phases.joined(separator: ", ")
     }
 
-    /// The one place a transfer's failure becomes the error its caller sees, however the transfer ended: libcurl's
-    /// result (read with the engine's own cause of the stop, which libcurl reports only as "aborted by callback"
-    /// or "write error"), or an ending of the engine's (cancellation, shutdown, a deadline, a socket it could not
-    /// watch). While the transfer holds its easy handle the error carries its metrics, and a timeout says how far
-    /// the transfer got.
-    func error(for ending: Ending) -> any Error {
-        let error: any Error
-        switch (ending, easy) {
-        case (.curl(let result), let easy?):
-            error = curlError(result, easy: easy)
-        case (.curl(let result), nil):
-            error = CurlewError.fromCurl(result, message: nil, osErrno: 0, timeoutKind: .connect)
-        case (.engine(.timeout(let kind)), let easy?):
-            // How far the transfer got is what tells a slow server from a dead one.
-            error = CurlewError(code: .timeout(kind), detail: "\(kind.rawValue) timeout, \(progress(easy))")
-        case (.engine(.resumeFailed(let code)), let easy?):
-            // A callback that libcurl ran inside curl_easy_pause may have failed for a reason of our own.
-            error = curlError(CURLcode(rawValue: UInt32(code)), easy: easy)
-        case (.engine(let failure), _):
-            error = failure.error
-        }
-        guard let easy, let curlewError = error as? CurlewError else { return error }
-        return curlewError.with(makeMetrics(easy))
-    }
-
     /// How a transfer ended without a response, for ``error(for:)``.
-    enum Ending {
+    enum Ending: Equatable {
         /// libcurl finished the transfer with this result.
         case curl(CURLcode)
         /// The engine ended it without libcurl's word.
         case engine(TransferStateMachine.Failure)
     }
 
+    /// What the easy handle knew when a transfer failed, read for ``TransferFailure/error(for:cause:handle:)``.
+    struct HandleFacts {
+        /// libcurl's error buffer.
+        var message: String?
+        var osErrno: Int32
+        /// The status of the last response head, 0 for none.
+        var lastStatus: Int
+        /// How far the transfer got ("connected, request sent, …"), read for timeouts only.
+        var progress: String?
+        var metrics: TransferMetrics
+    }
+
+    /// The error the caller of a failed transfer sees (see ``TransferFailure/error(for:cause:handle:)``), with
+    /// what the easy handle knows while the transfer still holds it.
+    func error(for ending: Ending) -> any Error {
+        let facts = easy.map { easy in
+            var wantsProgress = false
+            if case .engine(.timeout) = ending { wantsProgress = true }
+            return HandleFacts(
+                message: easy.errorMessage, osErrno: Int32(easy.info(CURLINFO_OS_ERRNO)),
+                lastStatus: easy.info(CURLINFO_RESPONSE_CODE), progress: wantsProgress ? progress(easy) : nil,
+                metrics: makeMetrics(easy))
+        }
+        return TransferFailure.error(for: ending, cause: stateMachine.stopCause, handle: facts)
+    }
+}
+
+/// The one place a transfer's failure becomes the error its caller sees, however the transfer ended.
+enum TransferFailure {
+    /// Builds the error from how the transfer ended, the engine's own cause of a stop (libcurl reports one only as
+    /// "aborted by callback" or "write error"), and what the easy handle knew. A pure function: tested without a
+    /// transfer.
+    static func error(
+        for ending: Transfer.Ending, cause: TransferStateMachine.StopCause?, handle: Transfer.HandleFacts?
+    ) -> any Error {
+        let error: CurlewError
+        switch ending {
+        case .curl(let result):
+            error = curlError(result, cause: cause, handle: handle)
+        case .engine(.cancelled):
+            return CancellationError()
+        case .engine(.resumeFailed(let code)):
+            // A callback that libcurl ran inside curl_easy_pause may have failed for a reason of our own.
+            error = curlError(CURLcode(rawValue: UInt32(code)), cause: cause, handle: handle)
+        case .engine(let failure):
+            error = engineError(failure, progress: handle?.progress)
+        }
+        guard let handle else { return error }
+        return error.with(handle.metrics)
+    }
+
+    private static func engineError(_ failure: TransferStateMachine.Failure, progress: String?) -> CurlewError {
+        switch failure {
+        case .cancelled, .resumeFailed:
+            preconditionFailure("handled by error(for:cause:handle:)")
+        case .clientShutdown:
+            return CurlewError(code: .clientShutdown, detail: "the client was shut down")
+        case .unsupportedLibcurl(let reason):
+            return CurlewError(code: .unsupportedLibcurl, detail: reason)
+        case .abortedByShutdown:
+            return CurlewError(code: .cancelled, detail: "the client was shut down while the request was running")
+        case .timeout(let kind):
+            // How far the transfer got is what tells a slow server from a dead one.
+            if let progress {
+                return CurlewError(code: .timeout(kind), detail: "\(kind.rawValue) timeout, \(progress)")
+            }
+            return CurlewError(
+                code: .timeout(kind), detail: kind == .idle ? "idle timeout: no data moved" : "\(kind.rawValue) timeout"
+            )
+        case .totalTimeoutBeforeStart:
+            return CurlewError(code: .timeout(.total), detail: "total timeout elapsed before the transfer started")
+        case .unwatchableSocket:
+            return CurlewError(code: .transport, detail: "the event loop could not watch the transfer's socket")
+        case .noEasyHandle:
+            return CurlewError(code: .transport, detail: "libcurl could not create an easy handle")
+        case .optionRejected(let code):
+            return CurlewError(
+                code: .invalidRequest, detail: "libcurl rejected an option of this request", curlCode: code,
+                curlMessage: String(cString: curl_easy_strerror(CURLcode(rawValue: UInt32(code)))))
+        case .multiRefused(let code):
+            return CurlewError(
+                code: .transport,
+                detail:
+                    "libcurl refused the transfer: \(String(cString: curl_multi_strerror(CURLMcode(rawValue: Int32(code)))))"
+            )
+        case .invalidRequest(let error):
+            return error
+        }
+    }
+
     /// A failed libcurl result as the caller sees it: the engine's own stop causes first, then libcurl's code.
-    private func curlError(_ result: CURLcode, easy: EasyHandle) -> CurlewError {
-        // The body or the sink stopped the transfer (libcurl says "aborted by callback", "send failed rewind",
-        // "write error"): say why.
-        if let failure = openedBody?.failure { return failure }
-        if let failure = sinkError(for: result) { return failure }
-        switch stateMachine.stopCause {
+    private static func curlError(
+        _ result: CURLcode, cause: TransferStateMachine.StopCause?, handle: Transfer.HandleFacts?
+    ) -> CurlewError {
+        let curlCode = Int(result.rawValue)
+        switch cause {
+        case .requestBodyFailed(let error), .sinkFailed(let error):
+            // The body or the sink stopped the transfer (libcurl says "aborted by callback", "send failed rewind",
+            // "write error"): say why.
+            return error
         case .expectationRejected:
             return CurlewError(
                 code: .invalidRequest,
                 detail:
                     "the server refused `Expect: 100-continue` (417); send this request with expectContinue disabled",
-                curlCode: Int(result.rawValue))
-        case .bodyLimitExceeded where result == CURLE_WRITE_ERROR:
+                curlCode: curlCode)
+        case .bodyLimitExceeded(let limit) where result == CURLE_WRITE_ERROR:
             return CurlewError(
-                code: .bodyTooLarge, detail: "the response body exceeds the limit of \(bodyLimit) bytes",
-                curlCode: Int(result.rawValue))
+                code: .bodyTooLarge, detail: "the response body exceeds the limit of \(limit) bytes", curlCode: curlCode
+            )
         case .ambiguousFraming(let detail) where result == CURLE_WRITE_ERROR:
             return CurlewError(
-                code: .invalidResponse, detail: "\(detail); the connection was closed", curlCode: Int(result.rawValue))
+                code: .invalidResponse, detail: "\(detail); the connection was closed", curlCode: curlCode)
         case .staleConnection:
             return CurlewError(
                 code: .connectionClosed,
                 detail: "a fresh connection too had unread bytes or was closed before the request was written",
-                curlCode: Int(result.rawValue))
+                curlCode: curlCode)
         default:
             break
         }
         // libcurl enforces only the connect timeout; the total and idle ones are the engine's own.
         return CurlewError.fromCurl(
-            result, message: easy.errorMessage, osErrno: Int32(easy.info(CURLINFO_OS_ERRNO)),
-            timeoutKind: .connect, lastStatus: easy.info(CURLINFO_RESPONSE_CODE))
+            result, message: handle?.message, osErrno: handle?.osErrno ?? 0, timeoutKind: .connect,
+            lastStatus: handle?.lastStatus ?? 0)
     }
 }

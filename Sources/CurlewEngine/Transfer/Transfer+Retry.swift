@@ -9,8 +9,7 @@ extension Transfer {
             usedPooledConnection: easy.info(CURLINFO_NUM_CONNECTS) == 0,
             requestBytesWritten: Int64(easy.info(CURLINFO_REQUEST_SIZE)) + easy.info(offset: CURLINFO_SIZE_UPLOAD_T),
             isIdempotent: Self.isIdempotent(request.method),
-            bodyIsReplayable: request.body?.isReplayable ?? true,
-            headDelivered: headWasDelivered)
+            bodyIsReplayable: request.body?.isReplayable ?? true)
     }
 
     /// The libcurl failures a connection that died under the request causes: nothing came back, sending or
@@ -35,11 +34,10 @@ extension Transfer {
 
     /// Makes the transfer ready to go out again on a new connection; false when its body cannot start over.
     func prepareRetry(_ easy: EasyHandle) -> Bool {
-        if let openedBody, !openedBody.seek(to: 0) { return false }
+        if let openedBody, openedBody.rewind(to: 0) != nil { return false }
         rawHeaders.removeAll(keepingCapacity: true)
         responseBody.removeAll(keepingCapacity: true)
-        receivedBodyBytes = 0
-        if let headerList, credentialsWithheld {
+        if let headerList, headerListWithoutCredentials != nil {
             // Start again from the original origin with the full list.
             _ = curlew_easy_setopt_slist(easy.raw, CURLOPT_HTTPHEADER, headerList)
         }

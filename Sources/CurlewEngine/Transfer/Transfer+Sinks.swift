@@ -21,46 +21,43 @@ enum ResponseSink {
 }
 
 extension Transfer {
-    /// The write callback for streamed and downloaded bodies.
+    /// The write callback for streamed, downloaded and discarded bodies: the machine decides, the sink stores.
     func receiveStreamedBody(_ bytes: UnsafeRawBufferPointer) -> Int {
-        receivedBodyBytes += Int64(bytes.count)
-        if receivedBodyBytes > Int64(bodyLimit) {
-            stateMachine.bodyLimitExceeded()
-            return 0
-        }
         switch sink {
         case .collect:
             return 0
         case .discard:
+            guard case .accept = stateMachine.bodyReceived(count: bytes.count, keptInMemory: false) else { return 0 }
             return bytes.count
         case .stream(let buffer):
-            if continuation != nil { deliverHead() }
+            guard case .accept(let deliverHead) = stateMachine.bodyReceived(count: bytes.count, keptInMemory: false)
+            else { return 0 }
+            if deliverHead { core?.deliverHeadAfterLibcurlReturns(self) }
             guard buffer.offer(bytes) else {
                 // libcurl keeps these bytes and offers them again once resumed.
-                receivedBodyBytes -= Int64(bytes.count)
-                stateMachine.paused(.receive)
+                _ = stateMachine.bodyNotTaken(count: bytes.count)
                 return Int(CURL_WRITEFUNC_PAUSE)
             }
             return bytes.count
         case .file(let file):
             if !file.hasDecided, let easy { file.decide(status: easy.info(CURLINFO_RESPONSE_CODE)) }
-            if file.writesToFile { return file.write(bytes) ? bytes.count : 0 }
             // Not a success: the body is the server's explanation, kept in memory like any collected body.
-            if responseBody.count + bytes.count > settings.maxResponseBodySize {
-                stateMachine.bodyLimitExceeded()
-                return 0
+            let action = stateMachine.bodyReceived(count: bytes.count, keptInMemory: !file.writesToFile)
+            guard case .accept = action else { return 0 }
+            if file.writesToFile {
+                if let failure = file.write(bytes) {
+                    _ = stateMachine.sinkFailed(failure)
+                    return 0
+                }
+                return bytes.count
             }
             responseBody.append(contentsOf: bytes)
             return bytes.count
         }
     }
 
-    /// Whether a streaming caller already holds the response head (it is resumed once, with the head).
-    var headWasDelivered: Bool {
-        if case .stream = sink { continuation == nil } else { false }
-    }
-
-    /// Resumes a streaming caller with the status and header fields; the body follows through the buffer.
+    /// Resumes a streaming caller with the status and header fields; the body follows through the buffer. Called
+    /// by the loop once libcurl has returned, never inside a callback.
     func deliverHead() {
         guard let continuation, let easy else { return }
         self.continuation = nil
@@ -87,18 +84,12 @@ extension Transfer {
         continuation.resume(with: outcome)
     }
 
-    /// Rewrites the error when a sink, not the network, stopped the transfer.
-    func sinkError(for result: CURLcode) -> CurlewError? {
-        guard result == CURLE_WRITE_ERROR, case .file(let file) = sink else { return nil }
-        return file.failure
-    }
-
     // MARK: progress
 
     /// The progress callback: throttled to ``CurlewRequest/progressInterval``.
     func reportProgress(downloadTotal: Int64, downloaded: Int64, uploaded: Int64) {
-        guard let onProgress = request.onProgress, let loopClock else { return }
-        let now = loopClock.now
+        guard let onProgress = request.onProgress, let core else { return }
+        let now = core.clock.now
         guard now &- lastProgressReport >= request.progressInterval.saturatingNanoseconds else { return }
         lastProgressReport = now
         onProgress(

@@ -5,19 +5,119 @@ import CLibCurl
 /// Every event is delivered on the transfer's loop, so the machine needs no lock; what makes completion
 /// and cancellation resolve exactly once is that ``State/finished`` absorbs every later event.
 ///
-/// Besides the lifecycle it owns every decision libcurl's callbacks used to make on their own: the pause state of
-/// each direction, the idle clock, the framing checks on each header block, why the engine stopped a transfer
-/// (``StopCause``), and whether a failed transfer goes out once more on a fresh connection. The shell (`Transfer`,
-/// `MultiCore`) reads libcurl's facts, feeds them in, and carries out what comes back. See
+/// Besides the lifecycle it owns every decision libcurl's callbacks used to make on their own, each returned as an
+/// action that carries what the callback tells libcurl: the body limits, pausing either direction, the framing
+/// checks on each header block, when a streaming caller gets the head, withholding credentials from another
+/// origin, the idle and total deadlines, why the engine stopped a transfer (``StopCause``, including a failed
+/// request body or response sink), and whether a failed transfer goes out once more on a fresh connection. The
+/// shell (`Transfer`, `MultiCore`) reads libcurl's facts, feeds them in, and carries out what comes back. See
 /// `docs/design/0007-connection-reuse-and-transfer-state.md`.
 struct TransferStateMachine: Sendable, Equatable {
     enum State: Sendable, Equatable {
         /// Built, not yet on a loop. A cancellation may already have been requested.
         case created(cancelRequested: Bool)
-        /// Its easy handle is in the multi handle.
-        case running
-        /// Resolved; the continuation has been resumed.
-        case finished
+        /// Its easy handle is in the multi handle (or about to be), sending the request this many times.
+        case running(Attempt)
+        /// Resolved; the continuation has been resumed. Keeps why the engine stopped the last attempt, for the error.
+        case finished(stopCause: StopCause?)
+    }
+
+    /// What the transfer was set up with: fixed before it starts, read by every decision.
+    struct Setup: Sendable, Equatable {
+        /// The most response body bytes accepted, wherever they go.
+        var bodyLimit: Int64 = .max
+        /// The most body bytes kept in memory: a collected body, or the body of a download that failed.
+        var inMemoryBodyLimit: Int64 = .max
+        /// The bound on a content-encoded body, when it is smaller than ``bodyLimit``.
+        var decodedBodyLimit: Int64?
+        /// Nanoseconds without a byte moving before the transfer fails; 0 for none.
+        var idleTimeout: UInt64 = 0
+        /// When the total timeout falls, on the loop's clock; `.max` for none.
+        var totalDeadline: UInt64 = .max
+        /// Whether the request carries the engine's own `Expect: 100-continue`.
+        var sentExpectContinue = false
+        /// Whether libcurl follows redirects for this request (a 3xx head is then not the final one).
+        var followsRedirects = false
+        /// Whether the request carries a field `CredentialPolicy` withholds from other origins.
+        var carriesCredentials = false
+        /// Whether the request has a body whose producer may pause the upload.
+        var hasRequestBody = false
+        /// Whether a streaming caller waits for the response head before the body.
+        var streamsResponse = false
+    }
+
+    /// One sending of the request (a retry on a fresh connection starts another) and what came back of it.
+    struct Attempt: Sendable, Equatable {
+        enum Sending: Sendable, Equatable {
+            case sending
+            /// The read callback paused the upload (`CURL_READFUNC_PAUSE`): the producer has no bytes yet.
+            case waitingForProducer
+        }
+
+        enum Receiving: Sendable, Equatable {
+            /// No final response head yet (maybe interim or redirect heads).
+            case awaitingHead
+            /// The final head arrived, or body bytes did.
+            case body
+            /// The write callback paused the download (`CURL_WRITEFUNC_PAUSE`): the consumer has no room.
+            case bodyWaitingForConsumer
+        }
+
+        var send = Sending.sending
+        var receive = Receiving.awaitingHead
+        /// The framing of the header block being received.
+        var framing = Framing()
+        var idle: IdleClock
+        /// Set when a callback stopped the transfer, read when libcurl reports the failure that caused. The first
+        /// cause stands.
+        var stopCause: StopCause?
+        /// Whether any byte of a response (a header line or body) arrived: past that the server saw the request,
+        /// and only an idempotent one with a replayable body may be sent again.
+        var responseBytesSeen = false
+        /// Whether a byte of a response body arrived (what a caller may already have been handed).
+        var bodyBytesSeen = false
+        /// Body bytes accepted, for the limits.
+        var bodyBytes: Int64 = 0
+        /// The body limit in force: ``Setup/bodyLimit``, lowered for a content-encoded body.
+        var bodyLimit: Int64
+        /// Whether the requests of this attempt go out without the fields `CredentialPolicy` withholds.
+        var credentialsWithheld = false
+        /// Whether a streaming caller holds the response head: nothing can be sent again then.
+        var headDelivered = false
+
+        init(setup: Setup, idle: IdleClock) {
+            self.idle = idle
+            self.bodyLimit = setup.bodyLimit
+        }
+    }
+
+    /// The `Content-Length` and `Transfer-Encoding` seen in the current header block.
+    struct Framing: Sendable, Equatable {
+        var contentLength: Int64?
+        var isChunked = false
+    }
+
+    /// The idle deadline's clock, in nanoseconds on the loop's clock.
+    struct IdleClock: Sendable, Equatable {
+        /// 0: no idle timeout.
+        var timeout: UInt64
+        var lastActivity: UInt64
+        /// Whether the clock runs: only once the request is on its way. Before that (waiting for a free
+        /// connection, resolving, connecting) the connect and total timeouts apply, not the idle one.
+        var started = false
+
+        /// A clock that first looks whether the request went out a quarter period after `now`.
+        init(timeout: UInt64, now: UInt64) {
+            self.timeout = timeout
+            self.lastActivity = 0
+            lookAgainInAQuarterPeriod(now: now)
+        }
+
+        var deadline: UInt64 { timeout == 0 ? .max : lastActivity &+ timeout }
+
+        mutating func lookAgainInAQuarterPeriod(now: UInt64) {
+            lastActivity = now - min(now, timeout - timeout / 4)
+        }
     }
 
     enum StartAction: Sendable, Equatable {
@@ -32,6 +132,13 @@ struct TransferStateMachine: Sendable, Equatable {
     enum StopAction: Sendable, Equatable {
         /// Nothing to do: the transfer is already resolved (or not yet started and now marked).
         case none
+        /// Remove the easy handle from the multi handle and resume the caller with this failure.
+        case removeAndFail(Failure)
+    }
+
+    enum DeadlineAction: Sendable, Equatable {
+        /// No deadline has passed: look again at this time (`.max`: never).
+        case checkAgain(at: UInt64)
         /// Remove the easy handle from the multi handle and resume the caller with this failure.
         case removeAndFail(Failure)
     }
@@ -57,17 +164,27 @@ struct TransferStateMachine: Sendable, Equatable {
         /// Running when the client shut down.
         case abortedByShutdown
         case timeout(CurlewError.TimeoutKind)
+        /// The total timeout had passed before the loop picked the transfer up.
+        case totalTimeoutBeforeStart
         /// libcurl gave the transfer a socket the loop cannot watch (descriptor exhaustion).
         case unwatchableSocket
         /// Resuming a paused transfer failed (`curl_easy_pause`); libcurl's code is attached.
         case resumeFailed(Int)
+        /// libcurl could not make an easy handle.
+        case noEasyHandle
+        /// libcurl rejected an option of the request (`CURLcode`).
+        case optionRejected(Int)
+        /// `curl_multi_add_handle` refused the transfer (`CURLMcode`).
+        case multiRefused(Int)
+        /// The request cannot be sent as asked (its body could not be opened, its form's boundary conflicts).
+        case invalidRequest(CurlewError)
     }
 
     /// Why the engine told libcurl to stop a transfer from inside a callback; libcurl then reports a generic
     /// failure ("write error", "aborted by callback"), and this says what really happened.
     enum StopCause: Sendable, Equatable {
-        /// The response body passed its size limit.
-        case bodyLimitExceeded
+        /// The response body passed this limit, in bytes.
+        case bodyLimitExceeded(Int64)
         /// The server answered the engine's `Expect: 100-continue` with 417.
         case expectationRejected
         /// The response's framing is ambiguous: conflicting `Content-Length` values, or `Content-Length` together
@@ -76,6 +193,10 @@ struct TransferStateMachine: Sendable, Equatable {
         /// A reused HTTP/1 connection had unread bytes (or its end) waiting before the request was written: what
         /// is there belongs to no request of ours, so the connection is closed and the request goes out on another.
         case staleConnection
+        /// The request body could not be read or rewound (a file that changed, a producer that failed).
+        case requestBodyFailed(CurlewError)
+        /// The response body could not be stored (a download's file could not be written).
+        case sinkFailed(CurlewError)
     }
 
     enum ResumeAction: Sendable, Equatable {
@@ -85,19 +206,42 @@ struct TransferStateMachine: Sendable, Equatable {
         case unpause(stillPausedSend: Bool, stillPausedReceive: Bool)
     }
 
-    enum HeaderBlockAction: Sendable, Equatable {
+    enum HeaderLineAction: Sendable, Equatable {
         /// Keep going.
         case accept
         /// Return 0 from the header callback: libcurl stops the transfer (and closes its connection).
         case abort
-        /// The final response's head is complete: deliver it to a streaming caller, and resume an upload paused
-        /// for its producer if `resumeSend` (libcurl 7.88 never reports a send-paused transfer done).
-        case finalResponse(resumeSend: Bool)
+        /// The block ended: read its status (and whether the response is content-encoded, if asked) and call
+        /// ``TransferStateMachine/headEnded(status:isContentEncoded:)``.
+        case readHead(contentEncoding: Bool)
+    }
+
+    enum HeadAction: Sendable, Equatable {
+        /// Keep going.
+        case accept
+        /// Return 0 from the header callback.
+        case abort
+        /// The final response's head is complete: resume an upload paused for its producer if `resumeSend`
+        /// (libcurl 7.88 never reports a send-paused transfer done), and hand the head to a streaming caller if
+        /// `deliverHead`, once libcurl has returned.
+        case finalResponse(resumeSend: Bool, deliverHead: Bool)
+    }
+
+    enum BodyAction: Sendable, Equatable {
+        /// Take the bytes; first hand the head to a streaming caller, once libcurl has returned, if `deliverHead`.
+        case accept(deliverHead: Bool)
+        /// Return `CURL_WRITEFUNC_PAUSE`: libcurl keeps the bytes and offers them again once resumed.
+        case pause
+        /// Return 0: libcurl stops the transfer with a write error; the cause is recorded.
+        case abort
     }
 
     enum RequestStartAction: Sendable, Equatable {
         /// Write the request.
         case proceed
+        /// Write the request without the credential fields: a redirect left the request's origin. libcurl reads
+        /// the header list right after the callback.
+        case proceedWithoutCredentials
         /// Refuse this connection (`CURL_PREREQFUNC_ABORT`); the completion then retries on a fresh one.
         case abandonConnection
     }
@@ -112,7 +256,7 @@ struct TransferStateMachine: Sendable, Equatable {
         case unreadBytesOrClosed
     }
 
-    /// The facts of a failed or finished transfer that decide whether it goes out again.
+    /// The facts of a failed transfer that decide whether it goes out again.
     struct CompletionFacts: Sendable, Equatable {
         /// libcurl said the connection failed under the request (send/receive error, nothing received, HTTP/2
         /// framing or stream error): the kind of failure a dead pooled connection causes.
@@ -125,65 +269,64 @@ struct TransferStateMachine: Sendable, Equatable {
         var isIdempotent: Bool
         /// The body can be sent again from its start (none, bytes, a file, a form of those).
         var bodyIsReplayable: Bool
-        /// The caller already holds the response head (a streamed response): nothing can be sent again then.
-        var headDelivered: Bool
-
-        init(
-            connectionFailed: Bool, usedPooledConnection: Bool, requestBytesWritten: Int64, isIdempotent: Bool,
-            bodyIsReplayable: Bool, headDelivered: Bool = false
-        ) {
-            self.connectionFailed = connectionFailed
-            self.usedPooledConnection = usedPooledConnection
-            self.requestBytesWritten = requestBytesWritten
-            self.isIdempotent = isIdempotent
-            self.bodyIsReplayable = bodyIsReplayable
-            self.headDelivered = headDelivered
-        }
     }
 
+    let setup: Setup
     private(set) var state: State = .created(cancelRequested: false)
-    /// Set when a callback stopped the transfer, read when libcurl reports the failure that caused.
-    private(set) var stopCause: StopCause?
-    /// Whether a callback paused each direction (`CURL_READFUNC_PAUSE` / `CURL_WRITEFUNC_PAUSE`) and it waits for
-    /// the body's producer or the response's consumer. A paused transfer is not idle.
-    private(set) var sendPaused = false
-    private(set) var receivePaused = false
-    /// Whether the final response's header block has arrived (in this attempt).
-    private(set) var responseStarted = false
-    /// Whether any byte of a response (a header line or body) arrived in this attempt: past that the server saw
-    /// the request, and only an idempotent one with a replayable body may be sent again.
-    private(set) var responseBytesSeen = false
-    /// Whether a byte of a response body arrived (what a caller may already have been handed).
-    private(set) var bodyBytesSeen = false
     /// How many times the request went out again on a fresh connection (at most once).
     private(set) var freshConnectionRetries = 0
 
-    // The framing of the header block being received.
-    private var blockContentLength: Int64?
-    private var blockIsChunked = false
+    init(setup: Setup = Setup()) {
+        self.setup = setup
+    }
 
-    // The idle clock: nanoseconds on the loop's clock. `idleTimeout` 0 means none.
-    private(set) var idleTimeout: UInt64 = 0
-    private(set) var lastActivity: UInt64 = 0
-    /// Whether the idle clock runs: only once the request is on its way. Before that (waiting for a free
-    /// connection, resolving, connecting) the connect and total timeouts apply, not the idle one.
-    private(set) var idleClockStarted = false
+    /// Why the engine stopped the transfer from inside a callback, if it did: the attempt under way's cause, or the
+    /// last attempt's once finished.
+    var stopCause: StopCause? {
+        switch state {
+        case .running(let attempt): attempt.stopCause
+        case .finished(let stopCause): stopCause
+        case .created: nil
+        }
+    }
+
+    /// Whether the transfer is resolved.
+    var isFinished: Bool {
+        if case .finished = state { true } else { false }
+    }
+
+    /// Resolves the transfer, keeping the cause of a stop.
+    private mutating func finish() {
+        state = .finished(stopCause: stopCause)
+    }
+
+    /// The attempt under way; nil unless running.
+    var attempt: Attempt? {
+        if case .running(let attempt) = state { attempt } else { nil }
+    }
+
+    /// Runs `change` on the attempt under way; `otherwise` when the transfer is not running.
+    @inline(__always)
+    private mutating func withAttempt<Result>(
+        otherwise: Result, _ change: (inout Attempt) -> Result
+    ) -> Result {
+        guard case .running(var attempt) = state else { return otherwise }
+        let result = change(&attempt)
+        state = .running(attempt)
+        return result
+    }
 
     // MARK: lifecycle
 
-    /// The loop picked the transfer up.
-    mutating func submitted(loopIsShuttingDown: Bool) -> StartAction {
+    /// The loop picked the transfer up at `now` (its clock).
+    mutating func submitted(now: UInt64, loopIsShuttingDown: Bool) -> StartAction {
         switch state {
         case .created(let cancelRequested):
-            if cancelRequested {
-                state = .finished
-                return .fail(.cancelled)
-            }
-            if loopIsShuttingDown {
-                state = .finished
-                return .fail(.clientShutdown)
-            }
-            state = .running
+            finish()
+            if cancelRequested { return .fail(.cancelled) }
+            if loopIsShuttingDown { return .fail(.clientShutdown) }
+            if setup.totalDeadline <= now { return .fail(.totalTimeoutBeforeStart) }
+            state = .running(Attempt(setup: setup, idle: IdleClock(timeout: setup.idleTimeout, now: now)))
             return .start
         case .running, .finished:
             // A transfer is submitted once; a second submission must not resume or restart it.
@@ -196,28 +339,23 @@ struct TransferStateMachine: Sendable, Equatable {
     mutating func rejected(because reason: Failure = .clientShutdown) -> StartAction {
         switch state {
         case .created(let cancelRequested):
-            state = .finished
+            finish()
             return .fail(cancelRequested ? .cancelled : reason)
         case .running, .finished:
             return .ignore
         }
     }
 
-    /// Configuring or adding the easy handle failed; the caller gets that error.
+    /// Configuring or adding the easy handle failed, or a retry could not go out: the caller gets the failure.
     mutating func startFailed() -> CompletionAction {
-        guard state == .running else { return .ignore }
-        state = .finished
+        guard case .running = state else { return .ignore }
+        finish()
         return .finish
     }
 
     /// The calling task was cancelled.
     mutating func cancelRequested() -> StopAction {
         stop(with: .cancelled, markIfCreated: true)
-    }
-
-    /// The engine's deadline check found a running transfer past its idle or total deadline.
-    mutating func deadlinePassed(_ kind: CurlewError.TimeoutKind) -> StopAction {
-        stop(with: .timeout(kind), markIfCreated: false)
     }
 
     /// The loop could not watch the transfer's socket.
@@ -245,19 +383,21 @@ struct TransferStateMachine: Sendable, Equatable {
     /// again too: the engine still holds that head, the caller has seen nothing. Never twice, never once a body
     /// byte arrived or a streamed head was handed over.
     mutating func curlCompleted(failure facts: CompletionFacts? = nil) -> CompletionAction {
-        guard state == .running else { return .ignore }
-        if let facts, freshConnectionRetries == 0, !bodyBytesSeen, !facts.headDelivered {
-            let connectionWasUnusable = stopCause == .staleConnection
-            let deadPooledConnection = stopCause == nil && facts.connectionFailed && facts.usedPooledConnection
-            let serverCannotHaveActed = connectionWasUnusable || (facts.requestBytesWritten == 0 && !responseBytesSeen)
+        guard case .running(let attempt) = state else { return .ignore }
+        if let facts, freshConnectionRetries == 0, !attempt.bodyBytesSeen, !attempt.headDelivered {
+            let connectionWasUnusable = attempt.stopCause == .staleConnection
+            let deadPooledConnection = attempt.stopCause == nil && facts.connectionFailed && facts.usedPooledConnection
+            let serverCannotHaveActed =
+                connectionWasUnusable || (facts.requestBytesWritten == 0 && !attempt.responseBytesSeen)
             let safeToRepeat = facts.isIdempotent && facts.bodyIsReplayable
             if (connectionWasUnusable || deadPooledConnection) && (serverCannotHaveActed || safeToRepeat) {
                 freshConnectionRetries += 1
-                beginAttempt()
+                // A new attempt forgets what the last one saw; the idle clock runs on.
+                state = .running(Attempt(setup: setup, idle: attempt.idle))
                 return .retryOnFreshConnection
             }
         }
-        state = .finished
+        finish()
         return .finish
     }
 
@@ -267,23 +407,63 @@ struct TransferStateMachine: Sendable, Equatable {
             if markIfCreated { state = .created(cancelRequested: true) }
             return .none
         case .running:
-            state = .finished
+            finish()
             return .removeAndFail(failure)
         case .finished:
             return .none
         }
     }
 
-    /// Forgets what the last attempt saw, for a request sent again.
-    private mutating func beginAttempt() {
-        stopCause = nil
-        responseStarted = false
-        responseBytesSeen = false
-        bodyBytesSeen = false
-        sendPaused = false
-        receivePaused = false
-        blockContentLength = nil
-        blockIsChunked = false
+    // MARK: deadlines
+
+    /// The earliest of the idle and total deadlines, as of the last activity.
+    var nextDeadline: UInt64 {
+        min(setup.totalDeadline, attempt?.idle.deadline ?? .max)
+    }
+
+    /// The loop's deadline check found `now` at or past ``nextDeadline`` as it last read it.
+    ///
+    /// The idle clock starts with the first byte a callback sees, or when a check finds the request sent
+    /// (`requestSent`, libcurl's pre-transfer time, looked at every quarter period until then); until then it is
+    /// held back, since waiting for a connection is not idleness. A silent server is thus detected between 1 and
+    /// 1.25 idle periods after the request went out. Waiting for our own producer or consumer is not the server
+    /// being silent either.
+    mutating func deadlineCheck(now: UInt64, requestSent: Bool) -> DeadlineAction {
+        guard case .running(var attempt) = state else { return .checkAgain(at: .max) }
+        if setup.totalDeadline <= now {
+            finish()
+            return .removeAndFail(.timeout(.total))
+        }
+        if attempt.idle.deadline <= now {
+            if attempt.receive == .bodyWaitingForConsumer
+                || (attempt.send == .waitingForProducer && attempt.receive == .awaitingHead)
+            {
+                attempt.idle.lastActivity = now
+            } else if !attempt.idle.started {
+                if requestSent {
+                    attempt.idle.started = true
+                    attempt.idle.lastActivity = now
+                } else {
+                    // Look again in a quarter period, so the clock starts at most that late.
+                    attempt.idle.lookAgainInAQuarterPeriod(now: now)
+                }
+            } else {
+                finish()
+                return .removeAndFail(.timeout(.idle))
+            }
+            state = .running(attempt)
+        }
+        // Later than now whatever the idle timeout (one of a few nanoseconds included), so a check loop ends.
+        return .checkAgain(at: max(min(setup.totalDeadline, attempt.idle.deadline), now + 1))
+    }
+
+    /// Bytes moved (a callback ran).
+    @inline(__always)
+    mutating func activity(at now: UInt64) {
+        withAttempt(otherwise: ()) {
+            $0.idle.lastActivity = now
+            $0.idle.started = true
+        }
     }
 
     // MARK: requests on connections
@@ -291,180 +471,190 @@ struct TransferStateMachine: Sendable, Equatable {
     /// libcurl is about to write a request (the first, or one after a redirect) on a connection.
     ///
     /// libcurl starts every request unpaused, whatever the pause bits of the previous one: the machine forgets
-    /// them here, so a later resume does not act on a stale bit.
-    mutating func requestStarting(connection: ConnectionCheck) -> RequestStartAction {
-        sendPaused = false
-        receivePaused = false
-        if connection == .unreadBytesOrClosed {
-            stopCause = .staleConnection
-            return .abandonConnection
+    /// them here, so a later resume does not act on a stale bit. A redirect to an origin the credentials may not
+    /// go to (`redirectTarget`, `CredentialPolicy`) sends the request without them, and every later one too.
+    mutating func requestStarting(
+        connection: ConnectionCheck, redirectTarget: String? = nil, requestURL: String = ""
+    ) -> RequestStartAction {
+        let carriesCredentials = setup.carriesCredentials
+        return withAttempt(otherwise: .abandonConnection) { attempt in
+            attempt.send = .sending
+            attempt.receive = .awaitingHead
+            if connection == .unreadBytesOrClosed {
+                if attempt.stopCause == nil { attempt.stopCause = .staleConnection }
+                return .abandonConnection
+            }
+            if carriesCredentials, !attempt.credentialsWithheld, let redirectTarget,
+                !CredentialPolicy.mayCarryCredentials(from: requestURL, to: redirectTarget)
+            {
+                attempt.credentialsWithheld = true
+                return .proceedWithoutCredentials
+            }
+            return .proceed
         }
-        return .proceed
     }
-
-    /// The error that fails the transfer when the engine's own stop caused libcurl's failure.
-    var isStaleConnectionFailure: Bool { stopCause == .staleConnection }
 
     // MARK: response head
 
-    /// A status line arrived: a new header block starts (100 Continue, a redirect, the final response).
-    mutating func statusLineReceived() {
-        responseBytesSeen = true
-        blockContentLength = nil
-        blockIsChunked = false
-    }
-
-    /// A `Content-Length` field of the current header block; `value` is nil when it is not a number.
-    mutating func contentLengthReceived(_ value: Int64?) -> HeaderBlockAction {
-        guard let value else {
-            return fail(.ambiguousFraming("the response's Content-Length is not a number"))
+    /// A line of a response head arrived (libcurl's header callback).
+    @inline(__always)
+    mutating func headerLineReceived(_ line: HeaderLine) -> HeaderLineAction {
+        switch line {
+        case .otherField:
+            return .accept
+        case .statusLine:
+            // A new header block starts (100 Continue, a redirect, the final response).
+            return withAttempt(otherwise: .accept) {
+                $0.responseBytesSeen = true
+                $0.framing = Framing()
+                return .accept
+            }
+        case .contentLength(let value):
+            return withAttempt(otherwise: .accept) { attempt in
+                guard let value else {
+                    return Self.stop(&attempt, .ambiguousFraming("the response's Content-Length is not a number"))
+                }
+                if let earlier = attempt.framing.contentLength, earlier != value {
+                    return Self.stop(
+                        &attempt,
+                        .ambiguousFraming(
+                            "the response has conflicting Content-Length values (\(earlier) and \(value))"))
+                }
+                attempt.framing.contentLength = value
+                return attempt.framing.isChunked ? Self.stopForContentLengthWithTransferEncoding(&attempt) : .accept
+            }
+        case .transferEncoding:
+            return withAttempt(otherwise: .accept) { attempt in
+                attempt.framing.isChunked = true
+                return attempt.framing.contentLength != nil
+                    ? Self.stopForContentLengthWithTransferEncoding(&attempt) : .accept
+            }
+        case .endOfBlock:
+            // Only uploads, streamed responses, the engine's 417 check and a decoded-size limit care about the
+            // status (a getinfo call the plain GET path does without).
+            guard case .running(let attempt) = state else { return .accept }
+            let decodes = setup.decodedBodyLimit != nil
+            if decodes || setup.sentExpectContinue || setup.hasRequestBody
+                || (setup.streamsResponse && !attempt.headDelivered)
+            {
+                return .readHead(contentEncoding: decodes)
+            }
+            return .accept
         }
-        if let earlier = blockContentLength, earlier != value {
-            return fail(
-                .ambiguousFraming("the response has conflicting Content-Length values (\(earlier) and \(value))"))
-        }
-        blockContentLength = value
-        return blockIsChunked ? failContentLengthWithTransferEncoding() : .accept
     }
 
-    /// A `Transfer-Encoding` field of the current header block.
-    mutating func transferEncodingReceived() -> HeaderBlockAction {
-        blockIsChunked = true
-        return blockContentLength != nil ? failContentLengthWithTransferEncoding() : .accept
+    private static func stopForContentLengthWithTransferEncoding(_ attempt: inout Attempt) -> HeaderLineAction {
+        stop(&attempt, .ambiguousFraming("the response has both Content-Length and Transfer-Encoding (RFC 9112 §6.3)"))
     }
 
-    private mutating func failContentLengthWithTransferEncoding() -> HeaderBlockAction {
-        fail(.ambiguousFraming("the response has both Content-Length and Transfer-Encoding (RFC 9112 §6.3)"))
-    }
-
-    private mutating func fail(_ cause: StopCause) -> HeaderBlockAction {
-        stopCause = cause
+    private static func stop(_ attempt: inout Attempt, _ cause: StopCause) -> HeaderLineAction {
+        if attempt.stopCause == nil { attempt.stopCause = cause }
         return .abort
     }
 
-    /// A header block ended with `status`.
-    ///
-    /// - Parameters:
-    ///   - followsRedirect: whether libcurl will follow this response (a 3xx with redirects on): not final.
-    ///   - sentExpectContinue: whether the request carries the engine's own `Expect: 100-continue`.
-    mutating func headerBlockEnded(status: Int, followsRedirect: Bool, sentExpectContinue: Bool) -> HeaderBlockAction {
-        if sentExpectContinue && status == 417 {
-            // libcurl 7.88 would resend the request without end: it drops only an Expect header it added itself.
-            return fail(.expectationRejected)
+    /// A header block ended with `status`; `isContentEncoded` when the response names a content coding (only
+    /// asked for when a decoded-size limit applies).
+    mutating func headEnded(status: Int, isContentEncoded: Bool = false) -> HeadAction {
+        let setup = setup
+        return withAttempt(otherwise: .accept) { attempt in
+            if isContentEncoded, let decodedLimit = setup.decodedBodyLimit {
+                attempt.bodyLimit = min(attempt.bodyLimit, decodedLimit)
+            }
+            if setup.sentExpectContinue && status == 417 {
+                // libcurl 7.88 would resend the request without end: it drops only an Expect header it added itself.
+                if attempt.stopCause == nil { attempt.stopCause = .expectationRejected }
+                return .abort
+            }
+            let followsRedirect = setup.followsRedirects && (300..<400).contains(status)
+            if status < 200 || followsRedirect || status == 417 { return .accept }
+            if attempt.receive == .awaitingHead { attempt.receive = .body }
+            let deliverHead = setup.streamsResponse && !attempt.headDelivered
+            if deliverHead { attempt.headDelivered = true }
+            return .finalResponse(resumeSend: attempt.send == .waitingForProducer, deliverHead: deliverHead)
         }
-        if status < 200 || followsRedirect || status == 417 { return .accept }
-        responseStarted = true
-        return .finalResponse(resumeSend: sendPaused)
     }
 
     // MARK: bodies and pauses
 
-    /// A response body byte arrived.
+    /// `count` response body bytes arrived; `keptInMemory` when they go to memory (a collected body, a failed
+    /// download's explanation) rather than a consumer or a file.
     @inline(__always)
-    mutating func bodyReceived() {
-        responseBytesSeen = true
-        bodyBytesSeen = true
-    }
-
-    /// The response body passed its limit; the write callback stops the transfer.
-    mutating func bodyLimitExceeded() {
-        stopCause = .bodyLimitExceeded
-    }
-
-    /// A callback paused a direction: the producer has no bytes yet, or the consumer no room.
-    mutating func paused(_ direction: PauseDirection) {
-        switch direction {
-        case .send: sendPaused = true
-        case .receive: receivePaused = true
+    mutating func bodyReceived(count: Int, keptInMemory: Bool) -> BodyAction {
+        let setup = setup
+        return withAttempt(otherwise: .abort) { attempt in
+            attempt.responseBytesSeen = true
+            attempt.bodyBytesSeen = true
+            if attempt.receive == .awaitingHead { attempt.receive = .body }
+            attempt.bodyBytes += Int64(count)
+            let limit = keptInMemory ? min(attempt.bodyLimit, setup.inMemoryBodyLimit) : attempt.bodyLimit
+            if attempt.bodyBytes > limit {
+                if attempt.stopCause == nil { attempt.stopCause = .bodyLimitExceeded(limit) }
+                return .abort
+            }
+            let deliverHead = setup.streamsResponse && !attempt.headDelivered
+            if deliverHead { attempt.headDelivered = true }
+            return .accept(deliverHead: deliverHead)
         }
+    }
+
+    /// The consumer had no room for the `count` bytes ``bodyReceived(count:keptInMemory:)`` accepted: libcurl keeps
+    /// them and offers them again once resumed.
+    mutating func bodyNotTaken(count: Int) -> BodyAction {
+        withAttempt(otherwise: .abort) {
+            $0.bodyBytes -= Int64(count)
+            $0.receive = .bodyWaitingForConsumer
+            return .pause
+        }
+    }
+
+    /// The response body could not be stored.
+    mutating func sinkFailed(_ error: CurlewError) -> BodyAction {
+        withAttempt(otherwise: .abort) {
+            if $0.stopCause == nil { $0.stopCause = .sinkFailed(error) }
+            return .abort
+        }
+    }
+
+    /// The read callback's source answered; returns what the callback gives libcurl (a count, 0 at the end,
+    /// `CURL_READFUNC_PAUSE` or `CURL_READFUNC_ABORT`).
+    @inline(__always)
+    mutating func requestBodyRead(_ result: BodyReadResult) -> Int {
+        switch result {
+        case .bytes(let count):
+            return count
+        case .end:
+            return 0
+        case .pause:
+            withAttempt(otherwise: ()) { $0.send = .waitingForProducer }
+            return Int(CURL_READFUNC_PAUSE)
+        case .abort(let error):
+            withAttempt(otherwise: ()) { if $0.stopCause == nil { $0.stopCause = .requestBodyFailed(error) } }
+            return Int(CURL_READFUNC_ABORT)
+        }
+    }
+
+    /// libcurl asked to rewind the request body (a 307/308 redirect, an authentication retry) and the body
+    /// answered; returns what the seek callback gives libcurl.
+    mutating func requestBodyRewound(failure: CurlewError?) -> Int32 {
+        guard let failure else { return Int32(CURL_SEEKFUNC_OK) }
+        withAttempt(otherwise: ()) { if $0.stopCause == nil { $0.stopCause = .requestBodyFailed(failure) } }
+        return Int32(CURL_SEEKFUNC_CANTSEEK)
     }
 
     /// The producer or consumer of a paused direction is ready again.
     mutating func resume(_ direction: PauseDirection) -> ResumeAction {
-        guard state == .running else { return .none }
-        switch direction {
-        case .send:
-            guard sendPaused else { return .none }
-            sendPaused = false
-        case .receive:
-            guard receivePaused else { return .none }
-            receivePaused = false
-        }
-        return .unpause(stillPausedSend: sendPaused, stillPausedReceive: receivePaused)
-    }
-
-    // MARK: the idle clock
-
-    /// Sets the idle timeout (0 for none) at the transfer's start.
-    mutating func startIdleClock(timeout: UInt64, now: UInt64) {
-        idleTimeout = timeout
-        idleClockStarted = false
-        // The idle clock starts once the request is on its way; look for that in a quarter period.
-        lastActivity = now - min(now, timeout - timeout / 4)
-    }
-
-    /// Bytes moved (a callback ran).
-    @inline(__always)
-    mutating func activity(at now: UInt64) {
-        lastActivity = now
-        idleClockStarted = true
-    }
-
-    /// When the idle deadline falls, as of the last activity; `.max` without an idle timeout.
-    var idleDeadline: UInt64 {
-        idleTimeout == 0 ? .max : lastActivity &+ idleTimeout
-    }
-
-    /// Called when the idle deadline seems to have passed; returns whether it really has.
-    ///
-    /// The idle clock starts with the first byte a callback sees, or when a check finds the request sent
-    /// (`requestSent`, evaluated only then, checked every quarter period); until then it is held back, since
-    /// waiting for a connection is not idleness. A silent server is thus detected between 1 and 1.25 idle
-    /// periods after the request went out.
-    mutating func idleDeadlinePassed(now: UInt64, requestSent: @autoclosure () -> Bool) -> Bool {
-        guard idleTimeout != 0, idleDeadline <= now else { return false }
-        if receivePaused || (sendPaused && !responseStarted) {
-            // Waiting for our own producer or consumer is not the server being silent.
-            lastActivity = now
-            return false
-        }
-        if !idleClockStarted {
-            if requestSent() {
-                idleClockStarted = true
-                lastActivity = now
-            } else {
-                // Look again in a quarter period, so the clock starts at most that late.
-                lastActivity = now - min(now, idleTimeout - idleTimeout / 4)
+        withAttempt(otherwise: .none) { attempt in
+            switch direction {
+            case .send:
+                guard attempt.send == .waitingForProducer else { return .none }
+                attempt.send = .sending
+            case .receive:
+                guard attempt.receive == .bodyWaitingForConsumer else { return .none }
+                attempt.receive = .body
             }
-            return false
-        }
-        return true
-    }
-}
-
-extension TransferStateMachine.Failure {
-    /// The error for a transfer the engine ended without libcurl's word, before `Transfer.error(for:)` adds what
-    /// the easy handle knows (how far a timed-out transfer got, its metrics).
-    var error: any Error {
-        switch self {
-        case .cancelled:
-            CancellationError()
-        case .clientShutdown:
-            CurlewError(code: .clientShutdown, detail: "the client was shut down")
-        case .unsupportedLibcurl(let reason):
-            CurlewError(code: .unsupportedLibcurl, detail: reason)
-        case .abortedByShutdown:
-            CurlewError(code: .cancelled, detail: "the client was shut down while the request was running")
-        case .timeout(.idle):
-            CurlewError(code: .timeout(.idle), detail: "idle timeout: no data moved")
-        case .timeout(let kind):
-            CurlewError(code: .timeout(kind), detail: "\(kind.rawValue) timeout")
-        case .unwatchableSocket:
-            CurlewError(code: .transport, detail: "the event loop could not watch the transfer's socket")
-        case .resumeFailed(let curlCode):
-            CurlewError(
-                code: .transport, detail: "libcurl could not resume the paused transfer", curlCode: curlCode,
-                curlMessage: String(cString: curl_easy_strerror(CURLcode(rawValue: UInt32(curlCode)))))
+            return .unpause(
+                stillPausedSend: attempt.send == .waitingForProducer,
+                stillPausedReceive: attempt.receive == .bodyWaitingForConsumer)
         }
     }
 }

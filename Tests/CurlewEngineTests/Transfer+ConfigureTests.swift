@@ -1,0 +1,76 @@
+import Foundation
+import HTTPTypes
+import Testing
+
+@testable import CurlewEngine
+
+/// `Transfer.setup(for:settings:sink:submittedAt:)`: what the state machine decides with, from a request and its
+/// client, computed without a loop or libcurl.
+@Suite("Transfer setup")
+struct TransferSetupTests {
+    static func setup(
+        _ request: CurlewRequest, sink: ResponseSink = .collect, submittedAt: UInt64 = 1_000,
+        configure: (inout CurlewClient.Configuration) -> Void = { _ in }
+    ) -> TransferStateMachine.Setup {
+        var configuration = CurlewClient.Configuration()
+        configure(&configuration)
+        return Transfer.setup(
+            for: request, settings: ClientSettings(configuration: configuration), sink: sink, submittedAt: submittedAt)
+    }
+
+    @Test func subSecondTimeoutsAreKeptToTheNanosecond() throws {
+        var request = try CurlewRequest(url: "http://127.0.0.1:1/")
+        request.timeouts = .init(total: .milliseconds(1900), idle: .milliseconds(250))
+        let setup = Self.setup(request)
+        #expect(setup.totalDeadline == 1_000 + 1_900_000_000)
+        #expect(setup.idleTimeout == 250_000_000)
+    }
+
+    @Test func timeoutsTooFarToRepresentAreNoTimeouts() throws {
+        var request = try CurlewRequest(url: "http://127.0.0.1:1/")
+        request.timeouts = .init(total: .seconds(Int64.max), idle: .seconds(Int64.max))
+        let setup = Self.setup(request)
+        #expect(setup.totalDeadline == .max)
+        #expect(setup.idleTimeout == 0)
+    }
+
+    @Test func theClientsBodyLimitBoundsMemoryOnly() throws {
+        let request = try CurlewRequest(url: "http://127.0.0.1:1/")
+        let configure: (inout CurlewClient.Configuration) -> Void = { $0.maxResponseBodySize = 1_000 }
+        let collected = Self.setup(request, configure: configure)
+        #expect(collected.bodyLimit == 1_000)
+        #expect(collected.inMemoryBodyLimit == 1_000)
+        let discarded = Self.setup(request, sink: .discard, configure: configure)
+        #expect(discarded.bodyLimit == Int64(Int.max))
+        let download = Self.setup(request, sink: .file(FileSink(descriptor: -1)), configure: configure)
+        #expect(download.bodyLimit == Int64(Int.max))
+        #expect(download.inMemoryBodyLimit == 1_000, "a failed download's explanation is kept in memory")
+    }
+
+    @Test func aDecodedLimitAppliesOnlyWhenSmallerThanTheBodyLimit() throws {
+        var request = try CurlewRequest(url: "http://127.0.0.1:1/")
+        request.decompression = .enabledWithLimit(500)
+        request.maxResponseBodySize = 1_000
+        #expect(Self.setup(request).decodedBodyLimit == 500)
+        request.maxResponseBodySize = 100
+        #expect(Self.setup(request).decodedBodyLimit == nil)
+    }
+
+    @Test func theRequestsFactsTheDecisionsDependOn() throws {
+        var upload = try CurlewRequest(method: .put, url: "http://127.0.0.1:1/")
+        upload.body = .bytes(Array("x".utf8))
+        upload.expectContinue = .enabled(timeout: .seconds(1))
+        upload.headerFields[.authorization] = "Bearer secret"
+        let setup = Self.setup(upload, sink: .discard)
+        #expect(setup.hasRequestBody)
+        #expect(setup.sentExpectContinue)
+        #expect(setup.carriesCredentials)
+        #expect(!setup.streamsResponse)
+
+        let get = Self.setup(try CurlewRequest(url: "http://127.0.0.1:1/"))
+        #expect(!get.hasRequestBody)
+        #expect(!get.sentExpectContinue)
+        #expect(!get.carriesCredentials)
+        #expect(get.followsRedirects == CurlewClient.Configuration().redirects.follow)
+    }
+}
