@@ -1,5 +1,6 @@
 import CurlewTestSupport
 import Foundation
+import Glibc
 import Testing
 
 /// The test support's hosts of their own (network namespaces), which SlurmShardedRunTests runs bench shards on:
@@ -8,11 +9,11 @@ import Testing
 struct NamespaceHostsTests {
     @Test func clientsReachTheServerFromTheirOwnAddressesAndRemoveLeavesNothing() async throws {
         // A namespace left by a test process that is gone (named after its PID) is swept by the next create.
-        let exited = Process()
-        exited.executableURL = URL(fileURLWithPath: "/bin/true")
-        try exited.run()
-        exited.waitUntilExit()
-        let abandoned = "curlew-t\(exited.processIdentifier)-abandoned-srv"
+        let exited = try spawnWithOutputFiles(
+            ["/bin/true"], environment: [:], stdoutPath: "/dev/null", stderrPath: "/dev/null")
+        var status: Int32 = 0
+        #expect(waitpid(exited, &status, 0) == exited)
+        let abandoned = "curlew-t\(exited)-abandoned-srv"
         let added = try await CurlewBinary.runProgram(["ip", "netns", "add", abandoned])
         #expect(added.status == 0, "\(added.stderr)")
 
