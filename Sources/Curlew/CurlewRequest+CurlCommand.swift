@@ -35,7 +35,7 @@ extension CurlewRequest {
         }
         // A form curl can build itself replaces the engine's Content-Type, whose boundary curl does not use.
         var formArguments: [String]?
-        if case .multipart(let form)? = body { formArguments = Self.curlForm(form, placeholders: &placeholders) }
+        if let form = body?.multipart { formArguments = Self.curlForm(form, placeholders: &placeholders) }
         for field in headerFields {
             if formArguments != nil, field.name == .contentType,
                 field.value.lowercased().hasPrefix("multipart/form-data")
@@ -57,7 +57,7 @@ extension CurlewRequest {
         } else if let body {
             let standardInput = ShellQuoting.quote("@" + (bodyFile ?? "-"))
             let argument: String
-            switch body {
+            switch body.storage {
             case .bytes(let bytes) where !bytes.contains(0):
                 argument = ShellQuoting.quote(bytes: bytes)
             case .bytes(let bytes):
@@ -80,7 +80,7 @@ extension CurlewRequest {
             arguments += ["--data-binary", argument]
         }
         if decompression != .disabled { arguments.append("--compressed") }
-        switch httpVersion ?? .http2 {
+        switch (httpVersion ?? .http2).storage {
         case .http1_1: arguments.append("--http1.1")
         case .http2: if url.lowercased().hasPrefix("https:") { arguments.append("--http2") }
         case .http2PriorKnowledge: arguments.append("--http2-prior-knowledge")
@@ -111,7 +111,7 @@ extension CurlewRequest {
         for part in form.parts {
             let isPlainField = part.fileName == nil && part.contentType == nil && part.headerFields.isEmpty
             var value: [UInt8]
-            switch part.content {
+            switch part.content.storage {
             case .bytes(let bytes)
             where isPlainField && !bytes.contains(0)
                 && String(validating: bytes, as: UTF8.self) != nil:
@@ -129,7 +129,7 @@ extension CurlewRequest {
             case .bytes, .file, .stream:
                 value = Array((part.fileName == nil ? "<-" : "@-").utf8)
                 let what: String
-                switch part.content {
+                switch part.content.storage {
                 case .file(let file): what = describe(file)
                 case .stream: what = "a stream"
                 case .bytes: what = "bytes with NUL"

@@ -59,7 +59,7 @@ extension HTTPProvider {
                 request.body = .stream(stream)
             }
         } else if !parameters.isEmpty {
-            switch encoding {
+            switch encoding.storage {
             case .json:
                 do {
                     request.body = .bytes(Array(try ProviderDefaults.parameterEncoder.encode(parameters)))

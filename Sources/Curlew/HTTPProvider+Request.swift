@@ -4,6 +4,10 @@ import Instrumentation
 import Tracing
 
 extension HTTPProvider {
+    // Every method takes `some Routable`, which a `Route` is: one set serves routes and types of your own. Only
+    // `request` has a `Route` overload besides, because Swift resolves a leading-dot argument (`.me`, `.user(id)`)
+    // against a concrete parameter type only, and routes declared as statics on `Route` are called that way.
+
     /// Sends a route and returns the accepted response.
     ///
     /// For each attempt: the request is built from the route and the provider, request interceptors adapt it
@@ -13,52 +17,43 @@ extension HTTPProvider {
     /// through ``shouldContinue(with:)``. Plugins hear the outcome last. Every path ends in a return or a throw.
     ///
     /// - Parameters:
+    ///   - routable: a ``Route``, or a type of your own describing one.
     ///   - interceptors: call-level interceptors, the outermost.
     ///   - plugins: call-level plugins (Konex's method level).
     ///   - responseProcessors: call-level processors.
     ///   - responseValidators: call-level validators.
+    ///   - progress: called with upload and download progress (see `CurlewRequest.onProgress`).
     /// - Throws: ``ProviderError``, and nothing else.
     @discardableResult
     public func request(
-        _ route: Route,
-        interceptors callInterceptors: [any Interceptor] = [],
-        plugins callPlugins: [any Plugin] = [],
-        responseProcessors callProcessors: [any ResponseProcessor] = [],
-        responseValidators callValidators: [any ResponseValidator] = [],
+        _ routable: some Routable,
+        interceptors: [any Interceptor] = [],
+        plugins: [any Plugin] = [],
+        responseProcessors: [any ResponseProcessor] = [],
+        responseValidators: [any ResponseValidator] = [],
         progress: (@Sendable (TransferProgress) -> Void)? = nil
     ) async throws(ProviderError) -> RouteResponse {
         let call = CallComponents(
-            interceptors: callInterceptors, plugins: callPlugins, processors: callProcessors,
-            validators: callValidators, progress: progress)
-        return try await RequestPipeline(provider: self, route: route, call: call).run()
+            interceptors: interceptors, plugins: plugins, processors: responseProcessors,
+            validators: responseValidators, progress: progress)
+        return try await RequestPipeline(provider: self, route: routable.route, call: call).run()
     }
 
-    /// Downloads a route's response body into a file at `path`, in constant memory: the file appears, complete,
-    /// only after a 2xx response. Interceptors, retries and validation run as for ``request(_:interceptors:plugins:responseProcessors:responseValidators:progress:)``;
-    /// on success they see an empty body, on failure the error body.
+    /// The `Routable` method above for a ``Route``, so that a route declared as a static on `Route` is written with
+    /// a leading dot: `provider.request(.user("42"))`.
     @discardableResult
-    public func download(
-        _ route: Route, to path: String, interceptors: [any Interceptor] = [],
+    public func request(
+        _ route: Route,
+        interceptors: [any Interceptor] = [],
+        plugins: [any Plugin] = [],
+        responseProcessors: [any ResponseProcessor] = [],
+        responseValidators: [any ResponseValidator] = [],
         progress: (@Sendable (TransferProgress) -> Void)? = nil
     ) async throws(ProviderError) -> RouteResponse {
         let call = CallComponents(
-            interceptors: interceptors, plugins: [], processors: [], validators: [], progress: progress)
-        return try await RequestPipeline(provider: self, route: route, call: call, destination: path).run()
-    }
-
-    /// Sends a route and returns as soon as the status and header fields have arrived; the body follows as an
-    /// `AsyncSequence` with backpressure.
-    ///
-    /// Request interceptors and plugins run as usual; the response has no body yet, so response interceptors,
-    /// retries, processors and validators do not run. A status that is not acceptable throws
-    /// ``ProviderError/status(_:)`` with the first 64 KiB of the body.
-    public func stream(
-        _ route: Route, interceptors: [any Interceptor] = [],
-        progress: (@Sendable (TransferProgress) -> Void)? = nil
-    ) async throws(ProviderError) -> RouteStreamingResponse {
-        let call = CallComponents(
-            interceptors: interceptors, plugins: [], processors: [], validators: [], progress: progress)
-        return try await RequestPipeline(provider: self, route: route, call: call).runStreaming()
+            interceptors: interceptors, plugins: plugins, processors: responseProcessors,
+            validators: responseValidators, progress: progress)
+        return try await RequestPipeline(provider: self, route: route, call: call).run()
     }
 
     /// Sends a request built by hand through this provider's pipeline (LKAPI's standalone `API.request`):
@@ -79,26 +74,39 @@ extension HTTPProvider {
         return try await RequestPipeline(provider: self, route: route, call: call, prebuilt: request).run()
     }
 
-    /// Sends a route described by a ``Routable`` value.
+    /// Downloads a route's response body into a file at `path`, in constant memory: the file appears, complete,
+    /// only after a 2xx response. Interceptors, retries and validation run as for `request(_:)`; on success they
+    /// see an empty body, on failure the error body.
     @discardableResult
-    public func request(
-        _ routable: some Routable,
-        interceptors: [any Interceptor] = [],
-        plugins: [any Plugin] = [],
-        responseProcessors: [any ResponseProcessor] = [],
-        responseValidators: [any ResponseValidator] = [],
+    public func download(
+        _ routable: some Routable, to path: String, interceptors: [any Interceptor] = [],
         progress: (@Sendable (TransferProgress) -> Void)? = nil
     ) async throws(ProviderError) -> RouteResponse {
-        try await request(
-            routable.route, interceptors: interceptors, plugins: plugins, responseProcessors: responseProcessors,
-            responseValidators: responseValidators, progress: progress)
+        let call = CallComponents(
+            interceptors: interceptors, plugins: [], processors: [], validators: [], progress: progress)
+        return try await RequestPipeline(provider: self, route: routable.route, call: call, destination: path).run()
+    }
+
+    /// Sends a route and returns as soon as the status and header fields have arrived; the body follows as an
+    /// `AsyncSequence` with backpressure.
+    ///
+    /// Request interceptors and plugins run as usual; the response has no body yet, so response interceptors,
+    /// retries, processors and validators do not run. A status that is not acceptable throws
+    /// ``ProviderError/status(_:)`` with the first 64 KiB of the body.
+    public func stream(
+        _ routable: some Routable, interceptors: [any Interceptor] = [],
+        progress: (@Sendable (TransferProgress) -> Void)? = nil
+    ) async throws(ProviderError) -> RouteStreamingResponse {
+        let call = CallComponents(
+            interceptors: interceptors, plugins: [], processors: [], validators: [], progress: progress)
+        return try await RequestPipeline(provider: self, route: routable.route, call: call).runStreaming()
     }
 
     /// Sends a route and decodes the body as `T` (Nikka's `responseObject`, Konex's `requestObject`). A body that
     /// does not decode goes through ``shouldContinue(with:)`` as ``ProviderError/decoding(_:)``.
     public func requestObject<T: Decodable>(
         of type: T.Type,
-        _ route: Route,
+        _ routable: some Routable,
         interceptors: [any Interceptor] = [],
         plugins: [any Plugin] = [],
         responseProcessors: [any ResponseProcessor] = [],
@@ -108,14 +116,14 @@ extension HTTPProvider {
         try decoding(
             T.self,
             try await request(
-                route, interceptors: interceptors, plugins: plugins, responseProcessors: responseProcessors,
+                routable, interceptors: interceptors, plugins: plugins, responseProcessors: responseProcessors,
                 responseValidators: responseValidators, progress: progress))
     }
 
     /// Sends a route and decodes the body as an array of `T` (Konex's `requestArray`).
     public func requestArray<T: Decodable>(
         of type: T.Type,
-        _ route: Route,
+        _ routable: some Routable,
         interceptors: [any Interceptor] = [],
         plugins: [any Plugin] = [],
         responseProcessors: [any ResponseProcessor] = [],
@@ -125,7 +133,7 @@ extension HTTPProvider {
         try decoding(
             [T].self,
             try await request(
-                route, interceptors: interceptors, plugins: plugins, responseProcessors: responseProcessors,
+                routable, interceptors: interceptors, plugins: plugins, responseProcessors: responseProcessors,
                 responseValidators: responseValidators, progress: progress))
     }
 
@@ -137,57 +145,6 @@ extension HTTPProvider {
             throw shouldContinue(with: error) ? error : .stopped(error)
         }
     }
-
-    // A `Routable` takes every argument a `Route` does: each overload below forwards to the `Route` one.
-
-    /// ``requestObject(of:_:interceptors:plugins:responseProcessors:responseValidators:progress:)`` for a
-    /// ``Routable``.
-    public func requestObject<T: Decodable>(
-        of type: T.Type,
-        _ routable: some Routable,
-        interceptors: [any Interceptor] = [],
-        plugins: [any Plugin] = [],
-        responseProcessors: [any ResponseProcessor] = [],
-        responseValidators: [any ResponseValidator] = [],
-        progress: (@Sendable (TransferProgress) -> Void)? = nil
-    ) async throws(ProviderError) -> T {
-        try await requestObject(
-            of: type, routable.route, interceptors: interceptors, plugins: plugins,
-            responseProcessors: responseProcessors, responseValidators: responseValidators, progress: progress)
-    }
-
-    /// ``requestArray(of:_:interceptors:plugins:responseProcessors:responseValidators:progress:)`` for a
-    /// ``Routable``.
-    public func requestArray<T: Decodable>(
-        of type: T.Type,
-        _ routable: some Routable,
-        interceptors: [any Interceptor] = [],
-        plugins: [any Plugin] = [],
-        responseProcessors: [any ResponseProcessor] = [],
-        responseValidators: [any ResponseValidator] = [],
-        progress: (@Sendable (TransferProgress) -> Void)? = nil
-    ) async throws(ProviderError) -> [T] {
-        try await requestArray(
-            of: type, routable.route, interceptors: interceptors, plugins: plugins,
-            responseProcessors: responseProcessors, responseValidators: responseValidators, progress: progress)
-    }
-
-    /// ``download(_:to:interceptors:progress:)`` for a ``Routable``.
-    @discardableResult
-    public func download(
-        _ routable: some Routable, to path: String, interceptors: [any Interceptor] = [],
-        progress: (@Sendable (TransferProgress) -> Void)? = nil
-    ) async throws(ProviderError) -> RouteResponse {
-        try await download(routable.route, to: path, interceptors: interceptors, progress: progress)
-    }
-
-    /// ``stream(_:interceptors:progress:)`` for a ``Routable``.
-    public func stream(
-        _ routable: some Routable, interceptors: [any Interceptor] = [],
-        progress: (@Sendable (TransferProgress) -> Void)? = nil
-    ) async throws(ProviderError) -> RouteStreamingResponse {
-        try await stream(routable.route, interceptors: interceptors, progress: progress)
-    }
 }
 
 struct CallComponents: Sendable {
@@ -198,7 +155,7 @@ struct CallComponents: Sendable {
     var progress: (@Sendable (TransferProgress) -> Void)?
 }
 
-/// One call's way through the layer; see ``HTTPProvider/request(_:interceptors:plugins:responseProcessors:responseValidators:)``.
+/// One call's way through the layer; see `HTTPProvider.request(_:)`.
 struct RequestPipeline<Provider: HTTPProvider> {
     let provider: Provider
     let route: Route
@@ -339,7 +296,7 @@ struct RequestPipeline<Provider: HTTPProvider> {
                     return try finish(
                         .failure(Self.providerError(from: error, response: outcome.response)), plugins, context)
                 }
-                switch decision {
+                switch decision.storage {
                 case .pass:
                     continue
                 case .replace(var response):

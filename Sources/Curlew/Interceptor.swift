@@ -53,21 +53,105 @@ extension Interceptor {
     }
 }
 
-/// What a response interceptor wants done.
-public enum InterceptorDecision: Sendable {
+/// What a response interceptor wants done: ``pass``, ``replace(_:)``, ``fail(_:)`` or ``retry(after:)``.
+///
+/// A struct rather than an enum, so that decisions can be added without breaking a caller's `switch`:
+/// ``action`` says which one it is (its ``Action/name`` is stable), and ``replacement``, ``error`` and
+/// ``retryDelay`` hold what came with it.
+public struct InterceptorDecision: Sendable {
+    /// Which decision it is, for matching: `decision.action == .retry`.
+    public struct Action: Sendable, Hashable, CustomStringConvertible {
+        private enum Kind: Hashable {
+            case pass
+            case replace
+            case fail
+            case retry
+        }
+
+        private let kind: Kind
+
+        private init(_ kind: Kind) { self.kind = kind }
+
+        /// ``InterceptorDecision/pass``.
+        public static let pass = Action(.pass)
+        /// ``InterceptorDecision/replace(_:)``.
+        public static let replace = Action(.replace)
+        /// ``InterceptorDecision/fail(_:)``.
+        public static let fail = Action(.fail)
+        /// ``InterceptorDecision/retry(after:)`` and ``InterceptorDecision/retry``.
+        public static let retry = Action(.retry)
+
+        /// The stable name: the static member's name (`"pass"`, `"retry"`).
+        public var name: String {
+            switch kind {
+            case .pass: "pass"
+            case .replace: "replace"
+            case .fail: "fail"
+            case .retry: "retry"
+            }
+        }
+
+        public var description: String { name }
+    }
+
+    /// The pipeline's exhaustive view of the decision.
+    enum Storage: Sendable {
+        case pass
+        case replace(RouteResponse)
+        case fail(any Error)
+        case retry(after: Duration?)
+    }
+
+    let storage: Storage
+
+    private init(_ storage: Storage) { self.storage = storage }
+
     /// Go on with the response (or error) as it is.
-    case pass
+    public static let pass = InterceptorDecision(.pass)
+
     /// Go on with this response instead.
-    case replace(RouteResponse)
+    public static func replace(_ response: RouteResponse) -> InterceptorDecision {
+        InterceptorDecision(.replace(response))
+    }
+
     /// Stop with this error: ``ProviderError/validation(_:_:)`` when there is a response, else
     /// ``ProviderError/interceptor(_:)``; a ``ProviderError`` is thrown as it is.
-    case fail(any Error)
+    public static func fail(_ error: any Error) -> InterceptorDecision { InterceptorDecision(.fail(error)) }
+
     /// Send the request again after the delay, if the provider's ``HTTPProvider/maxAttempts`` allows it and the
     /// body can be sent again; otherwise the response goes on as if the interceptor had passed.
-    case retry(after: Duration?)
+    public static func retry(after delay: Duration?) -> InterceptorDecision {
+        InterceptorDecision(.retry(after: delay))
+    }
 
     /// Send the request again at once (BothamNetworking's `.retry`).
     public static var retry: InterceptorDecision { .retry(after: nil) }
+
+    /// Which decision it is.
+    public var action: Action {
+        switch storage {
+        case .pass: .pass
+        case .replace: .replace
+        case .fail: .fail
+        case .retry: .retry
+        }
+    }
+
+    /// The response a ``replace(_:)`` decision goes on with; `nil` for the others.
+    public var replacement: RouteResponse? {
+        if case .replace(let response) = storage { response } else { nil }
+    }
+
+    /// The error a ``fail(_:)`` decision stops with; `nil` for the others.
+    public var error: (any Error)? {
+        if case .fail(let error) = storage { error } else { nil }
+    }
+
+    /// The wait before a ``retry(after:)`` decision's next attempt; `nil` for a retry at once and for the others
+    /// (``action`` tells them apart).
+    public var retryDelay: Duration? {
+        if case .retry(let delay) = storage { delay } else { nil }
+    }
 }
 
 /// What an interceptor knows about the call it is part of.

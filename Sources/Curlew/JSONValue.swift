@@ -8,13 +8,23 @@
 ///     let id = result["id"].stringValue
 /// }
 /// ```
+///
+/// An enum, unlike Curlew's types that may grow (see the README's "API stability"): its cases are JSON's own kinds
+/// of value (RFC 8259), with numbers split into integers and the rest, and JSON will not gain another.
 public enum JSONValue: Sendable, Hashable {
+    /// `null`.
     case null
+    /// `true` or `false`.
     case bool(Bool)
+    /// A whole number that fits in an `Int`.
     case int(Int)
+    /// Any other number.
     case double(Double)
+    /// A string.
     case string(String)
+    /// An array, in order.
     case array([JSONValue])
+    /// An object; member names are unique, their order is not kept.
     case object([String: JSONValue])
 }
 

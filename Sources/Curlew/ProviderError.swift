@@ -6,37 +6,144 @@ public import HTTPTypes
 /// ```swift
 /// do {
 ///     let track = try await deezer.request(.track(id)).decode(Track.self)
-/// } catch .validation(let error as DeezerError, _) {
-///     print(error.message)          // "no data", from a 200 with an error body
-/// } catch .status(let response) where response.status == .unauthorized {
-///     signIn()
 /// } catch {
-///     print(error)
+///     switch error.code {
+///     case .validation:
+///         if let deezer = error.cause as? DeezerError { print(deezer.message) }   // "no data", from a 200
+///     case .status where error.status == .unauthorized:
+///         signIn()
+///     default:
+///         print(error)
+///     }
 /// }
 /// ```
-public enum ProviderError: Error, Sendable, CustomStringConvertible {
+///
+/// A struct rather than an enum, so that kinds of failure can be added without breaking a caller's `switch`
+/// (which therefore ends in `default`), as `CurlewError` does: ``code`` says what went wrong, and the properties
+/// hold what came with it (``response``, ``cause``, ``transportError``, ``decodingFailure``, …). Make one with the
+/// static function of the code's name: `.status(response)`, `.validation(error, response)`, `.stopped(error)`.
+public struct ProviderError: Error, Sendable, CustomStringConvertible {
+    /// The failures a caller handles differently.
+    ///
+    /// Match with `==` or `switch error.code` (ending in `default`); ``name`` is stable and is what logs and
+    /// trace spans print.
+    public struct Code: Sendable, Hashable, CustomStringConvertible {
+        private enum Kind: Hashable {
+            case status
+            case validation
+            case decoding
+            case transport
+            case cancelled
+            case invalidRoute
+            case interceptor
+            case stopped
+        }
+
+        private let kind: Kind
+
+        private init(_ kind: Kind) { self.kind = kind }
+
+        /// The response's status is not acceptable (not 2xx by default); ``ProviderError/response`` keeps the
+        /// whole response, body included.
+        public static let status = Code(.status)
+        /// Your validation turned a response into your own error (``ProviderError/cause``): the provider's
+        /// ``HTTPProvider/validate(_:)``, a ``ResponseValidator`` or processor, or an interceptor's
+        /// ``InterceptorDecision/fail(_:)``.
+        public static let validation = Code(.validation)
+        /// The body could not be decoded into the type asked for; see ``ProviderError/decodingFailure``.
+        public static let decoding = Code(.decoding)
+        /// The request could not be sent or its response not received; see ``ProviderError/transportError``.
+        public static let transport = Code(.transport)
+        /// The calling task was cancelled.
+        public static let cancelled = Code(.cancelled)
+        /// The route cannot become a request; see ``ProviderError/invalidRouteReason``.
+        public static let invalidRoute = Code(.invalidRoute)
+        /// An interceptor or processor threw before there was a response to blame; see ``ProviderError/cause``.
+        public static let interceptor = Code(.interceptor)
+        /// The provider's ``HTTPProvider/shouldContinue(with:)`` said to stop on an error, which
+        /// ``ProviderError/stoppedError`` holds.
+        public static let stopped = Code(.stopped)
+
+        /// The stable name: the static member's name (`"status"`, `"invalidRoute"`).
+        public var name: String {
+            switch kind {
+            case .status: "status"
+            case .validation: "validation"
+            case .decoding: "decoding"
+            case .transport: "transport"
+            case .cancelled: "cancelled"
+            case .invalidRoute: "invalidRoute"
+            case .interceptor: "interceptor"
+            case .stopped: "stopped"
+            }
+        }
+
+        public var description: String { name }
+    }
+
+    /// What came with each kind of failure; `indirect` for the error a stop wraps.
+    private indirect enum Storage: Sendable {
+        case status(RouteResponse)
+        case validation(any Error, RouteResponse)
+        case decoding(DecodingFailure)
+        case transport(CurlewError, request: CurlewRequest)
+        case cancelled
+        case invalidRoute(String)
+        case interceptor(any Error)
+        case stopped(ProviderError)
+    }
+
+    private let storage: Storage
+
+    private init(_ storage: Storage) { self.storage = storage }
+
     /// The response's status is not acceptable (not 2xx by default); the whole response, body included, is kept.
-    case status(RouteResponse)
+    public static func status(_ response: RouteResponse) -> ProviderError { ProviderError(.status(response)) }
+
     /// Your validation turned a response into your own error: the provider's ``HTTPProvider/validate(_:)``,
     /// a ``ResponseValidator``, or an interceptor's ``InterceptorDecision/fail(_:)``.
-    case validation(any Error, RouteResponse)
+    public static func validation(_ error: any Error, _ response: RouteResponse) -> ProviderError {
+        ProviderError(.validation(error, response))
+    }
+
     /// The body could not be decoded into the type asked for.
-    case decoding(DecodingFailure)
+    public static func decoding(_ failure: DecodingFailure) -> ProviderError { ProviderError(.decoding(failure)) }
+
     /// The request could not be sent or its response not received (the engine's error).
-    case transport(CurlewError, request: CurlewRequest)
+    public static func transport(_ error: CurlewError, request: CurlewRequest) -> ProviderError {
+        ProviderError(.transport(error, request: request))
+    }
+
     /// The calling task was cancelled.
-    case cancelled
+    public static let cancelled = ProviderError(.cancelled)
+
     /// The route cannot become a request: a JSON body on GET, a header with CR/LF, a URL the engine refuses.
-    case invalidRoute(String)
+    public static func invalidRoute(_ reason: String) -> ProviderError { ProviderError(.invalidRoute(reason)) }
+
     /// An interceptor or processor threw before there was a response to blame.
-    case interceptor(any Error)
+    public static func interceptor(_ error: any Error) -> ProviderError { ProviderError(.interceptor(error)) }
+
     /// The provider's ``HTTPProvider/shouldContinue(with:)`` said to stop on this error (to sign out on a 401,
     /// say); the caller still gets the error, wrapped, so it knows the provider has already acted on it.
-    indirect case stopped(ProviderError)
+    public static func stopped(_ error: ProviderError) -> ProviderError { ProviderError(.stopped(error)) }
 
-    /// The response the error is about, if one arrived.
+    /// What went wrong, for matching.
+    public var code: Code {
+        switch storage {
+        case .status: .status
+        case .validation: .validation
+        case .decoding: .decoding
+        case .transport: .transport
+        case .cancelled: .cancelled
+        case .invalidRoute: .invalidRoute
+        case .interceptor: .interceptor
+        case .stopped: .stopped
+        }
+    }
+
+    /// The response the error is about, if one arrived (through a stop, too).
     public var response: RouteResponse? {
-        switch self {
+        switch storage {
         case .status(let response), .validation(_, let response): response
         case .decoding(let failure): failure.response
         case .stopped(let error): error.response
@@ -47,14 +154,50 @@ public enum ProviderError: Error, Sendable, CustomStringConvertible {
     /// The HTTP status of ``response``.
     public var status: HTTPResponse.Status? { response?.status }
 
+    /// The error your code threw: a ``Code/validation`` error's (from ``HTTPProvider/validate(_:)``, a validator,
+    /// a processor or ``InterceptorDecision/fail(_:)``) or an ``Code/interceptor`` error's; `nil` for the others.
+    public var cause: (any Error)? {
+        switch storage {
+        case .validation(let error, _), .interceptor(let error): error
+        default: nil
+        }
+    }
+
+    /// The engine's error of a ``Code/transport`` failure; `nil` for the others.
+    public var transportError: CurlewError? {
+        if case .transport(let error, _) = storage { error } else { nil }
+    }
+
+    /// The request as it was sent: a ``Code/transport`` failure's, or that of ``response``; `nil` when the call
+    /// failed before there was one.
+    public var request: CurlewRequest? {
+        if case .transport(_, let request) = storage { return request }
+        return response?.request
+    }
+
+    /// Where and why the body did not decode, for a ``Code/decoding`` failure; `nil` for the others.
+    public var decodingFailure: DecodingFailure? {
+        if case .decoding(let failure) = storage { failure } else { nil }
+    }
+
+    /// Why the route could not become a request, for an ``Code/invalidRoute`` failure; `nil` for the others.
+    public var invalidRouteReason: String? {
+        if case .invalidRoute(let reason) = storage { reason } else { nil }
+    }
+
+    /// The error the provider stopped on, for a ``Code/stopped`` failure; `nil` for the others.
+    public var stoppedError: ProviderError? {
+        if case .stopped(let error) = storage { error } else { nil }
+    }
+
     /// The error itself, unwrapped from ``stopped(_:)``.
     public var underlying: ProviderError {
-        if case .stopped(let error) = self { return error.underlying }
+        if case .stopped(let error) = storage { return error.underlying }
         return self
     }
 
     public var description: String {
-        switch self {
+        switch storage {
         case .status(let response):
             let excerpt = DecodingFailure.excerpt(of: response.body)
             return "HTTP \(response.status.code) from \(response.request.method) \(response.url)"

@@ -3,6 +3,8 @@ public import HTTPTypes
 /// An endpoint described by a type of your own: an enum of an API's endpoints (LKAPI's `Routable`), or a
 /// struct per request (Konex's `KonexRequest`). Only ``path`` is required.
 ///
+/// ``Route`` conforms too, so every provider method that takes a `Routable` takes a route as it is.
+///
 /// ```swift
 /// enum Router: Routable {
 ///     case login(email: String, password: String)

@@ -115,3 +115,32 @@ public struct Route: Sendable {
         return copy
     }
 }
+
+/// A route is the ``Routable`` it describes, so every call that takes a `Routable` takes a route as it is:
+/// one set of `HTTPProvider` methods serves both.
+extension Route: Routable {
+    /// The route itself.
+    public var route: Route { self }
+}
+
+// The requirements a route stores under another name or shape. A member of a protocol extension constrained to
+// `Route` is the witness of a requirement, while the route's own stored `parameters` and `headers`, which are
+// declared on the type itself, are what a call on a `Route` value finds.
+extension Routable where Self == Route {
+    /// ``Route/parameters``, as a `Routable` reports them.
+    public var parameters: Parameters? { route.parameters.mapValues { $0 as any ParameterConvertible } }
+
+    /// ``Route/headers`` by name, as a `Routable` reports them.
+    public var headers: [String: String]? {
+        Dictionary(route.headers.map { ($0.name, $0.value) }, uniquingKeysWith: { _, last in last })
+    }
+
+    /// ``Route/plugins``.
+    public var requestPlugins: [any Plugin] { route.plugins }
+
+    /// ``Route/responseProcessors``.
+    public var requestResponseProcessors: [any ResponseProcessor] { route.responseProcessors }
+
+    /// ``Route/responseValidators``.
+    public var requestResponseValidators: [any ResponseValidator] { route.responseValidators }
+}

@@ -4,7 +4,7 @@ public import HTTPTypes
 /// A response whose body arrives as it is received, from ``HTTPProvider/stream(_:interceptors:progress:)``.
 ///
 /// ```swift
-/// let response = try await provider.stream(.export)
+/// let response = try await provider.stream(Route(path: "/export"))
 /// for try await chunk in response.body { try await sink.write(chunk) }
 /// ```
 public struct RouteStreamingResponse: Sendable {

@@ -54,7 +54,7 @@ struct CurlewErrorTests {
         for kind in [CurlewError.TimeoutKind.connect, .total, .idle] {
             let error = CurlewError.fromCurl(CURLE_OPERATION_TIMEDOUT, message: nil, osErrno: 0, timeoutKind: kind)
             #expect(error.code == .timeout(kind))
-            #expect(error.description.contains(kind.rawValue))
+            #expect(error.description.contains(kind.name))
         }
     }
 }
@@ -95,5 +95,14 @@ struct CurlewErrorCodeTests {
             default: false
             }
         #expect(matched)
+    }
+
+    @Test func timeoutKindsHaveStableNamesThatEndTheirCodesName() {
+        let kinds: [CurlewError.TimeoutKind] = [.connect, .total, .idle]
+        #expect(kinds.map(\.name) == ["connect", "total", "idle"])
+        #expect(kinds.map(\.description) == ["connect", "total", "idle"])
+        #expect(Set(kinds).count == 3)
+        #expect(
+            kinds.map { CurlewError.Code.timeout($0).name } == ["timeout.connect", "timeout.total", "timeout.idle"])
     }
 }

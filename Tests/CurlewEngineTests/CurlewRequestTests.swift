@@ -79,4 +79,24 @@ struct CurlewRequestTests {
             return nil
         }
     }
+
+    @Test func everyBodyFactoryIsReadBackThroughItsOwnPropertyOnly() {
+        var form = MultipartForm()
+        form.append(value: "v", forKey: "k")
+        let stream = RequestBodyStream(AsyncStream<[UInt8]> { $0.finish() }, length: 5)
+        let bodies: [CurlewRequest.Body] = [
+            .bytes([1, 2, 3]), .file(.path("/tmp/x", offset: 2, length: 4)), .stream(stream), .multipart(form),
+        ]
+        #expect(bodies.map { $0.bytes != nil } == [true, false, false, false])
+        #expect(bodies.map { $0.file != nil } == [false, true, false, false])
+        #expect(bodies.map { $0.stream != nil } == [false, false, true, false])
+        #expect(bodies.map { $0.multipart != nil } == [false, false, false, true])
+        #expect(bodies[0].bytes == [1, 2, 3])
+        #expect(bodies[1].file == .path("/tmp/x", offset: 2, length: 4))
+        #expect(bodies[2].stream?.length == 5)
+        #expect(bodies[3].multipart?.boundary == form.boundary)
+        #expect(bodies.map(\.isReplayable) == [true, true, false, true])
+        #expect(bodies[0].knownLength == 3)
+        #expect(bodies[2].knownLength == 5)
+    }
 }

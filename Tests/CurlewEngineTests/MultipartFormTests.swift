@@ -71,6 +71,21 @@ struct MultipartFormTests {
     }
 
     @Test
+    func eachPartsContentIsReadBackThroughItsOwnPropertyOnly() {
+        var form = MultipartForm()
+        form.append(value: "text", forKey: "t")
+        form.append(fileAt: "/tmp/photo.jpg", forKey: "f")
+        form.append(stream: RequestBodyStream(AsyncStream<[UInt8]> { $0.finish() }, length: 9), forKey: "s")
+        let contents = form.parts.map(\.content)
+        #expect(contents.map { $0.bytes } == [Array("text".utf8), nil, nil])
+        #expect(contents.map { $0.file } == [nil, .path("/tmp/photo.jpg"), nil])
+        #expect(contents.map { $0.stream?.length } == [nil, nil, 9])
+        #expect(!form.isReplayable)
+        let part = MultipartForm.Part(name: "b", content: .bytes([0xFF]))
+        #expect(part.content.bytes == [0xFF])
+    }
+
+    @Test
     func aFormWithAStreamOfUnknownLengthOrAMissingFileHasNoKnownLength() throws {
         var streamed = MultipartForm()
         streamed.append(stream: RequestBodyStream(AsyncStream<[UInt8]> { $0.finish() }), forKey: "s")

@@ -66,7 +66,7 @@ import Testing
             for: Route(path: "/upload", method: .post, params: ["name": "a b"], body: .string("hello")))
         #expect(request.url == "https://api.example.com/v1/upload?name=a%20b")
         #expect(request.headerFields[.contentType] == "text/plain; charset=utf-8")
-        guard case .bytes(let bytes)? = request.body else {
+        guard let bytes = request.body?.bytes else {
             Issue.record("expected a bytes body")
             return
         }
@@ -78,7 +78,7 @@ import Testing
     @Test func encodableBodiesUseTheProvidersEncoder() throws {
         let request = try provider.makeRequest(
             for: Route(path: "/x", method: .post, body: .json(Payload(createdAt: 3))))
-        guard case .bytes(let bytes)? = request.body else {
+        guard let bytes = request.body?.bytes else {
             Issue.record("expected a bytes body")
             return
         }

@@ -12,7 +12,7 @@ import Testing
             AnyPlugin(didReceive: { result, _ in heard.append((try? result.get()) == nil ? "failure" : "success") })
         ]
         provider.stopsOn = { error in
-            guard case .invalidRoute = error else { return false }
+            guard error.code == .invalidRoute else { return false }
             heard.append("shouldContinue")
             return true
         }
@@ -21,15 +21,15 @@ import Testing
         do {
             try await provider.request(route)
             Issue.record("a JSON body on GET should be refused")
-        } catch .stopped(.invalidRoute(let reason)) {
-            #expect(reason.contains("cannot carry"))
+        } catch  where error.stoppedError?.code == .invalidRoute {
+            #expect(error.underlying.invalidRouteReason?.contains("cannot carry") == true)
         } catch {
             Issue.record("unexpected \(error)")
         }
         do {
             _ = try await provider.stream(route)
             Issue.record("a JSON body on GET should be refused")
-        } catch .stopped(.invalidRoute) {
+        } catch  where error.stoppedError?.code == .invalidRoute {
         } catch {
             Issue.record("unexpected \(error)")
         }
@@ -45,21 +45,19 @@ import Testing
         var provider = TestProvider(baseURL: "http://api.local", transport: mock)
         let asked = EntryLog()
         provider.stopsOn = { error in
-            guard case .decoding(let failure) = error else { return false }
+            guard let failure = error.decodingFailure else { return false }
             asked.append(failure.codingPath)
             return true
         }
         await #expect {
             try await provider.requestObject(of: Item.self, Route(path: "/item"))
         } throws: { error in
-            guard case .stopped(.decoding) = error as? ProviderError else { return false }
-            return true
+            (error as? ProviderError)?.stoppedError?.code == .decoding
         }
         await #expect {
             try await provider.requestArray(of: Item.self, Route(path: "/items"))
         } throws: { error in
-            guard case .stopped(.decoding) = error as? ProviderError else { return false }
-            return true
+            (error as? ProviderError)?.stoppedError?.code == .decoding
         }
         #expect(asked.entries == ["id", "[1].id"])
     }

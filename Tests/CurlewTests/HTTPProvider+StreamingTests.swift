@@ -38,8 +38,8 @@ import Testing
         do {
             _ = try await provider.stream(Route(path: "/status/418"))
             Issue.record("418 should fail")
-        } catch .status(let failed) {
-            #expect(failed.string().contains("teapot"))
+        } catch  where error.code == .status {
+            #expect(error.response?.string().contains("teapot") == true)
         } catch {
             Issue.record("unexpected \(error)")
         }

@@ -90,9 +90,9 @@ private struct RecordingInterceptor: Interceptor {
             try await provider.request(
                 Route(path: "/anything"), interceptors: [AnyInterceptor(response: { _, _ in .fail(Refused()) })])
             Issue.record("should fail")
-        } catch .validation(let error, let response) {
-            #expect(error is Refused)
-            #expect(response.status == .ok)
+        } catch  where error.code == .validation {
+            #expect(error.cause is Refused)
+            #expect(error.status == .ok)
         } catch {
             Issue.record("unexpected \(error)")
         }
@@ -105,8 +105,8 @@ private struct RecordingInterceptor: Interceptor {
             try await provider.request(
                 Route(path: "/anything"), interceptors: [AnyInterceptor(adapt: { _, _ in throw Refused() })])
         } throws: { error in
-            guard case .interceptor(let inner) = error as? ProviderError else { return false }
-            return inner is Refused
+            guard let error = error as? ProviderError, error.code == .interceptor else { return false }
+            return error.cause is Refused
         }
         #expect(mock.receivedRequests.isEmpty)
     }
@@ -128,9 +128,9 @@ private struct RecordingInterceptor: Interceptor {
         do {
             try await provider.request(Route(path: "/down"))
             Issue.record("should fail")
-        } catch .transport(let error, let request) {
-            #expect(error.code == .connectionRefused)
-            #expect(request.url == "http://api.local/down")
+        } catch  where error.code == .transport {
+            #expect(error.transportError?.code == .connectionRefused)
+            #expect(error.request?.url == "http://api.local/down")
         } catch {
             Issue.record("unexpected \(error)")
         }
@@ -145,9 +145,32 @@ private struct RecordingInterceptor: Interceptor {
         try await waitUntil(timeout: .seconds(30)) { !mock.receivedRequests.isEmpty }
         task.cancel()
         let result = await task.result
-        guard case .failure(let error) = result, case .cancelled? = error as? ProviderError else {
+        guard case .failure(let error) = result, (error as? ProviderError)?.code == .cancelled else {
             Issue.record("expected .cancelled, got \(result)")
             return
         }
+    }
+
+    @Test func everyDecisionNamesItsActionAndKeepsWhatCameWithIt() throws {
+        let request = try CurlewRequest(url: "http://api.local/x")
+        let response = RouteResponse(status: .accepted, url: request.url, request: request)
+        let decisions: [(InterceptorDecision, InterceptorDecision.Action, String)] = [
+            (.pass, .pass, "pass"), (.replace(response), .replace, "replace"), (.fail(Refused()), .fail, "fail"),
+            (.retry(after: .seconds(2)), .retry, "retry"), (.retry, .retry, "retry"),
+        ]
+        for (decision, action, name) in decisions {
+            #expect(decision.action == action)
+            #expect(decision.action.name == name)
+            #expect("\(decision.action)" == name)
+        }
+        #expect(Set(decisions.map(\.1)).count == 4, "four distinct actions")
+
+        #expect(InterceptorDecision.replace(response).replacement?.status == .accepted)
+        #expect(InterceptorDecision.pass.replacement == nil)
+        #expect(InterceptorDecision.fail(Refused()).error is Refused)
+        #expect(InterceptorDecision.retry(after: .seconds(2)).error == nil)
+        #expect(InterceptorDecision.retry(after: .seconds(2)).retryDelay == .seconds(2))
+        #expect(InterceptorDecision.retry.retryDelay == nil)
+        #expect(InterceptorDecision.pass.retryDelay == nil)
     }
 }

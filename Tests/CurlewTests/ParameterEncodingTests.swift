@@ -11,6 +11,24 @@ import Testing
         #expect(query == "a%26b=c%3Dd%2Be%2Ff%3Fg%23h%20i&plain=x-y_z.~")
     }
 
+    @Test func encodingsHaveStableNamesAndCompareByValue() {
+        let encodings: [ParameterEncoding] = [.json, .form, .url]
+        #expect(encodings.map(\.name) == ["json", "form", "url"])
+        #expect(encodings.map(\.description) == ["json", "form", "url"])
+        #expect(Set(encodings).count == 3)
+        let arrays: [ArrayEncoding] = [.brackets, .repeatedKey]
+        #expect(arrays.map(\.name) == ["brackets", "repeatedKey"])
+        #expect(ArrayEncoding.brackets != .repeatedKey)
+        // The name is what an invalid route's reason shows.
+        do {
+            _ = try TestProvider(baseURL: "http://api.local").makeRequest(
+                for: Route(path: "/x", params: ["a": 1], encoding: .form))
+            Issue.record("form parameters on a GET should be refused")
+        } catch {
+            #expect(error.invalidRouteReason == "GET /x cannot carry form parameters in a body")
+        }
+    }
+
     @Test func unicodeIsEncodedAsUTF8() {
         #expect(
             QueryEncoder.encode(["name": "Zoë 日本 😀"], arrays: .brackets)

@@ -20,7 +20,8 @@ import Testing
         do {
             _ = try response.decode(Page.self)
             Issue.record("should fail")
-        } catch .decoding(let failure) {
+        } catch  where error.code == .decoding {
+            let failure = try #require(error.decodingFailure)
             #expect(failure.codingPath == "results[1].id")
             #expect(failure.bodyExcerpt.contains(#""two""#))
             #expect(failure.type.hasSuffix("Page"))

@@ -1,6 +1,8 @@
 import Curlew
 import CurlewEngine
 import CurlewTestSupport
+import CurlewTesting
+import HTTPTypes
 import Testing
 
 @Suite struct RouteTests {
@@ -12,8 +14,8 @@ import Testing
                 // The server would answer after 30 s: the timeout, not the server, must end the request.
                 try await provider.request(Route(path: "/delay/30000", timeout: .milliseconds(200)))
                 Issue.record("should time out")
-            } catch .transport(let error, _) {
-                #expect(error.code == .timeout(.total))
+            } catch  where error.code == .transport {
+                #expect(error.transportError?.code == .timeout(.total))
             } catch {
                 Issue.record("unexpected \(error)")
             }
@@ -41,5 +43,45 @@ import Testing
         let route = Route(path: "/upload", method: .post, multipartForm: form)
         #expect(route.body?.contentType == form.contentType)
         #expect(route.body?.isReplayable == true)
+    }
+
+    /// What a generic `Routable` call sees of a value.
+    private static func seen(_ routable: some Routable) -> (parameters: [String: JSONValue], headers: [String: String])
+    {
+        ((routable.parameters ?? [:]).mapValues(\.parameterValue), routable.headers ?? [:])
+    }
+
+    @Test func aRouteIsTheRoutableItDescribes() {
+        let route = Route(
+            path: "/search", method: .post, params: ["q": "swift", "page": 2], headers: ["Accept": "text/plain"],
+            encoding: .form, timeout: .seconds(3), plugins: [AnyPlugin()], mockData: "search"
+        ).adding(header: "X-Trace", "t1")
+        #expect(route.route.path == "/search")
+        #expect(route.route.headers.map(\.name) == ["Accept", "X-Trace"])
+        // Read through the protocol, every requirement reports the route's own value, none the protocol's default.
+        let seen = Self.seen(route)
+        #expect(seen.parameters == ["q": "swift", "page": 2])
+        #expect(seen.headers == ["Accept": "text/plain", "X-Trace": "t1"])
+        let routable: any Routable = route
+        #expect(routable.method == .post)
+        #expect(routable.encoding == .form)
+        #expect(routable.timeout == .seconds(3))
+        #expect(routable.requestPlugins.count == 1)
+        #expect(routable.mockData == "search")
+        // On a `Route` value, the stored properties keep their own types.
+        let parameters: [String: JSONValue] = route.parameters
+        #expect(parameters["page"] == 2)
+    }
+
+    @Test func theRoutableMethodsTakeARouteAsItIs() async throws {
+        struct Item: Decodable { let id: Int }
+        let mock = MockTransport(stubs: [.get("/item", json: ["id": 7]), .get("/items", json: [["id": 8]])])
+        let provider = TestProvider(baseURL: "http://api.local", transport: mock)
+        let route = Route(path: "/item").adding(header: "X-Trace", "t2")
+        #expect(try await provider.requestObject(of: Item.self, route).id == 7)
+        #expect(try await provider.requestArray(of: Item.self, Route(path: "/items")).map(\.id) == [8])
+        let streamed = try await provider.stream(route)
+        #expect(String(decoding: try await streamed.body.collect(upTo: 1024), as: UTF8.self).contains("7"))
+        #expect(mock.receivedRequests.map { $0.headerFields[HTTPField.Name("X-Trace")!] } == ["t2", nil, "t2"])
     }
 }

@@ -22,13 +22,45 @@ public struct MultipartForm: Sendable {
     /// One part of a form.
     public struct Part: Sendable {
         /// Where a part's bytes come from.
-        public enum Content: Sendable {
+        ///
+        /// A struct rather than an enum, so that sources can be added without breaking a caller's `switch`. Make one
+        /// with ``bytes(_:)``, ``file(_:)`` or ``stream(_:)``; read it back with the property of the same name,
+        /// which is `nil` for the other kinds.
+        public struct Content: Sendable {
+            /// The package's exhaustive view of the source, for the engine and the curl renderer.
+            package enum Storage: Sendable {
+                case bytes([UInt8])
+                case file(FileBody)
+                case stream(RequestBodyStream)
+            }
+
+            package let storage: Storage
+
+            init(_ storage: Storage) { self.storage = storage }
+
             /// Bytes in memory.
-            case bytes([UInt8])
+            public static func bytes(_ bytes: [UInt8]) -> Content { Content(.bytes(bytes)) }
+
             /// A file's bytes, read while they are sent; its size counts towards `Content-Length`.
-            case file(FileBody)
+            public static func file(_ file: FileBody) -> Content { Content(.file(file)) }
+
             /// A one-shot stream; with an unknown length the form goes out chunked.
-            case stream(RequestBodyStream)
+            public static func stream(_ stream: RequestBodyStream) -> Content { Content(.stream(stream)) }
+
+            /// The bytes of a ``bytes(_:)`` part; `nil` for every other kind.
+            public var bytes: [UInt8]? {
+                if case .bytes(let bytes) = storage { bytes } else { nil }
+            }
+
+            /// The file of a ``file(_:)`` part; `nil` for every other kind.
+            public var file: FileBody? {
+                if case .file(let file) = storage { file } else { nil }
+            }
+
+            /// The stream of a ``stream(_:)`` part; `nil` for every other kind.
+            public var stream: RequestBodyStream? {
+                if case .stream(let stream) = storage { stream } else { nil }
+            }
         }
 
         /// The form field's name.
@@ -74,7 +106,7 @@ public struct MultipartForm: Sendable {
     /// Whether the form can be sent more than once: true unless a part is a stream.
     public var isReplayable: Bool {
         !parts.contains { part in
-            if case .stream = part.content { return true }
+            if case .stream = part.content.storage { return true }
             return false
         }
     }
@@ -94,7 +126,7 @@ public struct MultipartForm: Sendable {
     /// ``boundary`` and ``contentType`` already say what will be sent.
     private mutating func appendInMemory(_ part: Part) {
         parts.append(part)
-        guard boundaryIsGenerated, case .bytes(let bytes) = part.content,
+        guard boundaryIsGenerated, case .bytes(let bytes) = part.content.storage,
             bytes.contains(subsequence: Array(boundary.utf8))
         else { return }
         for _ in 0..<8 {
@@ -106,7 +138,7 @@ public struct MultipartForm: Sendable {
     static func inMemoryParts(of parts: [Part], contain boundary: String) -> Bool {
         let needle = Array(boundary.utf8)
         return parts.contains { part in
-            if case .bytes(let bytes) = part.content { return bytes.contains(subsequence: needle) }
+            if case .bytes(let bytes) = part.content.storage { return bytes.contains(subsequence: needle) }
             return false
         }
     }
@@ -260,7 +292,7 @@ final class MultipartBodySource: BodySource {
         }
         for (position, part) in form.parts.enumerated() {
             add(MultipartForm.header(of: part, boundary: boundary, isFirst: position == 0))
-            switch part.content {
+            switch part.content.storage {
             case .bytes(let bytes):
                 add(bytes)
             case .file(let file):
@@ -387,7 +419,7 @@ extension MultipartForm {
         var total: Int64 = 0
         for (position, part) in parts.enumerated() {
             total += Int64(MultipartForm.header(of: part, boundary: boundary, isFirst: position == 0).count)
-            switch part.content {
+            switch part.content.storage {
             case .bytes(let bytes):
                 total += Int64(bytes.count)
             case .file(let file):

@@ -136,14 +136,39 @@ extension CurlewClient {
     }
 
     /// The HTTP version a request asks for.
-    public enum HTTPVersion: String, Sendable, Hashable, CaseIterable {
+    ///
+    /// A struct rather than an enum, so that versions and modes (HTTP/3, HTTP/2 over TLS only) can be added without
+    /// breaking a caller's `switch`. ``name`` is stable.
+    public struct HTTPVersion: Sendable, Hashable, CustomStringConvertible {
+        /// The package's exhaustive view of the version, for the engine and the curl renderer.
+        package enum Storage: Sendable, Hashable {
+            case http1_1
+            case http2
+            case http2PriorKnowledge
+        }
+
+        package let storage: Storage
+
+        private init(_ storage: Storage) { self.storage = storage }
+
         /// HTTP/1.1 only.
-        case http1_1
+        public static let http1_1 = HTTPVersion(.http1_1)
         /// HTTP/2 negotiated with ALPN over TLS, HTTP/1.1 for cleartext and for servers without HTTP/2.
-        case http2
+        public static let http2 = HTTPVersion(.http2)
         /// Cleartext HTTP/2 with prior knowledge (h2c). On libcurl older than 8.0, whose h2c connections break
         /// when reused, every h2c request gets a connection of its own (see `docs/design/0003-h2c.md`).
-        case http2PriorKnowledge
+        public static let http2PriorKnowledge = HTTPVersion(.http2PriorKnowledge)
+
+        /// The stable name: the static member's name (`"http1_1"`, `"http2"`, `"http2PriorKnowledge"`).
+        public var name: String {
+            switch storage {
+            case .http1_1: "http1_1"
+            case .http2: "http2"
+            case .http2PriorKnowledge: "http2PriorKnowledge"
+            }
+        }
+
+        public var description: String { name }
     }
 
     /// Connect, total and idle timeouts, kept in nanoseconds end to end and rounded up (never down) to
@@ -196,15 +221,48 @@ extension CurlewClient {
     }
 
     /// Transparent response decompression by libcurl.
-    public enum Decompression: Sendable, Hashable {
+    ///
+    /// A struct rather than an enum, so that choices (a subset of encodings, say) can be added without breaking a
+    /// caller's `switch`: compare with `==`, or read ``isEnabled`` and ``decodedSizeLimit``.
+    public struct Decompression: Sendable, Hashable, CustomStringConvertible {
+        /// The engine's exhaustive view of the choice.
+        enum Storage: Sendable, Hashable {
+            case disabled
+            case enabled
+            case enabledWithLimit(Int)
+        }
+
+        let storage: Storage
+
+        private init(_ storage: Storage) { self.storage = storage }
+
         /// No `Accept-Encoding`; bodies arrive as sent.
-        case disabled
+        public static let disabled = Decompression(.disabled)
         /// Asks for every encoding libcurl supports (gzip, deflate, and br and zstd when built in) and decodes
         /// them; decoded bodies are bounded by the response body limit.
-        case enabled
+        public static let enabled = Decompression(.enabled)
         /// As ``enabled``, with a separate, smaller bound on the decoded size of content-encoded bodies,
         /// the guard against compression bombs.
-        case enabledWithLimit(Int)
+        public static func enabledWithLimit(_ limit: Int) -> Decompression { Decompression(.enabledWithLimit(limit)) }
+
+        /// Whether responses are decoded: false only for ``disabled``.
+        public var isEnabled: Bool {
+            if case .disabled = storage { false } else { true }
+        }
+
+        /// The bound on a content-encoded body's decoded size, for ``enabledWithLimit(_:)``; `nil` otherwise.
+        public var decodedSizeLimit: Int? {
+            if case .enabledWithLimit(let limit) = storage { limit } else { nil }
+        }
+
+        /// `"disabled"`, `"enabled"` or `"enabledWithLimit(N)"`.
+        public var description: String {
+            switch storage {
+            case .disabled: "disabled"
+            case .enabled: "enabled"
+            case .enabledWithLimit(let limit): "enabledWithLimit(\(limit))"
+            }
+        }
     }
 
     /// TLS settings. Verification of the peer's certificate and host name is on by default.
@@ -231,23 +289,82 @@ extension CurlewClient {
     }
 
     /// Which proxy requests go through.
-    public enum Proxy: Sendable, Hashable {
+    ///
+    /// A struct rather than an enum, so that kinds of proxy (SOCKS, HTTPS with its own TLS settings) can be added
+    /// without breaking a caller's `switch`: compare with `==`, or read ``url`` and ``noProxy``.
+    public struct Proxy: Sendable, Hashable, CustomStringConvertible {
+        /// The engine's exhaustive view of the choice.
+        enum Storage: Sendable, Hashable {
+            case environment
+            case none
+            case url(String, noProxy: String?)
+        }
+
+        let storage: Storage
+
+        private init(_ storage: Storage) { self.storage = storage }
+
         /// libcurl's default: `http_proxy`, `https_proxy`, `all_proxy` and `no_proxy` from the environment.
-        case environment
+        public static let environment = Proxy(.environment)
         /// No proxy, whatever the environment says.
-        case none
+        public static let none = Proxy(.none)
         /// This proxy URL (for example `http://127.0.0.1:3128`), except for hosts in `noProxy`
         /// (a comma-separated list, as in `no_proxy`).
-        case url(String, noProxy: String? = nil)
+        public static func url(_ url: String, noProxy: String? = nil) -> Proxy { Proxy(.url(url, noProxy: noProxy)) }
+
+        /// The proxy URL of a ``url(_:noProxy:)`` proxy; `nil` for ``environment`` and ``none``.
+        public var url: String? {
+            if case .url(let url, _) = storage { url } else { nil }
+        }
+
+        /// The hosts a ``url(_:noProxy:)`` proxy is bypassed for; `nil` when none are given, and for the others.
+        public var noProxy: String? {
+            if case .url(_, let noProxy) = storage { noProxy } else { nil }
+        }
+
+        /// `"environment"`, `"none"` or `"url"`: the URL is left out, since a proxy URL may carry credentials.
+        public var description: String {
+            switch storage {
+            case .environment: "environment"
+            case .none: "none"
+            case .url: "url"
+            }
+        }
     }
 
     /// `Expect: 100-continue` for request bodies. libcurl adds it by itself to large uploads and then waits up to a
     /// second for servers that never answer 100; Curlew sends it only when asked.
-    public enum ExpectContinue: Sendable, Hashable {
+    ///
+    /// A struct rather than an enum, so that policies (only above a body size, say) can be added without breaking a
+    /// caller's `switch`: compare with `==`, or read ``timeout``.
+    public struct ExpectContinue: Sendable, Hashable, CustomStringConvertible {
+        /// The engine's exhaustive view of the choice.
+        enum Storage: Sendable, Hashable {
+            case disabled
+            case enabled(timeout: Duration)
+        }
+
+        let storage: Storage
+
+        private init(_ storage: Storage) { self.storage = storage }
+
         /// Never send `Expect: 100-continue`.
-        case disabled
+        public static let disabled = ExpectContinue(.disabled)
         /// Send it with every request body and wait at most `timeout` for the interim response.
-        case enabled(timeout: Duration)
+        public static func enabled(timeout: Duration) -> ExpectContinue { ExpectContinue(.enabled(timeout: timeout)) }
+
+        /// How long an ``enabled(timeout:)`` request waits for the interim response; `nil` for ``disabled``.
+        public var timeout: Duration? {
+            if case .enabled(let timeout) = storage { timeout } else { nil }
+        }
+
+        /// `"disabled"` or `"enabled(timeout: …)"`.
+        public var description: String {
+            switch storage {
+            case .disabled: "disabled"
+            case .enabled(let timeout): "enabled(timeout: \(timeout))"
+            }
+        }
     }
 }
 

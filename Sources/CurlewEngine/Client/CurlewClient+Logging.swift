@@ -40,7 +40,7 @@ extension CurlewClient {
         } catch let error as CurlewError {
             if let metrics = error.metrics { logFreshConnectionRetries(metrics, to: logger) }
             if let kind = error.code.timeoutKind {
-                logger.debug("request timed out", metadata: ["curlew.timeout": "\(kind.rawValue)"])
+                logger.debug("request timed out", metadata: ["curlew.timeout": "\(kind.name)"])
             } else {
                 logger.debug("request failed", metadata: ["error.type": "\(error.code)"])
             }

@@ -7,13 +7,23 @@ import Glibc
 /// words for logs and bug reports.
 public struct CurlewError: Error, Sendable, Hashable, CustomStringConvertible {
     /// Which timeout fired.
-    public enum TimeoutKind: String, Sendable, Hashable {
+    ///
+    /// A struct rather than an enum, so that timeouts (a first-byte or a send timeout, say) can be added without
+    /// breaking a caller's `switch`. ``name`` is stable; it ends ``Code/name`` of a timeout (`"timeout.idle"`).
+    public struct TimeoutKind: Sendable, Hashable, CustomStringConvertible {
+        /// `"connect"`, `"total"` or `"idle"`: the static member's name.
+        public let name: String
+
+        private init(name: String) { self.name = name }
+
         /// Establishing the connection (DNS, TCP, TLS) took longer than ``Timeouts/connect``.
-        case connect
+        public static let connect = TimeoutKind(name: "connect")
         /// The whole request, counted from submission, took longer than ``Timeouts/total``.
-        case total
+        public static let total = TimeoutKind(name: "total")
         /// No byte moved in either direction for longer than ``Timeouts/idle``.
-        case idle
+        public static let idle = TimeoutKind(name: "idle")
+
+        public var description: String { name }
     }
 
     /// The failures a caller handles differently.
@@ -107,7 +117,7 @@ public struct CurlewError: Error, Sendable, Hashable, CustomStringConvertible {
             case .dnsFailure: "dnsFailure"
             case .connectionRefused: "connectionRefused"
             case .connectFailed: "connectFailed"
-            case .timeout(let kind): "timeout.\(kind.rawValue)"
+            case .timeout(let kind): "timeout.\(kind.name)"
             case .tls: "tls"
             case .tooManyRedirects: "tooManyRedirects"
             case .bodyTooLarge: "bodyTooLarge"
@@ -190,7 +200,7 @@ extension CurlewError {
                 (code, detail) = (.connectFailed, "could not connect")
             }
         case CURLE_OPERATION_TIMEDOUT:
-            (code, detail) = (.timeout(timeoutKind), "\(timeoutKind.rawValue) timeout")
+            (code, detail) = (.timeout(timeoutKind), "\(timeoutKind.name) timeout")
         case CURLE_SSL_CONNECT_ERROR, CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CERTPROBLEM, CURLE_SSL_CIPHER,
             CURLE_SSL_CACERT_BADFILE, CURLE_SSL_SHUTDOWN_FAILED, CURLE_SSL_ISSUER_ERROR,
             CURLE_SSL_PINNEDPUBKEYNOTMATCH, CURLE_SSL_INVALIDCERTSTATUS, CURLE_SSL_ENGINE_NOTFOUND,

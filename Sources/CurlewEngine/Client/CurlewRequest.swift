@@ -14,18 +14,58 @@ public import Logging
 /// ```
 public struct CurlewRequest: Sendable {
     /// The request body.
-    public enum Body: Sendable {
+    ///
+    /// A struct rather than an enum, so that kinds of body can be added without breaking a caller's `switch`.
+    /// Make one with ``bytes(_:)``, ``file(_:)``, ``stream(_:)`` or ``multipart(_:)`` (`request.body = .bytes(data)`);
+    /// read it back with the property of the same name, which is `nil` for the other kinds.
+    public struct Body: Sendable {
+        /// The package's view, for an exhaustive `switch` in the engine and the curl renderer: a single stored enum,
+        /// so the struct costs nothing over the enum it wraps (no boxing, no extra indirection) on the send path.
+        package enum Storage: Sendable {
+            case bytes([UInt8])
+            case file(FileBody)
+            case stream(RequestBodyStream)
+            case multipart(MultipartForm)
+        }
+
+        package let storage: Storage
+
+        init(_ storage: Storage) { self.storage = storage }
+
         /// Bytes in memory, copied only into libcurl's send buffer as it asks for them.
-        case bytes([UInt8])
+        public static func bytes(_ bytes: [UInt8]) -> Body { Body(.bytes(bytes)) }
+
         /// A regular file's bytes, read with `pread` as libcurl asks for them: constant memory whatever the size,
         /// replayable for 307/308 redirects, and a ``CurlewError/Code/requestBodyFailed`` error instead of a short
         /// or mixed body if the file cannot be read or changes while it is sent.
-        case file(FileBody)
+        public static func file(_ file: FileBody) -> Body { Body(.file(file)) }
+
         /// Bytes produced while they are sent, with backpressure; one-shot. See ``RequestBodyStream``.
-        case stream(RequestBodyStream)
+        public static func stream(_ stream: RequestBodyStream) -> Body { Body(.stream(stream)) }
+
         /// A `multipart/form-data` form, encoded part by part while it is sent; the request gets the form's
         /// `Content-Type` unless it sets one. See ``MultipartForm``.
-        case multipart(MultipartForm)
+        public static func multipart(_ form: MultipartForm) -> Body { Body(.multipart(form)) }
+
+        /// The bytes of a ``bytes(_:)`` body; `nil` for every other kind.
+        public var bytes: [UInt8]? {
+            if case .bytes(let bytes) = storage { bytes } else { nil }
+        }
+
+        /// The file of a ``file(_:)`` body; `nil` for every other kind.
+        public var file: FileBody? {
+            if case .file(let file) = storage { file } else { nil }
+        }
+
+        /// The stream of a ``stream(_:)`` body; `nil` for every other kind.
+        public var stream: RequestBodyStream? {
+            if case .stream(let stream) = storage { stream } else { nil }
+        }
+
+        /// The form of a ``multipart(_:)`` body; `nil` for every other kind.
+        public var multipart: MultipartForm? {
+            if case .multipart(let form) = storage { form } else { nil }
+        }
     }
 
     /// How the request body is compressed on the way out.
@@ -231,7 +271,7 @@ extension CurlewRequest.Body {
     /// opened and measured, forms add up their encoded parts; `nil` for a stream without a declared length (or a
     /// form holding one) and for a file that cannot be opened. Streams are not read.
     public var knownLength: Int64? {
-        switch self {
+        switch storage {
         case .bytes(let bytes): Int64(bytes.count)
         case .file(let file): try? FileBodySource.measure(file).get().length
         case .stream(let stream): stream.length
@@ -241,7 +281,7 @@ extension CurlewRequest.Body {
 
     /// Whether the body can be sent more than once: bytes, files and forms without stream parts.
     public var isReplayable: Bool {
-        switch self {
+        switch storage {
         case .bytes, .file: true
         case .stream: false
         case .multipart(let form): form.isReplayable

@@ -55,8 +55,20 @@ public struct CurlewResponse: Sendable {
 /// Per-transfer facts from libcurl, gathered when the transfer completes.
 public struct TransferMetrics: Sendable, Hashable {
     /// The protocol version of the final response.
+    ///
+    /// An enum, unlike the request's ``CurlewClient/HTTPVersion`` (see the README's "API stability"): it names
+    /// every version libcurl reports (`CURLINFO_HTTP_VERSION`), and ``unknown`` stands for anything else.
     public enum HTTPVersion: String, Sendable, Hashable {
-        case http1_0, http1_1, http2, http3, unknown
+        /// HTTP/1.0.
+        case http1_0
+        /// HTTP/1.1.
+        case http1_1
+        /// HTTP/2.
+        case http2
+        /// HTTP/3.
+        case http3
+        /// No response arrived (libcurl reports none), or a version not listed above.
+        case unknown
     }
 
     /// From submission to the transfer being handed to libcurl (the engine's own queueing).

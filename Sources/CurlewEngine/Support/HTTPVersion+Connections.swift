@@ -4,7 +4,7 @@ extension CurlewClient.HTTPVersion {
     /// anything asked as HTTP/1.1. An https request with HTTP/2 allowed may land on a multiplexed connection, whose
     /// waiting frames (other streams, PING, SETTINGS) are libcurl's to read.
     func isHTTP1Only(for url: String) -> Bool {
-        switch self {
+        switch storage {
         case .http1_1: true
         case .http2PriorKnowledge: false
         case .http2: Self.hasHTTPScheme(url)

@@ -27,7 +27,7 @@ final class OpenedBody {
         -> Result<OpenedBody, CurlewError>
     {
         let opened: Result<(any BodySource, String?), CurlewError>
-        switch body {
+        switch body.storage {
         case .bytes(let bytes):
             opened = .success((MemoryBodySource(bytes), nil))
         case .file(let file):
@@ -57,7 +57,7 @@ final class OpenedBody {
 
     /// Whether reading may be slow enough (a disk, a producer) that libcurl should ask for bigger chunks.
     static func benefitsFromLargeBuffer(_ body: CurlewRequest.Body) -> Bool {
-        if case .bytes = body { return false }
+        if case .bytes = body.storage { return false }
         return true
     }
 

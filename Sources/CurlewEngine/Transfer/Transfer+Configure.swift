@@ -93,7 +93,7 @@ extension Transfer {
             headerList = list
             apply(curlew_easy_setopt_slist(easy.raw, CURLOPT_HTTPHEADER, list))
         }
-        if case .enabled(let timeout) = expectContinue, sendsBody {
+        if case .enabled(let timeout) = expectContinue.storage, sendsBody {
             apply(
                 easy.set(
                     CURLOPT_EXPECT_100_TIMEOUT_MS, curlMilliseconds(fromNanoseconds: timeout.saturatingNanoseconds)))
@@ -103,7 +103,7 @@ extension Transfer {
             apply(curlew_easy_setopt_xferinfo_callback(easy.raw, transferProgressCallback))
             apply(easy.set(CURLOPT_XFERINFODATA, pointer: userdata))
         }
-        if !sink.usesCollectingOptions, case .disabled = request.decompression ?? settings.decompression {
+        if !sink.usesCollectingOptions, case .disabled = (request.decompression ?? settings.decompression).storage {
             // Streamed and downloaded bodies are usually large: fewer, bigger callbacks. Not while libcurl decodes:
             // after the write callback pauses it keeps decoding the rest of its buffer into its pause buffer, so a
             // 256 KiB buffer of a highly compressed body could expand into tens of MiB held in libcurl.
@@ -121,7 +121,7 @@ extension Transfer {
         if settings.maxConnectionLifetimeSeconds > 0 {
             apply(easy.set(CURLOPT_MAXLIFETIME_CONN, settings.maxConnectionLifetimeSeconds))
         }
-        switch httpVersion {
+        switch httpVersion.storage {
         case .http1_1:
             apply(easy.set(CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_1_1)))
         case .http2:
@@ -176,7 +176,7 @@ extension Transfer {
             // A HEAD response announces the length of a body it does not send; only real bodies are refused early.
             apply(easy.set(CURLOPT_MAXFILESIZE_LARGE, offset: stateMachine.setup.bodyLimit))
         }
-        switch request.decompression ?? settings.decompression {
+        switch (request.decompression ?? settings.decompression).storage {
         case .disabled:
             break
         case .enabled, .enabledWithLimit:
@@ -195,7 +195,7 @@ extension Transfer {
         }
 
         // Proxy.
-        switch settings.proxy {
+        switch settings.proxy.storage {
         case .environment:
             break
         case .none:
@@ -242,14 +242,14 @@ extension Transfer {
         case .stream, .discard:
             setup.bodyLimit = Int64(request.maxResponseBodySize ?? Int.max)
         }
-        if case .enabledWithLimit(let limit) = request.decompression ?? settings.decompression,
+        if case .enabledWithLimit(let limit) = (request.decompression ?? settings.decompression).storage,
             Int64(limit) < setup.bodyLimit
         {
             setup.decodedBodyLimit = Int64(limit)
         }
         let method = request.method
         let sendsBody = request.body != nil || method == .post || method == .put || method == .patch
-        if case .enabled = request.expectContinue ?? settings.expectContinue, sendsBody {
+        if case .enabled = (request.expectContinue ?? settings.expectContinue).storage, sendsBody {
             setup.sentExpectContinue = true
         }
         setup.hasRequestBody = request.body != nil && method != .head
@@ -335,7 +335,7 @@ extension Transfer {
         }
         if !cookies.isEmpty { append("Cookie: " + cookies.joined(separator: "; ")) }
         if hasBody {
-            switch expectContinue {
+            switch expectContinue.storage {
             case .disabled: append("Expect:")
             case .enabled: append("Expect: 100-continue")
             }

@@ -123,10 +123,10 @@ enum TransferFailure {
         case .timeout(let kind):
             // How far the transfer got is what tells a slow server from a dead one.
             if let progress {
-                return CurlewError(code: .timeout(kind), detail: "\(kind.rawValue) timeout, \(progress)")
+                return CurlewError(code: .timeout(kind), detail: "\(kind.name) timeout, \(progress)")
             }
             return CurlewError(
-                code: .timeout(kind), detail: kind == .idle ? "idle timeout: no data moved" : "\(kind.rawValue) timeout"
+                code: .timeout(kind), detail: kind == .idle ? "idle timeout: no data moved" : "\(kind.name) timeout"
             )
         case .totalTimeoutBeforeStart:
             return CurlewError(code: .timeout(.total), detail: "total timeout elapsed before the transfer started")

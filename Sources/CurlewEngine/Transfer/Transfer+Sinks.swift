@@ -112,12 +112,12 @@ extension Transfer {
 extension CurlewRequest.Body {
     /// Releases the writers of streams a request ended without sending (failed or cancelled before it started).
     func abandonUnsentStreams() {
-        switch self {
+        switch storage {
         case .stream(let stream):
             stream.channel.abandonIfUnclaimed()
         case .multipart(let form):
             for part in form.parts {
-                if case .stream(let stream) = part.content { stream.channel.abandonIfUnclaimed() }
+                if case .stream(let stream) = part.content.storage { stream.channel.abandonIfUnclaimed() }
             }
         case .bytes, .file:
             break

@@ -26,7 +26,8 @@ import Testing
         do {
             try await provider(mock).request(Route(path: "/users/2", method: .delete))
             Issue.record("403 should fail as it would from a server")
-        } catch .status(let failed) {
+        } catch  where error.code == .status {
+            let failed = try #require(error.response)
             #expect(failed.status == .forbidden)
             #expect(try failed.json() == ["error": "no"])
         } catch {
@@ -80,8 +81,8 @@ import Testing
         do {
             try await provider(mock).request(Route(path: "/timeout"))
             Issue.record("should fail")
-        } catch .transport(let error, _) {
-            #expect(error.code == .timeout(.total))
+        } catch  where error.code == .transport {
+            #expect(error.transportError?.code == .timeout(.total))
         } catch {
             Issue.record("unexpected \(error)")
         }
@@ -101,7 +102,7 @@ import Testing
         await #expect {
             try await provider(MockTransport()).request(Route(path: "/nothing"))
         } throws: { error in
-            guard case .transport(let inner, _) = error as? ProviderError else { return false }
+            guard let inner = (error as? ProviderError)?.transportError else { return false }
             return inner.detail.contains("no stub for GET https://api.example.com/nothing")
         }
     }
@@ -143,9 +144,9 @@ import Testing
         do {
             try await provider.request(Route(path: "/track/2"))
             Issue.record("the error body should fail validation")
-        } catch .validation(let error as DeezerError, let response) {
-            #expect(error == DeezerError(message: "no data"))
-            #expect(response.status == .ok)
+        } catch  where error.code == .validation {
+            #expect(error.cause as? DeezerError == DeezerError(message: "no data"))
+            #expect(error.status == .ok)
         } catch {
             Issue.record("unexpected \(error)")
         }
@@ -154,9 +155,9 @@ import Testing
         do {
             _ = try await provider.requestArray(of: Track.self, Route(path: "/tracks"))
             Issue.record("the second id is not a number")
-        } catch .decoding(let failure) {
-            #expect(failure.codingPath == "[1].id")
-            #expect(failure.bodyExcerpt.contains("two"))
+        } catch  where error.code == .decoding {
+            #expect(error.decodingFailure?.codingPath == "[1].id")
+            #expect(error.decodingFailure?.bodyExcerpt.contains("two") == true)
         } catch {
             Issue.record("unexpected \(error)")
         }

@@ -208,10 +208,8 @@ import Testing
         /// The delay of a retry decision; `nil` when the response is passed on.
         func retryDelay(_ status: HTTPResponse.Status, _ retryAfter: String, attempt: Int = 1) async throws -> Duration?
         {
-            switch try await Self.decision(policy, status: status, retryAfter: retryAfter, attempt: attempt) {
-            case .retry(let delay): delay ?? .zero
-            default: nil
-            }
+            let decision = try await Self.decision(policy, status: status, retryAfter: retryAfter, attempt: attempt)
+            return decision.action == .retry ? decision.retryDelay ?? .zero : nil
         }
         // A date in the past means now; a date within the cap is waited for; beyond it, the response goes on.
         #expect(try await retryDelay(.serviceUnavailable, Self.httpDate(Date(timeIntervalSinceNow: -30))) == .zero)

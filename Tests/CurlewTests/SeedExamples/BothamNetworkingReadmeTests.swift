@@ -90,9 +90,9 @@ import Testing
         do {
             try await TestProvider(backend).request(Route(path: "/status/418"))
             Issue.record("418 should fail")
-        } catch .status(let response) {
-            #expect(response.status.code == 418)
-            #expect(response.string().contains("teapot"))
+        } catch  where error.code == .status {
+            #expect(error.status?.code == 418)
+            #expect(error.response?.string().contains("teapot") == true)
         } catch {
             Issue.record("unexpected \(error)")
         }

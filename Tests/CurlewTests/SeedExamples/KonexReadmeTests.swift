@@ -149,8 +149,8 @@ private func validator(_ level: String, _ journal: Journal) -> AnyResponseValida
                     }
                 ])
             Issue.record("the validator should have failed the call")
-        } catch .validation(let error, _) {
-            #expect(error is NotAnArray)
+        } catch  where error.code == .validation {
+            #expect(error.cause is NotAnArray)
         } catch {
             Issue.record("unexpected \(error)")
         }

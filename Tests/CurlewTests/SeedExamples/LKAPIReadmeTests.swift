@@ -146,8 +146,8 @@ private enum RouteResponseStandIn {
             do throws(ProviderError) {
                 try await api.request(Router.signup(name: "a", email: "b", password: "c"))
                 Issue.record("a missing fixture should fail")
-            } catch .transport(let error, _) {
-                #expect(error.detail.contains("signup.json"))
+            } catch  where error.code == .transport {
+                #expect(error.transportError?.detail.contains("signup.json") == true)
             } catch {
                 Issue.record("unexpected \(error)")
             }

@@ -177,9 +177,9 @@ extension Route {
         do {
             _ = try await provider.request(Route(path: "/user/1234")).decode(MissingField.self)
             Issue.record("decoding should have failed")
-        } catch .decoding(let failure) {
-            #expect(failure.codingPath == "lastName")
-            #expect(failure.bodyExcerpt.contains("\"method\""))
+        } catch  where error.code == .decoding {
+            #expect(error.decodingFailure?.codingPath == "lastName")
+            #expect(error.decodingFailure?.bodyExcerpt.contains("\"method\"") == true)
         } catch {
             Issue.record("unexpected \(error)")
         }
@@ -199,8 +199,8 @@ extension Route {
         do {
             try await provider.request(Route(path: "/status/401"))
             Issue.record("a 401 should fail")
-        } catch .stopped(.status(let response)) {
-            #expect(response.status == .unauthorized)
+        } catch  where error.code == .stopped && error.underlying.code == .status {
+            #expect(error.status == .unauthorized)
         } catch {
             Issue.record("unexpected \(error)")
         }
@@ -210,8 +210,8 @@ extension Route {
         await #expect {
             try await provider.request(Route(path: "/status/500"))
         } throws: { error in
-            guard case .status(let response) = error as? ProviderError else { return false }
-            return response.status == .internalServerError
+            guard let error = error as? ProviderError, error.code == .status else { return false }
+            return error.status == .internalServerError
         }
     }
 
@@ -263,9 +263,9 @@ private let deezerErrorBody = #"{"error":{"type":"DataException","message":"no d
         do {
             try await provider.request(Route(path: "/track/313555658769"))
             Issue.record("a 200 with an error body should fail validation")
-        } catch .validation(let error as DeezerError, let response) {
-            #expect(error == DeezerError(description: "no data", code: 800))
-            #expect(response.status == .ok)
+        } catch  where error.code == .validation {
+            #expect(error.cause as? DeezerError == DeezerError(description: "no data", code: 800))
+            #expect(error.status == .ok)
         } catch {
             Issue.record("unexpected \(error)")
         }

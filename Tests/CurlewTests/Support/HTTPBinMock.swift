@@ -47,12 +47,12 @@ enum HTTPBinMock {
             headers[name] = .string(headers[name]?.string.map { $0 + "," + field.value } ?? field.value)
         }
         var body: [UInt8] = []
-        if case .bytes(let bytes)? = request.body { body = bytes }
+        if let bytes = request.body?.bytes { body = bytes }
         var formFields: [String: JSONValue] = [:]
         var files: [String: JSONValue] = [:]
-        if case .multipart(let form)? = request.body {
+        if let form = request.body?.multipart {
             for part in form.parts {
-                guard case .bytes(let bytes) = part.content else { continue }
+                guard let bytes = part.content.bytes else { continue }
                 let text = JSONValue.string(String(decoding: bytes, as: UTF8.self))
                 if part.fileName == nil { formFields[part.name] = text } else { files[part.name] = text }
             }
