@@ -84,6 +84,12 @@ final class ResponseBodyBuffer: Sendable {
 
     /// The next chunk, `nil` at the end; throws the transfer's error. Cancelling the waiting task calls `cancel`.
     func next(onCancel cancel: @escaping @Sendable () -> Void) async throws -> [UInt8]? {
+        // A cancelled reader stops at its next call even when chunks are buffered: otherwise a reader that runs late
+        // (a busy pool) finds the whole body waiting and never sees its cancellation.
+        if Task.isCancelled {
+            cancel()
+            throw CancellationError()
+        }
         let limit = limit
         switch state.withLock({ Self.step(&$0, limit: limit) }) {
         case .chunk(let chunk, let resume):
