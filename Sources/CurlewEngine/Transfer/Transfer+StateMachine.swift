@@ -177,7 +177,7 @@ struct TransferStateMachine: Sendable, Equatable {
         /// `curl_multi_add_handle` refused the transfer (`CURLMcode`).
         case multiRefused(Int)
         /// The request cannot be sent as asked (its body could not be opened, its form's boundary conflicts).
-        case invalidRequest(CurlewError)
+        indirect case invalidRequest(CurlewError)
     }
 
     /// Why the engine told libcurl to stop a transfer from inside a callback; libcurl then reports a generic
@@ -193,10 +193,12 @@ struct TransferStateMachine: Sendable, Equatable {
         /// A reused HTTP/1 connection had unread bytes (or its end) waiting before the request was written: what
         /// is there belongs to no request of ours, so the connection is closed and the request goes out on another.
         case staleConnection
-        /// The request body could not be read or rewound (a file that changed, a producer that failed).
-        case requestBodyFailed(CurlewError)
+        /// The request body could not be read or rewound (a file that changed, a producer that failed). Indirect,
+        /// as is ``sinkFailed(_:)``: an error inline would make every ``Attempt`` (copied on each callback event)
+        /// hundreds of bytes larger for a cause that is almost never there.
+        indirect case requestBodyFailed(CurlewError)
         /// The response body could not be stored (a download's file could not be written).
-        case sinkFailed(CurlewError)
+        indirect case sinkFailed(CurlewError)
     }
 
     enum ResumeAction: Sendable, Equatable {
