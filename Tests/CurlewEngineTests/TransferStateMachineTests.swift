@@ -5,6 +5,13 @@ import Testing
 
 @Suite("Transfer state machine")
 struct TransferStateMachineTests {
+    /// The machine copies an `Attempt` out of its state and back on every callback event, several times per request:
+    /// a large payload inline (a `CurlewError` with its metrics once made it hundreds of bytes) costs every request.
+    @Test func anAttemptStaysSmallEnoughToCopyOnEveryEvent() {
+        #expect(MemoryLayout<TransferStateMachine.Attempt>.size <= 128)
+        #expect(MemoryLayout<TransferStateMachine.StopCause>.size <= 24)
+    }
+
     @Test func submittedTransferStarts() {
         var machine = TransferStateMachine()
         #expect(machine.submitted(now: 0, loopIsShuttingDown: false) == .start)
