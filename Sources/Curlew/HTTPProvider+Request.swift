@@ -248,98 +248,105 @@ struct RequestPipeline<Provider: HTTPProvider> {
             return try finish(.failure(error), plugins, context)
         }
 
-        var attempt = 1
-        while true {
-            let context = InterceptorContext(route: route, attempt: attempt, maxAttempts: maxAttempts)
-            var request = baseRequest
-            for interceptor in requestSide {
-                do {
-                    try await interceptor.adapt(&request, context: context)
-                } catch {
-                    return try finish(.failure(Self.providerError(from: error, response: nil)), plugins, context)
-                }
+        // The latest attempt's context, which the plugins also hear when the wait before a retry is cancelled.
+        var context = InterceptorContext(route: route, attempt: 1, maxAttempts: maxAttempts)
+        return try await retrying(maxAttempts: maxAttempts) {
+            (attempt: RetryAttempt) async throws(ProviderError) -> RetryStep<RouteResponse> in
+            if attempt.number > 1 {
+                context = InterceptorContext(route: route, attempt: attempt.number, maxAttempts: maxAttempts)
             }
-            if Task.isCancelled { return try finish(.failure(.cancelled), plugins, context) }
-            for plugin in plugins { plugin.didSend(request, context: context) }
+            return try await runAttempt(
+                attempt, of: baseRequest, context: context, requestSide: requestSide, transport: transport,
+                plugins: plugins)
+        } onCancelledWait: { (_: RetryAttempt) throws(ProviderError) -> RouteResponse in
+            try finish(.failure(.cancelled), plugins, context)
+        }
+    }
 
-            var outcome: Result<RouteResponse, CurlewError>
+    /// One attempt: the request side, the transport, the response side; then the retry an interceptor asked for,
+    /// or validation, processing and the plugins' outcome.
+    private func runAttempt(
+        _ attempt: RetryAttempt, of baseRequest: CurlewRequest, context: InterceptorContext,
+        requestSide: [any Interceptor], transport: any HTTPTransport, plugins: [any Plugin]
+    ) async throws(ProviderError) -> RetryStep<RouteResponse> {
+        var request = baseRequest
+        for interceptor in requestSide {
             do {
-                // Transports answer with the request they were given as the response's `request`.
-                let response =
-                    if attempt == 1 {
-                        try await send(request, on: transport, context: context)
-                    } else {
-                        // The attempt's client span carries OpenTelemetry's http.request.resend_count.
-                        try await ServiceContext.withValue(Self.resendContext(attempt - 1)) {
-                            try await send(request, on: transport, context: context)
-                        }
-                    }
-                outcome = .success(response)
-            } catch let error as CurlewError {
-                outcome = .failure(error)
-            } catch is CancellationError {
-                return try finish(.failure(.cancelled), plugins, context)
+                try await interceptor.adapt(&request, context: context)
             } catch {
-                outcome = .failure(CurlewError(code: .transport, detail: String(describing: error)))
+                return .finished(
+                    try finish(.failure(Self.providerError(from: error, response: nil)), plugins, context))
             }
+        }
+        if Task.isCancelled { return .finished(try finish(.failure(.cancelled), plugins, context)) }
+        for plugin in plugins { plugin.didSend(request, context: context) }
 
-            // Response side: the reverse order, global first.
-            var retryDelay: Duration??
-            responseSide: for interceptor in requestSide.reversed() {
-                let decision: InterceptorDecision
-                do {
-                    switch outcome {
-                    case .success(let response): decision = try await interceptor.intercept(response, context: context)
-                    case .failure(let error): decision = try await interceptor.intercept(error, context: context)
-                    }
-                } catch {
-                    return try finish(
-                        .failure(Self.providerError(from: error, response: outcome.response)), plugins, context)
-                }
-                switch decision.storage {
-                case .pass:
-                    continue
-                case .replace(var response):
-                    response.request = request
-                    outcome = .success(response)
-                case .fail(let error):
-                    return try finish(
-                        .failure(Self.providerError(from: error, response: outcome.response)), plugins, context)
-                case .retry(let delay):
-                    if attempt < maxAttempts, Self.canResend(request) {
-                        retryDelay = .some(delay)
-                        break responseSide
+        var outcome: Result<RouteResponse, CurlewError>
+        do {
+            // Transports answer with the request they were given as the response's `request`.
+            let response =
+                if attempt.number == 1 {
+                    try await send(request, on: transport, context: context)
+                } else {
+                    // The attempt's client span carries OpenTelemetry's http.request.resend_count.
+                    try await ServiceContext.withValue(Self.resendContext(attempt.number - 1)) {
+                        try await send(request, on: transport, context: context)
                     }
                 }
+            outcome = .success(response)
+        } catch let error as CurlewError {
+            outcome = .failure(error)
+        } catch is CancellationError {
+            return .finished(try finish(.failure(.cancelled), plugins, context))
+        } catch {
+            outcome = .failure(CurlewError(code: .transport, detail: String(describing: error)))
+        }
+
+        // Response side: the reverse order, global first.
+        for interceptor in requestSide.reversed() {
+            let decision: InterceptorDecision
+            do {
+                switch outcome {
+                case .success(let response): decision = try await interceptor.intercept(response, context: context)
+                case .failure(let error): decision = try await interceptor.intercept(error, context: context)
+                }
+            } catch {
+                return .finished(
+                    try finish(.failure(Self.providerError(from: error, response: outcome.response)), plugins, context))
             }
-            if let delay = retryDelay {
-                Self.recordRetry(attempt: attempt, delay: delay ?? .zero, outcome: outcome)
-                if let delay, delay > .zero {
-                    do {
-                        try await Task.sleep(for: delay)
-                    } catch {
-                        return try finish(.failure(.cancelled), plugins, context)
-                    }
-                }
-                attempt += 1
+            switch decision.storage {
+            case .pass:
                 continue
+            case .replace(var response):
+                response.request = request
+                outcome = .success(response)
+            case .fail(let error):
+                return .finished(
+                    try finish(.failure(Self.providerError(from: error, response: outcome.response)), plugins, context))
+            case .retry(let delay):
+                // Past the call's bound, or with a body that cannot be sent again, the retry is not made and the
+                // next interceptor sees the outcome as if this one had passed.
+                if attempt.mayRetry, Self.canResend(request) {
+                    Self.recordRetry(attempt: attempt.number, delay: delay ?? .zero, outcome: outcome)
+                    return .retry(after: delay)
+                }
             }
+        }
 
-            switch outcome {
-            case .failure(let error):
-                return try finish(.failure(.transport(error, request: request)), plugins, context)
-            case .success(let response):
-                let response = response.with(decoder: provider.jsonDecoder)
-                let processors = provider.responseProcessors + route.responseProcessors + call.processors
-                // Without processors nothing here needs to suspend: no async frame for the common case.
-                let result =
-                    if processors.isEmpty {
-                        validate(response)
-                    } else {
-                        await process(response, with: processors)
-                    }
-                return try finish(result, plugins, context)
-            }
+        switch outcome {
+        case .failure(let error):
+            return .finished(try finish(.failure(.transport(error, request: request)), plugins, context))
+        case .success(let response):
+            let response = response.with(decoder: provider.jsonDecoder)
+            let processors = provider.responseProcessors + route.responseProcessors + call.processors
+            // Without processors nothing here needs to suspend: no async frame for the common case.
+            let result =
+                if processors.isEmpty {
+                    validate(response)
+                } else {
+                    await process(response, with: processors)
+                }
+            return .finished(try finish(result, plugins, context))
         }
     }
 

@@ -1,3 +1,5 @@
+import CurlewEngine
+
 /// How a route's parameters travel, as in Nikka.
 ///
 /// When a route names none, the provider's ``HTTPProvider/defaultEncoding(for:)`` picks ``json`` for POST, PUT
@@ -85,9 +87,9 @@ enum QueryEncoder {
         var query = ""
         for (index, pair) in pairs.enumerated() {
             if index > 0 { query += "&" }
-            query += PercentEncoding.encodeQueryComponent(pair.0)
+            query += PercentEncoding.encodeComponent(pair.0)
             query += "="
-            query += PercentEncoding.encodeQueryComponent(pair.1)
+            query += PercentEncoding.encodeComponent(pair.1)
         }
         return query
     }
@@ -113,89 +115,6 @@ enum QueryEncoder {
             pairs.append((key, ""))
         default:
             pairs.append((key, value.stringValue))
-        }
-    }
-}
-
-/// Percent-encoding that never depends on Foundation's character sets, whose `urlQueryAllowed` lets `&`, `=`,
-/// `+` and `/` through unescaped (the bug Nikka and Konex shipped).
-enum PercentEncoding {
-    private static let hexDigits = Array("0123456789ABCDEF".utf8)
-
-    static func isUnreserved(_ byte: UInt8) -> Bool {
-        switch byte {
-        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
-            UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"),
-            UInt8(ascii: "~"):
-            true
-        default: false
-        }
-    }
-
-    /// Characters a path may carry as they are (RFC 3986 `pchar` plus `/`): sub-delims, `:` and `@` stay.
-    private static func isAllowedInPath(_ byte: UInt8) -> Bool {
-        if isUnreserved(byte) { return true }
-        switch byte {
-        case UInt8(ascii: "/"), UInt8(ascii: "!"), UInt8(ascii: "$"), UInt8(ascii: "&"), UInt8(ascii: "'"),
-            UInt8(ascii: "("), UInt8(ascii: ")"), UInt8(ascii: "*"), UInt8(ascii: "+"), UInt8(ascii: ","),
-            UInt8(ascii: ";"), UInt8(ascii: "="), UInt8(ascii: ":"), UInt8(ascii: "@"):
-            return true
-        default:
-            return false
-        }
-    }
-
-    /// Characters a query the user wrote by hand may carry as they are (`pchar`, `/` and `?`).
-    private static func isAllowedInQuery(_ byte: UInt8) -> Bool {
-        isAllowedInPath(byte) || byte == UInt8(ascii: "?")
-    }
-
-    static func encodeQueryComponent(_ text: String) -> String {
-        encode(text, keeping: isUnreserved, keepingEscapes: false)
-    }
-
-    /// Encodes what a URL path may not hold (spaces, unicode, `?`, `#`), keeping `/` and `%XX` escapes the
-    /// caller already made, so `"/user/\(id)"` works for ids of letters, digits, spaces and unicode, and
-    /// pre-encoded paths are not encoded twice. A value that may hold `/`, `?` or `%` goes through
-    /// ``Route/segment(_:)``.
-    static func encodePath(_ path: String) -> String {
-        encode(path, keeping: isAllowedInPath, keepingEscapes: true)
-    }
-
-    static func encodeQuery(_ query: String) -> String {
-        encode(query, keeping: isAllowedInQuery, keepingEscapes: true)
-    }
-
-    private static func encode(_ text: String, keeping isKept: (UInt8) -> Bool, keepingEscapes: Bool) -> String {
-        if text.utf8.allSatisfy(isKept) { return text }
-        let bytes = Array(text.utf8)
-        var output: [UInt8] = []
-        output.reserveCapacity(bytes.count * 3)
-        var index = 0
-        while index < bytes.count {
-            let byte = bytes[index]
-            if isKept(byte) {
-                output.append(byte)
-            } else if keepingEscapes, byte == UInt8(ascii: "%"), index + 2 < bytes.count,
-                isHexDigit(bytes[index + 1]), isHexDigit(bytes[index + 2])
-            {
-                output.append(byte)
-            } else {
-                output.append(UInt8(ascii: "%"))
-                output.append(hexDigits[Int(byte >> 4)])
-                output.append(hexDigits[Int(byte & 0x0F)])
-            }
-            index += 1
-        }
-        return String(decoding: output, as: UTF8.self)
-    }
-
-    private static func isHexDigit(_ byte: UInt8) -> Bool {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "f"),
-            UInt8(ascii: "A")...UInt8(ascii: "F"):
-            true
-        default: false
         }
     }
 }

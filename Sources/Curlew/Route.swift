@@ -94,7 +94,7 @@ public struct Route: Sendable {
     /// Route(path: "/files/\(Route.segment(name))")   // "a/b?.txt" → "/files/a%2Fb%3F.txt"
     /// ```
     public static func segment(_ value: String) -> String {
-        PercentEncoding.encodeQueryComponent(value)
+        PercentEncoding.encodeComponent(value)
     }
 
     /// Whether the path is a full URL, which the provider's base URL does not prefix.

@@ -248,11 +248,7 @@ struct BenchCommand: AsyncParsableCommand {
         if HTTPRequest.Method(method.uppercased()) == nil {
             throw ValidationError("invalid method \(method.debugDescription)")
         }
-        for header in headers {
-            guard let colon = header.firstIndex(of: ":"), colon != header.startIndex else {
-                throw ValidationError("header \(header.debugDescription) is not 'Name: value'")
-            }
-        }
+        _ = try parseHeaderOptions(headers)
     }
 
     private func parsedThresholds() throws(BenchThreshold.ParseError) -> [BenchThreshold] {
@@ -433,12 +429,7 @@ struct BenchCommand: AsyncParsableCommand {
         }
         var request = try CurlewRequest(method: parsedMethod, url: url)
         for (name, value) in targetHeaders { try request.addHeader(name, value) }
-        for header in headers {
-            let colon = header.firstIndex(of: ":")!
-            let name = String(header[..<colon]).trimmingCharacters(in: .whitespaces)
-            let value = String(header[header.index(after: colon)...]).trimmingCharacters(in: .whitespaces)
-            try request.addHeader(name, value)
-        }
+        for (name, value) in try parseHeaderOptions(headers) { try request.addHeader(name, value) }
         request.body = body
         if let timeout { request.timeouts = .init(connect: timeout.duration, total: timeout.duration) }
         return request

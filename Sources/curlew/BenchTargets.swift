@@ -1,3 +1,4 @@
+import CurlewEngine
 import Foundation
 
 /// One request of a `--targets` file, as written: nothing is validated against the network or read from disk
@@ -122,10 +123,8 @@ enum BenchTargetFile {
             } else if trimmed.hasPrefix("@") {
                 guard current?.body == nil else { throw fail("a second body line") }
                 current?.body = .file(resolve(String(trimmed.dropFirst()), in: directory))
-            } else if let colon = trimmed.firstIndex(of: ":"), colon != trimmed.startIndex, current?.body == nil {
-                let name = trimmed[..<colon].trimmingCharacters(in: .whitespaces)
-                let value = trimmed[trimmed.index(after: colon)...].trimmingCharacters(in: .whitespaces)
-                current?.headers.append((name, value))
+            } else if current?.body == nil, let field = HeaderFieldLine.parse(trimmed) {
+                current?.headers.append(field)
             } else {
                 throw fail("expected 'Name: value', '@body-file' or a blank line, found \(trimmed.debugDescription)")
             }

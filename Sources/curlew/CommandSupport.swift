@@ -56,6 +56,16 @@ func parseScaledNumber(
     return (value * scale).rounded()
 }
 
+/// `-H` values as names and values (``HeaderFieldLine``); one that is not `Name: value` is a usage error.
+func parseHeaderOptions(_ headers: [String]) throws(ValidationError) -> [(name: String, value: String)] {
+    try headers.map { header throws(ValidationError) in
+        guard let field = HeaderFieldLine.parse(header) else {
+            throw ValidationError("header \(header.debugDescription) is not 'Name: value'")
+        }
+        return field
+    }
+}
+
 /// A failure the user can act on: printed as `Error: <message>`, exit status 1.
 struct CommandFailure: Error, CustomStringConvertible {
     let description: String
@@ -72,15 +82,6 @@ extension Duration {
         guard seconds >= 0 else { return 0 }
         return UInt64(seconds) * 1_000_000_000 + UInt64(attoseconds / 1_000_000_000)
     }
-}
-
-/// `CLOCK_MONOTONIC` in nanoseconds. The bench loop reads the time twice per request; plain integers keep that
-/// arithmetic cheap (`Duration`'s is 128-bit).
-@inline(__always)
-func monotonicNanoseconds() -> UInt64 {
-    var time = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &time)
-    return UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec)
 }
 
 /// Where progress goes: stderr, redrawn in place on a terminal, one plain line per period otherwise (logs, CI).

@@ -171,11 +171,7 @@ struct UploadCommand: AsyncParsableCommand {
                     "--metadata \(entry.debugDescription) is not key=value (key: letters, digits, - and _)")
             }
         }
-        for header in headers {
-            guard let colon = header.firstIndex(of: ":"), colon != header.startIndex else {
-                throw ValidationError("header \(header.debugDescription) is not 'Name: value'")
-            }
-        }
+        _ = try parseHeaderOptions(headers)
     }
 
     func run() async throws {
@@ -266,7 +262,8 @@ struct UploadCommand: AsyncParsableCommand {
             }
         }
         let plan = UploadPlan(
-            baseURL: target, mode: mode, headers: headers.map(Self.splitHeader), fields: fields.map(Self.splitField),
+            baseURL: target, mode: mode, headers: try parseHeaderOptions(headers).map { ($0.name, $0.value) },
+            fields: fields.map(Self.splitField),
             gzip: gzip, retries: retries, concurrency: concurrency, filesPerSecond: rate, budget: budget,
             checksumHeader: checksumHeader)
         let totalBytes = pending.reduce(Int64(0)) { $0 + $1.size }
@@ -410,14 +407,6 @@ struct UploadCommand: AsyncParsableCommand {
             line += (snapshot.files + snapshot.failed) > 0 ? String(format: ", ETA %.0f s", eta) : ", ETA -"
             output.update(line)
         }
-    }
-
-    private static func splitHeader(_ header: String) -> (String, String) {
-        let colon = header.firstIndex(of: ":")!
-        return (
-            String(header[..<colon]).trimmingCharacters(in: .whitespaces),
-            String(header[header.index(after: colon)...]).trimmingCharacters(in: .whitespaces)
-        )
     }
 
     private static func splitField(_ field: String) -> (String, String) {

@@ -1,3 +1,4 @@
+import CurlewEngine
 import Foundation
 import Synchronization
 
@@ -94,7 +95,7 @@ final class UploadJournal: Sendable {
             let fields = line.split(separator: UInt8(ascii: "\t"), omittingEmptySubsequences: false)
                 .map { String(decoding: $0, as: UTF8.self) }
             func decoded(_ index: Int) -> String? {
-                PathEncoding.decode(Substring(fields[index])).flatMap { $0.isEmpty ? nil : $0 }
+                PercentEncoding.decode(fields[index]).flatMap { $0.isEmpty ? nil : $0 }
             }
             func entry() -> Entry? {
                 guard let size = Int64(fields[1]), let modified = Int64(fields[2]) else { return nil }
@@ -159,13 +160,12 @@ final class UploadJournal: Sendable {
 
     /// Records that a PUT of the file starts.
     func recordSending(_ item: UploadItem) {
-        appendRecord(
-            "sending\t\(item.size)\t\(item.modifiedNanoseconds)\t\(PathEncoding.encodePath(item.relativePath))\n")
+        appendRecord("sending\t\(item.size)\t\(item.modifiedNanoseconds)\t\(Self.field(path: item))\n")
     }
 
     /// Records a file the server accepted.
     func record(_ item: UploadItem) {
-        appendRecord("done\t\(item.size)\t\(item.modifiedNanoseconds)\t\(PathEncoding.encodePath(item.relativePath))\n")
+        appendRecord("done\t\(item.size)\t\(item.modifiedNanoseconds)\t\(Self.field(path: item))\n")
     }
 
     /// The multipart upload an earlier run left for this file as it is now, if any.
@@ -177,22 +177,27 @@ final class UploadJournal: Sendable {
 
     func recordMultipartStart(_ item: UploadItem, uploadID: String, partSize: Int64) {
         appendRecord(
-            "upload\t\(item.size)\t\(item.modifiedNanoseconds)\t\(partSize)\t\(PathEncoding.encodeSegment(Substring(uploadID)))\t\(PathEncoding.encodePath(item.relativePath))\n"
-        )
+            "upload\t\(item.size)\t\(item.modifiedNanoseconds)\t\(partSize)\t\(Self.field(uploadID))"
+                + "\t\(Self.field(path: item))\n")
     }
 
     /// Called as soon as the store accepted the part, before any other part's result is looked at.
     func recordPart(_ item: UploadItem, uploadID: String, part: CompletedPart) {
         appendRecord(
-            "part\t\(item.size)\t\(item.modifiedNanoseconds)\t\(PathEncoding.encodeSegment(Substring(uploadID)))\t\(part.number)\t\(part.size)"
-                + "\t\(PathEncoding.encodeSegment(Substring(part.etag)))\t\(part.checksum)\t\(PathEncoding.encodePath(item.relativePath))\n"
-        )
+            "part\t\(item.size)\t\(item.modifiedNanoseconds)\t\(Self.field(uploadID))\t\(part.number)\t\(part.size)"
+                + "\t\(Self.field(part.etag))\t\(part.checksum)\t\(Self.field(path: item))\n")
     }
 
     func recordAbort(_ item: UploadItem, uploadID: String) {
-        appendRecord(
-            "abort\t\(PathEncoding.encodeSegment(Substring(uploadID)))\t\(PathEncoding.encodePath(item.relativePath))\n"
-        )
+        appendRecord("abort\t\(Self.field(uploadID))\t\(Self.field(path: item))\n")
+    }
+
+    /// A value as one tab-free field: percent-encoded, as `decoded` reads it back.
+    private static func field(_ value: String) -> String { PercentEncoding.encodeComponent(value) }
+
+    /// The file's relative path as a field: its segments percent-encoded, `/` kept.
+    private static func field(path item: UploadItem) -> String {
+        PercentEncoding.encodeEachSegment(of: item.relativePath)
     }
 
     private func appendRecord(_ line: String) {

@@ -49,29 +49,7 @@ struct UploadPlan: Sendable {
     let checksumHeader: UploadChecksumHeader?
 
     func url(for item: UploadItem) -> String {
-        mode == .put ? baseURL + PathEncoding.encodePath(item.relativePath) : baseURL
-    }
-}
-
-/// The one retry policy of `curlew upload`, for plain targets and S3 alike.
-enum UploadRetryPolicy {
-    /// Statuses that say "try again later", whatever the request.
-    static let retryableStatuses: Set<Int> = [408, 429, 502, 503, 504]
-
-    /// Retried: failures before the request reached the server, and, for idempotent requests (a PUT, or any S3
-    /// request: the same bytes to the same name), a connection lost mid-way. Never a file problem.
-    static func isSafeToRetry(_ code: CurlewError.Code, idempotent: Bool) -> Bool {
-        switch code {
-        case .connectionRefused, .connectFailed, .dnsFailure, .timeout(.connect): true
-        case .connectionClosed, .timeout(.idle), .timeout(.total), .http2: idempotent
-        default: false
-        }
-    }
-
-    /// Exponential backoff with jitter, capped: 100 ms, 200 ms, 400 ms … at most 3.2 s, each 50-100 % of that.
-    static func backoff(beforeRetry attempt: Int) -> Duration {
-        let base = 0.1 * Double(1 << min(max(attempt, 1) - 1, 5))
-        return .seconds(base * Double.random(in: 0.5...1.0))
+        mode == .put ? baseURL + PercentEncoding.encodeEachSegment(of: item.relativePath) : baseURL
     }
 }
 
@@ -148,6 +126,8 @@ final class UploadRunner: Sendable {
     private let filesDone = Atomic<Int>(0)
     private let bytesDone = Atomic<Int>(0)
     private let filesFailed = Atomic<Int>(0)
+    /// `curlew upload`'s rules with the run's `--retries`.
+    private let retryRules: RetryRules
     static let liveProgressThreshold: Int64 = 4 << 20
 
     init(client: CurlewClient, plan: UploadPlan, items: [UploadItem], journal: UploadJournal?, s3: S3Uploader? = nil) {
@@ -156,6 +136,7 @@ final class UploadRunner: Sendable {
         self.items = items
         self.journal = journal
         self.s3 = s3
+        self.retryRules = RetryRules.upload.allowingRetries(plan.retries)
     }
 
     /// Stops starting new files (Ctrl-C); transfers in flight go on.
@@ -219,25 +200,25 @@ final class UploadRunner: Sendable {
             await send(listed, to: s3, into: &tally)
             return
         }
-        var attempt = 0
-        while true {
+        let idempotent = plan.mode == .put
+        await retrying(maxAttempts: retryRules.maxAttempts) { (attempt: RetryAttempt) async -> RetryStep<Void> in
             // The state just before sending is what the journal records: the engine fails the transfer if the file
             // changes from there on.
             guard let item = UploadSource.currentState(of: listed) else {
                 fail(listed, "file vanished: \(String(cString: strerror(errno)))", into: &tally)
-                return
+                return .finished(())
             }
             let failure: String
-            let retryable: Bool
+            let retryDelay: Duration?
             // Only large plain files report progress: for small ones the per-file count is fine-grained enough, and
             // gzip changes what "bytes sent" means.
-            if attempt == 0, plan.mode == .put, let journal {
+            if attempt.number == 1, plan.mode == .put, let journal {
                 if journal.wasInFlight(item), await serverHolds(item) {
                     // A run killed while this file was in flight; the server has it whole: not sent twice.
                     journal.record(item)
                     tally.alreadyThere += 1
                     filesDone.add(1, ordering: .relaxed)
-                    return
+                    return .finished(())
                 }
                 journal.recordSending(item)
             }
@@ -259,30 +240,31 @@ final class UploadRunner: Sendable {
                     tally.bytes += item.size
                     filesDone.add(1, ordering: .relaxed)
                     bytesDone.add(Int(item.size), ordering: .relaxed)
-                    return
+                    return .finished(())
                 }
                 failure = "HTTP \(response.status.code)" + Self.bodyHint(response.body)
-                retryable = UploadRetryPolicy.retryableStatuses.contains(Int(response.status.code))
+                retryDelay = retryRules.delayBeforeRetry(
+                    afterStatus: Int(response.status.code), retryAfter: response.header("Retry-After"),
+                    idempotent: idempotent, attempt: attempt.number)
             } catch let error as CurlewError {
                 failure = "\(error.code.name): \(error.detail)" + (error.curlMessage.map { " (\($0))" } ?? "")
-                retryable = UploadRetryPolicy.isSafeToRetry(error.code, idempotent: plan.mode == .put)
+                retryDelay = retryRules.delayBeforeRetry(after: error, idempotent: idempotent, attempt: attempt.number)
             } catch is CancellationError {
                 fail(listed, "cancelled (interrupted)", into: &tally)
-                return
+                return .finished(())
             } catch {
                 fail(listed, "\(error)", into: &tally)
-                return
+                return .finished(())
             }
-            guard retryable, attempt < plan.retries, !Task.isCancelled else {
-                fail(listed, failure + (attempt > 0 ? " after \(attempt + 1) attempts" : ""), into: &tally)
-                return
+            // A run being stopped does not wait to retry: the file fails with what its last attempt met.
+            guard let retryDelay, !Task.isCancelled else {
+                fail(listed, failure + (attempt.number > 1 ? " after \(attempt.number) attempts" : ""), into: &tally)
+                return .finished(())
             }
-            attempt += 1
             tally.retries += 1
-            do { try await Task.sleep(for: UploadRetryPolicy.backoff(beforeRetry: attempt)) } catch {
-                fail(listed, "cancelled (interrupted)", into: &tally)
-                return
-            }
+            return .retry(after: retryDelay)
+        } onCancelledWait: { _ in
+            fail(listed, "cancelled (interrupted)", into: &tally)
         }
     }
 

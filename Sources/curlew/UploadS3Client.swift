@@ -101,12 +101,13 @@ enum S3RequestFailure: Error {
     }
 }
 
-/// Signed requests to one bucket, each retried by ``UploadRetryPolicy`` and counted.
+/// Signed requests to one bucket, each retried by `RetryRules.upload` and counted.
 final class S3Client: Sendable {
     let http: CurlewClient
     let endpoint: S3Endpoint
     let signer: SigV4Signer
-    let retries: Int
+    /// `curlew upload`'s rules with the run's `--retries`.
+    let retryRules: RetryRules
     let slots: TransferSlots
     let budget: SendBudget?
     private let problem = Mutex<String?>(nil)
@@ -119,7 +120,7 @@ final class S3Client: Sendable {
         self.http = http
         self.endpoint = endpoint
         self.signer = signer
-        self.retries = retries
+        self.retryRules = RetryRules.upload.allowingRetries(retries)
         self.slots = slots
         self.budget = budget
     }
@@ -140,12 +141,12 @@ final class S3Client: Sendable {
         headers: [(name: String, value: String)] = [], body: S3Body = .none, allowing: Set<Int> = [],
         cleanup: Bool = false
     ) async throws(S3RequestFailure) -> S3Reply {
-        var attempt = 0
-        while true {
+        try await retrying(maxAttempts: retryRules.maxAttempts) {
+            (attempt: RetryAttempt) async throws(S3RequestFailure) -> RetryStep<S3Reply> in
             if let runProblem, !cleanup { throw .run(runProblem) }
             if Task.isCancelled { throw .cancelled }
             let failure: S3RequestFailure
-            let retryable: Bool
+            let retryDelay: Duration?
             if let budget, body.length > 0 {
                 do { try await budget.reserve(body.length) } catch { throw .cancelled }
             }
@@ -160,7 +161,7 @@ final class S3Client: Sendable {
                     if !response.metrics.reusedConnection { $0.connectionsOpened += 1 }
                 }
                 let reply = S3Reply(status: status, headers: response.headerFields, body: response.body)
-                if (200..<300).contains(status) || allowing.contains(status) { return reply }
+                if (200..<300).contains(status) || allowing.contains(status) { return .finished(reply) }
                 let refusal = S3ErrorReply(
                     status: status, body: response.body, bucketRegionHeader: reply.header("x-amz-bucket-region"))
                 if let runProblem = refusal.runProblem {
@@ -168,25 +169,28 @@ final class S3Client: Sendable {
                     throw S3RequestFailure.run(self.runProblem ?? runProblem)
                 }
                 failure = .refused(refusal)
-                retryable = refusal.isRetryable
+                // S3's error codes say more than its statuses: the store's own verdict decides.
+                retryDelay = refusal.isRetryable ? retryRules.delayBeforeRetry(afterAttempt: attempt.number) : nil
             } catch let error as S3RequestFailure {
                 throw error
             } catch let error as CurlewError {
                 slots.release()
                 failure = .transport(
                     "\(error.code.name): \(error.detail)" + (error.curlMessage.map { " (\($0))" } ?? ""))
-                retryable = UploadRetryPolicy.isSafeToRetry(error.code, idempotent: true)
+                // Every S3 request is idempotent: the same bytes to the same name, or a read.
+                retryDelay = retryRules.delayBeforeRetry(after: error, idempotent: true, attempt: attempt.number)
             } catch {
                 slots.release()
                 throw .cancelled
             }
-            guard retryable, attempt < retries, !Task.isCancelled else {
-                if attempt == 0 { throw failure }
-                throw .transport(failure.reason + " after \(attempt + 1) attempts")
+            guard let retryDelay, !Task.isCancelled else {
+                if attempt.number == 1 { throw failure }
+                throw .transport(failure.reason + " after \(attempt.number) attempts")
             }
-            attempt += 1
             counts.withLock { $0.retries += 1 }
-            do { try await Task.sleep(for: UploadRetryPolicy.backoff(beforeRetry: attempt)) } catch { throw .cancelled }
+            return .retry(after: retryDelay)
+        } onCancelledWait: { (_: RetryAttempt) throws(S3RequestFailure) -> S3Reply in
+            throw .cancelled
         }
     }
 

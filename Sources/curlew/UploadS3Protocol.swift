@@ -1,3 +1,5 @@
+import CurlewEngine
+
 /// The few pieces of S3's XML that the upload reads and writes. S3's replies are flat and machine-made, so a tag
 /// scanner is enough (and keeps libxml2 out of a statically linked binary).
 enum S3XML {
@@ -118,7 +120,7 @@ struct S3ErrorReply: Sendable, Equatable {
         {
             return true
         }
-        return UploadRetryPolicy.retryableStatuses.contains(status) || status == 500
+        return RetryRules.upload.retryableStatuses.contains(status) || status == 500
     }
 
     var summary: String {

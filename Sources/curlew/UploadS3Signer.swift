@@ -1,4 +1,5 @@
 import Crypto
+import CurlewEngine
 import Foundation
 
 #if canImport(Glibc)
@@ -107,14 +108,15 @@ struct SigV4Signer: Sendable {
     /// kept too (`a//b` is a different key from `a/b`).
     static func canonicalURI(_ path: String) -> String {
         let absolute = path.hasPrefix("/") ? path : "/" + path
-        return absolute.split(separator: "/", omittingEmptySubsequences: false).map(PathEncoding.encodeSegment).joined(
-            separator: "/")
+        return absolute.split(separator: "/", omittingEmptySubsequences: false).map(PercentEncoding.encodeComponent)
+            .joined(
+                separator: "/")
     }
 
     /// Names and values encoded (including `/` and `=`), sorted by encoded name, then value; `name=` for an empty value.
     static func canonicalQuery(_ query: [(name: String, value: String)]) -> String {
         let encoded: [(name: String, value: String)] = query.map { pair in
-            (PathEncoding.encodeSegment(Substring(pair.name)), PathEncoding.encodeSegment(Substring(pair.value)))
+            (PercentEncoding.encodeComponent(pair.name), PercentEncoding.encodeComponent(pair.value))
         }
         let sorted = encoded.sorted {
             (left: (name: String, value: String), right: (name: String, value: String)) -> Bool in

@@ -1,5 +1,4 @@
 public import CurlewEngine
-import Foundation
 import HTTPTypes
 public import Logging
 
@@ -28,7 +27,8 @@ public struct LoggingInterceptor: Interceptor {
     private let requestLevel: Logger.Level
     private let responseLevel: Logger.Level
     private let redactedHeaders: Set<String>
-    private let redactedQueryParameters: Set<String>
+    /// How URLs are logged: a user-info password and the values of the redacted query parameters replaced.
+    private let urlRedaction: URLRedaction
 
     /// - Parameters:
     ///   - redactedHeaders: header names to redact, in addition to the defaults.
@@ -41,8 +41,8 @@ public struct LoggingInterceptor: Interceptor {
         self.requestLevel = requestLevel
         self.responseLevel = responseLevel
         self.redactedHeaders = Self.defaultRedactedHeaders.union(redactedHeaders.map { $0.lowercased() })
-        self.redactedQueryParameters =
-            Self.defaultRedactedQueryParameters.union(redactedQueryParameters.map { $0.lowercased() })
+        self.urlRedaction = .logging(
+            queryParameters: Self.defaultRedactedQueryParameters.union(redactedQueryParameters.map { $0.lowercased() }))
     }
 
     public func adapt(_ request: inout CurlewRequest, context: InterceptorContext) async throws {
@@ -88,31 +88,7 @@ public struct LoggingInterceptor: Interceptor {
     /// The URL with a user-info password and the values of credential-carrying query parameters replaced by
     /// `<redacted>`; everything else, encoding included, as it was.
     func redacted(url: String) -> String {
-        var rest = Substring(url)
-        var result = ""
-        if let schemeEnd = rest.range(of: "://") {
-            result += rest[..<schemeEnd.upperBound]
-            rest = rest[schemeEnd.upperBound...]
-            let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? rest.endIndex
-            let authority = rest[..<authorityEnd]
-            if let at = authority.lastIndex(of: "@"), let colon = authority[..<at].firstIndex(of: ":") {
-                result += authority[...colon] + "<redacted>" + authority[at...]
-            } else {
-                result += authority
-            }
-            rest = rest[authorityEnd...]
-        }
-        guard let queryStart = rest.firstIndex(of: "?") else { return result + rest }
-        result += rest[...queryStart]
-        rest = rest[rest.index(after: queryStart)...]
-        let queryEnd = rest.firstIndex(of: "#") ?? rest.endIndex
-        let parameters = rest[..<queryEnd].split(separator: "&", omittingEmptySubsequences: false).map { parameter in
-            guard let equals = parameter.firstIndex(of: "="),
-                redactedQueryParameters.contains(parameter[..<equals].removingPercentEncoding?.lowercased() ?? "")
-            else { return String(parameter) }
-            return parameter[...equals] + "<redacted>"
-        }
-        return result + parameters.joined(separator: "&") + rest[queryEnd...]
+        urlRedaction.redact(url)
     }
 
     func metadata(for fields: HTTPFields) -> Logger.Metadata {

@@ -91,12 +91,7 @@ struct RequestTarget {
         let rest = schemeEnd.map { url[$0.upperBound...] } ?? url[...]
         let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? rest.endIndex
         var authority = rest[..<authorityEnd]
-        var redacted = url
-        if let at = authority.lastIndex(of: "@") {
-            // Credentials never reach a span: OpenTelemetry's url.full keeps their place as REDACTED.
-            authority = authority[authority.index(after: at)...]
-            redacted = String(url[..<rest.startIndex]) + "REDACTED:REDACTED@" + authority + rest[authorityEnd...]
-        }
+        if let at = authority.lastIndex(of: "@") { authority = authority[authority.index(after: at)...] }
         var host = Substring(authority)
         var port = scheme == "https" ? 443 : 80
         if let bracketEnd = authority.lastIndex(of: "]") {
@@ -107,7 +102,8 @@ struct RequestTarget {
             host = authority[..<colon]
             if let explicit = Int(authority[authority.index(after: colon)...]) { port = explicit }
         }
-        self.redactedURL = redacted
+        // Credentials never reach a span or a log record: OpenTelemetry's url.full keeps their place as REDACTED.
+        self.redactedURL = URLRedaction.openTelemetry.redact(url)
         self.host = String(host)
         self.port = port
     }

@@ -52,14 +52,6 @@ enum CurlGlobal {
     }
 }
 
-/// Monotonic nanoseconds, the engine's single time base.
-@inline(__always)
-func monotonicNanoseconds() -> UInt64 {
-    var spec = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &spec)
-    return UInt64(spec.tv_sec) &* 1_000_000_000 &+ UInt64(spec.tv_nsec)
-}
-
 extension Duration {
     /// Whole nanoseconds, saturating; negative durations become zero.
     var saturatingNanoseconds: UInt64 {

@@ -139,21 +139,21 @@ import Testing
     }
 
     @Test func retryAfterReadsSecondsAndHTTPDates() {
-        #expect(RetryPolicy.retryAfterDelay("7") == .seconds(7))
+        #expect(RetryRules.retryAfterDelay("7") == .seconds(7))
         let now = Date(timeIntervalSince1970: 1_445_412_480)  // Wed, 21 Oct 2015 07:28:00 GMT
-        #expect(RetryPolicy.retryAfterDelay("Wed, 21 Oct 2015 07:28:30 GMT", now: now) == .seconds(30))
-        #expect(RetryPolicy.retryAfterDelay("soon") == nil)
+        #expect(RetryRules.retryAfterDelay("Wed, 21 Oct 2015 07:28:30 GMT", now: now) == .seconds(30))
+        #expect(RetryRules.retryAfterDelay("soon") == nil)
     }
 
     @Test func retryAfterAcceptsTheObsoleteDateFormsTooAndNeverANegativeDelay() {
         let now = Date(timeIntervalSince1970: 1_445_412_480)  // Wed, 21 Oct 2015 07:28:00 GMT
-        #expect(RetryPolicy.retryAfterDelay("Wednesday, 21-Oct-15 07:28:45 GMT", now: now) == .seconds(45))
-        #expect(RetryPolicy.retryAfterDelay("Wed Oct 21 07:29:00 2015", now: now) == .seconds(60))
+        #expect(RetryRules.retryAfterDelay("Wednesday, 21-Oct-15 07:28:45 GMT", now: now) == .seconds(45))
+        #expect(RetryRules.retryAfterDelay("Wed Oct 21 07:29:00 2015", now: now) == .seconds(60))
         // asctime pads a one-digit day with a second space.
         let earlyInMonth = Date(timeIntervalSince1970: 1_444_116_480)  // Tue, 06 Oct 2015 07:28:00 GMT
-        #expect(RetryPolicy.retryAfterDelay("Tue Oct  6 07:28:10 2015", now: earlyInMonth) == .seconds(10))
-        #expect(RetryPolicy.retryAfterDelay("Wed, 21 Oct 2015 07:27:00 GMT", now: now) == .zero)
-        #expect(RetryPolicy.retryAfterDelay("-5") == nil)
+        #expect(RetryRules.retryAfterDelay("Tue Oct  6 07:28:10 2015", now: earlyInMonth) == .seconds(10))
+        #expect(RetryRules.retryAfterDelay("Wed, 21 Oct 2015 07:27:00 GMT", now: now) == .zero)
+        #expect(RetryRules.retryAfterDelay("-5") == nil)
     }
 
     @Test func retriesThePolicyAndOtherInterceptorsAskForShareTheCallsOneBound() async throws {

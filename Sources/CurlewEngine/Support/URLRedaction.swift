@@ -1,0 +1,80 @@
+import Foundation
+
+/// A URL with its credentials replaced, everything else (encoding included) as it was: the one redaction behind
+/// the engine's spans and log records (``openTelemetry``) and the route layer's `LoggingInterceptor`
+/// (``logging(queryParameters:)``).
+package struct URLRedaction: Sendable, Hashable {
+    /// What becomes of a URL's user-info (`user:password@`).
+    package enum UserInfo: Sendable, Hashable {
+        /// The password is replaced and the user name kept: `user:<replacement>@`; a user name alone stays.
+        case password(replacement: String)
+        /// All of it is replaced, whatever it holds: `<replacement>@`.
+        case whole(replacement: String)
+    }
+
+    /// What becomes of the user-info.
+    package var userInfo: UserInfo
+    /// Lower-case names of the query parameters whose values are replaced; a URL's names are compared
+    /// percent-decoded and lower-cased, so `%6Bey` and `KEY` are `key`.
+    package var queryParameters: Set<String>
+    /// What a redacted query value becomes.
+    package var queryValueReplacement: String
+
+    /// A redaction from its parts; see ``openTelemetry`` and ``logging(queryParameters:)`` for the two in use.
+    package init(userInfo: UserInfo, queryParameters: Set<String>, queryValueReplacement: String) {
+        self.userInfo = userInfo
+        self.queryParameters = queryParameters
+        self.queryValueReplacement = queryValueReplacement
+    }
+
+    /// OpenTelemetry's `url.full`: user-info of any kind becomes `REDACTED:REDACTED@`; the query is kept.
+    package static let openTelemetry = URLRedaction(
+        userInfo: .whole(replacement: "REDACTED:REDACTED"), queryParameters: [], queryValueReplacement: "REDACTED")
+
+    /// The route layer's logs: a user-info password and the values of `queryParameters` (lower-case) become
+    /// `<redacted>`.
+    package static func logging(queryParameters: Set<String>) -> URLRedaction {
+        URLRedaction(
+            userInfo: .password(replacement: "<redacted>"), queryParameters: queryParameters,
+            queryValueReplacement: "<redacted>")
+    }
+
+    /// The URL with its credentials replaced. The user-info is looked for in the authority after `://`, the query
+    /// from the first `?` after the authority to the first `#` after it.
+    package func redact(_ url: String) -> String {
+        // Most URLs carry neither: a span's URL is then the caller's string, not a copy.
+        guard url.utf8.contains(UInt8(ascii: "@")) || !queryParameters.isEmpty else { return url }
+        var rest = Substring(url)
+        var result = ""
+        if let schemeEnd = rest.range(of: "://") {
+            result += rest[..<schemeEnd.upperBound]
+            rest = rest[schemeEnd.upperBound...]
+            let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? rest.endIndex
+            result += redactingUserInfo(of: rest[..<authorityEnd])
+            rest = rest[authorityEnd...]
+        }
+        guard !queryParameters.isEmpty, let queryStart = rest.firstIndex(of: "?") else { return result + rest }
+        result += rest[...queryStart]
+        rest = rest[rest.index(after: queryStart)...]
+        let queryEnd = rest.firstIndex(of: "#") ?? rest.endIndex
+        let parameters = rest[..<queryEnd].split(separator: "&", omittingEmptySubsequences: false).map { parameter in
+            guard let equals = parameter.firstIndex(of: "="),
+                queryParameters.contains(PercentEncoding.decode(parameter[..<equals])?.lowercased() ?? "")
+            else { return String(parameter) }
+            return parameter[...equals] + queryValueReplacement
+        }
+        return result + parameters.joined(separator: "&") + rest[queryEnd...]
+    }
+
+    private func redactingUserInfo(of authority: Substring) -> Substring {
+        // The last `@` ends the user-info: a password may hold `@` unescaped, a host never does.
+        guard let at = authority.lastIndex(of: "@") else { return authority }
+        switch userInfo {
+        case .password(let replacement):
+            guard let colon = authority[..<at].firstIndex(of: ":") else { return authority }
+            return authority[...colon] + replacement + authority[at...]
+        case .whole(let replacement):
+            return Substring(replacement) + authority[at...]
+        }
+    }
+}

@@ -1,0 +1,46 @@
+import Testing
+
+@testable import CurlewEngine
+
+@Suite struct URLRedactionTests {
+    @Test(arguments: [
+        ("http://user:pw@127.0.0.1:8080/small", "http://REDACTED:REDACTED@127.0.0.1:8080/small"),
+        ("https://user@api.local/", "https://REDACTED:REDACTED@api.local/"),
+        ("https://a:b@c@api.local/x?y=1", "https://REDACTED:REDACTED@api.local/x?y=1"),
+        ("https://api.local/p?access_token=abc&sig=s", "https://api.local/p?access_token=abc&sig=s"),
+        ("https://api.local/users/a@b?x=1", "https://api.local/users/a@b?x=1"),
+        ("https://api.local", "https://api.local"),
+    ])
+    func spansAndEngineLogsReplaceAnyUserInfoAndKeepTheQuery(url: String, redacted: String) {
+        #expect(URLRedaction.openTelemetry.redact(url) == redacted)
+    }
+
+    private let logging = URLRedaction.logging(queryParameters: ["access_token", "key", "x-amz-signature"])
+
+    @Test(arguments: [
+        ("https://user:hunter2@api.local:8443/p?q=1#f", "https://user:<redacted>@api.local:8443/p?q=1#f"),
+        ("https://user:p@ss@api.local/", "https://user:<redacted>@api.local/"),
+        ("https://user@api.local/", "https://user@api.local/"),
+        (
+            "https://api.local/v1?page=2&access_token=abc&sort=name",
+            "https://api.local/v1?page=2&access_token=<redacted>&sort=name"
+        ),
+        (
+            "https://api.local/o?X-Amz-Signature=f00&KEY=k&%6Bey=k2",
+            "https://api.local/o?X-Amz-Signature=<redacted>&KEY=<redacted>&%6Bey=<redacted>"
+        ),
+        ("https://api.local/p?keys=v&key&=x&&key=", "https://api.local/p?keys=v&key&=x&&key=<redacted>"),
+        ("https://api.local/p%3Fkey=x?a=b#key=c", "https://api.local/p%3Fkey=x?a=b#key=c"),
+        ("https://api.local/p?%zz=1&key=2", "https://api.local/p?%zz=1&key=<redacted>"),
+        ("/relative?key=secret", "/relative?key=<redacted>"),
+    ])
+    func theRouteLayersLogsReplaceThePasswordAndSecretQueryValues(url: String, redacted: String) {
+        #expect(logging.redact(url) == redacted)
+    }
+
+    @Test func withoutCredentialsTheURLIsUnchanged() {
+        let url = "https://api.local/a%20b?c=d#e"
+        #expect(URLRedaction.openTelemetry.redact(url) == url)
+        #expect(logging.redact(url) == url)
+    }
+}
