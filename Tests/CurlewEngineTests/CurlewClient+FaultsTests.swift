@@ -51,7 +51,7 @@ struct CurlewClientFaultsTests {
                 let task = Task { try await client.execute(request) }
                 if round % 2 == 0 {
                     // Half of them after the transfer reached the server, half at once (racing the submission).
-                    try await waitUntil(timeout: .seconds(10)) { server.requestsServed > round / 2 }
+                    try await waitUntil(timeout: .seconds(30)) { server.requestsServed > round / 2 }
                 }
                 task.cancel()
                 do {
