@@ -1,7 +1,13 @@
 import NIOPosix
 import Synchronization
 
-/// Polls `condition` until it returns true, failing after `timeout`.
+/// How many times the asked timeout a bounded wait allows. On the shared 2-core CI machine the whole test process has
+/// been seen to stall for over 10 seconds while other suites ran (a cause not yet found, see the project's notes), so
+/// a wait sized for the work alone failed tests that were right. A passing wait returns as soon as its condition
+/// holds: the allowance only delays the report of a real hang.
+let waitStallAllowance = 3
+
+/// Polls `condition` until it returns true, failing after `timeout` (times ``waitStallAllowance``).
 ///
 /// For state that offers no notification (server counters, files appearing on disk): the
 /// deadline bounds the test, the short interval keeps it fast. Throws ``TestSupportError`` on
@@ -13,13 +19,14 @@ public func waitUntil(
     _ condition: () async throws -> Bool
 ) async throws {
     let clock = ContinuousClock()
-    let deadline = clock.now.advanced(by: timeout)
+    let allowed = timeout * waitStallAllowance
+    let deadline = clock.now.advanced(by: allowed)
     while true {
         if try await condition() {
             return
         }
         if clock.now >= deadline {
-            throw TestSupportError("timed out after \(timeout) waiting for \(description())")
+            throw TestSupportError("timed out after \(allowed) waiting for \(description())")
         }
         try await Task.sleep(for: pollInterval)
     }
