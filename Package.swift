@@ -16,6 +16,8 @@ let package = Package(
         // Integrations, each a product of its own so the engine's graph stays lean.
         .library(name: "CurlewOpenAPI", targets: ["CurlewOpenAPI"]),
         .library(name: "CurlewServiceLifecycle", targets: ["CurlewServiceLifecycle"]),
+        // The command's libraries: shard arithmetic, shared by the load generator and the upload pipeline.
+        .library(name: "CurlewSharding", targets: ["CurlewSharding"]),
         .executable(name: "curlew", targets: ["curlew"]),
     ],
     dependencies: [
@@ -106,10 +108,12 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        .target(name: "CurlewSharding", swiftSettings: strictSettings),
         .executableTarget(
             name: "curlew",
             dependencies: [
                 "CurlewEngine",
+                "CurlewSharding",
                 // zlib for HdrHistogram's compressed log encoding; libcurl's version info for `curlew version`.
                 "CLibCurl",
                 "CurlewLoopbackServer",
@@ -202,12 +206,14 @@ let package = Package(
             dependencies: ["Curlew", "FrameworkNames"],
             swiftSettings: strictSettings
         ),
+        .testTarget(name: "CurlewShardingTests", dependencies: ["CurlewSharding"], swiftSettings: strictSettings),
         .testTarget(
             name: "CurlewCommandTests",
             dependencies: [
                 // The command's pure parts (thresholds, schedules, target files, HdrHistogram encoding, SigV4 signer,
                 // part planner, journal) are unit-tested.
                 "curlew",
+                "CurlewSharding",
                 // zlib, to inflate the HdrHistogram encoding in its test.
                 "CLibCurl",
                 "CurlewTestSupport",

@@ -1,4 +1,5 @@
 import CurlewEngine
+import CurlewSharding
 import Foundation
 import Histogram
 import Synchronization

@@ -1,3 +1,4 @@
+import CurlewSharding
 import Foundation
 
 /// The bench result as printed, in text or JSON. Field names are part of the command's interface (README).

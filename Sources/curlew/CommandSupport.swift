@@ -20,40 +20,14 @@ struct DurationArgument: ExpressibleByArgument, Sendable, Hashable, CustomString
     }
 
     init?(argument: String) {
-        // Longest suffixes first, so "ms" is not read as "s" after a number ending in "m".
-        let units: [(suffix: String, scale: Double)] = [
-            ("ms", 1e6), ("us", 1e3), ("µs", 1e3), ("ns", 1), ("s", 1e9), ("m", 60e9), ("h", 3600e9),
-        ]
-        guard let nanoseconds = parseScaledNumber(argument.lowercased(), units: units, defaultScale: 1e9, below: 1e18)
-        else { return nil }
-        self.duration = .nanoseconds(Int64(nanoseconds))
+        guard let duration = ScaledNumber.duration(argument) else { return nil }
+        self.duration = duration
         self.text = argument
     }
 
     var description: String { text }
 
     static var defaultCompletionKind: CompletionKind { .default }
-}
-
-/// A non-negative number with an optional unit suffix (`250ms`, `16MiB`), times the unit's scale, rounded; nil if
-/// it is not one or reaches `below`. `units` are tried in order, so longer suffixes go first.
-func parseScaledNumber(
-    _ text: String, units: [(suffix: String, scale: Double)], defaultScale: Double, below limit: Double
-) -> Double? {
-    let trimmed = text.trimmingCharacters(in: .whitespaces)
-    var number = Substring(trimmed)
-    var scale = defaultScale
-    for unit in units where trimmed.hasSuffix(unit.suffix) {
-        number = trimmed.dropLast(unit.suffix.count)
-        scale = unit.scale
-        break
-    }
-    guard let value = Double(number.trimmingCharacters(in: .whitespaces)), value.isFinite, value >= 0,
-        value * scale < limit
-    else {
-        return nil
-    }
-    return (value * scale).rounded()
 }
 
 /// `-H` values as names and values (``HeaderFieldLine``); one that is not `Name: value` is a usage error.
@@ -70,18 +44,6 @@ func parseHeaderOptions(_ headers: [String]) throws(ValidationError) -> [(name: 
 struct CommandFailure: Error, CustomStringConvertible {
     let description: String
     init(_ message: String) { self.description = message }
-}
-
-extension Duration {
-    var seconds: Double {
-        Double(components.seconds) + Double(components.attoseconds) / 1e18
-    }
-
-    var nanoseconds: UInt64 {
-        let (seconds, attoseconds) = components
-        guard seconds >= 0 else { return 0 }
-        return UInt64(seconds) * 1_000_000_000 + UInt64(attoseconds / 1_000_000_000)
-    }
 }
 
 /// Where progress goes: stderr, redrawn in place on a terminal, one plain line per period otherwise (logs, CI).

@@ -1,4 +1,5 @@
 import ArgumentParser
+import CurlewSharding
 import Foundation
 
 struct MergeCommand: AsyncParsableCommand {

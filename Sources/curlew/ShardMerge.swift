@@ -1,70 +1,7 @@
+import CurlewSharding
 import Foundation
 
-/// What must be the same in every shard of one run, and the check that a set of shard results is one whole run.
-enum ShardSet {
-    /// One shard's result file, as far as the check needs it.
-    struct Member<Plan: Codable & Equatable> {
-        var path: String
-        var shard: ShardAssignment
-        var runId: String?
-        var plan: Plan
-    }
-
-    /// Throws, naming the files, unless the members are every shard of one run exactly once: the same run id, the
-    /// same plan (which includes the shard count), and each index from 0 to count − 1.
-    static func check<Plan>(_ members: [Member<Plan>]) throws(CommandFailure) {
-        guard let first = members.first else { throw CommandFailure("nothing to merge: no shard results found") }
-        let name = { (member: Member<Plan>) in (member.path as NSString).lastPathComponent }
-        for member in members.dropFirst() {
-            if member.runId != first.runId {
-                throw CommandFailure(
-                    "the inputs come from different runs: \(name(first)) is run \(first.runId ?? "(no id)"), "
-                        + "\(name(member)) is run \(member.runId ?? "(no id)")")
-            }
-            if member.plan != first.plan {
-                throw CommandFailure(
-                    "the inputs come from different runs: \(name(first)) and \(name(member)) differ in "
-                        + differences(first.plan, member.plan).joined(separator: ", "))
-            }
-        }
-        let count = first.shard.count
-        var seen: [Int: Member<Plan>] = [:]
-        for member in members {
-            // The plan holds the shard count, so every member has the same one here.
-            if let earlier = seen[member.shard.index] {
-                throw CommandFailure("shard \(member.shard) appears twice: \(name(earlier)) and \(name(member))")
-            }
-            seen[member.shard.index] = member
-        }
-        let missing = (0..<count).filter { seen[$0] == nil }
-        if !missing.isEmpty {
-            let list =
-                missing.prefix(20).map { "\($0)/\(count)" }.joined(separator: ", ") + (missing.count > 20 ? ", …" : "")
-            throw CommandFailure(
-                "\(missing.count) of \(count) shards missing (\(list)): the merge of an incomplete run would not be "
-                    + "the run's result; re-run those shards or merge the ones of another run")
-        }
-    }
-
-    /// The top-level fields two plans differ in, with both values.
-    static func differences<Plan: Encodable>(_ left: Plan, _ right: Plan) -> [String] {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        func fields(_ plan: Plan) -> [String: String] {
-            guard let data = try? encoder.encode(plan),
-                let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
-            else { return [:] }
-            return object.mapValues { value in
-                (try? JSONSerialization.data(withJSONObject: value, options: [.fragmentsAllowed, .sortedKeys]))
-                    .map { String(decoding: $0, as: UTF8.self) } ?? "\(value)"
-            }
-        }
-        let (a, b) = (fields(left), fields(right))
-        return Set(a.keys).union(b.keys).sorted().compactMap { key in
-            a[key] == b[key] ? nil : "\(key) (\(a[key] ?? "none") vs \(b[key] ?? "none"))"
-        }
-    }
-
+extension ShardSet {
     /// The result files `curlew merge` was given: files as they are, directories searched (not recursively) for
     /// `bench…json` and `upload…json`.
     static func resultFiles(in paths: [String]) throws(CommandFailure) -> [String] {
@@ -224,11 +161,16 @@ struct BenchMerge {
     var plan: BenchRunPlan
 
     init(_ shards: [BenchShardResult], thresholds extraThresholds: [BenchThreshold]) throws(CommandFailure) {
-        try ShardSet.check(
-            shards.map {
-                ShardSet.Member(
-                    path: $0.path, shard: $0.summary.shard ?? .whole, runId: $0.summary.runId, plan: $0.record.plan)
-            })
+        do {
+            try ShardSet.check(
+                shards.map {
+                    ShardSet.Member(
+                        path: $0.path, shard: $0.summary.shard ?? .whole, runId: $0.summary.runId,
+                        plan: $0.record.plan)
+                })
+        } catch {
+            throw CommandFailure(error.description)
+        }
         let first = shards[0]
         let plan = first.record.plan
         var tally = BenchTally(targetCount: first.summary.targets?.count ?? 1)

@@ -1,6 +1,7 @@
 import ArgumentParser
 import CurlewEngine
 import CurlewLoopbackServer
+import CurlewSharding
 import Foundation
 
 extension UploadMode: ExpressibleByArgument {}

@@ -1,4 +1,5 @@
 import ArgumentParser
+import CurlewEngine
 import Foundation
 
 #if canImport(Glibc)
@@ -46,7 +47,7 @@ struct ByteSizeArgument: ExpressibleByArgument, Sendable, Hashable, CustomString
             ("GB", 1e9), ("TB", 1e12), ("K", 0x1p10), ("k", 0x1p10), ("M", 0x1p20), ("G", 0x1p30), ("T", 0x1p40),
             ("B", 1),
         ]
-        guard let bytes = parseScaledNumber(argument, units: units, defaultScale: 1, below: 9e18) else { return nil }
+        guard let bytes = ScaledNumber.parse(argument, units: units, defaultScale: 1, below: 9e18) else { return nil }
         self.bytes = Int64(bytes)
         self.text = argument
     }

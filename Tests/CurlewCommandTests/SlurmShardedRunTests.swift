@@ -1,3 +1,4 @@
+import CurlewSharding
 import CurlewTestSupport
 import Foundation
 import Testing
