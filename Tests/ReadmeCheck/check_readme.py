@@ -3,8 +3,8 @@
 
 Each block is type-checked on its own, as the top-level code of a `main.swift` (so it may mix declarations and
 statements, and use `try await` at the top level), against the modules of the package's debug build. Its import
-is the one its section promises: `import Curlew` alone under "Routes and providers", `import CurlewEngine`
-alone elsewhere. Names a snippet uses without declaring them (`url`, `logger`, `User`, ...) come from
+is the one its section promises: `import Curlew` alone under "Routes and providers", the library and its
+companions under "The upload library" and "The load-generation library", `import CurlewEngine` alone elsewhere. Names a snippet uses without declaring them (`url`, `logger`, `User`, ...) come from
 StandIns.swift, a second file of the same module, only for the names the block really uses.
 
 A block that is not Curlew code (another library's API, for comparison) is preceded by the marker
@@ -24,8 +24,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 MARKER = re.compile(r"<!--\s*readme-check:\s*(.*?)\s*-->")
-SECTION_IMPORTS = {"Routes and providers": "Curlew"}
-DEFAULT_IMPORT = "CurlewEngine"
+# The modules a section's blocks import; the library sections import what a program using that library would.
+SECTION_IMPORTS = {
+    "Routes and providers": ["Curlew"],
+    "The upload library": ["CurlewUpload", "CurlewS3", "CurlewSharding", "CurlewEngine"],
+    "The load-generation library": ["CurlewLoad", "CurlewSharding", "CurlewEngine"],
+}
+DEFAULT_IMPORT = ["CurlewEngine"]
 
 
 def blocks(readme):
@@ -77,11 +82,11 @@ def compiler_flags(build_dir):
 
 
 def check(job):
-    line, directory, flags = job
+    line, directory, flags, preamble = job
     result = subprocess.run(
         ["swiftc", "-typecheck", "-swift-version", "6", *flags, "main.swift", "StandIns.swift"],
         cwd=directory, capture_output=True, text=True)
-    return line, directory, result.returncode, result.stdout + result.stderr
+    return line, directory, preamble, result.returncode, result.stdout + result.stderr
 
 
 def main():
@@ -104,21 +109,22 @@ def main():
                 failures.append(f"README.md:{line}: marker `{marker}` is not `skip (reason)`")
             skipped += 1
             continue
-        module = SECTION_IMPORTS.get(section, DEFAULT_IMPORT)
+        modules = SECTION_IMPORTS.get(section, DEFAULT_IMPORT)
         directory = scratch / f"line-{line}"
         directory.mkdir(parents=True)
         used = [name for name in names if re.search(rf"\b{name}\b", code) and not declares(code, name)]
-        (directory / "main.swift").write_text(f"import {module}\n// README.md line {line}\n{code}")
+        imports = "".join(f"import {module}\n" for module in modules)
+        (directory / "main.swift").write_text(f"{imports}// README.md line {line}\n{code}")
         (directory / "StandIns.swift").write_text(header + "".join(names[name] for name in used))
-        jobs.append((line, directory, flags))
+        jobs.append((line, directory, flags, len(modules) + 1))
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, options.jobs)) as pool:
-        for line, directory, status, output in pool.map(check, jobs):
+        for line, directory, preamble, status, output in pool.map(check, jobs):
             if status != 0:
-                # main.swift is the block after two lines (its import and a comment): point at README.md itself.
+                # main.swift is the block after its imports and a comment: point at README.md itself.
                 shown = re.sub(
                     r"(?:\S*/)?main\.swift:(\d+):(\d+)",
-                    lambda match: f"README.md:{line + int(match.group(1)) - 3}:{match.group(2)}", output)
+                    lambda match: f"README.md:{line + int(match.group(1)) - preamble - 1}:{match.group(2)}", output)
                 failures.append(f"README.md:{line}: the block does not compile (scratch: {directory})\n{shown}")
     print(f"check_readme: {len(jobs)} Swift blocks type-checked, {skipped} marked as not Curlew code")
     if failures:
