@@ -136,8 +136,8 @@ public struct Stub: Sendable {
             pattern.hasSuffix("*") ? subject.hasPrefix(pattern.dropLast()) : subject == pattern
         }
         if matches(subject, pattern) { return true }
-        guard let decodedSubject = subject.removingPercentEncoding else { return false }
-        return matches(decodedSubject, pattern.removingPercentEncoding ?? pattern)
+        guard let decodedSubject = PercentEncoding.decode(subject) else { return false }
+        return matches(decodedSubject, PercentEncoding.decode(pattern) ?? pattern)
     }
 }
 

@@ -49,6 +49,6 @@ enum URLValidation {
     private static func normalized(_ host: String) -> String {
         var host = host.lowercased()
         if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
-        return host.removingPercentEncoding ?? host
+        return PercentEncoding.decode(host) ?? host
     }
 }
