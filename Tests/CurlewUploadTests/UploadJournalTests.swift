@@ -1,7 +1,8 @@
 import Foundation
+import CurlewS3
 import Testing
 
-@testable import curlew
+@testable import CurlewUpload
 
 @Suite struct UploadJournalTests {
     static let journal = """
