@@ -77,7 +77,9 @@ public final class Upload: Sendable {
                 http: client, endpoint: destination.endpoint, credentials: destination.credentials,
                 retries: configuration.retries, concurrency: configuration.concurrency, budget: budget)
             self.s3Client = s3Client
-            s3 = (S3Uploader(client: s3Client, options: destination.objectOptions, journal: journal), destination.location)
+            s3 = (
+                S3Uploader(client: s3Client, options: destination.objectOptions, journal: journal), destination.location
+            )
         }
         if s3 == nil {
             // A bad URL fails here, once, rather than once per file.

@@ -57,7 +57,8 @@ package final class UploadJournal: S3UploadJournal {
 
         descriptor = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else {
-            throw UploadError(.journal, "cannot open --journal \(path.debugDescription): \(String(cString: strerror(errno)))")
+            throw UploadError(
+                .journal, "cannot open --journal \(path.debugDescription): \(String(cString: strerror(errno)))")
         }
         if existing.isEmpty {
             try append(Self.header)

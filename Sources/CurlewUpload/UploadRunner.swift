@@ -117,7 +117,8 @@ package final class UploadRunner: Sendable {
 
     package init(
         client: CurlewClient, plan: UploadPlan, items: [UploadItem], journal: UploadJournal?,
-        s3: (uploader: S3Uploader, location: S3Location)? = nil, onFileSettled: @escaping @Sendable (UploadProgressSnapshot) -> Void = { _ in }
+        s3: (uploader: S3Uploader, location: S3Location)? = nil,
+        onFileSettled: @escaping @Sendable (UploadProgressSnapshot) -> Void = { _ in }
     ) {
         self.client = client
         self.plan = plan

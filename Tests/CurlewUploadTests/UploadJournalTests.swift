@@ -1,5 +1,5 @@
-import Foundation
 import CurlewS3
+import Foundation
 import Testing
 
 @testable import CurlewUpload

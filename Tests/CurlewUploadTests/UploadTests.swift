@@ -180,7 +180,8 @@ import Testing
             (error as? UploadError)?.kind == .invalidConfiguration
         }
         #expect(throws: S3ConfigurationError.self) {
-            try S3Destination("s3://Not_A_Bucket/x", credentials: AWSCredentials(accessKeyID: "a", secretAccessKey: "b"))
+            try S3Destination(
+                "s3://Not_A_Bucket/x", credentials: AWSCredentials(accessKeyID: "a", secretAccessKey: "b"))
         }
 
         // An empty folder: nothing to send, nothing sent.

@@ -251,7 +251,8 @@ struct UploadCommand: AsyncParsableCommand {
             s3Line =
                 "s3: \(s3.endpoint.url(pathAndQuery: "")) (\(style)), region \(region), credentials from \(resolved.source)"
         } else if let url {
-            destination = mode == .put ? .put(baseURL: url) : .multipartForm(url: url, fields: fields.map(Self.splitField))
+            destination =
+                mode == .put ? .put(baseURL: url) : .multipartForm(url: url, fields: fields.map(Self.splitField))
         } else {
             let embedded = try await LoopbackServer.start()
             server = embedded
@@ -286,7 +287,9 @@ struct UploadCommand: AsyncParsableCommand {
         let skipped = listing.items.count - pending.count
         let totalBytes = pending.reduce(Int64(0)) { $0 + $1.size }
         if !json {
-            print("curlew upload \(self.source) → \(upload.target)" + (upload.s3Client == nil ? " (\(mode.rawValue))" : ""))
+            print(
+                "curlew upload \(self.source) → \(upload.target)"
+                    + (upload.s3Client == nil ? " (\(mode.rawValue))" : ""))
             var line =
                 "  \(formatCount(listing.items.count)) files, \(formatBytes(listing.items.reduce(0) { $0 + $1.size }))"
             if selection.excluded > 0 { line += " (\(formatCount(selection.excluded)) excluded by filters)" }
