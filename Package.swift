@@ -128,8 +128,6 @@ let package = Package(
                 "CurlewEngine",
                 "CurlewS3",
                 "CurlewSharding",
-                // Content-MD5 and SHA-256 checksum headers of plain PUTs.
-                .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: strictSettings
         ),
@@ -234,7 +232,12 @@ let package = Package(
         .testTarget(name: "CurlewShardingTests", dependencies: ["CurlewSharding"], swiftSettings: strictSettings),
         .testTarget(
             name: "CurlewS3Tests",
-            dependencies: ["CurlewS3", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: [
+                "CurlewS3",
+                "CurlewEngine",
+                "CurlewTestSupport",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -221,6 +221,9 @@ public final class S3Client: Sendable {
     /// Uploads one file as the object `key`: a single PUT up to the part size, a multipart upload above it (its
     /// parts in parallel), every object and part carrying its SHA-256 for the store to check.
     ///
+    /// Resumable: a multipart upload that was cancelled (or whose process died) stays in the store, and the next
+    /// call for the same key continues it, keeping the parts whose SHA-256 matches the file's bytes.
+    ///
     /// - Parameters:
     ///   - path: the file to send; it must not change while it is sent.
     ///   - key: the object's key in the bucket.
@@ -237,7 +240,7 @@ public final class S3Client: Sendable {
         guard let item = listed.currentState() else {
             throw S3Error("cannot read \(path.debugDescription): \(String(cString: strerror(errno)))")
         }
-        let uploader = S3Uploader(client: self, options: options, journal: nil)
+        let uploader = S3Uploader(client: self, options: options, journal: nil, resumesUnfinishedUploads: true)
         switch await uploader.upload(item, key: key, sent: { _ in }) {
         case .uploaded: return .uploaded
         case .alreadyThere: return .alreadyThere

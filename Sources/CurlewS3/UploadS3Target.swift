@@ -107,7 +107,9 @@ public struct S3Endpoint: Sendable {
 
     /// The unencoded request path for a key (the signer encodes it).
     package func path(forKey key: String) -> String {
-        virtualHosted ? "/" + key : "/\(bucket)/" + key
+        // An empty key is the bucket itself (ListMultipartUploads): `/bucket`, as SDKs sign it, not `/bucket/`.
+        if key.isEmpty { return virtualHosted ? "/" : "/\(bucket)" }
+        return virtualHosted ? "/" + key : "/\(bucket)/" + key
     }
 
     /// The URL of a request, `pathAndQuery` already encoded (empty: the endpoint itself).

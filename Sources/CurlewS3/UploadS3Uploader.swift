@@ -44,11 +44,18 @@ package final class S3Uploader: Sendable {
     package let client: S3Client
     package let options: S3ObjectOptions
     package let journal: (any S3UploadJournal)?
+    /// Without a journal, resumes the store's own unfinished multipart upload of the key, if it has one: what
+    /// makes ``S3Client/uploadFile(at:key:options:)`` resumable with no state on the client's side.
+    package let resumesUnfinishedUploads: Bool
 
-    package init(client: S3Client, options: S3ObjectOptions, journal: (any S3UploadJournal)?) {
+    package init(
+        client: S3Client, options: S3ObjectOptions, journal: (any S3UploadJournal)?,
+        resumesUnfinishedUploads: Bool = false
+    ) {
         self.client = client
         self.options = options
         self.journal = journal
+        self.resumesUnfinishedUploads = resumesUnfinishedUploads
     }
 
     /// - Parameter sent: called with the bytes of each completed part or object, for live progress.
@@ -108,7 +115,13 @@ package final class S3Uploader: Sendable {
     ) async throws(S3RequestFailure) {
         var uploadID: String
         var done: [Int: CompletedPart] = [:]
-        let earlier = journal?.multipartUpload(of: item)
+        var earlier = journal?.multipartUpload(of: item)
+        if earlier == nil, journal == nil, resumesUnfinishedUploads,
+            let unfinished = try await latestUnfinishedUpload(key: key)
+        {
+            // Its parts are checked against the file's bytes below: only those that match are kept.
+            earlier = S3MultipartProgress(file: item.version, partSize: plan.partSize, uploadID: unfinished)
+        }
         if let earlier, earlier.partSize != plan.partSize {
             // Cut differently now (another --part-size): the old parts cannot be reused, and must not linger.
             try? await abort(item, key: key, uploadID: earlier.uploadID)
@@ -158,6 +171,15 @@ package final class S3Uploader: Sendable {
     private func abort(_ item: UploadItem, key: String, uploadID: String) async throws(S3RequestFailure) {
         _ = try await client.send(.delete, key: key, query: [("uploadId", uploadID)], allowing: [404], cleanup: true)
         journal?.recordAbort(item, uploadID: uploadID)
+    }
+
+    /// ListMultipartUploads: the most recently started unfinished upload of exactly this key, if any.
+    private func latestUnfinishedUpload(key: String) async throws(S3RequestFailure) -> String? {
+        let reply = try await client.send(.get, key: "", query: [("uploads", ""), ("prefix", key)])
+        let uploads = S3XML.values("Upload", in: reply.text).filter { S3XML.value("Key", in: $0) == key }
+        // ISO 8601 times of one format sort as text.
+        let latest = uploads.max { (S3XML.value("Initiated", in: $0) ?? "") < (S3XML.value("Initiated", in: $1) ?? "") }
+        return latest.flatMap { S3XML.value("UploadId", in: $0) }
     }
 
     /// The parts the store holds for an upload, or nil if the upload is gone (completed, aborted, expired).

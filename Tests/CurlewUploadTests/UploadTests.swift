@@ -129,7 +129,9 @@ import Testing
     }
 
     @Test func theS3ClientUploadsOneLargeFileInPartsAndSeesItExist() async throws {
-        let moto = try await MotoServer.shared()
+        // The unchecked server: moto's signature checker refuses the ListMultipartUploads request that a resumable
+        // upload starts with when its `prefix=` value holds a `%2F` (a key without `/` passes).
+        let moto = try await MotoServer.shared(.unchecked)
         let bucket = try await moto.makeBucket("single")
         let tree = try SourceTree(prefix: "curlew-s3-single")
         defer { tree.remove() }
