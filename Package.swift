@@ -39,7 +39,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         // `make docs` only: the DocC catalogs of CurlewEngine, Curlew and CurlewTesting.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin.git", from: "1.5.0"),
-        // SHA-256 and HMAC: `curlew upload`'s SigV4 signer and checksums; the tests' independent digests.
+        // SHA-256, HMAC and MD5: CurlewS3's SigV4 signer and checksums; the tests' independent digests.
         .package(url: "https://github.com/apple/swift-crypto.git", from: "3.12.3"),
         // Tests only: an independent multipart parser.
         .package(url: "https://github.com/vapor/multipart-kit.git", from: "4.7.1"),

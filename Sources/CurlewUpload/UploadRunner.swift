@@ -10,7 +10,7 @@ package enum UploadMode: String, Sendable, CaseIterable {
     case multipart
 }
 
-/// `--checksum-header`: a digest of the file in the PUT's headers, for servers that check it.
+/// A digest of each file in its PUT's headers, for servers that check what they store (`--checksum-header`).
 public enum UploadChecksumHeader: String, Sendable, CaseIterable {
     /// `Content-MD5` (RFC 1864): what S3's PUT API, Azure and many WebDAV servers verify.
     case md5

@@ -222,7 +222,8 @@ struct UploadCommand: AsyncParsableCommand {
 
         var server: LoopbackServer?
         let destination: UploadDestination
-        var s3Line: String?
+        // What the destination is, printed once the upload could be set up (the journal opened, the URL checked).
+        var destinationLine: String?
         if let url, S3Location.isS3(url) {
             let location: S3Location
             do { location = try S3Location(parsing: url) } catch { throw ValidationError("\(error)") }
@@ -248,7 +249,7 @@ struct UploadCommand: AsyncParsableCommand {
             }
             destination = .s3(s3)
             let style = s3.endpoint.virtualHosted ? "virtual-hosted" : "path-style"
-            s3Line =
+            destinationLine =
                 "s3: \(s3.endpoint.url(pathAndQuery: "")) (\(style)), region \(region), credentials from \(resolved.source)"
         } else if let url {
             destination =
@@ -260,13 +261,9 @@ struct UploadCommand: AsyncParsableCommand {
                 mode == .put
                 ? .put(baseURL: embedded.baseURL + "/files/")
                 : .multipartForm(url: embedded.baseURL + "/upload", fields: fields.map(Self.splitField))
-            if !json {
-                print(
-                    "embedded server: \(embedded.baseURL) (SwiftNIO, loopback only; checksums and discards what it receives)"
-                )
-            }
+            destinationLine =
+                "embedded server: \(embedded.baseURL) (SwiftNIO, loopback only; checksums and discards what it receives)"
         }
-        if let s3Line, !json { print(s3Line) }
 
         var configuration = UploadConfiguration(source: source, destination: destination)
         configuration.concurrency = concurrency
@@ -281,6 +278,7 @@ struct UploadCommand: AsyncParsableCommand {
         configuration.journalPath = journal
         configuration.shard = shard
         let upload = try Upload(configuration, client: client)
+        if let destinationLine, !json { print(destinationLine) }
         let selection = upload.selection
         let listing = selection.listing
         let pending = upload.pending
