@@ -113,7 +113,7 @@ public struct S3Endpoint: Sendable {
     }
 
     /// The URL of a request, `pathAndQuery` already encoded (empty: the endpoint itself).
-    public func url(pathAndQuery: String) -> String {
+    package func url(pathAndQuery: String) -> String {
         "\(scheme)://\(authority)\(pathAndQuery)"
     }
 }
