@@ -18,6 +18,9 @@ let package = Package(
         .library(name: "CurlewServiceLifecycle", targets: ["CurlewServiceLifecycle"]),
         // The command's libraries: shard arithmetic, shared by the load generator and the upload pipeline.
         .library(name: "CurlewSharding", targets: ["CurlewSharding"]),
+        // The S3 client on its own (SigV4, multipart, resumable parts), and the upload pipeline built on it.
+        .library(name: "CurlewS3", targets: ["CurlewS3"]),
+        .library(name: "CurlewUpload", targets: ["CurlewUpload"]),
         .executable(name: "curlew", targets: ["curlew"]),
     ],
     dependencies: [
@@ -36,7 +39,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         // `make docs` only: the DocC catalogs of CurlewEngine, Curlew and CurlewTesting.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin.git", from: "1.5.0"),
-        // SHA-256 and HMAC: `curlew upload`'s SigV4 signer and checksums; the tests' independent digests.
+        // SHA-256, HMAC and MD5: CurlewS3's SigV4 signer and checksums; the tests' independent digests.
         .package(url: "https://github.com/apple/swift-crypto.git", from: "3.12.3"),
         // Tests only: an independent multipart parser.
         .package(url: "https://github.com/vapor/multipart-kit.git", from: "4.7.1"),
@@ -109,16 +112,36 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .target(name: "CurlewSharding", swiftSettings: strictSettings),
+        .target(
+            name: "CurlewS3",
+            dependencies: [
+                "CurlewEngine",
+                // SHA-256, HMAC and MD5 for SigV4 and checksums: here, not in the engine, which needs none of them.
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "CurlewUpload",
+            dependencies: [
+                "CurlewEngine",
+                "CurlewS3",
+                "CurlewSharding",
+            ],
+            swiftSettings: strictSettings
+        ),
         .executableTarget(
             name: "curlew",
             dependencies: [
                 "CurlewEngine",
                 "CurlewSharding",
+                "CurlewS3",
+                "CurlewUpload",
                 // zlib for HdrHistogram's compressed log encoding; libcurl's version info for `curlew version`.
                 "CLibCurl",
                 "CurlewLoopbackServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ],
@@ -208,12 +231,34 @@ let package = Package(
         ),
         .testTarget(name: "CurlewShardingTests", dependencies: ["CurlewSharding"], swiftSettings: strictSettings),
         .testTarget(
+            name: "CurlewS3Tests",
+            dependencies: [
+                "CurlewS3",
+                "CurlewEngine",
+                "CurlewTestSupport",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "CurlewUploadTests",
+            dependencies: [
+                "CurlewUpload",
+                "CurlewS3",
+                "CurlewEngine",
+                "CurlewTestSupport",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
             name: "CurlewCommandTests",
             dependencies: [
-                // The command's pure parts (thresholds, schedules, target files, HdrHistogram encoding, SigV4 signer,
-                // part planner, journal) are unit-tested.
+                // The command's pure parts (thresholds, schedules, target files, HdrHistogram encoding) are unit-tested.
                 "curlew",
                 "CurlewSharding",
+                // The upload summary that the sharded-upload tests decode.
+                "CurlewUpload",
                 // zlib, to inflate the HdrHistogram encoding in its test.
                 "CLibCurl",
                 "CurlewTestSupport",

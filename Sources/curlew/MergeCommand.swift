@@ -1,5 +1,6 @@
 import ArgumentParser
 import CurlewSharding
+import CurlewUpload
 import Foundation
 
 struct MergeCommand: AsyncParsableCommand {

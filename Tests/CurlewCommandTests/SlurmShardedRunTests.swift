@@ -1,5 +1,6 @@
 import CurlewSharding
 import CurlewTestSupport
+import CurlewUpload
 import Foundation
 import Testing
 

@@ -81,4 +81,9 @@ import Testing
             }
         }
     }
+
+    @Test func aFailureNamesItsAttemptsOnlyWhenThereWasMoreThanOne() {
+        #expect(RetryAttempt(number: 1, maxAttempts: 3).failureReason("HTTP 503") == "HTTP 503")
+        #expect(RetryAttempt(number: 3, maxAttempts: 3).failureReason("HTTP 503") == "HTTP 503 after 3 attempts")
+    }
 }

@@ -53,3 +53,11 @@ package func retrying<Outcome, Failure: Error>(
         }
     }
 }
+
+extension RetryAttempt {
+    /// How a call that failed on this attempt reports it: the last attempt's reason, and how many attempts were
+    /// made when there was more than one. The one wording of every retry loop (`… after 3 attempts`).
+    package func failureReason(_ lastReason: String) -> String {
+        number > 1 ? lastReason + " after \(number) attempts" : lastReason
+    }
+}

@@ -2,9 +2,9 @@ import CurlewEngine
 
 /// The few pieces of S3's XML that the upload reads and writes. S3's replies are flat and machine-made, so a tag
 /// scanner is enough (and keeps libxml2 out of a statically linked binary).
-enum S3XML {
+package enum S3XML {
     /// The text of every `<tag>…</tag>` in order, entities decoded.
-    static func values(_ tag: String, in text: String) -> [String] {
+    package static func values(_ tag: String, in text: String) -> [String] {
         var found: [String] = []
         var rest = Substring(text)
         while let open = rest.range(of: "<\(tag)>") {
@@ -15,14 +15,14 @@ enum S3XML {
         return found
     }
 
-    static func value(_ tag: String, in text: String) -> String? { values(tag, in: text).first }
+    package static func value(_ tag: String, in text: String) -> String? { values(tag, in: text).first }
 
-    static func escape(_ text: String) -> String {
+    package static func escape(_ text: String) -> String {
         text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
             .replacingOccurrences(of: ">", with: "&gt;").replacingOccurrences(of: "\"", with: "&quot;")
     }
 
-    static func unescape(_ text: Substring) -> String {
+    package static func unescape(_ text: Substring) -> String {
         guard text.contains("&") else { return String(text) }
         return text.replacingOccurrences(of: "&quot;", with: "\"").replacingOccurrences(of: "&apos;", with: "'")
             .replacingOccurrences(of: "&lt;", with: "<").replacingOccurrences(of: "&gt;", with: ">")
@@ -31,15 +31,22 @@ enum S3XML {
 }
 
 /// A part the store holds: from UploadPart's reply, the journal, or ListParts.
-struct CompletedPart: Sendable, Equatable {
-    let number: Int
-    let etag: String
+package struct CompletedPart: Sendable, Equatable {
+    package let number: Int
+    package let etag: String
     /// Base64 SHA-256, as `x-amz-checksum-sha256` carries it; empty if the store did not say.
-    let checksum: String
-    let size: Int64
+    package let checksum: String
+    package let size: Int64
+
+    package init(number: Int, etag: String, checksum: String, size: Int64) {
+        self.number = number
+        self.etag = etag
+        self.checksum = checksum
+        self.size = size
+    }
 
     /// CompleteMultipartUpload's body.
-    static func completionXML(_ parts: [CompletedPart]) -> String {
+    package static func completionXML(_ parts: [CompletedPart]) -> String {
         var xml = "<CompleteMultipartUpload xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
         for part in parts.sorted(by: { $0.number < $1.number }) {
             xml += "<Part><PartNumber>\(part.number)</PartNumber><ETag>\(S3XML.escape(part.etag))</ETag>"
@@ -50,7 +57,7 @@ struct CompletedPart: Sendable, Equatable {
     }
 
     /// ListParts' reply: the parts, and the marker of the next page if the listing is truncated.
-    static func parseListing(_ xml: String) -> (parts: [CompletedPart], nextMarker: String?) {
+    package static func parseListing(_ xml: String) -> (parts: [CompletedPart], nextMarker: String?) {
         let parts = S3XML.values("Part", in: xml).compactMap { block -> CompletedPart? in
             guard let number = S3XML.value("PartNumber", in: block).flatMap({ Int($0) }),
                 let etag = S3XML.value("ETag", in: block)
@@ -65,14 +72,14 @@ struct CompletedPart: Sendable, Equatable {
 }
 
 /// A refusal from the store, read from its status and XML error body, and what it means for the run.
-struct S3ErrorReply: Sendable, Equatable {
-    let status: Int
-    let code: String?
-    let message: String?
+package struct S3ErrorReply: Sendable, Equatable {
+    package let status: Int
+    package let code: String?
+    package let message: String?
     /// The bucket's region, when the store says the request went to the wrong one.
-    let region: String?
+    package let region: String?
 
-    init(status: Int, body: [UInt8], bucketRegionHeader: String? = nil) {
+    package init(status: Int, body: [UInt8], bucketRegionHeader: String? = nil) {
         let text = String(decoding: body.prefix(16 << 10), as: UTF8.self)
         self.status = status
         self.code = S3XML.value("Code", in: text)
@@ -82,7 +89,7 @@ struct S3ErrorReply: Sendable, Equatable {
 
     /// A problem of the whole run, not of one file: every other request would fail the same way, so the run stops
     /// and names it once. Nil for problems of one file.
-    var runProblem: String? {
+    package var runProblem: String? {
         switch code {
         case "InvalidAccessKeyId":
             return "bad credentials: the store does not know this access key ID (InvalidAccessKeyId)"
@@ -114,7 +121,7 @@ struct S3ErrorReply: Sendable, Equatable {
     }
 
     /// Worth another attempt: the store is busy or had a hiccup.
-    var isRetryable: Bool {
+    package var isRetryable: Bool {
         if let code,
             ["SlowDown", "InternalError", "RequestTimeout", "ServiceUnavailable", "OperationAborted"].contains(code)
         {
@@ -123,7 +130,7 @@ struct S3ErrorReply: Sendable, Equatable {
         return RetryRules.upload.retryableStatuses.contains(status) || status == 500
     }
 
-    var summary: String {
+    package var summary: String {
         var text = "HTTP \(status)"
         if let code { text += " \(code)" }
         if let message, !message.isEmpty { text += ": \(message)" }

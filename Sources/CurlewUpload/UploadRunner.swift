@@ -1,23 +1,24 @@
-import CurlewEngine
+package import CurlewEngine
+package import CurlewS3
 import Foundation
 import Synchronization
 
-enum UploadMode: String, Sendable, CaseIterable {
+package enum UploadMode: String, Sendable, CaseIterable {
     /// PUT to the URL plus the file's relative path.
     case put
     /// POST of a multipart form to the URL: the file as part `file`, its relative path as field `path`.
     case multipart
 }
 
-/// `--checksum-header`: a digest of the file in the PUT's headers, for servers that check it.
-enum UploadChecksumHeader: String, Sendable, CaseIterable {
+/// A digest of each file in its PUT's headers, for servers that check what they store (`--checksum-header`).
+public enum UploadChecksumHeader: String, Sendable, CaseIterable {
     /// `Content-MD5` (RFC 1864): what S3's PUT API, Azure and many WebDAV servers verify.
     case md5
     /// `Digest: SHA-256=…` (RFC 3230) and `Content-Digest: sha-256=:…:` (RFC 9530), old and new spellings.
     case sha256
 
     /// The headers for a file, read once with `pread` before it is sent.
-    func headers(forFile path: String, length: Int64) throws(S3RequestFailure) -> [(String, String)] {
+    package func headers(forFile path: String, length: Int64) throws(S3RequestFailure) -> [(String, String)] {
         switch self {
         case .md5:
             return [
@@ -33,71 +34,51 @@ enum UploadChecksumHeader: String, Sendable, CaseIterable {
     }
 }
 
-struct UploadPlan: Sendable {
+package struct UploadPlan: Sendable {
     /// Ends with `/`, so a relative path can be appended.
-    let baseURL: String
-    let mode: UploadMode
-    let headers: [(String, String)]
-    let fields: [(String, String)]
-    let gzip: Bool
-    let retries: Int
-    let concurrency: Int
+    package let baseURL: String
+    package let mode: UploadMode
+    package let headers: [(String, String)]
+    package let fields: [(String, String)]
+    package let gzip: Bool
+    package let retries: Int
+    package let concurrency: Int
     /// Files started per second at most; nil starts the next one as soon as a transfer slot is free.
-    let filesPerSecond: Double?
+    package let filesPerSecond: Double?
     /// `--bwlimit`, shared by every request of the run.
-    let budget: SendBudget?
-    let checksumHeader: UploadChecksumHeader?
+    package let budget: SendBudget?
+    package let checksumHeader: UploadChecksumHeader?
 
-    func url(for item: UploadItem) -> String {
+    package func url(for item: UploadItem) -> String {
         mode == .put ? baseURL + PercentEncoding.encodeEachSegment(of: item.relativePath) : baseURL
     }
 }
 
-/// `--bwlimit`: one budget of bytes per second for the whole run, shared by every file and part.
-///
-/// Each request books its body's bytes before it starts: it may start once the bytes booked before it have had
-/// their time at the limit, so the run's average does not exceed it. A run that fell behind (the server was slow,
-/// the process was not scheduled) may catch up by at most `catchUp` worth of bytes, never more: a token bucket
-/// whose capacity is that window, empty at the start. Each transfer is also capped at the limit by libcurl
-/// (`CurlewRequest.maxSendBytesPerSecond`), so one large body is spread over its time slot instead of sent at once.
-final class SendBudget: Sendable {
-    let bytesPerSecond: Int64
-    private let catchUp: Duration
-    private let nextStart = Mutex<ContinuousClock.Instant?>(nil)
+/// A file that was not sent, and why.
+public struct UploadFailure: Sendable, Codable, Hashable {
+    /// The file's relative path: its name on the server.
+    public let path: String
+    /// Why it was not sent: the server's status and the start of its reply, a transport error (after how many
+    /// attempts), `cancelled (interrupted)`, or why it could not be listed.
+    public let error: String
 
-    init(bytesPerSecond: Int64, catchUp: Duration = .milliseconds(250)) {
-        self.bytesPerSecond = bytesPerSecond
-        self.catchUp = catchUp
-    }
-
-    /// Waits until a body of `bytes` may start.
-    func reserve(_ bytes: Int64) async throws {
-        let start = nextStart.withLock { next -> ContinuousClock.Instant in
-            let now = ContinuousClock.now
-            let start = max(now - catchUp, next ?? now)
-            next = start + .nanoseconds(Int64(Double(bytes) / Double(bytesPerSecond) * 1e9))
-            return start
-        }
-        if start > .now { try await Task.sleep(until: start, clock: .continuous) }
+    package init(path: String, error: String) {
+        self.path = path
+        self.error = error
     }
 }
 
-struct UploadFailure: Sendable, Codable {
-    let path: String
-    let error: String
-}
-
-struct UploadTally: Sendable {
-    var uploaded = 0
+package struct UploadTally: Sendable {
+    package var uploaded = 0
     /// `--skip-existing`: files the bucket already held.
-    var alreadyThere = 0
-    var bytes: Int64 = 0
-    var retries = 0
-    var connectionsOpened = 0
-    var statusCounts: [Int: Int] = [:]
-    var failures: [UploadFailure] = []
+    package var alreadyThere = 0
+    package var bytes: Int64 = 0
+    package var retries = 0
+    package var connectionsOpened = 0
+    package var statusCounts: [Int: Int] = [:]
+    package var failures: [UploadFailure] = []
 
-    mutating func add(_ other: UploadTally) {
+    package mutating func add(_ other: UploadTally) {
         uploaded += other.uploaded
         alreadyThere += other.alreadyThere
         bytes += other.bytes
@@ -108,19 +89,23 @@ struct UploadTally: Sendable {
     }
 }
 
-struct UploadProgressSnapshot {
-    let files: Int
-    let bytes: Int64
-    let failed: Int
+package struct UploadProgressSnapshot: Sendable {
+    package let files: Int
+    package let bytes: Int64
+    package let failed: Int
 }
 
-final class UploadRunner: Sendable {
+package final class UploadRunner: Sendable {
     private let client: CurlewClient
     private let plan: UploadPlan
     private let items: [UploadItem]
     private let journal: UploadJournal?
     /// Set for s3:// targets: files go through it instead of one request each.
     private let s3: S3Uploader?
+    /// Where the S3 uploader puts each file: the bucket and key prefix.
+    private let s3Location: S3Location?
+    /// Called after each file is settled (sent, skipped or failed), for the progress sequence.
+    private let onFileSettled: @Sendable (UploadProgressSnapshot) -> Void
     private let nextIndex = Atomic<Int>(0)
     private let stopRequested = Atomic<Bool>(false)
     private let filesDone = Atomic<Int>(0)
@@ -128,32 +113,38 @@ final class UploadRunner: Sendable {
     private let filesFailed = Atomic<Int>(0)
     /// `curlew upload`'s rules with the run's `--retries`.
     private let retryRules: RetryRules
-    static let liveProgressThreshold: Int64 = 4 << 20
+    package static let liveProgressThreshold: Int64 = 4 << 20
 
-    init(client: CurlewClient, plan: UploadPlan, items: [UploadItem], journal: UploadJournal?, s3: S3Uploader? = nil) {
+    package init(
+        client: CurlewClient, plan: UploadPlan, items: [UploadItem], journal: UploadJournal?,
+        s3: (uploader: S3Uploader, location: S3Location)? = nil,
+        onFileSettled: @escaping @Sendable (UploadProgressSnapshot) -> Void = { _ in }
+    ) {
         self.client = client
         self.plan = plan
         self.items = items
         self.journal = journal
-        self.s3 = s3
+        self.s3 = s3?.uploader
+        self.s3Location = s3?.location
+        self.onFileSettled = onFileSettled
         self.retryRules = RetryRules.upload.allowingRetries(plan.retries)
     }
 
     /// Stops starting new files (Ctrl-C); transfers in flight go on.
-    func requestStop() {
+    package func requestStop() {
         stopRequested.store(true, ordering: .relaxed)
     }
 
     /// Files never started because the run was stopped.
-    var notStarted: Int { max(0, items.count - min(nextIndex.load(ordering: .relaxed), items.count)) }
+    package var notStarted: Int { max(0, items.count - min(nextIndex.load(ordering: .relaxed), items.count)) }
 
-    var progress: UploadProgressSnapshot {
+    package var progress: UploadProgressSnapshot {
         UploadProgressSnapshot(
             files: filesDone.load(ordering: .relaxed), bytes: Int64(bytesDone.load(ordering: .relaxed)),
             failed: filesFailed.load(ordering: .relaxed))
     }
 
-    func run() async -> UploadTally {
+    package func run() async -> UploadTally {
         let start = ContinuousClock.now
         let executors = client.executors
         let workers = min(plan.concurrency, max(items.count, 1))
@@ -191,20 +182,21 @@ final class UploadRunner: Sendable {
                 }
             }
             await send(items[index], into: &tally)
+            onFileSettled(progress)
         }
         return tally
     }
 
     private func send(_ listed: UploadItem, into tally: inout UploadTally) async {
-        if let s3 {
-            await send(listed, to: s3, into: &tally)
+        if let s3, let s3Location {
+            await send(listed, to: s3, key: s3Location.key(for: listed.relativePath), into: &tally)
             return
         }
         let idempotent = plan.mode == .put
         await retrying(maxAttempts: retryRules.maxAttempts) { (attempt: RetryAttempt) async -> RetryStep<Void> in
             // The state just before sending is what the journal records: the engine fails the transfer if the file
             // changes from there on.
-            guard let item = UploadSource.currentState(of: listed) else {
+            guard let item = listed.currentState() else {
                 fail(listed, "file vanished: \(String(cString: strerror(errno)))", into: &tally)
                 return .finished(())
             }
@@ -258,7 +250,7 @@ final class UploadRunner: Sendable {
             }
             // A run being stopped does not wait to retry: the file fails with what its last attempt met.
             guard let retryDelay, !Task.isCancelled else {
-                fail(listed, failure + (attempt.number > 1 ? " after \(attempt.number) attempts" : ""), into: &tally)
+                fail(listed, attempt.failureReason(failure), into: &tally)
                 return .finished(())
             }
             tally.retries += 1
@@ -268,13 +260,13 @@ final class UploadRunner: Sendable {
         }
     }
 
-    private func send(_ listed: UploadItem, to s3: S3Uploader, into tally: inout UploadTally) async {
-        guard let item = UploadSource.currentState(of: listed) else {
+    private func send(_ listed: UploadItem, to s3: S3Uploader, key: String, into tally: inout UploadTally) async {
+        guard let item = listed.currentState() else {
             fail(listed, "file vanished: \(String(cString: strerror(errno)))", into: &tally)
             return
         }
         let counted = Atomic<Int>(0)
-        let outcome = await s3.upload(item) { [self] bytes in
+        let outcome = await s3.upload(item, key: key) { [self] bytes in
             counted.add(Int(bytes), ordering: .relaxed)
             bytesDone.add(Int(bytes), ordering: .relaxed)
         }
@@ -338,7 +330,7 @@ final class UploadRunner: Sendable {
                     try request.setHeader(name, value)
                 }
             } catch let failure as S3RequestFailure {
-                throw CommandFailure(failure.reason)
+                throw UnreadableFile(description: failure.reason)
             }
         }
         if plan.gzip { request.bodyCompression = .gzip() }
@@ -353,16 +345,21 @@ final class UploadRunner: Sendable {
     }
 }
 
+/// A file whose checksum header could not be computed: the file fails with this reason.
+private struct UnreadableFile: Error, CustomStringConvertible {
+    let description: String
+}
+
 /// Bytes of one large file counted into the live progress while it is sent, so a big file moves the MB/s and
 /// ETA figures before it completes. Called on the loop thread: one exchange and one add.
 private final class LiveFileBytes: Sendable {
     private let counted = Atomic<Int>(0)
     private let limit: Int
 
-    init(limit: Int64) { self.limit = Int(limit) }
+    package init(limit: Int64) { self.limit = Int(limit) }
 
     /// Adds the growth since the last report to `total`, unless the file was settled (a late report after the end).
-    func report(sent: Int64, into total: borrowing Atomic<Int>) {
+    package func report(sent: Int64, into total: borrowing Atomic<Int>) {
         let now = min(Int(sent), limit)
         var before = counted.load(ordering: .relaxed)
         while before >= 0 && now > before {
@@ -376,7 +373,7 @@ private final class LiveFileBytes: Sendable {
     }
 
     /// Stops counting and returns what was counted, so the caller can settle the total.
-    func settle() -> Int {
+    package func settle() -> Int {
         max(0, counted.exchange(-1, ordering: .relaxed))
     }
 }

@@ -1,11 +1,21 @@
 import ArgumentParser
 import CurlewEngine
 import CurlewLoopbackServer
+import CurlewS3
 import CurlewSharding
+import CurlewUpload
 import Foundation
 
-extension UploadMode: ExpressibleByArgument {}
-extension UploadChecksumHeader: ExpressibleByArgument {}
+extension UploadError {
+    /// The command's form of the library's error: a usage error (exit status 64, with the usage) when the
+    /// arguments are at fault, a plain failure (exit status 1) otherwise.
+    var commandError: any Error {
+        switch kind {
+        case .invalidConfiguration, .unreadableSource: ValidationError(description)
+        case .journal: CommandFailure(description)
+        }
+    }
+}
 
 struct UploadCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -162,7 +172,11 @@ struct UploadCommand: AsyncParsableCommand {
             guard (PartPlan.minimumPartSize...PartPlan.maximumPartSize).contains(partSize.bytes) else {
                 throw ValidationError("--part-size must be between 5MiB and 5GiB (S3's limits)")
             }
-            _ = try S3Location(parsing: url!)
+            do {
+                _ = try S3Location(parsing: url!)
+            } catch {
+                throw ValidationError("\(error)")
+            }
         }
         for entry in metadata {
             guard let equals = entry.firstIndex(of: "="), equals != entry.startIndex,
@@ -179,100 +193,104 @@ struct UploadCommand: AsyncParsableCommand {
         try shared.requireSupportedLibcurl()
         let (shard, runID) = try sharding.resolved()
         if let outputDirectory = sharding.outputDirectory { try ShardOptions.prepare(directory: outputDirectory) }
-        var listing = try UploadSource.list(source)
-        // A shard sends the files whose path hashes to it; the others' shards send theirs. Sharding comes before the
-        // filters, so each shard counts only its own files as excluded and the merge's sum is the run's.
-        let listedBeforeSharding = listing.items.count
-        if !shard.isWhole {
-            listing.items.removeAll { !shard.owns(relativePath: $0.relativePath) }
-            listing.problems.removeAll { !shard.owns(relativePath: $0.relativePath) }
+        do {
+            try await send(shard: shard, runID: runID)
+        } catch let error as UploadError {
+            throw error.commandError
         }
-        let ownedByShard = listing.items.count
-        let filter = UploadFilter(includes: include, excludes: exclude)
-        let filteredOut = listing.items.count
-        listing.items.removeAll { !filter.admits($0.relativePath) }
-        let excludedCount = filteredOut - listing.items.count
-        // Each shard keeps a journal of its own: shards may run at once on one shared file system.
-        let journalPath = journal.map { shard.isWhole ? $0 : "\($0).\(shard.fileTag)" }
+    }
+
+    private func send(shard: ShardAssignment, runID: String?) async throws {
+        let source = try UploadSource.at(self.source)
         if dryRun {
             // Nothing is opened or sent: not the journal for writing, not a connection.
-            let recorded = try journalPath.map { try UploadJournal.read(path: $0) }
-            let pending = listing.items.filter { item in
-                recorded?[item.relativePath]
-                    != UploadJournal.Entry(size: item.size, modifiedNanoseconds: item.modifiedNanoseconds)
+            let selection = try UploadSelection.make(
+                source: source, includes: include, excludes: exclude, shard: shard, journalPath: journal)
+            let recorded = try selection.journalPath.map { path throws(UploadError) in
+                try UploadJournal.read(path: path)
             }
-            printDryRun(pending, listing: listing, excluded: excludedCount)
+            let pending = selection.listing.items.filter { recorded?[$0.relativePath] != $0.version }
+            printDryRun(pending, listing: selection.listing, excluded: selection.excluded)
             return
         }
-        let journal = try journalPath.map(UploadJournal.init(path:))
-        let pending = listing.items.filter { !(journal?.isDone($0) ?? false) }
-        let skipped = listing.items.count - pending.count
 
-        var configuration = CurlewClient.Configuration()
-        configuration.maxConnectionsPerHost = concurrency
-        configuration.proxy = .none
-        shared.applyTLS(to: &configuration)
-        let client = CurlewClient(configuration: configuration)
+        var clientConfiguration = CurlewClient.Configuration()
+        clientConfiguration.maxConnectionsPerHost = concurrency
+        clientConfiguration.proxy = .none
+        shared.applyTLS(to: &clientConfiguration)
+        let client = CurlewClient(configuration: clientConfiguration)
 
-        let budget = bwlimit.map { SendBudget(bytesPerSecond: $0.bytes) }
         var server: LoopbackServer?
-        var s3: S3Uploader?
-        let target: String
+        let destination: UploadDestination
+        // What the destination is, printed once the upload could be set up (the journal opened, the URL checked).
+        var destinationLine: String?
         if let url, S3Location.isS3(url) {
-            let location = try S3Location(parsing: url)
-            let resolved = try AWSCredentialResolver.fromProcess().resolve()
-            let region = region ?? resolved.region ?? "us-east-1"
-            let endpoint = try S3Endpoint(
-                endpoint: endpoint, region: region, bucket: location.bucket, addressing: s3Addressing)
-            let signer = SigV4Signer(credentials: resolved.credentials, region: region, service: "s3")
-            let s3Client = S3Client(
-                http: client, endpoint: endpoint, signer: signer, retries: retries, slots: TransferSlots(concurrency),
-                budget: budget)
-            s3 = S3Uploader(
-                client: s3Client,
-                options: S3UploadOptions(
-                    location: location, partSize: partSize.bytes, contentType: contentType,
-                    metadata: metadata.map(Self.splitField),
-                    storageClass: storageClass, acl: acl, skipExisting: skipExisting, concurrency: concurrency),
-                journal: journal)
-            target = location.description
-            if !json {
-                let style = endpoint.virtualHosted ? "virtual-hosted" : "path-style"
-                print(
-                    "s3: \(endpoint.url(pathAndQuery: "")) (\(style)), region \(region), credentials from \(resolved.source)"
-                )
+            let location: S3Location
+            do { location = try S3Location(parsing: url) } catch { throw ValidationError("\(error)") }
+            let resolved: AWSCredentialResolver.Resolved
+            do { resolved = try AWSCredentialResolver.fromProcess().resolve() } catch {
+                throw CommandFailure("\(error)")
             }
+            let region = region ?? resolved.region ?? "us-east-1"
+            var objectOptions = S3ObjectOptions()
+            objectOptions.partSize = partSize.bytes
+            objectOptions.contentType = contentType
+            objectOptions.metadata = Dictionary(metadata.map(Self.splitField).map { ($0.name, $0.value) }) { $1 }
+            objectOptions.storageClass = storageClass
+            objectOptions.acl = acl
+            objectOptions.skipExisting = skipExisting
+            let s3: S3Destination
+            do {
+                s3 = try S3Destination(
+                    location.description, endpoint: endpoint, region: region, addressing: s3Addressing,
+                    credentials: resolved.credentials, objectOptions: objectOptions)
+            } catch {
+                throw ValidationError("\(error)")
+            }
+            destination = .s3(s3)
+            let style = s3.endpoint.virtualHosted ? "virtual-hosted" : "path-style"
+            destinationLine =
+                "s3: \(s3.endpoint.url(pathAndQuery: "")) (\(style)), region \(region), credentials from \(resolved.source)"
         } else if let url {
-            target = url.hasSuffix("/") || mode == .multipart ? url : url + "/"
+            destination =
+                mode == .put ? .put(baseURL: url) : .multipartForm(url: url, fields: fields.map(Self.splitField))
         } else {
             let embedded = try await LoopbackServer.start()
             server = embedded
-            target = embedded.baseURL + (mode == .put ? "/files/" : "/upload")
-            if !json {
-                print(
-                    "embedded server: \(embedded.baseURL) (SwiftNIO, loopback only; checksums and discards what it receives)"
-                )
-            }
+            destination =
+                mode == .put
+                ? .put(baseURL: embedded.baseURL + "/files/")
+                : .multipartForm(url: embedded.baseURL + "/upload", fields: fields.map(Self.splitField))
+            destinationLine =
+                "embedded server: \(embedded.baseURL) (SwiftNIO, loopback only; checksums and discards what it receives)"
         }
-        // Fail on a bad URL before anything is sent, not once per file.
-        if s3 == nil {
-            do {
-                _ = try CurlewRequest(method: .put, url: target)
-            } catch let error as CurlewError {
-                throw ValidationError("cannot send to \(target.debugDescription): \(error.detail)")
-            }
-        }
-        let plan = UploadPlan(
-            baseURL: target, mode: mode, headers: try parseHeaderOptions(headers).map { ($0.name, $0.value) },
-            fields: fields.map(Self.splitField),
-            gzip: gzip, retries: retries, concurrency: concurrency, filesPerSecond: rate, budget: budget,
-            checksumHeader: checksumHeader)
+
+        var configuration = UploadConfiguration(source: source, destination: destination)
+        configuration.concurrency = concurrency
+        configuration.retries = retries
+        configuration.headers = try parseHeaderOptions(headers)
+        configuration.gzip = gzip
+        configuration.checksumHeader = checksumHeader
+        configuration.bytesPerSecondLimit = bwlimit?.bytes
+        configuration.filesPerSecond = rate
+        configuration.includes = include
+        configuration.excludes = exclude
+        configuration.journalPath = journal
+        configuration.shard = shard
+        let upload = try Upload(configuration, client: client)
+        if let destinationLine, !json { print(destinationLine) }
+        let selection = upload.selection
+        let listing = selection.listing
+        let pending = upload.pending
+        let skipped = listing.items.count - pending.count
         let totalBytes = pending.reduce(Int64(0)) { $0 + $1.size }
         if !json {
-            print("curlew upload \(source) → \(target)" + (s3 == nil ? " (\(mode.rawValue))" : ""))
+            print(
+                "curlew upload \(self.source) → \(upload.target)"
+                    + (upload.s3Client == nil ? " (\(mode.rawValue))" : ""))
             var line =
                 "  \(formatCount(listing.items.count)) files, \(formatBytes(listing.items.reduce(0) { $0 + $1.size }))"
-            if excludedCount > 0 { line += " (\(formatCount(excludedCount)) excluded by filters)" }
+            if selection.excluded > 0 { line += " (\(formatCount(selection.excluded)) excluded by filters)" }
             if skipped > 0 {
                 line += "; \(formatCount(skipped)) already in the journal, \(formatCount(pending.count)) to send"
             }
@@ -280,17 +298,16 @@ struct UploadCommand: AsyncParsableCommand {
             if !shard.isWhole {
                 print(
                     "  shard \(shard)" + (runID.map { " of run \($0)" } ?? "")
-                        + ": \(formatCount(ownedByShard)) of the \(formatCount(listedBeforeSharding)) files (by path hash)"
-                        + (journalPath.map { ", journal \($0)" } ?? ""))
+                        + ": \(formatCount(selection.ownedByShard)) of the \(formatCount(selection.listedBeforeSharding)) files (by path hash)"
+                        + (selection.journalPath.map { ", journal \($0)" } ?? ""))
             }
         }
 
-        let runner = UploadRunner(client: client, plan: plan, items: pending, journal: journal, s3: s3)
         let progress = ProgressOutput(enabled: !shared.noProgress)
-        let work = Task { await runner.run() }
+        let work = Task { try await upload.runKeepingSummary() }
         let interrupts = InterruptMonitor { presses in
             if presses == 1 {
-                runner.requestStop()
+                upload.stopStartingFiles()
                 progress.finish()
                 writeStandardError("interrupted: finishing the files in flight (interrupt again to cancel them)\n")
             } else {
@@ -299,37 +316,19 @@ struct UploadCommand: AsyncParsableCommand {
         }
         let reporter = Task {
             await Self.reportProgress(
-                runner, totalFiles: pending.count, totalBytes: totalBytes, every: shared.progressInterval.duration,
+                upload, totalFiles: pending.count, totalBytes: totalBytes, every: shared.progressInterval.duration,
                 to: progress)
         }
-        let started = ContinuousClock.now
-        let startedAt = Date()
-        let tally = await work.value
-        let elapsed = ContinuousClock.now - started
+        let outcome = try await work.value
         reporter.cancel()
         _ = await reporter.value
         progress.finish()
         interrupts.stop()
-        journal?.finish()
         await client.shutdown()
 
-        var total = tally
-        if let s3 {
-            // S3 requests are counted by its client: a file is several requests there.
-            let requests = s3.client.tally
-            total.statusCounts = requests.statusCounts
-            total.retries = requests.retries
-            total.connectionsOpened = requests.connectionsOpened
-        }
-        var summary = UploadSummary(
-            source: source, url: target, mode: mode, concurrency: concurrency, listing: listing, skipped: skipped,
-            tally: total, notStarted: runner.notStarted, elapsed: elapsed, journal: journal?.path,
-            interrupted: interrupts.wasInterrupted)
-        summary.excluded = excludedCount
-        summary.error = s3?.client.runProblem
-        summary.shard = shard.isWhole ? nil : shard
+        var summary = outcome.summary
+        summary.interrupted = interrupts.wasInterrupted
         summary.runId = runID
-        summary.startedAt = startedAt.timeIntervalSince1970
         if let server {
             summary.embeddedServer = .init(requests: server.requestsServed, bytes: server.bytesReceived)
             try? await server.shutdown()
@@ -353,7 +352,7 @@ struct UploadCommand: AsyncParsableCommand {
             print(summary.text)
         }
         if let problem = summary.error { writeStandardError("Error: \(problem)\n") }
-        if let failure = journal?.failure {
+        if let failure = outcome.journalFailure {
             throw CommandFailure("the journal could not be written: \(failure)")
         }
         if summary.interrupted { throw ExitCode(130) }
@@ -384,14 +383,14 @@ struct UploadCommand: AsyncParsableCommand {
     }
 
     private static func reportProgress(
-        _ runner: UploadRunner, totalFiles: Int, totalBytes: Int64, every interval: Duration, to output: ProgressOutput
+        _ upload: Upload, totalFiles: Int, totalBytes: Int64, every interval: Duration, to output: ProgressOutput
     ) async {
         guard output.enabled else { return }
         let clock = ContinuousClock()
         let start = clock.now
         while !Task.isCancelled {
             do { try await Task.sleep(for: interval) } catch { return }
-            let snapshot = runner.progress
+            let snapshot = upload.progressSnapshot
             let elapsed = (clock.now - start).seconds
             let bytesPerSecond = elapsed > 0 ? Double(snapshot.bytes) / elapsed : 0
             let filesPerSecond = elapsed > 0 ? Double(snapshot.files + snapshot.failed) / elapsed : 0
@@ -410,83 +409,14 @@ struct UploadCommand: AsyncParsableCommand {
         }
     }
 
-    private static func splitField(_ field: String) -> (String, String) {
+    private static func splitField(_ field: String) -> (name: String, value: String) {
         let equals = field.firstIndex(of: "=")!
         return (String(field[..<equals]), String(field[field.index(after: equals)...]))
     }
 }
 
-/// The upload result as printed, in text or JSON. Field names are part of the command's interface (README).
-struct UploadSummary: Codable {
-    struct EmbeddedServer: Codable {
-        var requests: Int
-        var bytes: Int
-    }
-
-    var source: String
-    var url: String
-    var mode: String
-    var concurrency: Int
-    var files: Int
-    var uploaded: Int
-    var skipped: Int
-    /// `--skip-existing`: files the bucket already held.
-    var alreadyThere: Int
-    /// Files left out by `--include` / `--exclude`.
-    var excluded = 0
-    var failed: Int
-    var notStarted: Int
-    var bytes: Int64
-    var durationSeconds: Double
-    var filesPerSecond: Double
-    var megabytesPerSecond: Double
-    var retries: Int
-    var connectionsOpened: Int
-    var statusCodes: [String: Int]
-    var journal: String?
-    var interrupted: Bool
-    var failures: [UploadFailure]
-    var embeddedServer: EmbeddedServer?
-    /// What stopped the run (bad credentials, missing bucket, clock skew, wrong region), once.
-    var error: String?
-    /// This process's part of a sharded run (nil for a whole run), the run's id, and when sending started
-    /// (seconds since 1970).
-    var shard: ShardAssignment?
-    var runId: String?
-    var startedAt: Double?
-    /// `curlew merge`: how many shards' results this summary adds up.
-    var shardsMerged: Int?
-    /// `--output-dir` files only: what `curlew merge` checks.
-    var run: UploadRunRecord?
-
-    init(
-        source: String, url: String, mode: UploadMode, concurrency: Int, listing: UploadListing, skipped: Int,
-        tally: UploadTally, notStarted: Int, elapsed: Duration, journal: String?, interrupted: Bool
-    ) {
-        self.source = source
-        self.url = url
-        self.mode = mode.rawValue
-        self.concurrency = concurrency
-        self.files = listing.items.count + listing.problems.count
-        self.uploaded = tally.uploaded
-        self.skipped = skipped
-        self.alreadyThere = tally.alreadyThere
-        self.failures =
-            (listing.problems.map { UploadFailure(path: $0.relativePath, error: $0.reason) } + tally.failures)
-            .sorted { $0.path < $1.path }
-        self.failed = failures.count
-        self.notStarted = notStarted
-        self.bytes = tally.bytes
-        self.durationSeconds = elapsed.seconds
-        self.filesPerSecond = elapsed > .zero ? Double(tally.uploaded) / elapsed.seconds : 0
-        self.megabytesPerSecond = elapsed > .zero ? Double(tally.bytes) / 1e6 / elapsed.seconds : 0
-        self.retries = tally.retries
-        self.connectionsOpened = tally.connectionsOpened
-        self.statusCodes = Dictionary(uniqueKeysWithValues: tally.statusCounts.map { (String($0.key), $0.value) })
-        self.journal = journal
-        self.interrupted = interrupted
-    }
-
+/// The summary's text form: what `curlew upload` and `curlew merge` print without `--json`.
+extension UploadSummary {
     var text: String {
         var lines: [String] = []
         func row(_ label: String, _ value: String) {

@@ -1,4 +1,4 @@
-import ArgumentParser
+package import CurlewS3
 import Foundation
 
 #if canImport(Glibc)
@@ -7,47 +7,73 @@ import Glibc
 import Musl
 #endif
 
-/// One file to send: where it is, the name it gets on the server, and its size and modification time as listed.
-struct UploadItem: Sendable, Hashable {
-    /// `/`-separated, relative to the source directory (or as written in the manifest).
-    let relativePath: String
-    let absolutePath: String
-    let size: Int64
-    let modifiedNanoseconds: Int64
-}
-
 /// A path that could not be listed, reported as a failure without stopping the run.
-struct UnlistablePath: Sendable {
-    let relativePath: String
-    let reason: String
+package struct UnlistablePath: Sendable {
+    package let relativePath: String
+    package let reason: String
 }
 
-struct UploadListing: Sendable {
-    var items: [UploadItem] = []
-    var problems: [UnlistablePath] = []
+package struct UploadListing: Sendable {
+    package var items: [UploadItem] = []
+    package var problems: [UnlistablePath] = []
 }
 
-enum UploadSource {
-    /// Lists a directory recursively or a manifest (one path per line).
+/// The files an upload sends.
+public enum UploadSource: Sendable, Hashable {
+    /// Every regular file under a folder, recursively; symbolic links to files are followed, to folders not.
+    /// Each file's name on the server is its path relative to the folder.
+    case folder(String)
+    /// A text file with one path per line. Relative paths are read from the manifest's folder and keep that name
+    /// on the server; absolute ones are named by their path without the leading `/`.
+    case manifest(String)
+
+    /// A folder or a manifest, whichever `path` is (the command's SOURCE argument).
     ///
-    /// - Throws: `ValidationError` (a usage error) when SOURCE itself is missing or unreadable: nothing could be sent.
-    static func list(_ source: String) throws -> UploadListing {
+    /// - Throws: ``UploadError`` (``UploadError/Kind/unreadableSource``) when `path` does not exist.
+    package static func at(_ path: String) throws(UploadError) -> UploadSource {
         var status = stat()
+        guard stat(path, &status) == 0 else {
+            throw UploadError(
+                .unreadableSource, "cannot read SOURCE \(path.debugDescription): \(String(cString: strerror(errno)))")
+        }
+        return status.st_mode & S_IFMT == S_IFDIR ? .folder(path) : .manifest(path)
+    }
+
+    /// The path the source was given as.
+    package var path: String {
+        switch self {
+        case .folder(let path), .manifest(let path): path
+        }
+    }
+
+    /// Lists the source, sorted by relative path for a folder, in manifest order for a manifest.
+    ///
+    /// - Throws: ``UploadError`` (``UploadError/Kind/unreadableSource``) when the source itself is missing or
+    ///   unreadable: nothing could be sent. Files that cannot be listed are ``UploadListing/problems`` instead.
+    package func list() throws(UploadError) -> UploadListing {
+        var status = stat()
+        let source = path
         guard stat(source, &status) == 0 else {
-            throw ValidationError("cannot read SOURCE \(source.debugDescription): \(String(cString: strerror(errno)))")
+            throw UploadError(
+                .unreadableSource,
+                "cannot read SOURCE \(source.debugDescription): \(String(cString: strerror(errno)))")
+        }
+        if case .folder = self, status.st_mode & S_IFMT != S_IFDIR {
+            throw UploadError(.unreadableSource, "\(source.debugDescription) is not a folder")
         }
         if status.st_mode & S_IFMT == S_IFDIR {
             guard let directory = opendir(source) else {
-                throw ValidationError(
+                throw UploadError(
+                    .unreadableSource,
                     "cannot read directory \(source.debugDescription): \(String(cString: strerror(errno)))")
             }
             closedir(directory)
             var listing = UploadListing()
-            walk(directory: source, relative: "", into: &listing)
+            Self.walk(directory: source, relative: "", into: &listing)
             listing.items.sort { $0.relativePath < $1.relativePath }
             return listing
         }
-        return try readManifest(source)
+        return try Self.readManifest(source)
     }
 
     /// Symbolic links to files are followed; links to directories are not, so a link cycle cannot loop forever.
@@ -77,7 +103,7 @@ enum UploadSource {
             case S_IFDIR:
                 subdirectories.append((path, relativePath))
             case S_IFREG:
-                listing.items.append(item(relativePath: relativePath, absolutePath: path, status: status))
+                listing.items.append(UploadItem(relativePath: relativePath, absolutePath: path, status: status))
             case S_IFLNK:
                 var target = stat()
                 if stat(path, &target) != 0 {
@@ -86,7 +112,7 @@ enum UploadSource {
                             relativePath: relativePath,
                             reason: "broken symbolic link: \(String(cString: strerror(errno)))"))
                 } else if target.st_mode & S_IFMT == S_IFREG {
-                    listing.items.append(item(relativePath: relativePath, absolutePath: path, status: target))
+                    listing.items.append(UploadItem(relativePath: relativePath, absolutePath: path, status: target))
                 }
             default:
                 continue
@@ -99,9 +125,9 @@ enum UploadSource {
 
     /// Relative manifest entries are read from the manifest's folder and keep their relative name on the server;
     /// absolute ones are named by their path without the leading slash. Blank lines are skipped.
-    private static func readManifest(_ manifest: String) throws -> UploadListing {
+    private static func readManifest(_ manifest: String) throws(UploadError) -> UploadListing {
         guard let data = FileManager.default.contents(atPath: manifest) else {
-            throw ValidationError("cannot read manifest \(manifest.debugDescription)")
+            throw UploadError(.unreadableSource, "cannot read manifest \(manifest.debugDescription)")
         }
         let base = (manifest as NSString).deletingLastPathComponent
         var listing = UploadListing()
@@ -122,7 +148,7 @@ enum UploadSource {
                 listing.problems.append(UnlistablePath(relativePath: relativePath, reason: "not a regular file"))
                 continue
             }
-            listing.items.append(item(relativePath: relativePath, absolutePath: absolutePath, status: status))
+            listing.items.append(UploadItem(relativePath: relativePath, absolutePath: absolutePath, status: status))
         }
         return listing
     }
@@ -130,18 +156,5 @@ enum UploadSource {
     /// Drops empty and `.` segments; `..` is kept out of server names, which must stay under the target URL.
     private static func normalized(_ path: String) -> String {
         path.split(separator: "/").filter { $0 != "." && $0 != ".." }.joined(separator: "/")
-    }
-
-    private static func item(relativePath: String, absolutePath: String, status: stat) -> UploadItem {
-        UploadItem(
-            relativePath: relativePath, absolutePath: absolutePath, size: Int64(status.st_size),
-            modifiedNanoseconds: Int64(status.st_mtim.tv_sec) * 1_000_000_000 + Int64(status.st_mtim.tv_nsec))
-    }
-
-    /// The file as it is now, to record exactly what was sent.
-    static func currentState(of item: UploadItem) -> UploadItem? {
-        var status = stat()
-        guard stat(item.absolutePath, &status) == 0 else { return nil }
-        return self.item(relativePath: item.relativePath, absolutePath: item.absolutePath, status: status)
     }
 }

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@testable import curlew
+@testable import CurlewS3
 
 /// The signer against AWS's published Signature Version 4 test suite.
 ///

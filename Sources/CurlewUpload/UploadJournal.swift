@@ -1,4 +1,5 @@
 import CurlewEngine
+package import CurlewS3
 import Foundation
 import Synchronization
 
@@ -25,37 +26,29 @@ import Musl
 /// so a process killed at any instant (kill -9) leaves only whole lines, plus at most one torn line that the
 /// next run ignores. `fdatasync` runs in the background at most every 100 ms and at the end, which bounds what a
 /// power loss can take back to that window: those files are then sent again, never lost.
-final class UploadJournal: Sendable {
-    struct Entry: Sendable, Hashable {
-        let size: Int64
-        let modifiedNanoseconds: Int64
-    }
+package final class UploadJournal: S3UploadJournal {
+    package typealias Entry = FileVersion
 
-    static let header = "# curlew upload journal v1\n"
+    package static let header = "# curlew upload journal v1\n"
 
     /// A multipart upload an earlier run started and did not finish or abort.
-    struct Multipart: Sendable, Equatable {
-        let file: Entry
-        let partSize: Int64
-        let uploadID: String
-        var parts: [Int: CompletedPart] = [:]
-    }
+    package typealias Multipart = S3MultipartProgress
 
-    let path: String
+    package let path: String
     /// What earlier runs recorded, by relative path.
-    let entries: [String: Entry]
+    package let entries: [String: Entry]
     /// Multipart uploads in progress, by relative path.
-    let multipartUploads: [String: Multipart]
+    package let multipartUploads: [String: Multipart]
     /// Files an earlier run started to PUT and has no `done` line for, by relative path.
-    let inFlight: [String: Entry]
+    package let inFlight: [String: Entry]
     /// Lines that could not be read (a torn last line after a crash, or foreign text), skipped.
-    let ignoredLines: Int
+    package let ignoredLines: Int
     private let descriptor: Int32
     private let unsynced = Atomic<Bool>(false)
     private let writeFailure = Mutex<String?>(nil)
     private let syncTask = Mutex<Task<Void, Never>?>(nil)
 
-    init(path: String) throws {
+    package init(path: String) throws(UploadError) {
         self.path = path
         let existing = FileManager.default.contents(atPath: path).map { Array($0) } ?? []
         let parsed = Self.parse(existing)
@@ -64,7 +57,8 @@ final class UploadJournal: Sendable {
 
         descriptor = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else {
-            throw CommandFailure("cannot open --journal \(path.debugDescription): \(String(cString: strerror(errno)))")
+            throw UploadError(
+                .journal, "cannot open --journal \(path.debugDescription): \(String(cString: strerror(errno)))")
         }
         if existing.isEmpty {
             try append(Self.header)
@@ -81,7 +75,7 @@ final class UploadJournal: Sendable {
         syncTask.withLock { $0 = task }
     }
 
-    static func parse(
+    package static func parse(
         _ bytes: [UInt8]
     ) -> (entries: [String: Entry], multipart: [String: Multipart], inFlight: [String: Entry], ignored: Int) {
         var entries: [String: Entry] = [:]
@@ -138,10 +132,10 @@ final class UploadJournal: Sendable {
     }
 
     /// A journal's records without opening it for writing (`--dry-run` changes nothing).
-    static func read(path: String) throws -> [String: Entry] {
+    package static func read(path: String) throws(UploadError) -> [String: Entry] {
         guard let data = FileManager.default.contents(atPath: path) else {
             if FileManager.default.fileExists(atPath: path) {
-                throw CommandFailure("cannot read --journal \(path.debugDescription)")
+                throw UploadError(.journal, "cannot read --journal \(path.debugDescription)")
             }
             return [:]
         }
@@ -149,46 +143,46 @@ final class UploadJournal: Sendable {
     }
 
     /// Whether an earlier run sent this file as it is now.
-    func isDone(_ item: UploadItem) -> Bool {
+    package func isDone(_ item: UploadItem) -> Bool {
         entries[item.relativePath] == Entry(size: item.size, modifiedNanoseconds: item.modifiedNanoseconds)
     }
 
     /// Whether an earlier run was sending this file, as it is now, when it stopped: the server may hold it.
-    func wasInFlight(_ item: UploadItem) -> Bool {
+    package func wasInFlight(_ item: UploadItem) -> Bool {
         inFlight[item.relativePath] == Entry(size: item.size, modifiedNanoseconds: item.modifiedNanoseconds)
     }
 
     /// Records that a PUT of the file starts.
-    func recordSending(_ item: UploadItem) {
+    package func recordSending(_ item: UploadItem) {
         appendRecord("sending\t\(item.size)\t\(item.modifiedNanoseconds)\t\(Self.field(path: item))\n")
     }
 
     /// Records a file the server accepted.
-    func record(_ item: UploadItem) {
+    package func record(_ item: UploadItem) {
         appendRecord("done\t\(item.size)\t\(item.modifiedNanoseconds)\t\(Self.field(path: item))\n")
     }
 
     /// The multipart upload an earlier run left for this file as it is now, if any.
-    func multipartUpload(of item: UploadItem) -> Multipart? {
+    package func multipartUpload(of item: UploadItem) -> Multipart? {
         multipartUploads[item.relativePath].flatMap {
             $0.file == Entry(size: item.size, modifiedNanoseconds: item.modifiedNanoseconds) ? $0 : nil
         }
     }
 
-    func recordMultipartStart(_ item: UploadItem, uploadID: String, partSize: Int64) {
+    package func recordMultipartStart(_ item: UploadItem, uploadID: String, partSize: Int64) {
         appendRecord(
             "upload\t\(item.size)\t\(item.modifiedNanoseconds)\t\(partSize)\t\(Self.field(uploadID))"
                 + "\t\(Self.field(path: item))\n")
     }
 
     /// Called as soon as the store accepted the part, before any other part's result is looked at.
-    func recordPart(_ item: UploadItem, uploadID: String, part: CompletedPart) {
+    package func recordPart(_ item: UploadItem, uploadID: String, part: CompletedPart) {
         appendRecord(
             "part\t\(item.size)\t\(item.modifiedNanoseconds)\t\(Self.field(uploadID))\t\(part.number)\t\(part.size)"
                 + "\t\(Self.field(part.etag))\t\(part.checksum)\t\(Self.field(path: item))\n")
     }
 
-    func recordAbort(_ item: UploadItem, uploadID: String) {
+    package func recordAbort(_ item: UploadItem, uploadID: String) {
         appendRecord("abort\t\(Self.field(uploadID))\t\(Self.field(path: item))\n")
     }
 
@@ -210,10 +204,10 @@ final class UploadJournal: Sendable {
     }
 
     /// The first write error, if any: the run must not claim a journal it could not keep.
-    var failure: String? { writeFailure.withLock { $0 } }
+    package var failure: String? { writeFailure.withLock { $0 } }
 
     /// Flushes to disk and closes; call once at the end.
-    func finish() {
+    package func finish() {
         syncTask.withLock { $0?.cancel() }
         syncIfNeeded()
         _ = fdatasync(descriptor)
@@ -226,11 +220,12 @@ final class UploadJournal: Sendable {
         }
     }
 
-    private func append(_ line: String) throws {
+    private func append(_ line: String) throws(UploadError) {
         var bytes = Array(line.utf8)
         let written = bytes.withUnsafeMutableBytes { write(descriptor, $0.baseAddress, $0.count) }
         guard written == bytes.count else {
-            throw CommandFailure(
+            throw UploadError(
+                .journal,
                 "cannot write --journal \(path.debugDescription): \(written < 0 ? String(cString: strerror(errno)) : "short write")"
             )
         }

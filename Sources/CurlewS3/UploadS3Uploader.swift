@@ -3,21 +3,34 @@ import CurlewEngine
 import Foundation
 import Synchronization
 
-/// What `curlew upload … s3://BUCKET/PREFIX` sends with every object.
-struct S3UploadOptions: Sendable {
-    let location: S3Location
-    let partSize: Int64
-    /// `--content-type`, else the extension table.
-    let contentType: String?
-    let metadata: [(name: String, value: String)]
-    let storageClass: String?
-    let acl: String?
-    let skipExisting: Bool
-    /// Parts of one file in flight at most (requests are bounded by the client's slots as well).
-    let concurrency: Int
+/// What an uploaded object carries beyond its bytes, and how a large file is cut into parts.
+public struct S3ObjectOptions: Sendable, Hashable {
+    /// Files above this size go up in parts of this size (raised to fit S3's 10,000 parts; 5 MiB to 5 GiB).
+    public var partSize: Int64 = 16 << 20
+    /// The `Content-Type` of every object; nil picks one by the file's extension.
+    public var contentType: String?
+    /// User metadata, stored as `x-amz-meta-NAME` (names lower-cased: letters, digits, `-` and `_`).
+    public var metadata: [String: String] = [:]
+    /// The storage class, e.g. `STANDARD_IA`, passed through to the store.
+    public var storageClass: String?
+    /// A canned ACL, e.g. `bucket-owner-full-control`, passed through to the store.
+    public var acl: String?
+    /// Leaves a file alone when the bucket holds an object of its size and, if the store reports one, its SHA-256.
+    public var skipExisting = false
+
+    /// Options with the defaults: 16 MiB parts, content type by extension, no metadata.
+    public init() {}
 }
 
-enum S3FileOutcome: Sendable, Equatable {
+/// What ``S3Client/uploadFile(at:key:options:)`` did with a file.
+public enum S3FileUpload: Sendable, Hashable {
+    /// The file was sent and the store confirmed its checksum (when it reports one).
+    case uploaded
+    /// ``S3ObjectOptions/skipExisting``: the bucket already held the file; nothing was sent.
+    case alreadyThere
+}
+
+package enum S3FileOutcome: Sendable, Equatable {
     case uploaded
     /// `--skip-existing`: the bucket already holds this file.
     case alreadyThere
@@ -27,20 +40,28 @@ enum S3FileOutcome: Sendable, Equatable {
 /// Uploads one file at a time per caller: a single PUT up to the part size, a multipart upload above it, each
 /// object and part with its SHA-256 signed as the payload hash and sent as `x-amz-checksum-sha256`, and the stored
 /// object's checksum compared with the file's when the store reports one.
-final class S3Uploader: Sendable {
-    let client: S3Client
-    let options: S3UploadOptions
-    let journal: UploadJournal?
+package final class S3Uploader: Sendable {
+    package let client: S3Client
+    package let options: S3ObjectOptions
+    package let journal: (any S3UploadJournal)?
+    /// Without a journal, resumes the store's own unfinished multipart upload of the key, if it has one: what
+    /// makes ``S3Client/uploadFile(at:key:options:)`` resumable with no state on the client's side.
+    package let resumesUnfinishedUploads: Bool
 
-    init(client: S3Client, options: S3UploadOptions, journal: UploadJournal?) {
+    package init(
+        client: S3Client, options: S3ObjectOptions, journal: (any S3UploadJournal)?,
+        resumesUnfinishedUploads: Bool = false
+    ) {
         self.client = client
         self.options = options
         self.journal = journal
+        self.resumesUnfinishedUploads = resumesUnfinishedUploads
     }
 
     /// - Parameter sent: called with the bytes of each completed part or object, for live progress.
-    func upload(_ item: UploadItem, sent: @escaping @Sendable (Int64) -> Void) async -> S3FileOutcome {
-        let key = options.location.key(for: item.relativePath)
+    package func upload(
+        _ item: UploadItem, key: String, sent: @escaping @Sendable (Int64) -> Void
+    ) async -> S3FileOutcome {
         do {
             let plan = PartPlan(fileSize: item.size, requestedPartSize: options.partSize)
             if options.skipExisting, try await storeHolds(item, key: key, plan: plan) {
@@ -62,8 +83,8 @@ final class S3Uploader: Sendable {
     }
 
     private var objectHeaders: [(name: String, value: String)] {
-        var headers: [(name: String, value: String)] = options.metadata.map {
-            ("x-amz-meta-" + $0.name.lowercased(), $0.value)
+        var headers: [(name: String, value: String)] = options.metadata.sorted { $0.key < $1.key }.map {
+            ("x-amz-meta-" + $0.key.lowercased(), $0.value)
         }
         if let storageClass = options.storageClass { headers.append(("x-amz-storage-class", storageClass)) }
         if let acl = options.acl { headers.append(("x-amz-acl", acl)) }
@@ -94,7 +115,13 @@ final class S3Uploader: Sendable {
     ) async throws(S3RequestFailure) {
         var uploadID: String
         var done: [Int: CompletedPart] = [:]
-        let earlier = journal?.multipartUpload(of: item)
+        var earlier = journal?.multipartUpload(of: item)
+        if earlier == nil, journal == nil, resumesUnfinishedUploads,
+            let unfinished = try await latestUnfinishedUpload(key: key)
+        {
+            // Its parts are checked against the file's bytes below: only those that match are kept.
+            earlier = S3MultipartProgress(file: item.version, partSize: plan.partSize, uploadID: unfinished)
+        }
         if let earlier, earlier.partSize != plan.partSize {
             // Cut differently now (another --part-size): the old parts cannot be reused, and must not linger.
             try? await abort(item, key: key, uploadID: earlier.uploadID)
@@ -144,6 +171,15 @@ final class S3Uploader: Sendable {
     private func abort(_ item: UploadItem, key: String, uploadID: String) async throws(S3RequestFailure) {
         _ = try await client.send(.delete, key: key, query: [("uploadId", uploadID)], allowing: [404], cleanup: true)
         journal?.recordAbort(item, uploadID: uploadID)
+    }
+
+    /// ListMultipartUploads: the most recently started unfinished upload of exactly this key, if any.
+    private func latestUnfinishedUpload(key: String) async throws(S3RequestFailure) -> String? {
+        let reply = try await client.send(.get, key: "", query: [("uploads", ""), ("prefix", key)])
+        let uploads = S3XML.values("Upload", in: reply.text).filter { S3XML.value("Key", in: $0) == key }
+        // ISO 8601 times of one format sort as text.
+        let latest = uploads.max { (S3XML.value("Initiated", in: $0) ?? "") < (S3XML.value("Initiated", in: $1) ?? "") }
+        return latest.flatMap { S3XML.value("UploadId", in: $0) }
     }
 
     /// The parts the store holds for an upload, or nil if the upload is gone (completed, aborted, expired).
@@ -216,7 +252,7 @@ final class S3Uploader: Sendable {
                     }
                 }
             }
-            for _ in 0..<options.concurrency { startNext() }
+            for _ in 0..<client.concurrency { startNext() }
             while let outcome = await group.next() {
                 switch outcome {
                 case .success(let part):
@@ -273,7 +309,7 @@ final class S3Uploader: Sendable {
         }
     }
 
-    static func compositeChecksum(_ partChecksums: [String]) -> String {
+    package static func compositeChecksum(_ partChecksums: [String]) -> String {
         var hasher = SHA256()
         for checksum in partChecksums {
             if let raw = Data(base64Encoded: checksum) { hasher.update(data: raw) }
@@ -313,7 +349,7 @@ final class S3Uploader: Sendable {
 
     /// The file must be as it was listed once its bytes are in: the checksum sent covers what was read.
     private static func checkUnchanged(_ item: UploadItem) throws(S3RequestFailure) {
-        guard let now = UploadSource.currentState(of: item) else {
+        guard let now = item.currentState() else {
             throw .transport("the file vanished while it was sent")
         }
         if now.size != item.size || now.modifiedNanoseconds != item.modifiedNanoseconds {

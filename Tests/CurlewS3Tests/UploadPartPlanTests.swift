@@ -1,6 +1,6 @@
 import Testing
 
-@testable import curlew
+@testable import CurlewS3
 
 @Suite struct UploadPartPlanTests {
     @Test func aFileUpToOnePartIsASinglePut() {

@@ -1,7 +1,7 @@
 /// Content types by file extension: the formats a bucket most often serves to browsers and tools. Anything else is
 /// `application/octet-stream`; `--content-type` overrides the table for every file.
-enum UploadContentType {
-    static let byExtension: [String: String] = [
+package enum UploadContentType {
+    package static let byExtension: [String: String] = [
         "html": "text/html; charset=utf-8", "htm": "text/html; charset=utf-8", "css": "text/css; charset=utf-8",
         "js": "text/javascript; charset=utf-8", "mjs": "text/javascript; charset=utf-8", "json": "application/json",
         "txt": "text/plain; charset=utf-8", "md": "text/markdown; charset=utf-8", "csv": "text/csv; charset=utf-8",
@@ -13,10 +13,10 @@ enum UploadContentType {
         "parquet": "application/vnd.apache.parquet", "yaml": "application/yaml", "yml": "application/yaml",
     ]
 
-    static let fallback = "application/octet-stream"
+    package static let fallback = "application/octet-stream"
 
     /// The type for a relative path, by its last extension, case-insensitively.
-    static func forPath(_ path: String) -> String {
+    package static func forPath(_ path: String) -> String {
         let name = path.split(separator: "/").last ?? Substring(path)
         guard let dot = name.lastIndex(of: "."), dot != name.startIndex else { return fallback }
         return byExtension[name[name.index(after: dot)...].lowercased()] ?? fallback

@@ -1,6 +1,6 @@
 import Testing
 
-@testable import curlew
+@testable import CurlewS3
 
 @Suite struct UploadS3CredentialsTests {
     static let credentialsFile = """
@@ -81,6 +81,6 @@ import Testing
 
     @Test func halfAnEnvironmentPairIsAnError() {
         let bare = AWSCredentialResolver(environment: ["HOME": "/nowhere", "AWS_ACCESS_KEY_ID": "AKID"]) { _ in nil }
-        #expect(throws: CommandFailure.self) { try bare.resolve() }
+        #expect(throws: AWSCredentialsError.self) { try bare.resolve() }
     }
 }

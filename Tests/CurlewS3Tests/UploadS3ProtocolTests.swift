@@ -1,6 +1,6 @@
 import Testing
 
-@testable import curlew
+@testable import CurlewS3
 
 @Suite struct UploadS3ProtocolTests {
     static func reply(_ status: Int, _ code: String, region: String? = nil) -> S3ErrorReply {

@@ -1,7 +1,8 @@
+import CurlewS3
 import Foundation
 import Testing
 
-@testable import curlew
+@testable import CurlewUpload
 
 @Suite struct UploadJournalTests {
     static let journal = """

@@ -1,12 +1,56 @@
-import Crypto
-import CurlewEngine
+package import Crypto
+public import CurlewEngine
 import Foundation
-import HTTPTypes
+package import HTTPTypes
 import Synchronization
+
+/// `--bwlimit`: one budget of bytes per second for the whole run, shared by every file and part.
+///
+/// Each request books its body's bytes before it starts: it may start once the bytes booked before it have had
+/// their time at the limit, so the run's average does not exceed it. A run that fell behind (the server was slow,
+/// the process was not scheduled) may catch up by at most `catchUp` worth of bytes, never more: a token bucket
+/// whose capacity is that window, empty at the start. Each transfer is also capped at the limit by libcurl
+/// (`CurlewRequest.maxSendBytesPerSecond`), so one large body is spread over its time slot instead of sent at once.
+package final class SendBudget: Sendable {
+    package let bytesPerSecond: Int64
+    private let catchUp: Duration
+    private let nextStart = Mutex<ContinuousClock.Instant?>(nil)
+
+    package init(bytesPerSecond: Int64, catchUp: Duration = .milliseconds(250)) {
+        self.bytesPerSecond = bytesPerSecond
+        self.catchUp = catchUp
+    }
+
+    /// Waits until a body of `bytes` may start.
+    package func reserve(_ bytes: Int64) async throws {
+        let start = nextStart.withLock { next -> ContinuousClock.Instant in
+            let now = ContinuousClock.now
+            let start = max(now - catchUp, next ?? now)
+            next = start + .nanoseconds(Int64(Double(bytes) / Double(bytesPerSecond) * 1e9))
+            return start
+        }
+        if start > .now { try await Task.sleep(until: start, clock: .continuous) }
+    }
+}
+
+/// What the requests of an S3 client met, for a run's summary: a file is several requests there.
+package struct S3RequestTally: Sendable {
+    package var statusCounts: [Int: Int] = [:]
+    package var retries = 0
+    package var connectionsOpened = 0
+}
+
+/// A request to the store that failed, or a file that could not be uploaded.
+public struct S3Error: Error, Sendable, CustomStringConvertible {
+    /// What failed: the store's error code and message, a transport error, or a checksum mismatch.
+    public let description: String
+
+    package init(_ description: String) { self.description = description }
+}
 
 /// At most N requests in flight across every file and every part of a run: `--concurrency` counts requests, so
 /// one big file can use all of them and many small files share them.
-final class TransferSlots: Sendable {
+package final class TransferSlots: Sendable {
     private struct State {
         var free: Int
         var waiters: [CheckedContinuation<Void, Never>] = []
@@ -14,9 +58,9 @@ final class TransferSlots: Sendable {
 
     private let state: Mutex<State>
 
-    init(_ count: Int) { state = Mutex(State(free: count)) }
+    package init(_ count: Int) { state = Mutex(State(free: count)) }
 
-    func acquire() async {
+    package func acquire() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let granted = state.withLock { state -> Bool in
                 if state.free > 0 {
@@ -30,7 +74,7 @@ final class TransferSlots: Sendable {
         }
     }
 
-    func release() {
+    package func release() {
         let next = state.withLock { state -> CheckedContinuation<Void, Never>? in
             if state.waiters.isEmpty {
                 state.free += 1
@@ -43,19 +87,19 @@ final class TransferSlots: Sendable {
 }
 
 /// A SHA-256 as lower-case hex: what `x-amz-content-sha256` carries.
-struct SHA256Hex: Sendable, Equatable {
-    let text: String
-    init(_ digest: SHA256.Digest) { text = SigV4Signer.hex(digest) }
+package struct SHA256Hex: Sendable, Equatable {
+    package let text: String
+    package init(_ digest: SHA256.Digest) { text = SigV4Signer.hex(digest) }
 }
 
 /// A request body for S3: its SHA-256 is known before it is sent, because it is signed and sent as the checksum.
-enum S3Body: Sendable {
+package enum S3Body: Sendable {
     case none
     case bytes([UInt8])
     /// A range of a file, streamed with `pread` by the engine.
     case file(path: String, offset: Int64, length: Int64, sha256: SHA256Hex)
 
-    var length: Int64 {
+    package var length: Int64 {
         switch self {
         case .none: 0
         case .bytes(let bytes): Int64(bytes.count)
@@ -63,7 +107,7 @@ enum S3Body: Sendable {
         }
     }
 
-    var payloadHash: String {
+    package var payloadHash: String {
         switch self {
         case .none: SigV4Signer.emptyPayloadHash
         case .bytes(let bytes): SigV4Signer.hexSHA256(bytes)
@@ -72,17 +116,17 @@ enum S3Body: Sendable {
     }
 }
 
-struct S3Reply: Sendable {
-    let status: Int
-    let headers: HTTPFields
-    let body: [UInt8]
+package struct S3Reply: Sendable {
+    package let status: Int
+    package let headers: HTTPFields
+    package let body: [UInt8]
 
-    var text: String { String(decoding: body, as: UTF8.self) }
+    package var text: String { String(decoding: body, as: UTF8.self) }
 
-    func header(_ name: String) -> String? { HTTPField.Name(name).flatMap { headers[$0] } }
+    package func header(_ name: String) -> String? { HTTPField.Name(name).flatMap { headers[$0] } }
 }
 
-enum S3RequestFailure: Error {
+package enum S3RequestFailure: Error {
     /// A problem of the whole run (bad credentials, missing bucket, clock skew, wrong region), named once.
     case run(String)
     /// The store refused this request.
@@ -91,7 +135,7 @@ enum S3RequestFailure: Error {
     case transport(String)
     case cancelled
 
-    var reason: String {
+    package var reason: String {
         switch self {
         case .run: "not sent: the run stopped (see the error above)"
         case .refused(let reply): reply.summary
@@ -101,42 +145,115 @@ enum S3RequestFailure: Error {
     }
 }
 
-/// Signed requests to one bucket, each retried by `RetryRules.upload` and counted.
-final class S3Client: Sendable {
-    let http: CurlewClient
-    let endpoint: S3Endpoint
-    let signer: SigV4Signer
+/// Signed requests to one bucket: objects uploaded whole or in parts, each with its SHA-256 checked by the store,
+/// and existence checks. Every request is signed with AWS Signature Version 4 and retried with bounded backoff
+/// when that is safe.
+///
+/// ```swift
+/// let endpoint = try S3Endpoint(endpoint: "http://127.0.0.1:9000", region: "us-east-1", bucket: "photos")
+/// let s3 = S3Client(endpoint: endpoint, credentials: try .fromEnvironment(), client: CurlewClient())
+/// if try await !s3.objectExists(key: "2026/cat.jpg") {
+///     try await s3.uploadFile(at: "/data/cat.jpg", key: "2026/cat.jpg")
+/// }
+/// ```
+public final class S3Client: Sendable {
+    package let http: CurlewClient
+    /// Where the client's requests go.
+    public let endpoint: S3Endpoint
+    package let signer: SigV4Signer
     /// `curlew upload`'s rules with the run's `--retries`.
-    let retryRules: RetryRules
-    let slots: TransferSlots
-    let budget: SendBudget?
+    package let retryRules: RetryRules
+    package let slots: TransferSlots
+    /// Parts of one file in flight at most.
+    package let concurrency: Int
+    package let budget: SendBudget?
     private let problem = Mutex<String?>(nil)
-    private let counts = Mutex(UploadTally())
+    private let counts = Mutex(S3RequestTally())
 
-    init(
-        http: CurlewClient, endpoint: S3Endpoint, signer: SigV4Signer, retries: Int, slots: TransferSlots,
+    /// A client for one bucket.
+    ///
+    /// - Parameters:
+    ///   - endpoint: the bucket and where its requests go.
+    ///   - credentials: what every request is signed with.
+    ///   - client: the engine client that sends the requests (its connections are shared with other users).
+    ///   - retries: retries per request for failures that are safe to retry (0 to 10).
+    ///   - concurrency: requests in flight at most, across every file and part sent through this client.
+    public convenience init(
+        endpoint: S3Endpoint, credentials: AWSCredentials, client: CurlewClient, retries: Int = 2,
+        concurrency: Int = 8
+    ) {
+        self.init(
+            http: client, endpoint: endpoint, credentials: credentials, retries: min(max(retries, 0), 10),
+            concurrency: max(concurrency, 1), budget: nil)
+    }
+
+    package init(
+        http: CurlewClient, endpoint: S3Endpoint, credentials: AWSCredentials, retries: Int, concurrency: Int,
         budget: SendBudget?
     ) {
         self.http = http
         self.endpoint = endpoint
-        self.signer = signer
+        self.signer = SigV4Signer(credentials: credentials, region: endpoint.region, service: "s3")
         self.retryRules = RetryRules.upload.allowingRetries(retries)
-        self.slots = slots
+        self.slots = TransferSlots(concurrency)
+        self.concurrency = concurrency
         self.budget = budget
     }
 
     /// The run's problem, once one request has met it.
-    var runProblem: String? { problem.withLock { $0 } }
+    package var runProblem: String? { problem.withLock { $0 } }
 
     /// Status counts, retries and connections, for the summary.
-    var tally: UploadTally { counts.withLock { $0 } }
+    package var tally: S3RequestTally { counts.withLock { $0 } }
+
+    /// Whether the bucket holds an object under `key` (a HEAD request: 200 or 404).
+    ///
+    /// - Throws: ``S3Error`` when the store refuses the request (bad credentials, a missing bucket) or cannot be
+    ///   reached after the retries allowed.
+    public func objectExists(key: String) async throws(S3Error) -> Bool {
+        do {
+            return try await send(.head, key: key, allowing: [404]).status != 404
+        } catch {
+            throw S3Error(runProblem ?? error.reason)
+        }
+    }
+
+    /// Uploads one file as the object `key`: a single PUT up to the part size, a multipart upload above it (its
+    /// parts in parallel), every object and part carrying its SHA-256 for the store to check.
+    ///
+    /// Resumable: a multipart upload that was cancelled (or whose process died) stays in the store, and the next
+    /// call for the same key continues it, keeping the parts whose SHA-256 matches the file's bytes.
+    ///
+    /// - Parameters:
+    ///   - path: the file to send; it must not change while it is sent.
+    ///   - key: the object's key in the bucket.
+    ///   - options: the object's content type, metadata and storage options, and how it is cut into parts.
+    /// - Returns: whether the file was sent, or was left alone because the bucket held it already
+    ///   (``S3ObjectOptions/skipExisting``).
+    /// - Throws: ``S3Error`` when the file cannot be read or the store did not take it; a failed multipart upload
+    ///   is aborted, so no parts linger.
+    @discardableResult
+    public func uploadFile(
+        at path: String, key: String, options: S3ObjectOptions = S3ObjectOptions()
+    ) async throws(S3Error) -> S3FileUpload {
+        let listed = UploadItem(relativePath: key, absolutePath: path, size: 0, modifiedNanoseconds: 0)
+        guard let item = listed.currentState() else {
+            throw S3Error("cannot read \(path.debugDescription): \(String(cString: strerror(errno)))")
+        }
+        let uploader = S3Uploader(client: self, options: options, journal: nil, resumesUnfinishedUploads: true)
+        switch await uploader.upload(item, key: key, sent: { _ in }) {
+        case .uploaded: return .uploaded
+        case .alreadyThere: return .alreadyThere
+        case .failed(let reason): throw S3Error(runProblem ?? reason)
+        }
+    }
 
     /// Sends one request, signing each attempt anew (the signature carries the time).
     ///
     /// - Parameters:
     ///   - allowing: non-2xx statuses returned as a reply instead of thrown (404 for HEAD and ListParts).
     ///   - cleanup: an abort or delete that tidies up after a failure: sent even once the run has stopped.
-    func send(
+    package func send(
         _ method: HTTPRequest.Method, key: String, query: [(name: String, value: String)] = [],
         headers: [(name: String, value: String)] = [], body: S3Body = .none, allowing: Set<Int> = [],
         cleanup: Bool = false
@@ -184,8 +301,9 @@ final class S3Client: Sendable {
                 throw .cancelled
             }
             guard let retryDelay, !Task.isCancelled else {
-                if attempt.number == 1 { throw failure }
-                throw .transport(failure.reason + " after \(attempt.number) attempts")
+                // A first attempt's failure keeps its kind (a refusal); a retried one is told with its attempts.
+                guard attempt.number > 1 else { throw failure }
+                throw .transport(attempt.failureReason(failure.reason))
             }
             counts.withLock { $0.retries += 1 }
             return .retry(after: retryDelay)
@@ -223,16 +341,16 @@ final class S3Client: Sendable {
 
 /// SHA-256 and MD5 (`--checksum-header md5`, and parts the store holds but the journal missed) of a file range, read with `pread`
 /// in 1 MiB blocks: constant memory whatever the size.
-enum FileRangeDigest {
-    static let blockSize = 1 << 20
+package enum FileRangeDigest {
+    package static let blockSize = 1 << 20
 
-    static func sha256(path: String, offset: Int64, length: Int64) throws(S3RequestFailure) -> SHA256.Digest {
+    package static func sha256(path: String, offset: Int64, length: Int64) throws(S3RequestFailure) -> SHA256.Digest {
         var hasher = SHA256()
         try read(path: path, offset: offset, length: length) { hasher.update(bufferPointer: $0) }
         return hasher.finalize()
     }
 
-    static func md5(path: String, offset: Int64, length: Int64) throws(S3RequestFailure) -> Insecure.MD5Digest {
+    package static func md5(path: String, offset: Int64, length: Int64) throws(S3RequestFailure) -> Insecure.MD5Digest {
         var hasher = Insecure.MD5()
         try read(path: path, offset: offset, length: length) { hasher.update(bufferPointer: $0) }
         return hasher.finalize()

@@ -1,29 +1,37 @@
 import Foundation
 
+/// No usable AWS credentials were found; the message names where they were looked for, never a key or secret.
+public struct AWSCredentialsError: Error, Sendable, CustomStringConvertible {
+    /// What is missing and where it was looked for.
+    public let description: String
+
+    package init(_ description: String) { self.description = description }
+}
+
 /// Finds credentials and the region where the AWS CLI and SDKs look, in their order: the environment
 /// (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`), then the profile named by `AWS_PROFILE`
 /// (else `default`) in `~/.aws/credentials` and `~/.aws/config` (`AWS_SHARED_CREDENTIALS_FILE` and
 /// `AWS_CONFIG_FILE` move them). Error messages name where it looked, never a key or secret.
-struct AWSCredentialResolver {
-    struct Resolved: Sendable {
-        let credentials: AWSCredentials
+package struct AWSCredentialResolver {
+    package struct Resolved: Sendable {
+        package let credentials: AWSCredentials
         /// From `AWS_REGION`, `AWS_DEFAULT_REGION` or the profile; nil if none says.
-        let region: String?
+        package let region: String?
         /// Where the credentials came from, for the run's header line (`environment`, `profile default`).
-        let source: String
+        package let source: String
     }
 
-    let environment: [String: String]
+    package let environment: [String: String]
     /// Reads a file's text, nil if it does not exist (tests pass their own).
-    let readFile: (String) -> String?
+    package let readFile: (String) -> String?
 
-    static func fromProcess() -> AWSCredentialResolver {
+    package static func fromProcess() -> AWSCredentialResolver {
         AWSCredentialResolver(environment: ProcessInfo.processInfo.environment) { path in
             FileManager.default.contents(atPath: path).map { String(decoding: $0, as: UTF8.self) }
         }
     }
 
-    func resolve() throws -> Resolved {
+    package func resolve() throws(AWSCredentialsError) -> Resolved {
         let profile = value("AWS_PROFILE") ?? value("AWS_DEFAULT_PROFILE") ?? "default"
         let home = value("HOME") ?? NSHomeDirectory()
         let credentialsPath = value("AWS_SHARED_CREDENTIALS_FILE") ?? home + "/.aws/credentials"
@@ -54,9 +62,9 @@ struct AWSCredentialResolver {
             }
         }
         if value("AWS_ACCESS_KEY_ID") != nil || value("AWS_SECRET_ACCESS_KEY") != nil {
-            throw CommandFailure("AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY must be set together")
+            throw AWSCredentialsError("AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY must be set together")
         }
-        throw CommandFailure(
+        throw AWSCredentialsError(
             "no AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or give profile \(profile.debugDescription) "
                 + "aws_access_key_id and aws_secret_access_key in \(credentialsPath) (AWS_PROFILE picks another profile)"
         )
@@ -67,7 +75,7 @@ struct AWSCredentialResolver {
     }
 
     /// `[section]` headers and `key = value` lines; `#` and `;` start comments; keys are lower-cased, as the CLI does.
-    static func parseINI(_ text: String) -> [String: [String: String]] {
+    package static func parseINI(_ text: String) -> [String: [String: String]] {
         var sections: [String: [String: String]] = [:]
         var current: String?
         for rawLine in text.split(whereSeparator: \.isNewline) {

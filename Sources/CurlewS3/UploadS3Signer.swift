@@ -1,6 +1,6 @@
 import Crypto
 import CurlewEngine
-import Foundation
+package import Foundation
 
 #if canImport(Glibc)
 import Glibc
@@ -12,17 +12,40 @@ import Musl
 ///
 /// `description` never shows the secret or the token: a credentials value that ends up in a log, an error message
 /// or a test failure prints only the key ID.
-struct AWSCredentials: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
-    let accessKeyID: String
-    let secretAccessKey: String
-    let sessionToken: String?
+public struct AWSCredentials: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible,
+    CustomReflectable
+{
+    /// The access key ID (`AKIA…`, `ASIA…` for temporary credentials).
+    public let accessKeyID: String
+    /// The secret access key: signs requests, never sent nor printed.
+    public let secretAccessKey: String
+    /// The session token of temporary credentials, sent as `x-amz-security-token`.
+    public let sessionToken: String?
 
-    var description: String {
+    /// Credentials from their parts.
+    public init(accessKeyID: String, secretAccessKey: String, sessionToken: String? = nil) {
+        self.accessKeyID = accessKeyID
+        self.secretAccessKey = secretAccessKey
+        self.sessionToken = sessionToken
+    }
+
+    /// The credentials the AWS CLI would use: the environment (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`,
+    /// `AWS_SESSION_TOKEN`), else the `AWS_PROFILE` (or `default`) profile of `~/.aws/credentials` and
+    /// `~/.aws/config`.
+    ///
+    /// - Throws: ``AWSCredentialsError`` naming where it looked when none are found.
+    public static func fromEnvironment() throws(AWSCredentialsError) -> AWSCredentials {
+        try AWSCredentialResolver.fromProcess().resolve().credentials
+    }
+
+    /// The key ID only: the secret and token are redacted.
+    public var description: String {
         "AWSCredentials(\(accessKeyID), secret redacted\(sessionToken == nil ? "" : ", session token redacted"))"
     }
-    var debugDescription: String { description }
+    /// The key ID only, as ``description``.
+    public var debugDescription: String { description }
     /// `dump` and debuggers see the key ID only.
-    var customMirror: Mirror { Mirror(self, children: ["accessKeyID": accessKeyID]) }
+    public var customMirror: Mirror { Mirror(self, children: ["accessKeyID": accessKeyID]) }
 }
 
 /// AWS Signature Version 4 (header form), as S3 and every S3-compatible store check it.
@@ -30,10 +53,10 @@ struct AWSCredentials: Sendable, Equatable, CustomStringConvertible, CustomDebug
 /// Pure: the same request, credentials and instant always give the same headers, so it is tested against AWS's
 /// published test vectors. Paths are encoded once, segment by segment, and never normalised: that is S3's rule
 /// (other services encode twice), and an object key like `a/./b` must stay that key.
-struct SigV4Signer: Sendable {
+package struct SigV4Signer: Sendable {
     /// What the signature covers. `path` and the query are raw (not percent-encoded): the signer encodes them, and
     /// the request must be sent with exactly that encoding (``SigV4Request/encodedPathAndQuery``).
-    struct Request: Sendable {
+    package struct Request: Sendable {
         var method: String
         var path: String
         var query: [(name: String, value: String)] = []
@@ -49,15 +72,15 @@ struct SigV4Signer: Sendable {
         }
     }
 
-    static let emptyPayloadHash = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+    package static let emptyPayloadHash = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 
-    let credentials: AWSCredentials
-    let region: String
-    let service: String
+    package let credentials: AWSCredentials
+    package let region: String
+    package let service: String
 
     /// The headers to add to the request: `x-amz-date`, `x-amz-security-token` with temporary credentials, and
     /// `authorization`.
-    func authorizationHeaders(for request: Request, at date: Date) -> [(name: String, value: String)] {
+    package func authorizationHeaders(for request: Request, at date: Date) -> [(name: String, value: String)] {
         let stamp = Self.timestamp(date)
         var added: [(name: String, value: String)] = [("x-amz-date", stamp.dateTime)]
         if let token = credentials.sessionToken { added.append(("x-amz-security-token", token)) }
@@ -85,7 +108,7 @@ struct SigV4Signer: Sendable {
     }
 
     /// The canonical request and the `SignedHeaders` list.
-    static func canonicalRequest(_ request: Request) -> (text: String, signedHeaders: String) {
+    package static func canonicalRequest(_ request: Request) -> (text: String, signedHeaders: String) {
         // Same-name headers join with commas in the order given; values are trimmed and inner runs of spaces
         // collapse to one.
         var byName: [String: [String]] = [:]
@@ -106,7 +129,7 @@ struct SigV4Signer: Sendable {
 
     /// Each segment percent-encoded (RFC 3986 unreserved characters kept), `/` kept between them, empty segments
     /// kept too (`a//b` is a different key from `a/b`).
-    static func canonicalURI(_ path: String) -> String {
+    package static func canonicalURI(_ path: String) -> String {
         let absolute = path.hasPrefix("/") ? path : "/" + path
         return absolute.split(separator: "/", omittingEmptySubsequences: false).map(PercentEncoding.encodeComponent)
             .joined(
@@ -114,7 +137,7 @@ struct SigV4Signer: Sendable {
     }
 
     /// Names and values encoded (including `/` and `=`), sorted by encoded name, then value; `name=` for an empty value.
-    static func canonicalQuery(_ query: [(name: String, value: String)]) -> String {
+    package static func canonicalQuery(_ query: [(name: String, value: String)]) -> String {
         let encoded: [(name: String, value: String)] = query.map { pair in
             (PercentEncoding.encodeComponent(pair.name), PercentEncoding.encodeComponent(pair.value))
         }
@@ -125,7 +148,7 @@ struct SigV4Signer: Sendable {
         return sorted.map { pair in pair.name + "=" + pair.value }.joined(separator: "&")
     }
 
-    static func timestamp(_ date: Date) -> (date: String, dateTime: String) {
+    package static func timestamp(_ date: Date) -> (date: String, dateTime: String) {
         var seconds = time_t(date.timeIntervalSince1970.rounded(.down))
         var parts = tm()
         gmtime_r(&seconds, &parts)
@@ -133,9 +156,9 @@ struct SigV4Signer: Sendable {
         return (day, day + String(format: "T%02d%02d%02dZ", Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec)))
     }
 
-    static func hexSHA256(_ bytes: [UInt8]) -> String { hex(SHA256.hash(data: bytes)) }
+    package static func hexSHA256(_ bytes: [UInt8]) -> String { hex(SHA256.hash(data: bytes)) }
 
-    static func hex(_ bytes: some Sequence<UInt8>) -> String {
+    package static func hex(_ bytes: some Sequence<UInt8>) -> String {
         let digits = Array("0123456789abcdef".utf8)
         var text = [UInt8]()
         for byte in bytes {

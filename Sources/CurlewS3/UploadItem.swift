@@ -1,0 +1,83 @@
+import Foundation
+
+#if canImport(Glibc)
+package import Glibc
+#elseif canImport(Musl)
+package import Musl
+#endif
+
+/// One file to send: where it is, the name it gets on the server, and its size and modification time as listed.
+///
+/// Shared by the S3 uploader and the upload pipeline: both check that the file is still the one they listed, and
+/// journal it by its relative path and version.
+package struct UploadItem: Sendable, Hashable {
+    /// `/`-separated, relative to the source directory (or as written in the manifest).
+    package let relativePath: String
+    package let absolutePath: String
+    package let size: Int64
+    package let modifiedNanoseconds: Int64
+
+    package init(relativePath: String, absolutePath: String, size: Int64, modifiedNanoseconds: Int64) {
+        self.relativePath = relativePath
+        self.absolutePath = absolutePath
+        self.size = size
+        self.modifiedNanoseconds = modifiedNanoseconds
+    }
+
+    package init(relativePath: String, absolutePath: String, status: stat) {
+        self.init(
+            relativePath: relativePath, absolutePath: absolutePath, size: Int64(status.st_size),
+            modifiedNanoseconds: Int64(status.st_mtim.tv_sec) * 1_000_000_000 + Int64(status.st_mtim.tv_nsec))
+    }
+
+    /// The size and modification time a journal records for it.
+    package var version: FileVersion { FileVersion(size: size, modifiedNanoseconds: modifiedNanoseconds) }
+
+    /// The file as it is now, to record exactly what was sent; nil if it is gone (`errno` says why).
+    package func currentState() -> UploadItem? {
+        var status = stat()
+        guard stat(absolutePath, &status) == 0 else { return nil }
+        return UploadItem(relativePath: relativePath, absolutePath: absolutePath, status: status)
+    }
+}
+
+/// A file's size and modification time: what tells a journal that the file is still the one it recorded.
+package struct FileVersion: Sendable, Hashable {
+    package let size: Int64
+    package let modifiedNanoseconds: Int64
+
+    package init(size: Int64, modifiedNanoseconds: Int64) {
+        self.size = size
+        self.modifiedNanoseconds = modifiedNanoseconds
+    }
+}
+
+/// A multipart upload an earlier run started and did not finish or abort.
+package struct S3MultipartProgress: Sendable, Equatable {
+    package let file: FileVersion
+    package let partSize: Int64
+    package let uploadID: String
+    package var parts: [Int: CompletedPart] = [:]
+
+    package init(file: FileVersion, partSize: Int64, uploadID: String, parts: [Int: CompletedPart] = [:]) {
+        self.file = file
+        self.partSize = partSize
+        self.uploadID = uploadID
+        self.parts = parts
+    }
+}
+
+/// Where the S3 uploader records what the store accepted, so a run killed at any moment resumes a file from its
+/// next missing part. The upload pipeline's journal is one; nil journals nothing (nothing resumes).
+package protocol S3UploadJournal: Sendable {
+    /// Records a file the store holds whole.
+    func record(_ item: UploadItem)
+    /// The multipart upload an earlier run left for this file as it is now, if any.
+    func multipartUpload(of item: UploadItem) -> S3MultipartProgress?
+    /// Records that a multipart upload of the file was created.
+    func recordMultipartStart(_ item: UploadItem, uploadID: String, partSize: Int64)
+    /// Records a part the store accepted, as soon as it did.
+    func recordPart(_ item: UploadItem, uploadID: String, part: CompletedPart)
+    /// Records that a multipart upload was aborted: its parts are gone.
+    func recordAbort(_ item: UploadItem, uploadID: String)
+}

@@ -1,0 +1,280 @@
+public import CurlewEngine
+package import CurlewS3
+package import CurlewSharding
+import Foundation
+import Synchronization
+
+/// One upload of a folder or manifest: listed when it is made, sent by ``run()``, N files at a time, each retried
+/// when that is safe, and recorded in the journal as the server accepts it.
+///
+/// ```swift
+/// var configuration = UploadConfiguration(
+///     source: .folder("/data/photos"), destination: .put(baseURL: "https://dav.example/photos/"))
+/// configuration.journalPath = "/var/lib/app/photos.journal"
+/// let upload = try Upload(configuration, client: CurlewClient())
+/// let summary = try await upload.run()
+/// ```
+///
+/// Cancelling the task that runs ``run()`` cancels the transfers in flight; ``stopStartingFiles()`` lets them
+/// finish. Either way, an upload made again with the same journal sends only what is missing. An `Upload` runs
+/// once.
+public final class Upload: Sendable {
+    /// What the upload was made from.
+    public let configuration: UploadConfiguration
+    /// The files considered, the journal's path, and what sharding and the filters left out.
+    package let selection: UploadSelection
+    /// Files to send in this run: those the journal does not record as sent.
+    package let pending: [UploadItem]
+    package let journal: UploadJournal?
+    /// Where files go, as the summary names it: the PUT base URL (ending in `/`), the form URL or `s3://…`.
+    package let target: String
+    package let mode: UploadMode
+    /// Set for S3 destinations: its requests are what the summary counts.
+    package let s3Client: S3Client?
+    private let runner: UploadRunner
+    private let broadcast: ProgressBroadcast
+    private let hasRun = Atomic<Bool>(false)
+    private let stopAsked = Atomic<Bool>(false)
+
+    /// Lists the source, applies the shard and the filters, opens the journal and checks the destination; sends
+    /// nothing.
+    ///
+    /// - Parameters:
+    ///   - configuration: what to send, where, and how.
+    ///   - client: sends the requests; give it at least `configuration.concurrency` connections per host. The
+    ///     upload does not shut it down.
+    /// - Throws: ``UploadError`` when the source cannot be read, the journal cannot be opened, or the
+    ///   configuration is impossible (a bad URL, an option the destination does not take).
+    public init(_ configuration: UploadConfiguration, client: CurlewClient) throws(UploadError) {
+        try Self.check(configuration)
+        self.configuration = configuration
+        let selection = try UploadSelection.make(
+            source: configuration.source, includes: configuration.includes, excludes: configuration.excludes,
+            shard: configuration.shard, journalPath: configuration.journalPath)
+        self.selection = selection
+        let journal = try selection.journalPath.map { path throws(UploadError) in try UploadJournal(path: path) }
+        self.journal = journal
+        let pending = selection.listing.items.filter { !(journal?.isDone($0) ?? false) }
+        self.pending = pending
+
+        let budget = configuration.bytesPerSecondLimit.map { SendBudget(bytesPerSecond: $0) }
+        var fields: [(String, String)] = []
+        var s3: (uploader: S3Uploader, location: S3Location)?
+        switch configuration.destination {
+        case .put(let baseURL):
+            target = baseURL.hasSuffix("/") ? baseURL : baseURL + "/"
+            mode = .put
+            s3Client = nil
+        case .multipartForm(let url, let formFields):
+            target = url
+            mode = .multipart
+            fields = formFields.map { ($0.name, $0.value) }
+            s3Client = nil
+        case .s3(let destination):
+            target = destination.location.description
+            mode = .put
+            let s3Client = S3Client(
+                http: client, endpoint: destination.endpoint, credentials: destination.credentials,
+                retries: configuration.retries, concurrency: configuration.concurrency, budget: budget)
+            self.s3Client = s3Client
+            s3 = (
+                S3Uploader(client: s3Client, options: destination.objectOptions, journal: journal), destination.location
+            )
+        }
+        if s3 == nil {
+            // A bad URL fails here, once, rather than once per file.
+            do {
+                _ = try CurlewRequest(method: .put, url: target)
+            } catch {
+                journal?.finish()
+                let detail = (error as? CurlewError)?.detail ?? "\(error)"
+                throw UploadError(.invalidConfiguration, "cannot send to \(target.debugDescription): \(detail)")
+            }
+        }
+        let plan = UploadPlan(
+            baseURL: target, mode: mode, headers: configuration.headers.map { ($0.name, $0.value) }, fields: fields,
+            gzip: configuration.gzip, retries: configuration.retries, concurrency: configuration.concurrency,
+            filesPerSecond: configuration.filesPerSecond, budget: budget, checksumHeader: configuration.checksumHeader)
+        let broadcast = ProgressBroadcast(
+            filesTotal: pending.count, bytesTotal: pending.reduce(Int64(0)) { $0 + $1.size })
+        self.broadcast = broadcast
+        runner = UploadRunner(
+            client: client, plan: plan, items: pending, journal: journal, s3: s3,
+            onFileSettled: { broadcast.publish($0) })
+    }
+
+    /// The upload's progress, reported after each file is settled (sent, skipped or failed), starting with where
+    /// it is now. Each use gives a sequence of its own, which ends when ``run()`` returns; a slow reader sees the
+    /// latest progress, not every step.
+    public var progress: AsyncStream<UploadProgress> { broadcast.subscribe() }
+
+    /// Starts no further file; the files in flight finish, then ``run()`` returns (its summary counts the rest as
+    /// not started). What the command does on the first Ctrl-C.
+    public func stopStartingFiles() {
+        stopAsked.store(true, ordering: .relaxed)
+        runner.requestStop()
+    }
+
+    /// Sends the files and returns what happened to them; files that fail are listed in the summary, not thrown.
+    ///
+    /// - Throws: ``UploadError`` (``UploadError/Kind/journal``) when the journal could not be written: the files
+    ///   were sent, but a later run would send them again. Also when the upload already ran.
+    public func run() async throws(UploadError) -> UploadSummary {
+        let (summary, journalFailure) = try await runKeepingSummary()
+        if let journalFailure { throw UploadError(.journal, "the journal could not be written: \(journalFailure)") }
+        return summary
+    }
+
+    /// ``run()`` for the command, which prints the summary before it reports a journal that could not be written.
+    package func runKeepingSummary() async throws(UploadError) -> (summary: UploadSummary, journalFailure: String?) {
+        guard !hasRun.exchange(true, ordering: .relaxed) else {
+            throw UploadError(.invalidConfiguration, "an upload runs once: make another with the same journal")
+        }
+        let started = ContinuousClock.now
+        let startedAt = Date()
+        let tally = await runner.run()
+        let elapsed = ContinuousClock.now - started
+        let interrupted = stopAsked.load(ordering: .relaxed) || Task.isCancelled
+        journal?.finish()
+        broadcast.finish(runner.progress)
+
+        var total = tally
+        if let s3Client {
+            // S3 requests are counted by its client: a file is several requests there.
+            let requests = s3Client.tally
+            total.statusCounts = requests.statusCounts
+            total.retries = requests.retries
+            total.connectionsOpened = requests.connectionsOpened
+        }
+        var summary = UploadSummary(
+            source: configuration.source.path, url: target, mode: mode, concurrency: configuration.concurrency,
+            listing: selection.listing, skipped: selection.listing.items.count - pending.count, tally: total,
+            notStarted: runner.notStarted, elapsed: elapsed, journal: journal?.path, interrupted: interrupted)
+        summary.excluded = selection.excluded
+        summary.error = s3Client?.runProblem
+        summary.shard = configuration.shard.isWhole ? nil : configuration.shard
+        summary.startedAt = startedAt.timeIntervalSince1970
+        return (summary, journal?.failure)
+    }
+
+    /// Progress as the command's progress line polls it.
+    package var progressSnapshot: UploadProgressSnapshot { runner.progress }
+
+    /// What the command checks too, with its own option names; a service gets these as errors here.
+    private static func check(_ configuration: UploadConfiguration) throws(UploadError) {
+        func invalid(_ message: String) -> UploadError { UploadError(.invalidConfiguration, message) }
+        guard configuration.concurrency >= 1 else { throw invalid("concurrency must be at least 1") }
+        guard (0...10).contains(configuration.retries) else { throw invalid("retries must be between 0 and 10") }
+        if let rate = configuration.filesPerSecond, !(rate > 0 && rate.isFinite) {
+            throw invalid("filesPerSecond must be a positive number")
+        }
+        if let limit = configuration.bytesPerSecondLimit, limit < 1024 {
+            throw invalid("bytesPerSecondLimit must be at least 1 kB per second")
+        }
+        switch configuration.destination {
+        case .put:
+            if configuration.checksumHeader != nil && configuration.gzip {
+                throw invalid("a checksum header describes the file as is: it cannot go with gzip")
+            }
+        case .multipartForm:
+            if configuration.checksumHeader != nil { throw invalid("a checksum header is for PUT destinations") }
+        case .s3(let destination):
+            if configuration.gzip || configuration.checksumHeader != nil || !configuration.headers.isEmpty {
+                throw invalid("S3 destinations take no gzip, checksum header or extra headers (every header is signed)")
+            }
+            if destination.endpoint.bucket != destination.location.bucket {
+                throw invalid("the endpoint's bucket \(destination.endpoint.bucket) is not the location's")
+            }
+            if !(PartPlan.minimumPartSize...PartPlan.maximumPartSize).contains(destination.objectOptions.partSize) {
+                throw invalid("the part size must be between 5MiB and 5GiB (S3's limits)")
+            }
+        }
+    }
+}
+
+/// The files an upload considers: listed, then the shard's share, then the filters; and its journal's path.
+package struct UploadSelection: Sendable {
+    package var listing: UploadListing
+    package let listedBeforeSharding: Int
+    package let ownedByShard: Int
+    /// Files the include and exclude patterns left out.
+    package let excluded: Int
+    /// A shard keeps a journal of its own: shards may run at once on one shared file system.
+    package let journalPath: String?
+
+    package static func make(
+        source: UploadSource, includes: [String], excludes: [String], shard: ShardAssignment, journalPath: String?
+    ) throws(UploadError) -> UploadSelection {
+        var listing = try source.list()
+        // A shard sends the files whose path hashes to it; the others' shards send theirs. Sharding comes before the
+        // filters, so each shard counts only its own files as excluded and the merge's sum is the run's.
+        let listedBeforeSharding = listing.items.count
+        if !shard.isWhole {
+            listing.items.removeAll { !shard.owns(relativePath: $0.relativePath) }
+            listing.problems.removeAll { !shard.owns(relativePath: $0.relativePath) }
+        }
+        let ownedByShard = listing.items.count
+        let filter = UploadFilter(includes: includes, excludes: excludes)
+        listing.items.removeAll { !filter.admits($0.relativePath) }
+        return UploadSelection(
+            listing: listing, listedBeforeSharding: listedBeforeSharding, ownedByShard: ownedByShard,
+            excluded: ownedByShard - listing.items.count,
+            journalPath: journalPath.map { shard.isWhole ? $0 : "\($0).\(shard.fileTag)" })
+    }
+}
+
+/// Hands each progress report to every sequence ``Upload/progress`` gave out, and ends them when the run ends.
+private final class ProgressBroadcast: Sendable {
+    private struct State {
+        var latest: UploadProgress
+        var watchers: [AsyncStream<UploadProgress>.Continuation] = []
+        var finished = false
+    }
+
+    private let filesTotal: Int
+    private let bytesTotal: Int64
+    private let state: Mutex<State>
+
+    init(filesTotal: Int, bytesTotal: Int64) {
+        self.filesTotal = filesTotal
+        self.bytesTotal = bytesTotal
+        state = Mutex(
+            State(
+                latest: UploadProgress(
+                    filesDone: 0, filesFailed: 0, filesTotal: filesTotal, bytesSent: 0, bytesTotal: bytesTotal)))
+    }
+
+    func subscribe() -> AsyncStream<UploadProgress> {
+        let (stream, continuation) = AsyncStream.makeStream(
+            of: UploadProgress.self, bufferingPolicy: .bufferingNewest(1))
+        state.withLock { state in
+            continuation.yield(state.latest)
+            if state.finished {
+                continuation.finish()
+            } else {
+                state.watchers.append(continuation)
+            }
+        }
+        return stream
+    }
+
+    func publish(_ snapshot: UploadProgressSnapshot) {
+        let progress = UploadProgress(
+            filesDone: snapshot.files, filesFailed: snapshot.failed, filesTotal: filesTotal, bytesSent: snapshot.bytes,
+            bytesTotal: bytesTotal)
+        state.withLock { state in
+            guard !state.finished else { return }
+            state.latest = progress
+            for watcher in state.watchers { watcher.yield(progress) }
+        }
+    }
+
+    func finish(_ snapshot: UploadProgressSnapshot) {
+        publish(snapshot)
+        state.withLock { state in
+            state.finished = true
+            for watcher in state.watchers { watcher.finish() }
+            state.watchers = []
+        }
+    }
+}

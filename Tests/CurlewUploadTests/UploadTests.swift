@@ -1,0 +1,202 @@
+import Crypto
+import CurlewEngine
+import CurlewS3
+import CurlewTestSupport
+import CurlewUpload
+import Foundation
+import Testing
+
+/// The library's public API, as a service uses it (no `@testable`): a folder of awkwardly named files uploaded,
+/// the upload cancelled midway, and a second upload with the same journal finishing the job, checked on the
+/// server's side.
+@Suite struct UploadTests {
+    /// 300 files: spaces, `#`, `%`, non-ASCII letters, nested folders, an empty file.
+    static let names: [String] = (0..<300).map { index in
+        switch index % 6 {
+        case 0: "plain \(index).txt"
+        case 1: "hash#tag \(index).json"
+        case 2: "per%25cent \(index).bin"
+        case 3: "ünïcødé/日本語 \(index).txt"
+        case 4: "deep/er/still \(index).md"
+        default: index == 5 ? "empty.bin" : "café \(index).csv"
+        }
+    }
+
+    static func content(of name: String) -> [UInt8] {
+        name == "empty.bin" ? [] : SourceTree.content(for: name, size: 200 + name.utf8.count * 13)
+    }
+
+    static func writeTree() throws -> SourceTree {
+        let tree = try SourceTree(prefix: "curlew-upload-library")
+        for name in names { try tree.write(name, content(of: name)) }
+        return tree
+    }
+
+    /// Runs `upload`, cancelling its task as soon as its progress shows `cancelAfter` files done.
+    static func runCancelled(_ upload: Upload, cancelAfter: Int) async throws -> UploadSummary {
+        let progress = upload.progress
+        let run = Task { try await upload.run() }
+        for await step in progress where step.filesDone >= cancelAfter {
+            run.cancel()
+            break
+        }
+        return try await run.value
+    }
+
+    @Test func aFolderUploadToWebDAVCancelledMidwayResumesAndSendsEveryFileOnce() async throws {
+        let nginx = try await NginxServer.shared()
+        let target = DavTarget(nginx: nginx)
+        let tree = try Self.writeTree()
+        let journal = tree.root + ".journal"
+        defer {
+            tree.remove()
+            target.remove()
+            try? FileManager.default.removeItem(atPath: journal)
+        }
+        var configuration = UploadConfiguration(source: .folder(tree.root), destination: .put(baseURL: target.url))
+        configuration.concurrency = 8
+        configuration.journalPath = journal
+        // Paced, so the cancel lands while most files are still to send, whatever the machine's speed.
+        configuration.filesPerSecond = 300
+        let client = CurlewClient()
+
+        let first = try await Self.runCancelled(try Upload(configuration, client: client), cancelAfter: 20)
+        #expect(first.interrupted)
+        #expect(first.uploaded >= 20 && first.uploaded < Self.names.count)
+
+        configuration.filesPerSecond = nil
+        let second = try await Upload(configuration, client: client).run()
+        await client.shutdown()
+        #expect(!second.interrupted)
+        #expect(second.failed == 0, "\(second.failures.prefix(5))")
+        #expect(second.skipped == first.uploaded)
+        #expect(second.skipped + second.uploaded + second.alreadyThere == Self.names.count)
+
+        try await waitUntil(timeout: .seconds(10), "nginx to log every PUT") {
+            try target.acceptedPuts().count >= Self.names.count
+        }
+        let puts = try target.acceptedPuts()
+        #expect(Set(puts.keys) == Set(Self.names))
+        #expect(puts.filter { $0.value != 1 }.isEmpty, "sent more than once: \(puts.filter { $0.value != 1 })")
+        for name in Self.names {
+            let stored = FileManager.default.contents(atPath: target.storedPath(name)).map { Array($0) }
+            #expect(stored == Self.content(of: name), "\(name) differs on the server")
+        }
+    }
+
+    @Test func aFolderUploadToS3CancelledMidwayResumesAndStoresEveryFileExactly() async throws {
+        // The unchecked server: moto's signature checker refuses valid signatures for non-ASCII and `%` keys.
+        let moto = try await MotoServer.shared(.unchecked)
+        let bucket = try await moto.makeBucket("library")
+        let tree = try Self.writeTree()
+        let journal = tree.root + ".journal"
+        defer {
+            tree.remove()
+            try? FileManager.default.removeItem(atPath: journal)
+        }
+        let credentials = AWSCredentials(accessKeyID: moto.accessKeyID, secretAccessKey: moto.secretAccessKey)
+        let destination = try S3Destination("s3://\(bucket)/photos", endpoint: moto.endpoint, credentials: credentials)
+        var configuration = UploadConfiguration(source: .folder(tree.root), destination: .s3(destination))
+        configuration.concurrency = 8
+        configuration.journalPath = journal
+        configuration.filesPerSecond = 300
+        let client = CurlewClient()
+
+        let first = try await Self.runCancelled(try Upload(configuration, client: client), cancelAfter: 20)
+        #expect(first.interrupted)
+        #expect(first.uploaded >= 20 && first.uploaded < Self.names.count)
+
+        configuration.filesPerSecond = nil
+        let second = try await Upload(configuration, client: client).run()
+        await client.shutdown()
+        #expect(second.failed == 0, "\(second.failures.prefix(5))")
+        #expect(second.skipped == first.uploaded)
+        #expect(second.skipped + second.uploaded == Self.names.count)
+
+        let text = try await moto.inspect("inventory", bucket: bucket)
+        let stored = (try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: [String: Any]]) ?? [:]
+        #expect(Set(stored.keys) == Set(Self.names.map { "photos/" + $0 }))
+        let mismatched = Self.names.filter { name in
+            let expected = SHA256.hash(data: Self.content(of: name)).map { String(format: "%02x", $0) }.joined()
+            return stored["photos/" + name]?["sha256"] as? String != expected
+        }
+        #expect(mismatched.isEmpty, "differ: \(mismatched.prefix(5))")
+        // Only a PUT in flight when the first upload was cancelled can have reached the store twice.
+        let puts = moto.loggedRequests { method, target in
+            method == "PUT" && target.hasPrefix("/\(bucket)/photos/")
+        }.filter { $0.status == 200 }
+        #expect(puts.count >= Self.names.count && puts.count <= Self.names.count + configuration.concurrency)
+    }
+
+    @Test func theS3ClientUploadsOneLargeFileInPartsAndSeesItExist() async throws {
+        // The unchecked server: moto's signature checker refuses the ListMultipartUploads request that a resumable
+        // upload starts with when its `prefix=` value holds a `%2F` (a key without `/` passes).
+        let moto = try await MotoServer.shared(.unchecked)
+        let bucket = try await moto.makeBucket("single")
+        let tree = try SourceTree(prefix: "curlew-s3-single")
+        defer { tree.remove() }
+        let bytes = SourceTree.content(for: "large", size: (11 << 20) + 5)
+        let path = try tree.write("large.bin", bytes)
+
+        let client = CurlewClient()
+        let endpoint = try S3Endpoint(endpoint: moto.endpoint, region: "us-east-1", bucket: bucket)
+        let s3 = S3Client(
+            endpoint: endpoint,
+            credentials: AWSCredentials(accessKeyID: moto.accessKeyID, secretAccessKey: moto.secretAccessKey),
+            client: client)
+        var options = S3ObjectOptions()
+        options.partSize = 5 << 20
+        options.metadata = ["origin": "library-test"]
+        #expect(try await !s3.objectExists(key: "big/large.bin"))
+        #expect(try await s3.uploadFile(at: path, key: "big/large.bin", options: options) == .uploaded)
+        #expect(try await s3.objectExists(key: "big/large.bin"))
+        options.skipExisting = true
+        #expect(try await s3.uploadFile(at: path, key: "big/large.bin", options: options) == .alreadyThere)
+        await client.shutdown()
+
+        let text = try await moto.inspect("inventory", bucket: bucket)
+        let stored = (try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: [String: Any]]) ?? [:]
+        let object = try #require(stored["big/large.bin"])
+        #expect(object["sha256"] as? String == SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined())
+        // 11 MiB in 5 MiB parts: 3 parts.
+        #expect((object["etag"] as? String)?.hasSuffix("-3\"") == true)
+        #expect((object["metadata"] as? [String: String])?["origin"] == "library-test")
+    }
+
+    @Test func problemsAreTypedErrorsAndAnUploadRunsOnce() async throws {
+        let tree = try SourceTree(prefix: "curlew-upload-errors")
+        defer { tree.remove() }
+        let client = CurlewClient()
+        let missing = UploadConfiguration(
+            source: .folder(tree.root + "/missing"), destination: .put(baseURL: "http://127.0.0.1:9/"))
+        #expect {
+            try Upload(missing, client: client)
+        } throws: { error in
+            (error as? UploadError)?.kind == .unreadableSource
+        }
+        var noWorkers = UploadConfiguration(source: .folder(tree.root), destination: .put(baseURL: "http://x/"))
+        noWorkers.concurrency = 0
+        #expect {
+            try Upload(noWorkers, client: client)
+        } throws: { error in
+            (error as? UploadError)?.kind == .invalidConfiguration
+        }
+        #expect(throws: S3ConfigurationError.self) {
+            try S3Destination(
+                "s3://Not_A_Bucket/x", credentials: AWSCredentials(accessKeyID: "a", secretAccessKey: "b"))
+        }
+
+        // An empty folder: nothing to send, nothing sent.
+        let empty = try Upload(
+            UploadConfiguration(source: .folder(tree.root), destination: .put(baseURL: "http://127.0.0.1:9/")),
+            client: client)
+        let summary = try await empty.run()
+        #expect(summary.files == 0 && summary.uploaded == 0 && !summary.interrupted)
+        await #expect {
+            try await empty.run()
+        } throws: { error in
+            (error as? UploadError)?.kind == .invalidConfiguration
+        }
+        await client.shutdown()
+    }
+}
