@@ -18,6 +18,8 @@ let package = Package(
         .library(name: "CurlewServiceLifecycle", targets: ["CurlewServiceLifecycle"]),
         // The command's libraries: shard arithmetic, shared by the load generator and the upload pipeline.
         .library(name: "CurlewSharding", targets: ["CurlewSharding"]),
+        // The load generator behind `curlew bench`: shapes, thresholds, the runner, HdrHistogram summaries, merges.
+        .library(name: "CurlewLoad", targets: ["CurlewLoad"]),
         .executable(name: "curlew", targets: ["curlew"]),
     ],
     dependencies: [
@@ -109,12 +111,24 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .target(name: "CurlewSharding", swiftSettings: strictSettings),
+        .target(
+            name: "CurlewLoad",
+            dependencies: [
+                "CurlewEngine",
+                "CurlewSharding",
+                // zlib, for HdrHistogram's compressed interval-log encoding.
+                "CLibCurl",
+                .product(name: "Histogram", package: "hdrhistogram-swift"),
+            ],
+            swiftSettings: strictSettings
+        ),
         .executableTarget(
             name: "curlew",
             dependencies: [
                 "CurlewEngine",
                 "CurlewSharding",
-                // zlib for HdrHistogram's compressed log encoding; libcurl's version info for `curlew version`.
+                "CurlewLoad",
+                // libcurl's version info for `curlew version`.
                 "CLibCurl",
                 "CurlewLoopbackServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -208,12 +222,26 @@ let package = Package(
         ),
         .testTarget(name: "CurlewShardingTests", dependencies: ["CurlewSharding"], swiftSettings: strictSettings),
         .testTarget(
+            name: "CurlewLoadTests",
+            dependencies: [
+                "CurlewLoad",
+                "CurlewEngine",
+                "CurlewSharding",
+                // zlib, to inflate the HdrHistogram encoding in its test.
+                "CLibCurl",
+                "CurlewTestSupport",
+                .product(name: "Histogram", package: "hdrhistogram-swift"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
             name: "CurlewCommandTests",
             dependencies: [
                 // The command's pure parts (thresholds, schedules, target files, HdrHistogram encoding, SigV4 signer,
                 // part planner, journal) are unit-tested.
                 "curlew",
                 "CurlewSharding",
+                "CurlewLoad",
                 // zlib, to inflate the HdrHistogram encoding in its test.
                 "CLibCurl",
                 "CurlewTestSupport",
