@@ -21,6 +21,10 @@ public struct LoadSummary: Sendable {
         }
         return counts
     }
+    /// Requests completed per request of the plan, in the order of ``LoadPlan/requests``.
+    public var requestsPerTarget: [Int] {
+        result.tally.targetRequests.isEmpty ? [requests] : result.tally.targetRequests
+    }
     /// How long the run took, from the first request to the end of the last.
     public var duration: Duration { result.elapsed }
     /// Completed requests per second over the run.

@@ -8,16 +8,19 @@ import Testing
 /// The library's public API as a service would use it (no `@testable`), against a real nginx whose access log
 /// counts what arrived.
 @Suite struct LoadTestTests {
-    /// Requests nginx logged under `marker`, once it has logged at least `expected` (a line may follow its
-    /// response).
-    private func nginxHits(_ nginx: NginxServer, marker: String, atLeast expected: Int) async throws -> Int {
-        var hits = 0
+    /// The request URIs nginx logged under `marker`, once it has logged at least `expected` (a line may follow its
+    /// response). A line is `MSEC CONNECTION METHOD STATUS REQUEST-URI HOST LENGTH`.
+    private func nginxURIs(_ nginx: NginxServer, marker: String, atLeast expected: Int) async throws -> [String] {
+        var uris: [String] = []
         try await waitUntil(timeout: .seconds(10), "nginx to log \(expected) requests under \(marker)") {
             let log = (try? String(contentsOfFile: nginx.hitsAccessLogPath, encoding: .utf8)) ?? ""
-            hits = log.split(separator: "\n").filter { $0.contains(marker) }.count
-            return hits >= expected
+            uris = log.split(separator: "\n").compactMap { line in
+                let fields = line.split(separator: " ")
+                return fields.count >= 5 && fields[4].hasPrefix(marker) ? String(fields[4]) : nil
+            }
+            return uris.count >= expected
         }
-        return hits
+        return uris
     }
 
     @Test func aRateModeLoadSendsWhatNginxCountsAndEvaluatesItsThresholds() async throws {
@@ -47,7 +50,7 @@ import Testing
         #expect(summary.succeeded == 300)
         #expect(summary.statusCodes == [200: 300])
         #expect(!summary.stopped)
-        #expect(try await nginxHits(nginx, marker: marker, atLeast: summary.requests) == summary.requests)
+        #expect(try await nginxURIs(nginx, marker: marker, atLeast: summary.requests).count == summary.requests)
         // Percentiles come from the histogram: ordered, and within the slowest request.
         let p50 = try #require(summary.latency(percentile: 50))
         let p99 = try #require(summary.latency(percentile: 99))
@@ -88,7 +91,34 @@ import Testing
         #expect(summary.requests > 0)
         #expect(summary.failed == 0)
         #expect(summary.passed)
-        #expect(try await nginxHits(nginx, marker: marker, atLeast: summary.requests) == summary.requests)
+        #expect(try await nginxURIs(nginx, marker: marker, atLeast: summary.requests).count == summary.requests)
+    }
+
+    /// Moved in-process from the command's tests: the order is the library's.
+    @Test func aSeededRandomOrderIsReproducibleAndCountedPerTarget() async throws {
+        let nginx = try await NginxServer.shared()
+        let names = ["a", "b", "c", "d"]
+        var perRun: [[Int]] = []
+        for _ in 0..<2 {
+            let marker = "/hits/" + UUID().uuidString + "/"
+            var plan = LoadPlan(
+                requests: try names.map { try CurlewRequest(url: nginx.httpBaseURL + marker + $0) },
+                shape: .requests(400))
+            plan.order = .random(seed: 7)
+            plan.connections = 4
+            plan.progressInterval = nil
+            let client = CurlewClient(configuration: plan.clientConfiguration())
+            let summary = try await LoadTest(plan, client: client).run()
+            await client.shutdown()
+            let uris = try await nginxURIs(nginx, marker: marker, atLeast: 400)
+            let served = names.map { name in uris.filter { $0 == marker + name }.count }
+            #expect(served == summary.requestsPerTarget)
+            #expect(served.reduce(0, +) == 400)
+            // Random, not round-robin: the counts are uneven.
+            #expect(served != [100, 100, 100, 100])
+            perRun.append(served)
+        }
+        #expect(perRun[0] == perRun[1])
     }
 
     @Test func plansThatAskForNothingAndSecondRunsAreRefused() async throws {
