@@ -69,6 +69,12 @@ public struct LoadSummary: Sendable {
         return histogram.totalCount > 0 ? .microseconds(Int64(histogram.mean.rounded())) : nil
     }
 
+    /// The shortest latency; nil when the run completed no request.
+    public var minLatency: Duration? {
+        let histogram = result.histogram
+        return histogram.totalCount > 0 ? .microseconds(Int64(histogram.min)) : nil
+    }
+
     /// The longest latency; nil when the run completed no request.
     public var maxLatency: Duration? {
         let histogram = result.histogram

@@ -54,7 +54,7 @@ import Testing
         // Percentiles come from the histogram: ordered, and within the slowest request.
         let p50 = try #require(summary.latency(percentile: 50))
         let p99 = try #require(summary.latency(percentile: 99))
-        #expect(p50 <= p99 && p99 <= summary.maxLatency!)
+        #expect(summary.minLatency! <= p50 && p50 <= p99 && p99 <= summary.maxLatency!)
         #expect(summary.thresholds.map(\.threshold) == ["p99<10s", "errors<1%", "rps>1e6"])
         #expect(summary.thresholds.map(\.passed) == [true, true, false])
         #expect(!summary.passed)
