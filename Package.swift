@@ -21,6 +21,8 @@ let package = Package(
         // The S3 client on its own (SigV4, multipart, resumable parts), and the upload pipeline built on it.
         .library(name: "CurlewS3", targets: ["CurlewS3"]),
         .library(name: "CurlewUpload", targets: ["CurlewUpload"]),
+        // The load generator behind `curlew bench`: shapes, thresholds, the runner, HdrHistogram summaries, merges.
+        .library(name: "CurlewLoad", targets: ["CurlewLoad"]),
         .executable(name: "curlew", targets: ["curlew"]),
     ],
     dependencies: [
@@ -131,6 +133,17 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        .target(
+            name: "CurlewLoad",
+            dependencies: [
+                "CurlewEngine",
+                "CurlewSharding",
+                // zlib, for HdrHistogram's compressed interval-log encoding.
+                "CLibCurl",
+                .product(name: "Histogram", package: "hdrhistogram-swift"),
+            ],
+            swiftSettings: strictSettings
+        ),
         .executableTarget(
             name: "curlew",
             dependencies: [
@@ -138,7 +151,8 @@ let package = Package(
                 "CurlewSharding",
                 "CurlewS3",
                 "CurlewUpload",
-                // zlib for HdrHistogram's compressed log encoding; libcurl's version info for `curlew version`.
+                "CurlewLoad",
+                // libcurl's version info for `curlew version`.
                 "CLibCurl",
                 "CurlewLoopbackServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -252,13 +266,27 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .testTarget(
+            name: "CurlewLoadTests",
+            dependencies: [
+                "CurlewLoad",
+                "CurlewEngine",
+                "CurlewSharding",
+                // zlib, to inflate the HdrHistogram encoding in its test.
+                "CLibCurl",
+                "CurlewTestSupport",
+                .product(name: "Histogram", package: "hdrhistogram-swift"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
             name: "CurlewCommandTests",
             dependencies: [
                 // The command's pure parts (thresholds, schedules, target files, HdrHistogram encoding) are unit-tested.
                 "curlew",
                 "CurlewSharding",
-                // The upload summary that the sharded-upload tests decode.
+                // The upload summary that the sharded-upload tests decode, and the load generator's merge types.
                 "CurlewUpload",
+                "CurlewLoad",
                 // zlib, to inflate the HdrHistogram encoding in its test.
                 "CLibCurl",
                 "CurlewTestSupport",

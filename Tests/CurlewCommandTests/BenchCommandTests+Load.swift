@@ -94,34 +94,6 @@ extension BenchCommandTests {
         #expect(try output.json()["bytesSent"] as? Int == 30 * 5)
     }
 
-    @Test func randomTargetOrderIsReproducibleWithASeed() async throws {
-        let nginx = try await NginxServer.shared()
-        var perRun: [[Int]] = []
-        for _ in 0..<2 {
-            let marker = NginxHit.makeMarker()
-            let base = nginx.httpBaseURL + marker
-            let path = try Self.writeTemporary(
-                ["a", "b", "c", "d"].map { "{\"url\": \"\(base)\($0)\"}" }.joined(separator: "\n"), name: "t.json")
-            defer { try? FileManager.default.removeItem(atPath: (path as NSString).deletingLastPathComponent) }
-            let output = try await CurlewBinary.run([
-                "bench", "--targets", path, "--targets-order", "random", "--seed", "7", "-n", "400", "-c", "4",
-                "--json",
-            ])
-            #expect(output.status == 0, "\(output.stderr)")
-            let hits = try await NginxHit.read(nginx, marker: marker, atLeast: 400)
-            let served = ["a", "b", "c", "d"].map { name in hits.filter { $0.uri == marker + name }.count }
-            let reported = try #require(try output.json()["targets"] as? [[String: Any]]).map {
-                $0["requests"] as? Int ?? -1
-            }
-            #expect(served == reported)
-            #expect(served.reduce(0, +) == 400)
-            // Random, not round-robin: the counts are uneven.
-            #expect(served != [100, 100, 100, 100])
-            perRun.append(served)
-        }
-        #expect(perRun[0] == perRun[1])
-    }
-
     @Test func unwritableOutputFilesFailBeforeAnyRequestIsSent() async throws {
         try await withLoopbackServer { server in
             for option in ["--report", "--hdr-log"] {

@@ -1,3 +1,4 @@
+import CurlewLoad
 import CurlewSharding
 import CurlewTestSupport
 import CurlewUpload

@@ -36,3 +36,7 @@ struct Session: Decodable, Sendable { let token: String }
 struct Post: Decodable, Sendable { let id: Int }
 // MARK: NetworkLogger
 struct NetworkLogger: Plugin {}
+// MARK: requests
+let requests = [
+    try! CurlewRequest(url: "http://127.0.0.1:8080/small"), try! CurlewRequest(url: "http://127.0.0.1:8080/json"),
+]

@@ -1,6 +1,6 @@
 import Testing
 
-@testable import curlew
+@testable import CurlewLoad
 
 @Suite struct BenchScheduleTests {
     private func arrivals(_ text: String) throws -> ArrivalSchedule {

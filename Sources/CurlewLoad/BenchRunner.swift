@@ -1,14 +1,14 @@
-import CurlewEngine
-import CurlewSharding
+package import CurlewEngine
+package import CurlewSharding
 import Foundation
-import Histogram
-import Synchronization
+package import Histogram
+package import Synchronization
 
 /// Latencies in microseconds, 3 significant digits, growing its range as needed.
-typealias LatencyHistogram = Histogram<UInt64>
+package typealias LatencyHistogram = Histogram<UInt64>
 
-struct BenchPlan: Sendable {
-    enum Stop: Sendable {
+package struct BenchPlan: Sendable {
+    package enum Stop: Sendable, Equatable {
         /// Exactly this many requests.
         case count(Int)
         /// No request scheduled (or, without a schedule, started) after this long.
@@ -18,47 +18,60 @@ struct BenchPlan: Sendable {
     }
 
     /// What to send: one request, or a targets file's requests (picked per request by `targetOrder`).
-    let targets: [CurlewRequest]
-    let targetOrder: BenchTargetOrder
+    package let targets: [CurlewRequest]
+    package let targetOrder: LoadTargetOrder
     /// Workers, each with at most one request in flight.
-    let connections: Int
-    let stop: Stop
+    package let connections: Int
+    package let stop: Stop
     /// Open model (`--rate`, `--stages …rps`): when each request is due; nil sends the next request as soon as a
     /// worker is free.
-    let arrivals: ArrivalSchedule?
+    package let arrivals: ArrivalSchedule?
     /// Closed model (`--stages …c`): how many workers may send at each moment.
-    let concurrency: ConcurrencySchedule?
+    package let concurrency: ConcurrencySchedule?
     /// `--rate`, for the summary.
-    let rate: Double?
+    package let rate: Double?
     /// The part of the run this process does. Request numbers, worker numbers and therefore target choice, intended
     /// send times and closed-model levels are the whole run's: this shard takes every `count`-th of them.
-    var shard: ShardAssignment = .whole
+    package var shard: ShardAssignment = .whole
 
     /// Whether latency counts from each request's intended send time rather than from its actual one.
-    var latencyFromIntendedTime: Bool { arrivals != nil }
+    package var latencyFromIntendedTime: Bool { arrivals != nil }
+
+    package init(
+        targets: [CurlewRequest], targetOrder: LoadTargetOrder, connections: Int, stop: Stop,
+        arrivals: ArrivalSchedule?, concurrency: ConcurrencySchedule?, rate: Double?
+    ) {
+        self.targets = targets
+        self.targetOrder = targetOrder
+        self.connections = connections
+        self.stop = stop
+        self.arrivals = arrivals
+        self.concurrency = concurrency
+        self.rate = rate
+    }
 }
 
 /// What the workers of one event loop saw, added up at the end.
 ///
 /// One per loop rather than one per worker: a histogram with 3 significant digits is about 140 KiB once it
 /// covers a minute, and growing 64 small ones value by value cost more CPU than the requests' own bookkeeping.
-struct BenchTally: Sendable {
-    var histogram: LatencyHistogram = emptyHistogram()
-    var succeeded = 0
-    var failures: [String: Int] = [:]
+package struct BenchTally: Sendable {
+    package var histogram: LatencyHistogram = emptyHistogram()
+    package var succeeded = 0
+    package var failures: [String: Int] = [:]
     /// Indexed by status code (100...999): an array add per response instead of a dictionary update.
-    var statusCounts = [Int](repeating: 0, count: 1000)
-    var bytesSent: Int64 = 0
-    var bytesReceived: Int64 = 0
-    var connectionsOpened = 0
+    package var statusCounts = [Int](repeating: 0, count: 1000)
+    package var bytesSent: Int64 = 0
+    package var bytesReceived: Int64 = 0
+    package var connectionsOpened = 0
     /// Requests the engine sent once more on a fresh connection because the pooled one was dead or dirty.
-    var freshConnectionRetries = 0
+    package var freshConnectionRetries = 0
     /// Requests and failures per target, indexed like the plan's targets; empty with a single target (whose counts
     /// are the totals), so the default run does no per-target work.
-    var targetRequests: [Int] = []
-    var targetFailures: [Int] = []
+    package var targetRequests: [Int] = []
+    package var targetFailures: [Int] = []
 
-    init(targetCount: Int = 1) {
+    package init(targetCount: Int = 1) {
         if targetCount > 1 {
             targetRequests = [Int](repeating: 0, count: targetCount)
             targetFailures = targetRequests
@@ -66,17 +79,17 @@ struct BenchTally: Sendable {
     }
 
     /// Sized for latencies up to a minute up front; slower requests still grow it.
-    static func emptyHistogram() -> LatencyHistogram {
+    package static func emptyHistogram() -> LatencyHistogram {
         var histogram = LatencyHistogram(
             lowestDiscernibleValue: 1, highestTrackableValue: 60_000_000, numberOfSignificantValueDigits: .three)
         histogram.autoResize = true
         return histogram
     }
 
-    var requests: Int { Int(histogram.totalCount) }
-    var failed: Int { requests - succeeded }
+    package var requests: Int { Int(histogram.totalCount) }
+    package var failed: Int { requests - succeeded }
 
-    mutating func add(_ other: BenchTally) {
+    package mutating func add(_ other: BenchTally) {
         histogram.add(other.histogram)
         succeeded += other.succeeded
         failures.merge(other.failures, uniquingKeysWith: +)
@@ -127,24 +140,29 @@ struct BenchTally: Sendable {
 }
 
 /// The tally of one loop's workers.
-final class SharedTally: Sendable {
-    let state: Mutex<BenchTally>
+package final class SharedTally: Sendable {
+    package let state: Mutex<BenchTally>
 
     init(targetCount: Int) {
         state = Mutex(BenchTally(targetCount: targetCount))
     }
 
     /// A copy of the counts so far (copy-on-write: the loop's next record pays for the copy, once per sample).
-    var snapshot: BenchTally { state.withLock { $0 } }
+    package var snapshot: BenchTally { state.withLock { $0 } }
 }
 
-struct BenchResult: Sendable {
-    var tally: BenchTally
-    var elapsed: Duration
-    var histogram: LatencyHistogram { tally.histogram }
+package struct BenchResult: Sendable {
+    package var tally: BenchTally
+    package var elapsed: Duration
+    package var histogram: LatencyHistogram { tally.histogram }
+
+    package init(tally: BenchTally, elapsed: Duration) {
+        self.tally = tally
+        self.elapsed = elapsed
+    }
 }
 
-final class BenchRunner: Sendable {
+package final class BenchRunner: Sendable {
     private let client: CurlewClient
     private let plan: BenchPlan
     /// Next request number to claim: with -n, claims beyond the count stop the worker, which is what makes
@@ -153,34 +171,38 @@ final class BenchRunner: Sendable {
     private let stopRequested = Atomic<Bool>(false)
     /// `monotonicNanoseconds()` at the start, 0 before.
     private let startNanoseconds = Atomic<UInt64>(0)
+    /// Set when the run has ended: progress sequences end with it.
+    private let finished = Atomic<Bool>(false)
+    /// Ends each progress sequence (its continuation's `finish`).
+    private let progressEnds = Mutex<[@Sendable () -> Void]>([])
     /// One per event loop, created up front so samplers can read them while the run goes on.
-    let tallies: [SharedTally]
+    package let tallies: [SharedTally]
 
-    init(client: CurlewClient, plan: BenchPlan) {
+    package init(client: CurlewClient, plan: BenchPlan) {
         self.client = client
         self.plan = plan
         self.tallies = (0..<max(client.executors.count, 1)).map { _ in SharedTally(targetCount: plan.targets.count) }
     }
 
     /// Stops claiming new requests (Ctrl-C); those in flight finish and are counted.
-    func requestStop() {
+    package func requestStop() {
         stopRequested.store(true, ordering: .relaxed)
     }
 
     /// The counts of every loop so far, added up.
-    func snapshot() -> BenchTally {
+    package func snapshot() -> BenchTally {
         var total = BenchTally(targetCount: plan.targets.count)
         for tally in tallies { total.add(tally.snapshot) }
         return total
     }
 
     /// Seconds since the run started (0 before).
-    var elapsedSeconds: Double {
+    package var elapsedSeconds: Double {
         let start = startNanoseconds.load(ordering: .relaxed)
         return start == 0 ? 0 : Double(monotonicNanoseconds() &- start) / 1e9
     }
 
-    func run() async -> BenchResult {
+    package func run() async -> BenchResult {
         let clock = ContinuousClock()
         let start = clock.now
         let startNanoseconds = monotonicNanoseconds()
@@ -202,7 +224,14 @@ final class BenchRunner: Sendable {
         }
         var total = BenchTally(targetCount: plan.targets.count)
         for tally in tallies { tally.state.withLock { total.add($0) } }
-        return BenchResult(tally: total, elapsed: clock.now - start)
+        let elapsed = clock.now - start
+        let progressEnds = progressEnds.withLock { ends in
+            finished.store(true, ordering: .relaxed)
+            defer { ends = [] }
+            return ends
+        }
+        for end in progressEnds { end() }
+        return BenchResult(tally: total, elapsed: elapsed)
     }
 
     /// Sleeps until `deadline` (monotonic nanoseconds) in slices, so Ctrl-C wakes a worker that waits for its
@@ -295,23 +324,32 @@ final class BenchRunner: Sendable {
         }
     }
 
-    /// Reports progress until cancelled: the rate and the latency percentiles of the last interval.
-    func reportProgress(every interval: Duration, to output: ProgressOutput) async {
-        guard output.enabled else { return }
-        var intervals = BenchIntervalSampler(start: snapshot())
-        while !Task.isCancelled {
-            do { try await Task.sleep(for: interval) } catch { return }
-            let elapsed = elapsedSeconds
-            let current = intervals.next(snapshot(), at: elapsed)
-            var line = "\(formatCount(current.totalRequests)) requests"
-            if case .count(let total) = plan.stop { line += " of \(formatCount(total))" }
-            line += String(format: ", %.0f req/s", current.requestsPerSecond)
-            if current.requests > 0 {
-                line += ", p50 \(formatLatency(microseconds: current.latencyMicroseconds(percentile: 50)))"
-                line += " p99 \(formatLatency(microseconds: current.latencyMicroseconds(percentile: 99)))"
-            }
-            line += String(format: ", %d errors, %.1f s", current.totalFailed, elapsed)
-            output.update(line)
+    /// Intervals of the run every `interval` while it goes on (progress), each transformed off the workers' path;
+    /// the sequence ends when the run does, or when its consumer stops iterating.
+    ///
+    /// Cut from snapshots of the tallies, like ``BenchIntervalRecorder``: no work per request. A consumer slower
+    /// than the interval sees only the newest intervals.
+    package func progress<Element: Sendable>(
+        every interval: Duration, _ transform: @escaping @Sendable (BenchInterval) -> Element
+    ) -> AsyncStream<Element> {
+        let (stream, continuation) = AsyncStream.makeStream(of: Element.self, bufferingPolicy: .bufferingNewest(1))
+        let registered = progressEnds.withLock { ends in
+            guard !finished.load(ordering: .relaxed) else { return false }
+            ends.append { continuation.finish() }
+            return true
         }
+        guard registered else {
+            continuation.finish()
+            return stream
+        }
+        let sampling = Task {
+            var intervals = BenchIntervalSampler(start: snapshot())
+            while !Task.isCancelled {
+                do { try await Task.sleep(for: interval) } catch { return }
+                continuation.yield(transform(intervals.next(snapshot(), at: elapsedSeconds)))
+            }
+        }
+        continuation.onTermination = { _ in sampling.cancel() }
+        return stream
     }
 }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import CurlewLoad
 import CurlewSharding
 import CurlewUpload
 import Foundation
@@ -42,10 +43,10 @@ struct MergeCommand: AsyncParsableCommand {
         _ = try parsedThresholds()
     }
 
-    private func parsedThresholds() throws -> [BenchThreshold] {
+    private func parsedThresholds() throws -> [LoadThreshold] {
         do {
-            var thresholds: [BenchThreshold] = []
-            for text in thresholdTexts { thresholds += try BenchThreshold.parseList(text) }
+            var thresholds: [LoadThreshold] = []
+            for text in thresholdTexts { thresholds += try LoadThreshold.parseList(text) }
             return thresholds
         } catch {
             throw ValidationError(error.description)
@@ -70,10 +71,19 @@ struct MergeCommand: AsyncParsableCommand {
     }
 
     private func mergeBench(_ files: [String]) throws {
+        let thresholds = try parsedThresholds()
         var shards: [BenchShardResult] = []
-        for file in files { shards.append(try BenchShardResult.load(path: file)) }
-        let merge = try BenchMerge(shards, thresholds: try parsedThresholds())
+        let merge: BenchMerge
+        do {
+            for file in files { shards.append(try BenchShardResult.load(path: file)) }
+            merge = try BenchMerge(shards, thresholds: thresholds)
+        } catch {
+            throw CommandFailure(error.description)
+        }
         var summary = merge.summary
+        summary.exitStatus = BenchExitStatus.of(
+            interrupted: summary.interrupted, requests: summary.requests, succeeded: summary.succeeded,
+            thresholds: summary.thresholds)
         if let report {
             let started = Date(timeIntervalSince1970: summary.startedAt ?? 0)
             var parameters: [(String, String)] = [

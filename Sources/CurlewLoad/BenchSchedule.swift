@@ -1,21 +1,22 @@
+import CurlewEngine
 import Foundation
 
 /// A load shape given with `--stages`: stages of a duration each, ramping linearly from the previous stage's level
 /// (the first from 0) to their own. `30s:100rps,2m:500rps,30s:0rps` is an open model (requests per second,
 /// whatever the server does); `1m:16c,1m:256c` a closed model (requests in flight).
-enum BenchStages: Sendable, Equatable {
+package enum BenchStages: Sendable, Equatable {
     case arrivals(ArrivalSchedule)
     case concurrency(ConcurrencySchedule)
 
-    struct ParseError: Error, CustomStringConvertible {
-        let description: String
+    package struct ParseError: Error, CustomStringConvertible {
+        package let description: String
     }
 
-    static let grammar =
+    package static let grammar =
         "DURATION:LEVEL,… with every level in requests per second (30s:100rps,2m:500rps) "
         + "or every level in connections (1m:16c,1m:256c)"
 
-    static func parse(_ text: String) throws(ParseError) -> BenchStages {
+    package static func parse(_ text: String) throws(ParseError) -> BenchStages {
         func fail(_ reason: String) -> ParseError {
             ParseError(description: "--stages \(text.debugDescription): \(reason); expected \(grammar)")
         }
@@ -24,11 +25,11 @@ enum BenchStages: Sendable, Equatable {
         for part in text.split(separator: ",", omittingEmptySubsequences: false) {
             let pieces = part.split(separator: ":", omittingEmptySubsequences: false)
             guard pieces.count == 2 else { throw fail("stage \(String(part).debugDescription) is not DURATION:LEVEL") }
-            guard let duration = DurationArgument(argument: String(pieces[0])) else {
+            guard let duration = ScaledNumber.duration(String(pieces[0])) else {
                 throw fail("\(String(pieces[0]).debugDescription) is not a duration")
             }
             let level = pieces[1].trimmingCharacters(in: .whitespaces).lowercased()
-            let seconds = duration.duration.seconds
+            let seconds = duration.seconds
             if level.hasSuffix("rps"), let rate = Double(level.dropLast(3)), rate >= 0, rate.isFinite,
                 rate <= 10_000_000
             {
@@ -50,16 +51,21 @@ enum BenchStages: Sendable, Equatable {
     }
 
     /// One stage: ramp to `level` over `seconds`.
-    struct Stage: Sendable, Equatable {
-        var seconds: Double
-        var level: Double
+    package struct Stage: Sendable, Equatable {
+        package var seconds: Double
+        package var level: Double
+
+        package init(seconds: Double, level: Double) {
+            self.seconds = seconds
+            self.level = level
+        }
     }
 }
 
 /// When each request of an open-model run is due: request k is sent when the planned arrivals (the integral of
 /// the rate) reach k, so every second carries exactly the planned number of requests and a late request keeps
 /// its intended time (latency counts from it).
-struct ArrivalSchedule: Sendable, Equatable {
+package struct ArrivalSchedule: Sendable, Equatable {
     private struct Segment: Sendable, Equatable {
         var start: Double
         var seconds: Double
@@ -72,11 +78,11 @@ struct ArrivalSchedule: Sendable, Equatable {
 
     private let segments: [Segment]
     /// Requests the schedule plans in all (`Int.max` for an endless constant rate).
-    let totalRequests: Int
+    package let totalRequests: Int
     /// How long the schedule lasts, nil when it does not end.
-    let totalSeconds: Double?
+    package let totalSeconds: Double?
 
-    init(stages: [BenchStages.Stage]) {
+    package init(stages: [BenchStages.Stage]) {
         var segments: [Segment] = []
         var time = 0.0, arrivals = 0.0, rate = 0.0
         for stage in stages {
@@ -95,14 +101,14 @@ struct ArrivalSchedule: Sendable, Equatable {
     }
 
     /// `rate` requests per second for ever (`--rate` without `--stages`).
-    init(constantRate rate: Double) {
+    package init(constantRate rate: Double) {
         self.segments = [Segment(start: 0, seconds: .infinity, fromRate: rate, toRate: rate, arrivalsBefore: 0)]
         self.totalRequests = .max
         self.totalSeconds = nil
     }
 
     /// Seconds from the start at which request `index` (from 0) is due, or nil if the schedule has no such request.
-    func intendedSeconds(ofRequest index: Int) -> Double? {
+    package func intendedSeconds(ofRequest index: Int) -> Double? {
         guard index < totalRequests else { return nil }
         let target = Double(index)
         for segment in segments where target < segment.arrivalsBefore + segment.arrivals || segment.seconds == .infinity
@@ -123,12 +129,12 @@ struct ArrivalSchedule: Sendable, Equatable {
     }
 
     /// The planned requests in `[from, to)` seconds: what a second of the server's log should show.
-    func plannedArrivals(from start: Double, to end: Double) -> Double {
+    package func plannedArrivals(from start: Double, to end: Double) -> Double {
         arrivals(at: end) - arrivals(at: start)
     }
 
     /// Requests planned before `seconds` from the start.
-    func arrivals(at seconds: Double) -> Double {
+    package func arrivals(at seconds: Double) -> Double {
         var total = 0.0
         for segment in segments {
             guard seconds > segment.start else { break }
@@ -142,20 +148,20 @@ struct ArrivalSchedule: Sendable, Equatable {
 
 /// How many requests may be in flight at each moment of a closed-model run: worker i sends requests while the
 /// level is above i, and waits otherwise.
-struct ConcurrencySchedule: Sendable, Equatable {
+package struct ConcurrencySchedule: Sendable, Equatable {
     private let stages: [BenchStages.Stage]
     /// The highest level: how many workers the run needs.
-    let maxConcurrency: Int
-    let totalSeconds: Double
+    package let maxConcurrency: Int
+    package let totalSeconds: Double
 
-    init(stages: [BenchStages.Stage]) {
+    package init(stages: [BenchStages.Stage]) {
         self.stages = stages
         self.maxConcurrency = Int(stages.map(\.level).max() ?? 0)
         self.totalSeconds = stages.reduce(0) { $0 + $1.seconds }
     }
 
     /// The level (requests in flight allowed) at `seconds` from the start; ramps are linear, 0 after the end.
-    func level(at seconds: Double) -> Double {
+    package func level(at seconds: Double) -> Double {
         var start = 0.0, previous = 0.0
         for stage in stages {
             if seconds < start + stage.seconds {
@@ -169,7 +175,7 @@ struct ConcurrencySchedule: Sendable, Equatable {
 
     /// The first moment at or after `seconds` when worker `worker` (from 0) may send, or nil if it may not again
     /// before the run ends.
-    func nextActiveSeconds(worker: Int, atOrAfter seconds: Double) -> Double? {
+    package func nextActiveSeconds(worker: Int, atOrAfter seconds: Double) -> Double? {
         let needed = Double(worker)
         var start = 0.0, previous = 0.0
         for stage in stages {

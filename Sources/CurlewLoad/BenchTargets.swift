@@ -3,19 +3,26 @@ import Foundation
 
 /// One request of a `--targets` file, as written: nothing is validated against the network or read from disk
 /// here, so parsing is pure.
-struct BenchTargetSpec: Sendable, Equatable {
-    enum Body: Sendable, Equatable {
+package struct BenchTargetSpec: Sendable, Equatable {
+    package enum Body: Sendable, Equatable {
         case text(String)
         /// A path, already resolved against the targets file's folder.
         case file(String)
     }
 
-    var method: String
-    var url: String
-    var headers: [(name: String, value: String)]
-    var body: Body?
+    package var method: String
+    package var url: String
+    package var headers: [(name: String, value: String)]
+    package var body: Body?
 
-    static func == (lhs: Self, rhs: Self) -> Bool {
+    package init(method: String, url: String, headers: [(name: String, value: String)], body: Body?) {
+        self.method = method
+        self.url = url
+        self.headers = headers
+        self.body = body
+    }
+
+    package static func == (lhs: Self, rhs: Self) -> Bool {
         lhs.method == rhs.method && lhs.url == rhs.url && lhs.body == rhs.body
             && lhs.headers.map { [$0.name, $0.value] } == rhs.headers.map { [$0.name, $0.value] }
     }
@@ -30,13 +37,13 @@ struct BenchTargetSpec: Sendable, Equatable {
 ///   body; targets are separated by blank lines, `#` starts a comment line.
 ///
 /// The format is the JSON one when the first line that is not blank or a comment starts with `{`.
-enum BenchTargetFile {
-    struct ParseError: Error, CustomStringConvertible {
-        let description: String
+package enum BenchTargetFile {
+    package struct ParseError: Error, CustomStringConvertible {
+        package let description: String
     }
 
     /// - Parameter directory: the targets file's folder, against which relative body paths resolve.
-    static func parse(_ text: String, directory: String) throws(ParseError) -> [BenchTargetSpec] {
+    package static func parse(_ text: String, directory: String) throws(ParseError) -> [BenchTargetSpec] {
         let lines = text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline)
         let firstContent = lines.first { line in
             let trimmed = line.trimmingCharacters(in: .whitespaces)
@@ -134,15 +141,31 @@ enum BenchTargetFile {
     }
 }
 
-/// Which target request k uses: round-robin, or a seeded pseudo-random pick that depends on k alone, so the
-/// order is the same for a seed however the workers interleave, and picking needs no shared state.
-enum BenchTargetOrder: Sendable, Equatable {
-    case roundRobin
-    case random(seed: UInt64)
+/// Which of a load test's requests each request of the run sends.
+///
+/// Request k's target depends on k alone (round-robin, or a seeded pseudo-random pick), so the order is the same
+/// for a seed however the workers interleave, every shard of a sharded run agrees on it, and picking needs no
+/// shared state.
+///
+/// A struct with static members rather than an enum, so that orders can be added without breaking a `switch`
+/// (README, "API stability").
+public struct LoadTargetOrder: Sendable, Equatable {
+    private enum Kind: Sendable, Equatable {
+        case roundRobin
+        case random(seed: UInt64)
+    }
+
+    private let kind: Kind
+
+    /// Request k sends target k modulo the number of targets.
+    public static let roundRobin = LoadTargetOrder(kind: .roundRobin)
+
+    /// Request k sends a target picked by a hash of the seed and k: reproducible for the same seed.
+    public static func random(seed: UInt64) -> LoadTargetOrder { LoadTargetOrder(kind: .random(seed: seed)) }
 
     @inline(__always)
-    func targetIndex(ofRequest ticket: Int, targetCount: Int) -> Int {
-        switch self {
+    package func targetIndex(ofRequest ticket: Int, targetCount: Int) -> Int {
+        switch kind {
         case .roundRobin:
             return ticket % targetCount
         case .random(let seed):

@@ -2,9 +2,9 @@ import CurlewSharding
 import Foundation
 import Testing
 
-@testable import curlew
+@testable import CurlewLoad
 
-struct ShardMergeTests {
+@Suite struct BenchMergeTests {
     private func interval(
         _ start: Double, _ end: Double, latencies: [UInt64], failed: Int = 0, status: [Int: Int] = [:]
     ) -> BenchInterval {

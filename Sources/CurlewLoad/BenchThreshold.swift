@@ -1,11 +1,17 @@
+import CurlewEngine
 import Foundation
 
-/// One pass/fail rule on a bench run, such as `p99<20ms`, `errors<1%` or `rps>5000`.
+/// One pass/fail rule on a load test, such as `p99<20ms`, `errors<1%` or `rps>5000`.
+///
+/// Latency rules take a percentile (`p50`, `p99.9`, …), `mean`, `max` or `min` and a duration; rate rules take
+/// `errors`, a status class (`2xx` … `5xx`) or an exact status (`503`) and a percentage of all requests; `rps`
+/// takes a number of requests per second. The operators are `<`, `<=`, `>` and `>=`. A rule the run gives no value
+/// for (a latency of a run without requests) fails.
 ///
 /// Pure: parsing and evaluation read nothing but their arguments, so both are tested without a run.
-struct BenchThreshold: Sendable, Hashable, CustomStringConvertible {
+public struct LoadThreshold: Sendable, Hashable, CustomStringConvertible {
     /// What a threshold measures.
-    enum Metric: Sendable, Hashable {
+    package enum Metric: Sendable, Hashable {
         /// A latency percentile (0 < p ≤ 100), in microseconds.
         case percentile(Double)
         case mean
@@ -20,14 +26,14 @@ struct BenchThreshold: Sendable, Hashable, CustomStringConvertible {
         /// Completed requests per second over the whole run.
         case requestsPerSecond
 
-        var isLatency: Bool {
+        package var isLatency: Bool {
             switch self {
             case .percentile, .mean, .max, .min: true
             case .errorRate, .statusClass, .status, .requestsPerSecond: false
             }
         }
 
-        var isPercentage: Bool {
+        package var isPercentage: Bool {
             switch self {
             case .errorRate, .statusClass, .status: true
             case .percentile, .mean, .max, .min, .requestsPerSecond: false
@@ -35,14 +41,14 @@ struct BenchThreshold: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    enum Comparison: String, Sendable, Hashable, CaseIterable {
+    package enum Comparison: String, Sendable, Hashable, CaseIterable {
         // Two-character operators first, so `<=` is not read as `<` followed by `=…`.
         case lessOrEqual = "<="
         case greaterOrEqual = ">="
         case less = "<"
         case greater = ">"
 
-        func holds(_ actual: Double, _ limit: Double) -> Bool {
+        package func holds(_ actual: Double, _ limit: Double) -> Bool {
             switch self {
             case .less: actual < limit
             case .lessOrEqual: actual <= limit
@@ -52,26 +58,30 @@ struct BenchThreshold: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    /// A threshold the command line could not read; the message says what is accepted.
-    struct ParseError: Error, CustomStringConvertible {
-        let description: String
+    /// A rule that could not be read; the message says what is accepted.
+    public struct ParseError: Error, CustomStringConvertible {
+        /// What is wrong with the rule, and the grammar of a rule.
+        public let description: String
     }
 
-    let metric: Metric
-    let comparison: Comparison
+    package let metric: Metric
+    package let comparison: Comparison
     /// Microseconds for latencies, percent for rates, requests per second for `rps`.
-    let limit: Double
-    /// As written, for the summary.
-    let text: String
+    package let limit: Double
+    /// The rule as written (without surrounding spaces).
+    public let text: String
 
-    var description: String { text }
+    /// The rule as written.
+    public var description: String { text }
 
-    static let grammar =
+    package static let grammar =
         "METRIC<LIMIT or METRIC>LIMIT (also <=, >=): p50 p90 p99 p99.9 … mean max min with a duration (20ms, 1.5s, "
         + "800us); errors, 2xx … 5xx or a status such as 503 with a percentage (1%); rps with a number"
 
-    /// Parses one rule; `--threshold` also accepts several separated by commas (see ``parseList(_:)``).
-    init(parsing rawText: String) throws(ParseError) {
+    /// Parses one rule, such as `p99<20ms`.
+    ///
+    /// - Throws: ``ParseError`` naming what is wrong and what is accepted.
+    public init(_ rawText: String) throws(ParseError) {
         let text = rawText.trimmingCharacters(in: .whitespaces)
         func fail(_ reason: String) -> ParseError {
             ParseError(description: "threshold \(rawText.debugDescription): \(reason); expected \(Self.grammar)")
@@ -85,10 +95,10 @@ struct BenchThreshold: Sendable, Hashable, CustomStringConvertible {
 
         let limit: Double
         if metric.isLatency {
-            guard let duration = DurationArgument(argument: value), Double(value) == nil else {
+            guard let duration = ScaledNumber.duration(value), Double(value) == nil else {
                 throw fail("a latency limit needs a unit, e.g. 20ms")
             }
-            limit = Double(duration.duration.nanoseconds) / 1_000
+            limit = Double(duration.nanoseconds) / 1_000
         } else if metric.isPercentage {
             guard value.hasSuffix("%"), let percent = Double(value.dropLast().trimmingCharacters(in: .whitespaces)),
                 (0...100).contains(percent)
@@ -107,10 +117,10 @@ struct BenchThreshold: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// Parses `p99<20ms,errors<1%`: rules separated by commas.
-    static func parseList(_ text: String) throws(ParseError) -> [BenchThreshold] {
-        var rules: [BenchThreshold] = []
+    package static func parseList(_ text: String) throws(ParseError) -> [LoadThreshold] {
+        var rules: [LoadThreshold] = []
         for part in text.split(separator: ",", omittingEmptySubsequences: false) {
-            rules.append(try BenchThreshold(parsing: String(part)))
+            rules.append(try LoadThreshold(String(part)))
         }
         return rules
     }
@@ -152,7 +162,7 @@ struct BenchThreshold: Sendable, Hashable, CustomStringConvertible {
 
     /// The run's measured value of this threshold's metric, or nil when the run gives none (a latency of a run
     /// without requests).
-    func actual(in measurements: BenchMeasurements) -> Double? {
+    package func actual(in measurements: BenchMeasurements) -> Double? {
         let requests = Double(measurements.requests)
         func percentage(_ count: Int) -> Double? { requests > 0 ? Double(count) / requests * 100 : nil }
         switch metric {
@@ -168,76 +178,62 @@ struct BenchThreshold: Sendable, Hashable, CustomStringConvertible {
 
     /// Evaluates the rule. Without a measured value the rule fails: a run that cannot show it met a limit has
     /// not met it.
-    func evaluate(_ measurements: BenchMeasurements) -> BenchThresholdResult {
+    package func evaluate(_ measurements: BenchMeasurements) -> LoadThresholdResult {
         let actual = actual(in: measurements)
         let passed = actual.map { comparison.holds($0, limit) } ?? false
-        return BenchThresholdResult(threshold: text, passed: passed, actual: actual, limit: limit, unit: unit)
+        return LoadThresholdResult(threshold: text, passed: passed, actual: actual, limit: limit, unit: unit)
     }
 
     /// The unit of ``limit`` and of the measured value, for JSON.
-    var unit: String {
+    package var unit: String {
         switch metric {
         case .percentile, .mean, .max, .min: "microseconds"
         case .errorRate, .statusClass, .status: "percent"
         case .requestsPerSecond: "requests/s"
         }
     }
-
-    /// The measured value formatted like the limit was written.
-    static func format(_ value: Double?, unit: String) -> String {
-        guard let value else { return "no data" }
-        switch unit {
-        case "microseconds": return formatLatency(microseconds: value)
-        case "percent": return String(format: "%.2f%%", value)
-        default: return String(format: "%.0f", value)
-        }
-    }
 }
 
 /// What thresholds are evaluated against: the figures of a finished run.
-struct BenchMeasurements: Sendable {
-    var requests: Int
-    var failed: Int
+package struct BenchMeasurements: Sendable {
+    package var requests: Int
+    package var failed: Int
     /// Responses per status code.
-    var statusCounts: [Int: Int]
-    var requestsPerSecond: Double
+    package var statusCounts: [Int: Int]
+    package var requestsPerSecond: Double
     /// A latency statistic in microseconds, nil when the run recorded none.
-    var latencyMicroseconds: @Sendable (BenchThreshold.Metric) -> Double?
+    package var latencyMicroseconds: @Sendable (LoadThreshold.Metric) -> Double?
+
+    package init(
+        requests: Int, failed: Int, statusCounts: [Int: Int], requestsPerSecond: Double,
+        latencyMicroseconds: @escaping @Sendable (LoadThreshold.Metric) -> Double?
+    ) {
+        self.requests = requests
+        self.failed = failed
+        self.statusCounts = statusCounts
+        self.requestsPerSecond = requestsPerSecond
+        self.latencyMicroseconds = latencyMicroseconds
+    }
 }
 
-/// One evaluated threshold, as the summary prints it and JSON carries it.
-struct BenchThresholdResult: Sendable, Codable, Equatable {
-    var threshold: String
-    var passed: Bool
+/// One evaluated threshold: the rule, whether the run met it and what the run measured.
+public struct LoadThresholdResult: Sendable, Codable, Equatable {
+    /// The rule as written (``LoadThreshold/text``).
+    public var threshold: String
+    /// Whether the run met the rule; false when the run gave no value for it.
+    public var passed: Bool
     /// The measured value in ``unit``; nil (JSON null) when the run gave none.
-    var actual: Double?
-    var limit: Double
-    var unit: String
-}
+    public var actual: Double?
+    /// The rule's limit in ``unit``.
+    public var limit: Double
+    /// `microseconds` for latencies, `percent` for rates, `requests/s` for throughput.
+    public var unit: String
 
-/// The exit statuses of `curlew bench`, in the order they take precedence. Documented in the command's help and
-/// README; scripts and CI depend on them.
-enum BenchExitStatus {
-    /// Every request was sent and every threshold passed.
-    static let success: Int32 = 0
-    /// The command could not do its work (a file could not be read or written, the server could not start).
-    static let failure: Int32 = 1
-    /// ArgumentParser's usage error (EX_USAGE): bad options, before anything is sent.
-    static let usage: Int32 = 64
-    /// Requests were sent, none succeeded (each was a transport error or an HTTP status ≥ 400).
-    static let everyRequestFailed: Int32 = 98
-    /// At least one `--threshold` failed (k6 uses the same number).
-    static let thresholdFailed: Int32 = 99
-    /// Interrupted with Ctrl-C; the summary covers what finished.
-    static let interrupted: Int32 = 130
-
-    /// The status of a finished run. Ctrl-C comes first (the run is incomplete, so nothing else is conclusive),
-    /// then a run without a single success (whatever the thresholds say: `p99<20ms` passes easily when every
-    /// connection is refused), then the thresholds.
-    static func of(interrupted: Bool, requests: Int, succeeded: Int, thresholds: [BenchThresholdResult]) -> Int32 {
-        if interrupted { return Self.interrupted }
-        if requests > 0 && succeeded == 0 { return everyRequestFailed }
-        if thresholds.contains(where: { !$0.passed }) { return thresholdFailed }
-        return success
+    package init(threshold: String, passed: Bool, actual: Double?, limit: Double, unit: String) {
+        self.threshold = threshold
+        self.passed = passed
+        self.actual = actual
+        self.limit = limit
+        self.unit = unit
     }
 }

@@ -1,5 +1,5 @@
 import CLibCurl
-import Foundation
+package import Foundation
 import Histogram
 
 /// HdrHistogram's compressed V2 encoding of a histogram, as the Java, C, Go and Python implementations read it
@@ -9,21 +9,21 @@ import Histogram
 ///   trackable values, the integer-to-double ratio (1.0), all big-endian; then the counts array up to the max
 ///   value's index, each count ZigZag-LEB128 encoded and runs of zeros written as their negated length;
 /// - wrapper: compression cookie, the deflated payload's length, the payload deflated with zlib.
-enum HdrHistogramEncoding {
+package enum HdrHistogramEncoding {
     // The low nibble pair 0x10 is the word-size field the Java implementation sets for V2.
-    static let encodingCookie: UInt32 = 0x1c84_9303 | 0x10
-    static let compressionCookie: UInt32 = 0x1c84_9304 | 0x10
+    package static let encodingCookie: UInt32 = 0x1c84_9303 | 0x10
+    package static let compressionCookie: UInt32 = 0x1c84_9304 | 0x10
 
-    struct Failure: Error, CustomStringConvertible {
-        let description: String
+    package struct Failure: Error, CustomStringConvertible {
+        package let description: String
     }
 
     /// The compressed encoding in base64.
-    static func base64(_ histogram: LatencyHistogram) throws(Failure) -> String {
+    package static func base64(_ histogram: LatencyHistogram) throws(Failure) -> String {
         Data(try compressed(histogram)).base64EncodedString()
     }
 
-    static func compressed(_ histogram: LatencyHistogram) throws(Failure) -> [UInt8] {
+    package static func compressed(_ histogram: LatencyHistogram) throws(Failure) -> [UInt8] {
         let payload = self.payload(histogram)
         var bound = compressBound(uLong(payload.count))
         var deflated = [UInt8](repeating: 0, count: Int(bound))
@@ -42,7 +42,7 @@ enum HdrHistogramEncoding {
     }
 
     /// The uncompressed V2 payload.
-    static func payload(_ histogram: LatencyHistogram) -> [UInt8] {
+    package static func payload(_ histogram: LatencyHistogram) -> [UInt8] {
         let layout = CountsLayout(significantDigits: 3)
         var counts: [UInt64] = []
         if histogram.totalCount > 0 {
@@ -81,13 +81,13 @@ enum HdrHistogramEncoding {
 
     /// Where HdrHistogram keeps a value's count, for lowest discernible value 1: the same formula in every
     /// implementation, so an index written here is the reader's index for the same value.
-    struct CountsLayout {
-        let subBucketHalfCountMagnitude: Int
-        let subBucketHalfCount: Int
-        let subBucketMask: UInt64
-        let leadingZeroCountBase: Int
+    package struct CountsLayout {
+        package let subBucketHalfCountMagnitude: Int
+        package let subBucketHalfCount: Int
+        package let subBucketMask: UInt64
+        package let leadingZeroCountBase: Int
 
-        init(significantDigits: Int) {
+        package init(significantDigits: Int) {
             let largestWithSingleUnitResolution = 2 * pow(10.0, Double(significantDigits))
             let subBucketCountMagnitude = Int(log2(largestWithSingleUnitResolution).rounded(.up))
             subBucketHalfCountMagnitude = max(subBucketCountMagnitude, 1) - 1
@@ -96,7 +96,7 @@ enum HdrHistogramEncoding {
             leadingZeroCountBase = 64 - subBucketHalfCountMagnitude - 1
         }
 
-        func index(of value: UInt64) -> Int {
+        package func index(of value: UInt64) -> Int {
             let bucket = leadingZeroCountBase - (value | subBucketMask).leadingZeroBitCount
             let subBucket = Int(value >> UInt64(bucket))
             return ((bucket + 1) << subBucketHalfCountMagnitude) + (subBucket - subBucketHalfCount)
@@ -122,11 +122,11 @@ enum HdrHistogramEncoding {
 /// Writes an HdrHistogram interval log (format 1.3), one line per interval, as HdrHistogram's log readers (Java
 /// `HistogramLogReader`, Python `hdrh.log`, `HistogramLogAnalyzer`) load it. Values are microseconds; the
 /// `Interval_Max` column is in milliseconds.
-struct HdrHistogramLogWriter {
+package struct HdrHistogramLogWriter {
     private let handle: FileHandle
-    let path: String
+    package let path: String
 
-    init(path: String, startTime: Date) throws(HdrHistogramEncoding.Failure) {
+    package init(path: String, startTime: Date) throws(HdrHistogramEncoding.Failure) {
         guard FileManager.default.createFile(atPath: path, contents: nil),
             let handle = FileHandle(forWritingAtPath: path)
         else {
@@ -147,7 +147,7 @@ struct HdrHistogramLogWriter {
         try write(header)
     }
 
-    func append(_ interval: BenchInterval) throws(HdrHistogramEncoding.Failure) {
+    package func append(_ interval: BenchInterval) throws(HdrHistogramEncoding.Failure) {
         let max = interval.histogram.totalCount > 0 ? Double(interval.histogram.max) / 1_000 : 0
         let line = String(
             format: "%.3f,%.3f,%.3f,", interval.startSeconds, interval.endSeconds - interval.startSeconds, max)
@@ -163,7 +163,7 @@ struct HdrHistogramLogWriter {
         }
     }
 
-    func close() {
+    package func close() {
         try? handle.close()
     }
 }
@@ -172,7 +172,7 @@ extension HdrHistogramEncoding {
     /// Reads the compressed V2 encoding back (what `base64(_:)` writes and other HdrHistogram implementations
     /// write with 3 significant digits and a lowest discernible value of 1): `curlew merge` adds up the shards'
     /// interval histograms from their `--hdr-log`s.
-    static func histogram(base64 text: Substring) throws(Failure) -> LatencyHistogram {
+    package static func histogram(base64 text: Substring) throws(Failure) -> LatencyHistogram {
         guard let data = Data(base64Encoded: String(text)) else { throw Failure(description: "not base64") }
         let bytes = [UInt8](data)
         guard bytes.count >= 8, readBigEndian(UInt32.self, bytes, at: 0) == compressionCookie else {
@@ -255,7 +255,7 @@ extension HdrHistogramEncoding {
 
 extension HdrHistogramEncoding.CountsLayout {
     /// The lowest value counted at `index`: the inverse of `index(of:)`.
-    func value(at index: Int) -> UInt64 {
+    package func value(at index: Int) -> UInt64 {
         var bucket = (index >> subBucketHalfCountMagnitude) - 1
         var subBucket = (index & (subBucketHalfCount - 1)) + subBucketHalfCount
         if bucket < 0 {
@@ -268,16 +268,16 @@ extension HdrHistogramEncoding.CountsLayout {
 
 /// One line of an HdrHistogram interval log: when it started (seconds after the log's start time), how long it
 /// lasted, and its latencies.
-struct HdrHistogramLogEntry {
-    var startSeconds: Double
-    var lengthSeconds: Double
-    var histogram: LatencyHistogram
+package struct HdrHistogramLogEntry {
+    package var startSeconds: Double
+    package var lengthSeconds: Double
+    package var histogram: LatencyHistogram
 }
 
 /// Reads the interval logs `HdrHistogramLogWriter` writes.
-enum HdrHistogramLogReader {
+package enum HdrHistogramLogReader {
     /// The start time (seconds since 1970) and the entries, in order.
-    static func read(
+    package static func read(
         path: String
     ) throws(HdrHistogramEncoding.Failure) -> (startTime: Double?, entries: [HdrHistogramLogEntry]) {
         guard let data = FileManager.default.contents(atPath: path) else {

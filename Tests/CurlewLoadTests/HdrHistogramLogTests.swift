@@ -2,7 +2,7 @@ import CLibCurl
 import Foundation
 import Testing
 
-@testable import curlew
+@testable import CurlewLoad
 
 @Suite struct HdrHistogramLogTests {
     @Test func countsIndexIsHdrHistogramsForThreeDigits() {

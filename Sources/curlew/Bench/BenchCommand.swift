@@ -1,5 +1,6 @@
 import ArgumentParser
 import CurlewEngine
+import CurlewLoad
 import CurlewLoopbackServer
 import CurlewSharding
 import Foundation
@@ -252,9 +253,9 @@ struct BenchCommand: AsyncParsableCommand {
         _ = try parseHeaderOptions(headers)
     }
 
-    private func parsedThresholds() throws(BenchThreshold.ParseError) -> [BenchThreshold] {
-        var thresholds: [BenchThreshold] = []
-        for text in thresholdTexts { thresholds += try BenchThreshold.parseList(text) }
+    private func parsedThresholds() throws(LoadThreshold.ParseError) -> [LoadThreshold] {
+        var thresholds: [LoadThreshold] = []
+        for text in thresholdTexts { thresholds += try LoadThreshold.parseList(text) }
         return thresholds
     }
 
@@ -292,32 +293,24 @@ struct BenchCommand: AsyncParsableCommand {
                 throw ValidationError("cannot send to \(target.debugDescription): \(error.detail)")
             }
         }
-        let workers: Int
-        let stop: BenchPlan.Stop
-        var arrivals: ArrivalSchedule? = rate.map { ArrivalSchedule(constantRate: $0) }
-        var concurrency: ConcurrencySchedule?
-        switch shape {
-        case .arrivals(let schedule):
-            arrivals = schedule
-            (workers, stop) = (shard.share(of: inFlight), .schedule)
-        case .concurrency(let schedule):
-            concurrency = schedule
-            (workers, stop) = (
-                shard.share(of: schedule.maxConcurrency), .duration(.nanoseconds(Int64(schedule.totalSeconds * 1e9)))
-            )
-        case nil:
-            workers = shard.share(of: inFlight)
-            stop =
-                if let count = self.requests { .count(shard.share(of: count)) } else {
-                    .duration(duration?.duration ?? .seconds(10))
-                }
-        }
+        let length = duration?.duration ?? .seconds(10)
+        let loadShape: LoadShape =
+            if let shape {
+                LoadShape(shape)
+            } else if let rate {
+                self.requests.map { .rate(perSecond: rate, requests: $0) } ?? .rate(perSecond: rate, for: length)
+            } else {
+                self.requests.map { .requests($0) } ?? .duration(length)
+            }
+        var loadPlan = LoadPlan(requests: requests, shape: loadShape)
+        loadPlan.order = targetsOrder == .random ? .random(seed: seed ?? 1) : .roundRobin
+        loadPlan.connections = inFlight
+        loadPlan.shard = shard
+        loadPlan.thresholds = thresholds
+        loadPlan.progressInterval = shared.noProgress ? nil : shared.progressInterval.duration
+        let workers = loadPlan.connectionsThisProcess
 
-        var configuration = CurlewClient.Configuration()
-        configuration.maxConnectionsPerHost = workers
-        // libcurl 7.88 counts busy connections against its cache size too: a cache smaller than the connections in
-        // flight closes one after nearly every request (at -c 1000, 29,444 of 30,000 requests opened a connection).
-        configuration.maxCachedConnectionsPerLoop = max(workers, configuration.maxCachedConnectionsPerLoop)
+        var configuration = loadPlan.clientConfiguration()
         configuration.httpVersion = h2c ? .http2PriorKnowledge : http2 ? .http2 : .http1_1
         configuration.proxy = .none
         configuration.reusesConnections = !noKeepalive
@@ -331,11 +324,13 @@ struct BenchCommand: AsyncParsableCommand {
         shared.applyTLS(to: &configuration)
         let client = CurlewClient(configuration: configuration)
 
-        let order: BenchTargetOrder = targetsOrder == .random ? .random(seed: seed ?? 1) : .roundRobin
-        var plan = BenchPlan(
-            targets: requests, targetOrder: order, connections: workers, stop: stop, arrivals: arrivals,
-            concurrency: concurrency, rate: rate)
-        plan.shard = shard
+        let load: LoadTest
+        do {
+            load = try LoadTest(loadPlan, client: client)
+        } catch {
+            throw CommandFailure(error.description)
+        }
+        let plan = load.runnerPlan
         let progress = ProgressOutput(enabled: !shared.noProgress)
         if !json {
             print("curlew bench \(target)")
@@ -349,19 +344,29 @@ struct BenchCommand: AsyncParsableCommand {
         }
         if let startAt { try await waitUntil(startAt) }
 
-        let runner = BenchRunner(client: client, plan: plan)
-        let interrupts = InterruptMonitor { _ in runner.requestStop() }
+        let interrupts = InterruptMonitor { _ in load.stop() }
         let reporter = Task {
-            await runner.reportProgress(every: shared.progressInterval.duration, to: progress)
+            for await interval in load.progress { progress.update(Self.progressLine(interval, plan: plan)) }
         }
         // Output files are created before the first request: a typo in a path should not cost a whole run.
         if let report, !FileManager.default.createFile(atPath: report, contents: nil) {
             throw CommandFailure("cannot create --report \(report.debugDescription)")
         }
-        let recorder = try BenchIntervalRecorder(runner: runner, every: interval.duration, hdrLogPath: hdrLogPath)
+        let recorder: BenchIntervalRecorder
+        do {
+            recorder = try BenchIntervalRecorder(runner: load.runner, every: interval.duration, hdrLogPath: hdrLogPath)
+        } catch {
+            throw CommandFailure(error.description)
+        }
         let recording = Task { await recorder.record() }
         let startedAt = Date()
-        let result = await runner.run()
+        let loadSummary: LoadSummary
+        do {
+            loadSummary = try await load.run()
+        } catch {
+            throw CommandFailure(error.description)
+        }
+        let result = loadSummary.result
         reporter.cancel()
         recording.cancel()
         _ = await reporter.value
@@ -370,7 +375,11 @@ struct BenchCommand: AsyncParsableCommand {
         interrupts.stop()
         await client.shutdown()
 
-        try recorder.finish(result: result)
+        do {
+            try recorder.finish(result: result)
+        } catch {
+            throw CommandFailure(error.description)
+        }
 
         var summary = BenchSummary(
             result: result, plan: plan, url: target,
@@ -384,7 +393,7 @@ struct BenchCommand: AsyncParsableCommand {
         summary.startedAt = startedAt.timeIntervalSince1970
         summary.startAt = startAt?.date.timeIntervalSince1970
         summary.report = report
-        summary.thresholds = thresholds.map { $0.evaluate(BenchSummary.measurements(of: result)) }
+        summary.thresholds = loadSummary.thresholds
         if let server {
             summary.embeddedServer = .init(requests: server.requestsServed, connections: server.acceptedConnections)
             try? await server.shutdown()
@@ -419,6 +428,20 @@ struct BenchCommand: AsyncParsableCommand {
             print(summary.text)
         }
         if summary.exitStatus != BenchExitStatus.success { throw ExitCode(summary.exitStatus) }
+    }
+
+    /// The progress line of one interval: requests so far, the interval's rate and percentiles, errors so far.
+    private static func progressLine(_ progress: LoadProgress, plan: BenchPlan) -> String {
+        let current = progress.interval
+        var line = "\(formatCount(current.totalRequests)) requests"
+        if case .count(let total) = plan.stop { line += " of \(formatCount(total))" }
+        line += String(format: ", %.0f req/s", current.requestsPerSecond)
+        if current.requests > 0 {
+            line += ", p50 \(formatLatency(microseconds: current.latencyMicroseconds(percentile: 50)))"
+            line += " p99 \(formatLatency(microseconds: current.latencyMicroseconds(percentile: 99)))"
+        }
+        line += String(format: ", %d errors, %.1f s", current.totalFailed, current.endSeconds)
+        return line
     }
 
     /// One request, from the command line or a targets file: the -H headers come after the target's own.

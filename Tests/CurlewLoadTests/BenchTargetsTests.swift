@@ -1,6 +1,6 @@
 import Testing
 
-@testable import curlew
+@testable import CurlewLoad
 
 @Suite struct BenchTargetsTests {
     @Test func readsJSONLines() throws {
@@ -61,18 +61,18 @@ import Testing
 
     @Test func roundRobinCyclesThroughTheTargets() {
         #expect(
-            (0..<7).map { BenchTargetOrder.roundRobin.targetIndex(ofRequest: $0, targetCount: 3) } == [
+            (0..<7).map { LoadTargetOrder.roundRobin.targetIndex(ofRequest: $0, targetCount: 3) } == [
                 0, 1, 2, 0, 1, 2, 0,
             ])
     }
 
     @Test func randomOrderIsReproducibleAndCoversTheTargets() {
-        let order = BenchTargetOrder.random(seed: 42)
+        let order = LoadTargetOrder.random(seed: 42)
         let picks = (0..<3000).map { order.targetIndex(ofRequest: $0, targetCount: 3) }
         #expect(
-            picks == (0..<3000).map { BenchTargetOrder.random(seed: 42).targetIndex(ofRequest: $0, targetCount: 3) })
+            picks == (0..<3000).map { LoadTargetOrder.random(seed: 42).targetIndex(ofRequest: $0, targetCount: 3) })
         #expect(
-            picks != (0..<3000).map { BenchTargetOrder.random(seed: 43).targetIndex(ofRequest: $0, targetCount: 3) })
+            picks != (0..<3000).map { LoadTargetOrder.random(seed: 43).targetIndex(ofRequest: $0, targetCount: 3) })
         for target in 0..<3 {
             // Each target gets about a third (binomial: ±5 % is more than 5 standard deviations).
             #expect(abs(picks.filter { $0 == target }.count - 1000) < 150)

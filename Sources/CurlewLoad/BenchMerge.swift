@@ -1,65 +1,78 @@
 import CurlewSharding
 import Foundation
+import Histogram
 
-extension ShardSet {
-    /// The result files `curlew merge` was given: files as they are, directories searched (not recursively) for
-    /// `bench…json` and `upload…json`.
-    static func resultFiles(in paths: [String]) throws(CommandFailure) -> [String] {
-        var files: [String] = []
-        for path in paths {
-            var isDirectory: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
-                throw CommandFailure("\(path.debugDescription) does not exist")
-            }
-            guard isDirectory.boolValue else {
-                files.append(path)
-                continue
-            }
-            let names = (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []
-            files += names.filter { name in
-                (name.hasPrefix("bench") || name.hasPrefix("upload")) && name.hasSuffix(".json")
-                    && !name.hasSuffix(".histogram.json")
-            }.sorted().map { (path as NSString).appendingPathComponent($0) }
-        }
-        return files
+/// Shard results that cannot be read or added up; the message names the file.
+package struct BenchMergeError: Error, CustomStringConvertible {
+    package let description: String
+
+    package init(_ description: String) {
+        self.description = description
     }
 }
 
 /// What `curlew bench --output-dir` writes beyond the summary, for `curlew merge`.
-struct BenchRunRecord: Codable, Sendable {
-    var plan: BenchRunPlan
-    var intervals: [BenchIntervalCounts]
+package struct BenchRunRecord: Codable, Sendable {
+    package var plan: BenchRunPlan
+    package var intervals: [BenchIntervalCounts]
     /// File names, beside the summary.
-    var histogramFile: String
-    var hdrLogFile: String
+    package var histogramFile: String
+    package var hdrLogFile: String
+
+    package init(plan: BenchRunPlan, intervals: [BenchIntervalCounts], histogramFile: String, hdrLogFile: String) {
+        self.plan = plan
+        self.intervals = intervals
+        self.histogramFile = histogramFile
+        self.hdrLogFile = hdrLogFile
+    }
 }
 
 /// The run as asked for, before it was divided: every shard of one run has the same.
-struct BenchRunPlan: Codable, Sendable, Equatable {
-    var target: String
-    var method: String
-    var requests: Int?
-    var durationSeconds: Double?
-    var rate: Double?
-    var stages: String?
-    var connections: Int?
-    var httpVersion: String
-    var targetsOrder: String
-    var seed: UInt64?
-    var intervalSeconds: Double
-    var startAt: Double?
-    var shards: Int
+package struct BenchRunPlan: Codable, Sendable, Equatable {
+    package var target: String
+    package var method: String
+    package var requests: Int?
+    package var durationSeconds: Double?
+    package var rate: Double?
+    package var stages: String?
+    package var connections: Int?
+    package var httpVersion: String
+    package var targetsOrder: String
+    package var seed: UInt64?
+    package var intervalSeconds: Double
+    package var startAt: Double?
+    package var shards: Int
+
+    package init(
+        target: String, method: String, requests: Int? = nil, durationSeconds: Double? = nil, rate: Double? = nil,
+        stages: String? = nil, connections: Int? = nil, httpVersion: String, targetsOrder: String, seed: UInt64? = nil,
+        intervalSeconds: Double, startAt: Double? = nil, shards: Int
+    ) {
+        self.target = target
+        self.method = method
+        self.requests = requests
+        self.durationSeconds = durationSeconds
+        self.rate = rate
+        self.stages = stages
+        self.connections = connections
+        self.httpVersion = httpVersion
+        self.targetsOrder = targetsOrder
+        self.seed = seed
+        self.intervalSeconds = intervalSeconds
+        self.startAt = startAt
+        self.shards = shards
+    }
 }
 
 /// The counts of one interval (its latencies are the `--hdr-log` line of the same number).
-struct BenchIntervalCounts: Codable, Sendable {
-    var startSeconds: Double
-    var endSeconds: Double
-    var requests: Int
-    var failed: Int
-    var statusCodes: [String: Int]
+package struct BenchIntervalCounts: Codable, Sendable {
+    package var startSeconds: Double
+    package var endSeconds: Double
+    package var requests: Int
+    package var failed: Int
+    package var statusCodes: [String: Int]
 
-    init(_ interval: BenchInterval) {
+    package init(_ interval: BenchInterval) {
         startSeconds = interval.startSeconds
         endSeconds = interval.endSeconds
         requests = interval.requests
@@ -69,25 +82,25 @@ struct BenchIntervalCounts: Codable, Sendable {
 }
 
 /// One shard's `--output-dir` results, loaded.
-struct BenchShardResult {
-    var path: String
-    var summary: BenchSummary
-    var record: BenchRunRecord
-    var histogram: LatencyHistogram
+package struct BenchShardResult {
+    package var path: String
+    package var summary: BenchSummary
+    package var record: BenchRunRecord
+    package var histogram: LatencyHistogram
     /// Seconds relative to the shard's start, as recorded.
-    var intervals: [BenchInterval]
+    package var intervals: [BenchInterval]
 
-    static func load(path: String) throws(CommandFailure) -> BenchShardResult {
+    package static func load(path: String) throws(BenchMergeError) -> BenchShardResult {
         let directory = (path as NSString).deletingLastPathComponent
         let summary: BenchSummary
         do {
             summary = try JSONDecoder().decode(
                 BenchSummary.self, from: try Data(contentsOf: URL(fileURLWithPath: path)))
         } catch {
-            throw CommandFailure("\(path.debugDescription) is not a curlew bench result: \(error)")
+            throw BenchMergeError("\(path.debugDescription) is not a curlew bench result: \(error)")
         }
         guard let record = summary.run else {
-            throw CommandFailure(
+            throw BenchMergeError(
                 "\(path.debugDescription) is a summary without the run's record: write shard results with --output-dir")
         }
         let histogramPath = (directory as NSString).appendingPathComponent(record.histogramFile)
@@ -96,10 +109,10 @@ struct BenchShardResult {
             histogram = try JSONDecoder().decode(
                 LatencyHistogram.self, from: try Data(contentsOf: URL(fileURLWithPath: histogramPath)))
         } catch {
-            throw CommandFailure("cannot read the histogram \(histogramPath.debugDescription): \(error)")
+            throw BenchMergeError("cannot read the histogram \(histogramPath.debugDescription): \(error)")
         }
         guard Int(histogram.totalCount) == summary.requests else {
-            throw CommandFailure(
+            throw BenchMergeError(
                 "\(histogramPath.debugDescription) holds \(histogram.totalCount) latencies, its summary \(summary.requests) requests"
             )
         }
@@ -108,12 +121,13 @@ struct BenchShardResult {
         do {
             entries = try HdrHistogramLogReader.read(path: logPath).entries
         } catch {
-            throw CommandFailure("cannot read the interval log: \(error.description)")
+            throw BenchMergeError("cannot read the interval log: \(error.description)")
         }
         guard entries.count == record.intervals.count,
             zip(entries, record.intervals).allSatisfy({ Int($0.histogram.totalCount) == $1.requests })
         else {
-            throw CommandFailure("\(logPath.debugDescription) does not match the intervals of \(path.debugDescription)")
+            throw BenchMergeError(
+                "\(logPath.debugDescription) does not match the intervals of \(path.debugDescription)")
         }
         var total = (requests: 0, failed: 0)
         let intervals = zip(entries, record.intervals).map { entry, counts in
@@ -131,7 +145,7 @@ struct BenchShardResult {
     }
 
     /// The counts of the summary and the histogram as a tally, to add up.
-    var tally: BenchTally {
+    package var tally: BenchTally {
         var tally = BenchTally(targetCount: summary.targets?.count ?? 1)
         tally.histogram = histogram
         tally.succeeded = summary.succeeded
@@ -154,13 +168,13 @@ struct BenchShardResult {
 /// Shards' bench results added up into the result of the whole run: counts summed, percentiles from the sum of
 /// the histograms (HdrHistograms add exactly, bucket by bucket; averaging percentiles would not be exact), and
 /// intervals lined up on wall-clock time.
-struct BenchMerge {
-    var summary: BenchSummary
-    var intervals: [BenchInterval]
-    var histogram: LatencyHistogram
-    var plan: BenchRunPlan
+package struct BenchMerge {
+    package var summary: BenchSummary
+    package var intervals: [BenchInterval]
+    package var histogram: LatencyHistogram
+    package var plan: BenchRunPlan
 
-    init(_ shards: [BenchShardResult], thresholds extraThresholds: [BenchThreshold]) throws(CommandFailure) {
+    package init(_ shards: [BenchShardResult], thresholds extraThresholds: [LoadThreshold]) throws(BenchMergeError) {
         do {
             try ShardSet.check(
                 shards.map {
@@ -169,7 +183,7 @@ struct BenchMerge {
                         plan: $0.record.plan)
                 })
         } catch {
-            throw CommandFailure(error.description)
+            throw BenchMergeError(error.description)
         }
         let first = shards[0]
         let plan = first.record.plan
@@ -195,18 +209,16 @@ struct BenchMerge {
         summary.interrupted = shards.contains { $0.summary.interrupted }
         // The shards' own thresholds, then the merge's, each once.
         var texts: [String] = []
-        var thresholds: [BenchThreshold] = []
+        var thresholds: [LoadThreshold] = []
         for threshold in shards.flatMap({
-            $0.summary.thresholds.compactMap { try? BenchThreshold(parsing: $0.threshold) }
+            $0.summary.thresholds.compactMap { try? LoadThreshold($0.threshold) }
         }) + extraThresholds
         where !texts.contains(threshold.text) {
             texts.append(threshold.text)
             thresholds.append(threshold)
         }
+        // The exit status is the command's to set.
         summary.thresholds = thresholds.map { $0.evaluate(BenchSummary.measurements(of: result)) }
-        summary.exitStatus = BenchExitStatus.of(
-            interrupted: summary.interrupted, requests: summary.requests, succeeded: summary.succeeded,
-            thresholds: summary.thresholds)
         self.summary = summary
         self.histogram = tally.histogram
         self.plan = plan
@@ -215,7 +227,9 @@ struct BenchMerge {
 
     /// Interval `k` of the merge covers `[k, k + 1) × length` after the run's start; each shard interval goes to
     /// the `k` its own start falls on, by wall-clock time.
-    static func alignedIntervals(_ shards: [BenchShardResult], runStart: Double, length: Double) -> [BenchInterval] {
+    package static func alignedIntervals(
+        _ shards: [BenchShardResult], runStart: Double, length: Double
+    ) -> [BenchInterval] {
         var merged: [Int: BenchInterval] = [:]
         for shard in shards {
             let offset = (shard.summary.startedAt ?? runStart) - runStart

@@ -3,26 +3,39 @@ import Histogram
 import Synchronization
 
 /// What one interval of a run saw: the latencies recorded and the outcomes counted in it.
-struct BenchInterval: Sendable {
+package struct BenchInterval: Sendable {
     /// Seconds from the run's start.
-    var startSeconds: Double
-    var endSeconds: Double
+    package var startSeconds: Double
+    package var endSeconds: Double
     /// Only this interval's latencies (microseconds).
-    var histogram: LatencyHistogram
-    var failed: Int
+    package var histogram: LatencyHistogram
+    package var failed: Int
     /// Responses per status code in this interval.
-    var statusCounts: [Int: Int]
+    package var statusCounts: [Int: Int]
     /// Requests completed, and failed, since the run started.
-    var totalRequests: Int
-    var totalFailed: Int
+    package var totalRequests: Int
+    package var totalFailed: Int
 
-    var requests: Int { Int(histogram.totalCount) }
+    package init(
+        startSeconds: Double, endSeconds: Double, histogram: LatencyHistogram, failed: Int, statusCounts: [Int: Int],
+        totalRequests: Int, totalFailed: Int
+    ) {
+        self.startSeconds = startSeconds
+        self.endSeconds = endSeconds
+        self.histogram = histogram
+        self.failed = failed
+        self.statusCounts = statusCounts
+        self.totalRequests = totalRequests
+        self.totalFailed = totalFailed
+    }
 
-    var requestsPerSecond: Double {
+    package var requests: Int { Int(histogram.totalCount) }
+
+    package var requestsPerSecond: Double {
         endSeconds > startSeconds ? Double(requests) / (endSeconds - startSeconds) : 0
     }
 
-    func latencyMicroseconds(percentile: Double) -> Double {
+    package func latencyMicroseconds(percentile: Double) -> Double {
         histogram.totalCount > 0 ? Double(histogram.valueAtPercentile(percentile)) : 0
     }
 }
@@ -31,16 +44,16 @@ struct BenchInterval: Sendable {
 ///
 /// The workers only ever add to one histogram per loop; intervals are cut here, off the hot path, from two
 /// snapshots. So `--hdr-log`, `--report` and the progress line's percentiles add no work per request.
-struct BenchIntervalSampler {
+package struct BenchIntervalSampler {
     private var previous: BenchTally
     private var previousSeconds: Double
 
-    init(start: BenchTally, at seconds: Double = 0) {
+    package init(start: BenchTally, at seconds: Double = 0) {
         self.previous = start
         self.previousSeconds = seconds
     }
 
-    mutating func next(_ current: BenchTally, at seconds: Double) -> BenchInterval {
+    package mutating func next(_ current: BenchTally, at seconds: Double) -> BenchInterval {
         var statusCounts: [Int: Int] = [:]
         for code in current.statusCounts.indices where current.statusCounts[code] != previous.statusCounts[code] {
             statusCounts[code] = current.statusCounts[code] - previous.statusCounts[code]
@@ -56,7 +69,7 @@ struct BenchIntervalSampler {
     }
 
     /// The values `current` holds beyond `previous`, where `current` is `previous` plus more recordings.
-    static func difference(_ current: LatencyHistogram, minus previous: LatencyHistogram) -> LatencyHistogram {
+    package static func difference(_ current: LatencyHistogram, minus previous: LatencyHistogram) -> LatencyHistogram {
         var result = BenchTally.emptyHistogram()
         guard current.totalCount > previous.totalCount else { return result }
         let previousMax = previous.totalCount > 0 ? previous.max : 0
@@ -71,7 +84,7 @@ struct BenchIntervalSampler {
 
 /// Cuts the run into intervals of `--interval` while it goes on, writing each to `--hdr-log` and keeping them for
 /// the report. It runs beside the workers and only reads their tallies once per interval.
-final class BenchIntervalRecorder: Sendable {
+package final class BenchIntervalRecorder: Sendable {
     private struct State {
         var sampler: BenchIntervalSampler
         var intervals: [BenchInterval] = []
@@ -83,7 +96,7 @@ final class BenchIntervalRecorder: Sendable {
     private let intervalSeconds: Double
     private let state: Mutex<State>
 
-    init(runner: BenchRunner, every interval: Duration, hdrLogPath: String?) throws {
+    package init(runner: BenchRunner, every interval: Duration, hdrLogPath: String?) throws(LoadTestError) {
         self.runner = runner
         self.intervalSeconds = interval.seconds
         var writer: HdrHistogramLogWriter?
@@ -91,17 +104,17 @@ final class BenchIntervalRecorder: Sendable {
             do {
                 writer = try HdrHistogramLogWriter(path: hdrLogPath, startTime: Date())
             } catch {
-                throw CommandFailure(error.description)
+                throw LoadTestError(error.description)
             }
         }
         self.state = Mutex(State(sampler: BenchIntervalSampler(start: runner.snapshot()), writer: writer))
     }
 
     /// The intervals so far, in order.
-    var intervals: [BenchInterval] { state.withLock { $0.intervals } }
+    package var intervals: [BenchInterval] { state.withLock { $0.intervals } }
 
     /// Samples at every interval boundary (counted from the run's start) until cancelled.
-    func record() async {
+    package func record() async {
         var boundary = intervalSeconds
         while !Task.isCancelled {
             let wait = boundary - runner.elapsedSeconds
@@ -119,14 +132,15 @@ final class BenchIntervalRecorder: Sendable {
 
     /// Adds the last, partial interval from the run's final counts and closes the log; throws the first write
     /// error of the run.
-    func finish(result: BenchResult) throws {
+    package func finish(result: BenchResult) throws(LoadTestError) {
         add(
             result.tally, at: max(result.elapsed.seconds, state.withLock { $0.intervals.last?.endSeconds ?? 0 }),
             isLast: true)
-        try state.withLock { state in
+        let failure = state.withLock { state in
             state.writer?.close()
-            if let failure = state.failure { throw CommandFailure(failure) }
+            return state.failure
         }
+        if let failure { throw LoadTestError(failure) }
     }
 
     private func add(_ tally: BenchTally, at seconds: Double, isLast: Bool = false) {

@@ -1,4 +1,6 @@
+import CurlewLoad
 import Foundation
+import Histogram
 
 /// The `--report` page: one self-contained HTML file (inline SVG and CSS, no script, nothing fetched) with the
 /// run's requests/s and latency percentiles over time, the latency distribution, status codes and errors over
@@ -102,7 +104,7 @@ struct BenchReport {
             rows: summary.thresholds.map { result in
                 [
                     result.threshold, result.passed ? "passed" : "FAILED",
-                    BenchThreshold.format(result.actual, unit: result.unit),
+                    LoadThreshold.format(result.actual, unit: result.unit),
                 ]
             }, empty: "No thresholds were given.")
         body += table(

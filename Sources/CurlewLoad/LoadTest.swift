@@ -1,0 +1,231 @@
+public import CurlewEngine
+public import CurlewSharding
+import Synchronization
+
+/// A load test that cannot start: a plan that asks for nothing (no requests, no connections), or a run started
+/// twice. The message says what to change.
+public struct LoadTestError: Error, CustomStringConvertible, Sendable {
+    /// What is wrong, in words.
+    public let description: String
+
+    package init(_ description: String) {
+        self.description = description
+    }
+}
+
+/// How much load a test sends and when: the length of the run and its model.
+///
+/// Closed model (``requests(_:)``, ``duration(_:)``, stages in connections): each connection sends its next request
+/// as soon as the last one ended, so a slow server slows the load down. Open model (``rate(perSecond:for:)``,
+/// ``rate(perSecond:requests:)``, stages in requests per second): requests are due at fixed times and latency
+/// counts from each request's intended send time, so a stalled server shows in the percentiles instead of hiding
+/// (no coordinated omission).
+public struct LoadShape: Sendable, Equatable {
+    /// Stages that could not be read; the message names the stage and the accepted grammar.
+    public struct ParseError: Error, CustomStringConvertible, Sendable {
+        /// What is wrong, and the grammar of stages.
+        public let description: String
+    }
+
+    package let stop: BenchPlan.Stop
+    package let arrivals: ArrivalSchedule?
+    package let concurrency: ConcurrencySchedule?
+    /// The constant rate of ``rate(perSecond:for:)`` and ``rate(perSecond:requests:)``.
+    package let rate: Double?
+
+    private init(
+        stop: BenchPlan.Stop, arrivals: ArrivalSchedule? = nil, concurrency: ConcurrencySchedule? = nil,
+        rate: Double? = nil
+    ) {
+        self.stop = stop
+        self.arrivals = arrivals
+        self.concurrency = concurrency
+        self.rate = rate
+    }
+
+    /// Exactly `count` requests, each connection sending as fast as the server answers (closed model).
+    public static func requests(_ count: Int) -> LoadShape { LoadShape(stop: .count(count)) }
+
+    /// As many requests as the connections get answered in `duration` (closed model).
+    public static func duration(_ duration: Duration) -> LoadShape { LoadShape(stop: .duration(duration)) }
+
+    /// `rate` requests per second in total for `duration`, on a fixed schedule (open model). The plan's
+    /// connections cap the requests in flight.
+    public static func rate(perSecond rate: Double, for duration: Duration) -> LoadShape {
+        LoadShape(stop: .duration(duration), arrivals: ArrivalSchedule(constantRate: rate), rate: rate)
+    }
+
+    /// Exactly `count` requests at `rate` per second in total, on a fixed schedule (open model).
+    public static func rate(perSecond rate: Double, requests count: Int) -> LoadShape {
+        LoadShape(stop: .count(count), arrivals: ArrivalSchedule(constantRate: rate), rate: rate)
+    }
+
+    /// Stages that ramp linearly from the previous stage's level (the first from 0) to their own:
+    /// `30s:100rps,2m:500rps,30s:0rps` (open model, requests per second) or `1m:16c,1m:256c` (closed model,
+    /// connections). The run ends with the last stage.
+    ///
+    /// - Throws: ``ParseError`` for a stage that is not `DURATION:LEVEL`, mixed units, or stages that last no time.
+    public init(stages: String) throws(ParseError) {
+        let parsed: BenchStages
+        do {
+            parsed = try BenchStages.parse(stages)
+        } catch {
+            throw ParseError(description: error.description)
+        }
+        self.init(parsed)
+    }
+
+    package init(_ stages: BenchStages) {
+        switch stages {
+        case .arrivals(let schedule): self.init(stop: .schedule, arrivals: schedule)
+        case .concurrency(let schedule):
+            self.init(stop: .duration(.nanoseconds(Int64(schedule.totalSeconds * 1e9))), concurrency: schedule)
+        }
+    }
+
+    /// Whether requests are due at fixed times (open model), so latency counts from each request's intended send
+    /// time rather than from when it was sent.
+    public var isOpenModel: Bool { arrivals != nil }
+}
+
+/// What a load test sends, how much and what it must meet.
+public struct LoadPlan: Sendable {
+    /// The requests to send; with several, ``order`` picks one for each request of the run.
+    public var requests: [CurlewRequest]
+    /// Which of ``requests`` each request of the run sends.
+    public var order: LoadTargetOrder = .roundRobin
+    /// How much load, and when.
+    public var shape: LoadShape
+    /// Requests in flight at most (one per connection). Stages in connections set their own.
+    public var connections: Int = 16
+    /// Rules the summary evaluates; ``LoadSummary/passed`` is false when one fails.
+    public var thresholds: [LoadThreshold] = []
+    /// This process's part of a run shared by several processes: it sends every `count`-th request of the whole
+    /// run and runs its share of the connections.
+    public var shard: ShardAssignment = .whole
+    /// How often ``LoadTest/progress`` reports an interval; nil reports none (and samples nothing).
+    public var progressInterval: Duration? = .seconds(1)
+
+    /// A plan sending `requests` with the load of `shape`.
+    public init(requests: [CurlewRequest], shape: LoadShape) {
+        self.requests = requests
+        self.shape = shape
+    }
+
+    /// A plan sending `GET url` with the load of `shape`.
+    ///
+    /// - Throws: ``LoadTestError`` when `url` is not an http or https URL.
+    public init(target url: String, shape: LoadShape) throws(LoadTestError) {
+        let request: CurlewRequest
+        do {
+            request = try CurlewRequest(url: url)
+        } catch let error as CurlewError {
+            throw LoadTestError("cannot send to \(url.debugDescription): \(error.detail)")
+        } catch {
+            throw LoadTestError("cannot send to \(url.debugDescription): \(error)")
+        }
+        self.init(requests: [request], shape: shape)
+    }
+
+    /// The connections this process opens: its shard's share of ``connections`` or of the highest level of
+    /// stages in connections.
+    public var connectionsThisProcess: Int {
+        shard.share(of: shape.concurrency?.maxConcurrency ?? connections)
+    }
+
+    /// `configuration` with room for this plan's connections: a load test whose client queues requests for a
+    /// connection measures the queue.
+    public func clientConfiguration(
+        _ configuration: CurlewClient.Configuration = CurlewClient.Configuration()
+    ) -> CurlewClient.Configuration {
+        var configuration = configuration
+        let workers = connectionsThisProcess
+        configuration.maxConnectionsPerHost = workers
+        // libcurl 7.88 counts busy connections against its cache size too: a cache smaller than the connections in
+        // flight closes one after nearly every request (at -c 1000, 29,444 of 30,000 requests opened a connection).
+        configuration.maxCachedConnectionsPerLoop = max(workers, configuration.maxCachedConnectionsPerLoop)
+        return configuration
+    }
+
+    /// The runner's plan for this process, or why there is none.
+    package func runnerPlan() throws(LoadTestError) -> BenchPlan {
+        guard !requests.isEmpty else { throw LoadTestError("a load test needs at least one request") }
+        if shape.concurrency == nil, connections < 1 { throw LoadTestError("connections must be at least 1") }
+        if let rate = shape.rate, !(rate > 0 && rate.isFinite) {
+            throw LoadTestError("the rate must be a positive number of requests per second")
+        }
+        switch shape.stop {
+        case .count(let count) where count < 1: throw LoadTestError("the request count must be at least 1")
+        case .duration(let duration) where duration <= .zero: throw LoadTestError("the duration must be longer than 0")
+        default: break
+        }
+        let workers = connectionsThisProcess
+        if workers == 0 {
+            throw LoadTestError(
+                "\(shape.concurrency?.maxConcurrency ?? connections) connections cannot be shared by \(shard.count) shards: give each at least one"
+            )
+        }
+        let stop: BenchPlan.Stop =
+            if case .count(let count) = shape.stop { .count(shard.share(of: count)) } else { shape.stop }
+        var plan = BenchPlan(
+            targets: requests, targetOrder: order, connections: workers, stop: stop, arrivals: shape.arrivals,
+            concurrency: shape.concurrency, rate: shape.rate)
+        plan.shard = shard
+        return plan
+    }
+}
+
+/// A load test: sends a plan's requests with a client and sums up what came back.
+///
+/// ```swift
+/// let plan = try LoadPlan(target: "http://127.0.0.1:8080/", shape: .rate(perSecond: 500, for: .seconds(10)))
+/// let client = CurlewClient(configuration: plan.clientConfiguration())
+/// let load = try LoadTest(plan, client: client)
+/// let summary = try await load.run()
+/// ```
+///
+/// Bodies are counted, never kept. Each connection is a worker with at most one request in flight; the workers of
+/// an event loop share one latency histogram, so the run adds no work per request beyond its own counting.
+public final class LoadTest: Sendable {
+    package let plan: LoadPlan
+    /// The runner's plan: this process's share of the run.
+    package let runnerPlan: BenchPlan
+    package let runner: BenchRunner
+    private let started = Atomic<Bool>(false)
+
+    /// A load test of `plan` with `client`, whose connections per host should be at least the plan's
+    /// (``LoadPlan/clientConfiguration(_:)``).
+    ///
+    /// - Throws: ``LoadTestError`` when the plan asks for nothing to send.
+    public init(_ plan: LoadPlan, client: CurlewClient) throws(LoadTestError) {
+        self.plan = plan
+        self.runnerPlan = try plan.runnerPlan()
+        self.runner = BenchRunner(client: client, plan: runnerPlan)
+    }
+
+    /// Intervals of the run as it goes on, one per ``LoadPlan/progressInterval``; the sequence ends when the run
+    /// does. A consumer slower than the interval sees only the newest interval. Each access is a sequence of its
+    /// own; with no progress interval, it ends at once.
+    public var progress: AsyncStream<LoadProgress> {
+        guard let interval = plan.progressInterval else { return AsyncStream { $0.finish() } }
+        return runner.progress(every: interval) { LoadProgress($0) }
+    }
+
+    /// Sends the plan's requests and returns the summary once every request in flight has finished.
+    ///
+    /// - Throws: ``LoadTestError`` when the test has already run: a load test runs once.
+    public func run() async throws(LoadTestError) -> LoadSummary {
+        guard !started.exchange(true, ordering: .relaxed) else { throw LoadTestError("a load test runs once") }
+        let result = await runner.run()
+        return LoadSummary(result, plan: plan, stopped: stopRequested.load(ordering: .relaxed))
+    }
+
+    private let stopRequested = Atomic<Bool>(false)
+
+    /// Stops sending new requests; those in flight finish and are counted, and ``run()`` returns a summary marked
+    /// ``LoadSummary/stopped``.
+    public func stop() {
+        stopRequested.store(true, ordering: .relaxed)
+        runner.requestStop()
+    }
+}

@@ -1,0 +1,146 @@
+import CurlewEngine
+import CurlewLoad
+import CurlewTestSupport
+import Foundation
+import Synchronization
+import Testing
+
+/// The library's public API as a service would use it (no `@testable`), against a real nginx whose access log
+/// counts what arrived.
+@Suite struct LoadTestTests {
+    /// The request URIs nginx logged under `marker`, once it has logged at least `expected` (a line may follow its
+    /// response). A line is `MSEC CONNECTION METHOD STATUS REQUEST-URI HOST LENGTH`.
+    private func nginxURIs(_ nginx: NginxServer, marker: String, atLeast expected: Int) async throws -> [String] {
+        var uris: [String] = []
+        try await waitUntil(timeout: .seconds(10), "nginx to log \(expected) requests under \(marker)") {
+            let log = (try? String(contentsOfFile: nginx.hitsAccessLogPath, encoding: .utf8)) ?? ""
+            uris = log.split(separator: "\n").compactMap { line in
+                let fields = line.split(separator: " ")
+                return fields.count >= 5 && fields[4].hasPrefix(marker) ? String(fields[4]) : nil
+            }
+            return uris.count >= expected
+        }
+        return uris
+    }
+
+    @Test func aRateModeLoadSendsWhatNginxCountsAndEvaluatesItsThresholds() async throws {
+        let nginx = try await NginxServer.shared()
+        let marker = "/hits/" + UUID().uuidString + "/"
+        // 200 requests/s for 1.5 s: the schedule holds requests 0 … 299, whatever the server does.
+        var plan = try LoadPlan(
+            target: nginx.httpBaseURL + marker + "load", shape: .rate(perSecond: 200, for: .milliseconds(1_500)))
+        plan.connections = 8
+        plan.thresholds = [try LoadThreshold("p99<10s"), try LoadThreshold("errors<1%"), try LoadThreshold("rps>1e6")]
+        plan.progressInterval = .milliseconds(100)
+        let client = CurlewClient(configuration: plan.clientConfiguration())
+        let load = try LoadTest(plan, client: client)
+        // Taken before the run starts, so no interval is missed.
+        let progress = load.progress
+        let seen = Task {
+            var totals: [Int] = []
+            for await interval in progress { totals.append(interval.totalRequests) }
+            return totals
+        }
+        let summary = try await load.run()
+        let totals = await seen.value
+        await client.shutdown()
+
+        #expect(plan.shape.isOpenModel)
+        #expect(summary.requests == 300)
+        #expect(summary.succeeded == 300)
+        #expect(summary.statusCodes == [200: 300])
+        #expect(!summary.stopped)
+        #expect(try await nginxURIs(nginx, marker: marker, atLeast: summary.requests).count == summary.requests)
+        // Percentiles come from the histogram: ordered, and within the slowest request.
+        let p50 = try #require(summary.latency(percentile: 50))
+        let p99 = try #require(summary.latency(percentile: 99))
+        #expect(summary.minLatency! <= p50 && p50 <= p99 && p99 <= summary.maxLatency!)
+        #expect(summary.thresholds.map(\.threshold) == ["p99<10s", "errors<1%", "rps>1e6"])
+        #expect(summary.thresholds.map(\.passed) == [true, true, false])
+        #expect(!summary.passed)
+        // The progress sequence ended with the run, and its running totals never went back.
+        #expect(!totals.isEmpty)
+        #expect(totals == totals.sorted())
+        #expect(totals.last! <= summary.requests)
+    }
+
+    @Test func aStoppedLoadCountsEveryRequestItSent() async throws {
+        let nginx = try await NginxServer.shared()
+        let marker = "/hits/" + UUID().uuidString + "/"
+        var plan = try LoadPlan(target: nginx.httpBaseURL + marker + "stop", shape: .duration(.seconds(60)))
+        plan.connections = 4
+        plan.thresholds = [try LoadThreshold("errors<1%")]
+        plan.progressInterval = .milliseconds(50)
+        let client = CurlewClient(configuration: plan.clientConfiguration())
+        let load = try LoadTest(plan, client: client)
+        let progress = load.progress
+        // Stop as soon as requests are flowing: the run must then end long before its 60 s.
+        let stopper = Task {
+            for await interval in progress where interval.totalRequests > 0 {
+                load.stop()
+                return true
+            }
+            return false
+        }
+        let summary = try await load.run()
+        await client.shutdown()
+
+        #expect(await stopper.value)
+        #expect(summary.stopped)
+        #expect(summary.duration < .seconds(30))
+        #expect(summary.requests > 0)
+        #expect(summary.failed == 0)
+        #expect(summary.passed)
+        #expect(try await nginxURIs(nginx, marker: marker, atLeast: summary.requests).count == summary.requests)
+    }
+
+    /// Moved in-process from the command's tests: the order is the library's.
+    @Test func aSeededRandomOrderIsReproducibleAndCountedPerTarget() async throws {
+        let nginx = try await NginxServer.shared()
+        let names = ["a", "b", "c", "d"]
+        var perRun: [[Int]] = []
+        for _ in 0..<2 {
+            let marker = "/hits/" + UUID().uuidString + "/"
+            var plan = LoadPlan(
+                requests: try names.map { try CurlewRequest(url: nginx.httpBaseURL + marker + $0) },
+                shape: .requests(400))
+            plan.order = .random(seed: 7)
+            plan.connections = 4
+            plan.progressInterval = nil
+            let client = CurlewClient(configuration: plan.clientConfiguration())
+            let summary = try await LoadTest(plan, client: client).run()
+            await client.shutdown()
+            let uris = try await nginxURIs(nginx, marker: marker, atLeast: 400)
+            let served = names.map { name in uris.filter { $0 == marker + name }.count }
+            #expect(served == summary.requestsPerTarget)
+            #expect(served.reduce(0, +) == 400)
+            // Random, not round-robin: the counts are uneven.
+            #expect(served != [100, 100, 100, 100])
+            perRun.append(served)
+        }
+        #expect(perRun[0] == perRun[1])
+    }
+
+    @Test func plansThatAskForNothingAndSecondRunsAreRefused() async throws {
+        let client = CurlewClient()
+        var plan = try LoadPlan(target: "http://127.0.0.1:9/", shape: .requests(10))
+        plan.connections = 0
+        #expect(throws: LoadTestError.self) { try LoadTest(plan, client: client) }
+        plan.connections = 1
+        plan.requests = []
+        #expect(throws: LoadTestError.self) { try LoadTest(plan, client: client) }
+        #expect(throws: LoadTestError.self) { try LoadPlan(target: "ftp://127.0.0.1/", shape: .requests(1)) }
+        #expect(throws: LoadThreshold.ParseError.self) { try LoadThreshold("p99<fast") }
+        #expect(throws: LoadShape.ParseError.self) { try LoadShape(stages: "10s:100rps,10s:16c") }
+        #expect(try !LoadShape(stages: "10s:16c").isOpenModel)
+
+        // Port 9 (discard) refuses: every request fails, and the second run is refused outright.
+        let refused = try LoadTest(try LoadPlan(target: "http://127.0.0.1:9/", shape: .requests(3)), client: client)
+        let summary = try await refused.run()
+        #expect(summary.requests == 3)
+        #expect(summary.failed == 3)
+        #expect(summary.latency(percentile: 50) != nil)
+        await #expect(throws: LoadTestError.self) { try await refused.run() }
+        await client.shutdown()
+    }
+}
