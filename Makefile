@@ -23,7 +23,7 @@ TEST_LOG_DIR := .build/test-logs
 # The main test run: every suite but those that need a process (or a quiet machine) of their own.
 MAIN_TEST_RUN := --skip FileDescriptorTests --skip ConnectionScaleTests --skip MemoryTests --skip BenchStagesCommandTests \
 	--skip UploadBandwidthLimitTests --skip TracingBootstrapTests --skip SlurmShardedRunTests --skip SlurmClusterTests \
-	--skip DeployManifestTests --skip NamespaceHostsTests
+	--skip DeployManifestTests --skip NamespaceHostsTests --skip CurlewLoadTests --skip CurlewUploadTests --skip CurlewS3Tests
 
 # The second libcurl CI tests: this Debian release's backports suite (Debian 12: 8.14.1, Debian 13's), extracted into
 # a prefix beside the system's own (CLibCurl/backports/extract-backports-libcurl.sh) and linked by path and rpath, in
@@ -82,6 +82,9 @@ test: deps format-check check-warnings readme-check
 	$(call swift_test,main,$(MAIN_TEST_RUN))
 	$(call swift_test,file-descriptors,--filter FileDescriptorTests)
 	$(call swift_test,connection-scale,--filter ConnectionScaleTests)
+	# The libraries under the command (load generation, uploads, S3), through their public API against nginx and moto:
+	# loads and uploads of their own, kept off the main run's timing-sensitive tests.
+	$(call swift_test,libraries,--filter 'CurlewLoadTests|CurlewUploadTests|CurlewS3Tests')
 	# Bootstrapping the tracing system is process-wide and once only: that suite runs in a process of its own.
 	$(call swift_test,tracing-bootstrap,--filter TracingBootstrapTests)
 	# Arrivals per second against the plan (within 5 %) need a machine the other tests are not loading.

@@ -9,7 +9,7 @@ import Testing
 /// The library's public API, as a service uses it (no `@testable`): a folder of awkwardly named files uploaded,
 /// the upload cancelled midway, and a second upload with the same journal finishing the job, checked on the
 /// server's side.
-@Suite struct UploadTests {
+@Suite(.serialized) struct UploadTests {
     /// 300 files: spaces, `#`, `%`, non-ASCII letters, nested folders, an empty file.
     static let names: [String] = (0..<300).map { index in
         switch index % 6 {
@@ -56,8 +56,9 @@ import Testing
         var configuration = UploadConfiguration(source: .folder(tree.root), destination: .put(baseURL: target.url))
         configuration.concurrency = 8
         configuration.journalPath = journal
-        // Paced, so the cancel lands while most files are still to send, whatever the machine's speed.
-        configuration.filesPerSecond = 300
+        // Paced (6 s for the 300 files), so the cancel lands while most files are still to send, even on a machine
+        // that stalls for seconds.
+        configuration.filesPerSecond = 50
         let client = CurlewClient()
 
         let first = try await Self.runCancelled(try Upload(configuration, client: client), cancelAfter: 20)
@@ -99,7 +100,7 @@ import Testing
         var configuration = UploadConfiguration(source: .folder(tree.root), destination: .s3(destination))
         configuration.concurrency = 8
         configuration.journalPath = journal
-        configuration.filesPerSecond = 300
+        configuration.filesPerSecond = 50
         let client = CurlewClient()
 
         let first = try await Self.runCancelled(try Upload(configuration, client: client), cancelAfter: 20)

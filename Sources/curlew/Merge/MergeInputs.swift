@@ -24,16 +24,3 @@ extension ShardSet {
         return files
     }
 }
-
-/// What `curlew upload --output-dir` writes beyond the summary.
-struct UploadRunRecord: Codable, Sendable {
-    var plan: UploadRunPlan
-}
-
-/// The upload as asked for: the same in every shard of one run. The source path is not part of it: on many
-/// machines the same data may sit under different paths.
-struct UploadRunPlan: Codable, Sendable, Equatable {
-    var url: String
-    var mode: String
-    var shards: Int
-}
