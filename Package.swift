@@ -281,14 +281,13 @@ let package = Package(
         .testTarget(
             name: "CurlewCommandTests",
             dependencies: [
-                // The command's pure parts (thresholds, schedules, target files, HdrHistogram encoding) are unit-tested.
+                // What only a process shows (exit statuses, signals, stdout and stderr, Slurm), and the command's own
+                // option types, unit-tested.
                 "curlew",
                 "CurlewSharding",
                 // The upload summary that the sharded-upload tests decode, and the load generator's merge types.
                 "CurlewUpload",
                 "CurlewLoad",
-                // zlib, to inflate the HdrHistogram encoding in its test.
-                "CLibCurl",
                 "CurlewTestSupport",
                 "CurlewLoopbackServer",
                 .product(name: "Crypto", package: "swift-crypto"),
