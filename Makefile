@@ -51,7 +51,7 @@ define swift_test
 	$(SWIFT) test --skip-build $(2) 2>&1 | tee $(TEST_LOG_DIR)/$(1).log || echo $(1) >> $(TEST_LOG_DIR)/failed
 endef
 
-.PHONY: demo test format format-check test-libcurl-backports test-large build deps deps-system deps-python bench bench-libcurl-backports clean check-warnings readme-check docs
+.PHONY: fuzz demo test format format-check test-libcurl-backports test-large build deps deps-system deps-python bench bench-libcurl-backports clean check-warnings readme-check docs
 
 DEMO_DIR := .build/demo-upload
 
@@ -156,6 +156,19 @@ check-warnings: deps-system
 ## readme-check: every Swift block of README.md type-checks as written, against the debug build's modules
 readme-check: check-warnings
 	python3 Tests/ReadmeCheck/check_readme.py --build-dir "$$($(SWIFT) build --show-bin-path)"
+
+# Fuzzing: `curlew-fuzz` built with libFuzzer and AddressSanitizer in a folder of its own (Tests/Fuzz/).
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS := url header-field header-line multipart gzip
+FUZZ_BUILD_FLAGS := --scratch-path .build/fuzz/build --product curlew-fuzz -Xswiftc -sanitize=fuzzer,address \
+	-Xswiftc -use-ld=lld
+
+## fuzz: run every fuzz target for FUZZ_SECONDS (default 60) each, one line per target; fails on any crash or
+## property failure
+fuzz: deps-system
+	$(SWIFT) build $(FUZZ_BUILD_FLAGS)
+	Tests/Fuzz/run-fuzz.sh "$$($(SWIFT) build $(FUZZ_BUILD_FLAGS) --show-bin-path)/curlew-fuzz" $(FUZZ_SECONDS) \
+		$(FUZZ_TARGETS)
 
 ## bench: side-by-side benchmarks (Benchmarks/README.md), writes Benchmarks/results/latest.md
 bench: deps

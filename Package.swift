@@ -236,6 +236,31 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        // Fuzzing (`make fuzz`): each place outside input enters, with its property; the libFuzzer runner and the weak
+        // stand-in for libFuzzer's driver that lets the runner build (as a corpus replayer) without the fuzzer.
+        .target(
+            name: "CurlewFuzzProperties",
+            dependencies: [
+                "CurlewEngine",
+                "CLibCurl",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "MultipartKit", package: "multipart-kit"),
+            ],
+            path: "Tests/Fuzz/Properties",
+            swiftSettings: strictSettings
+        ),
+        .target(name: "CFuzzerDriverFallback", path: "Tests/Fuzz/DriverFallback"),
+        .executableTarget(
+            name: "curlew-fuzz",
+            dependencies: ["CurlewFuzzProperties", "CFuzzerDriverFallback"],
+            path: "Tests/Fuzz/Runner",
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "CurlewFuzzCorpusTests",
+            dependencies: ["CurlewFuzzProperties"],
+            swiftSettings: strictSettings
+        ),
         // Stands in for a server framework that exports `Route` and `Environment` (Vapor, Hummingbird).
         .target(name: "FrameworkNames", path: "Tests/FrameworkNames", swiftSettings: strictSettings),
         .testTarget(

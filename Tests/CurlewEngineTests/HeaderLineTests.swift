@@ -23,6 +23,14 @@ struct HeaderLineTests {
         #expect(Self.classify("Content-Length: 5, 5\r\n") == .contentLength(5))
     }
 
+    /// Found by `make fuzz` (the header-line target): the case fold also matched control bytes to `:` and `-`.
+    @Test func onlyLettersFoldInFieldNames() {
+        #expect(Self.classify("Content-Length\u{1A} 5\r\n") == .otherField)
+        #expect(Self.classify("Content\rLength: 5\r\n") == .otherField)
+        #expect(Self.classify("Transfer\rEncoding: chunked\r\n") == .otherField)
+        #expect(Self.classify("cOnTeNt-LeNgTh: 5\r\n") == .contentLength(5))
+    }
+
     @Test func contentLengthThatIsNotOneNumberHasNoValue() {
         #expect(Self.classify("Content-Length: 5, 7\r\n") == .contentLength(nil))
         #expect(Self.classify("Content-Length: -1\r\n") == .contentLength(nil))

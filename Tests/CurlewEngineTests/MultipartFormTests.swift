@@ -218,6 +218,25 @@ struct MultipartFormTests {
         }
     }
 
+    /// Found by `make fuzz` (the multipart target): a content type was written into the part's header as given.
+    @Test
+    func aPartContentTypeWithALineBreakOrNulIsRefusedBeforeSending() async throws {
+        try await withLoopbackServer { server in
+            try await withClient(.thread) { client in
+                for contentType in ["text/plain\r\nX-Injected: 1", "text/plain\nX: 1", "text/\0plain"] {
+                    var form = MultipartForm()
+                    form.append(data: [1, 2, 3], forKey: "file", fileName: "a.bin", mimeType: contentType)
+                    let request = try CurlewRequest(
+                        method: .post, url: "\(server.baseURL)/echo", body: .multipart(form))
+                    #expect(
+                        await curlewErrorCode { _ = try await client.execute(request) } == .invalidRequest,
+                        "\(contentType.debugDescription)")
+                }
+            }
+            #expect(server.requestsServed == 0)
+        }
+    }
+
     @Test(arguments: allLoops)
     func aStreamPartOfUnknownLengthSendsTheFormChunked(
         loop: CurlewClient.Configuration.EventLoopKind

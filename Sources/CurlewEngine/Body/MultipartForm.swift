@@ -283,6 +283,15 @@ final class MultipartBodySource: BodySource {
             attempts += 1
         }
 
+        // A content type is written into the part's header as given: CR, LF or NUL in it would end that header
+        // and start another (found by `make fuzz`).
+        if let part = form.parts.first(where: { part in
+            part.contentType?.utf8.contains { $0 == 0x0D || $0 == 0x0A || $0 == 0x00 } ?? false
+        }) {
+            return .failure(
+                .invalidRequest("the content type of part \(part.name.debugDescription) contains CR, LF or NUL"))
+        }
+
         var segments: [Segment] = []
         var length: Int64? = 0
         var claimed: [StreamBodySource] = []

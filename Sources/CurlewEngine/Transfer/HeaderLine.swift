@@ -37,9 +37,14 @@ enum HeaderLine: Equatable {
 
     private static func hasNamePrefix(_ line: UnsafeRawBufferPointer, _ name: [UInt8]) -> Bool {
         guard line.count > name.count else { return false }
-        for index in 0..<name.count where line[index] | 0x20 != name[index] {
-            // ':' | 0x20 is ':' and '-' | 0x20 is '-': only letters fold.
-            return false
+        for index in 0..<name.count {
+            let byte = line[index]
+            let expected = name[index]
+            if byte == expected { continue }
+            // Only letters fold: `| 0x20` alone would also read 0x1A as ':' and CR as '-' (found by `make fuzz`).
+            guard expected >= UInt8(ascii: "a"), expected <= UInt8(ascii: "z"), byte | 0x20 == expected else {
+                return false
+            }
         }
         return true
     }

@@ -321,19 +321,7 @@ extension Transfer {
                 if let extended = curl_slist_append(list, pointer) { list = extended }
             }
         }
-        var cookies: [String] = []
-        for field in request.headerFields {
-            if withholdingCredentials && CredentialPolicy.isCredential(field) { continue }
-            if field.name == .cookie {
-                // http-types keeps each cookie pair as a field of its own; HTTP/1.1 allows one Cookie line
-                // (RFC 6265 §5.4), so they go out joined, in order.
-                cookies.append(field.value)
-                continue
-            }
-            // "Name:" would make libcurl drop the header; "Name;" is its syntax for an empty value.
-            append(field.value.isEmpty ? "\(field.name.rawName);" : "\(field.name.rawName): \(field.value)")
-        }
-        if !cookies.isEmpty { append("Cookie: " + cookies.joined(separator: "; ")) }
+        request.headerFields.forEachRequestHeaderLine(withholdingCredentials: withholdingCredentials, append)
         if hasBody {
             switch expectContinue.storage {
             case .disabled: append("Expect:")
