@@ -23,11 +23,36 @@ public struct S3ObjectOptions: Sendable, Hashable {
 }
 
 /// What ``S3Client/uploadFile(at:key:options:)`` did with a file.
-public enum S3FileUpload: Sendable, Hashable {
+///
+/// A struct rather than an enum, so that outcomes can be added without breaking a caller's `switch`: compare with
+/// `==` (`outcome == .uploaded`); ``name`` is stable.
+public struct S3FileUpload: Sendable, Hashable, CustomStringConvertible {
+    /// The package's exhaustive view of the outcome.
+    package enum Storage: Sendable, Hashable {
+        case uploaded
+        case alreadyThere
+    }
+
+    /// What the outcome is, for an exhaustive `switch` inside the package.
+    package let storage: Storage
+
+    private init(_ storage: Storage) { self.storage = storage }
+
     /// The file was sent and the store confirmed its checksum (when it reports one).
-    case uploaded
+    public static let uploaded = S3FileUpload(.uploaded)
     /// ``S3ObjectOptions/skipExisting``: the bucket already held the file; nothing was sent.
-    case alreadyThere
+    public static let alreadyThere = S3FileUpload(.alreadyThere)
+
+    /// The stable name: the static member's name (`"uploaded"`, `"alreadyThere"`).
+    public var name: String {
+        switch storage {
+        case .uploaded: "uploaded"
+        case .alreadyThere: "alreadyThere"
+        }
+    }
+
+    /// The ``name``.
+    public var description: String { name }
 }
 
 package enum S3FileOutcome: Sendable, Equatable {

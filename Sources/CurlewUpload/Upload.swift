@@ -60,7 +60,7 @@ public final class Upload: Sendable {
         let budget = configuration.bytesPerSecondLimit.map { SendBudget(bytesPerSecond: $0) }
         var fields: [(String, String)] = []
         var s3: (uploader: S3Uploader, location: S3Location)?
-        switch configuration.destination {
+        switch configuration.destination.storage {
         case .put(let baseURL):
             target = baseURL.hasSuffix("/") ? baseURL : baseURL + "/"
             mode = .put
@@ -171,7 +171,7 @@ public final class Upload: Sendable {
         if let limit = configuration.bytesPerSecondLimit, limit < 1024 {
             throw invalid("bytesPerSecondLimit must be at least 1 kB per second")
         }
-        switch configuration.destination {
+        switch configuration.destination.storage {
         case .put:
             if configuration.checksumHeader != nil && configuration.gzip {
                 throw invalid("a checksum header describes the file as is: it cannot go with gzip")

@@ -43,15 +43,64 @@ public struct UploadConfiguration: Sendable {
 }
 
 /// Where an upload sends its files.
-public enum UploadDestination: Sendable {
+///
+/// A struct rather than an enum, so that destinations can be added without breaking a caller's `switch`: it is
+/// written as enum cases were (`.put(baseURL: url)`, `.s3(destination)`) and read back with properties (``baseURL``,
+/// ``multipartForm``, ``s3``), each nil for the other kinds; ``name`` is stable.
+public struct UploadDestination: Sendable, CustomStringConvertible {
+    /// The package's exhaustive view of the destination.
+    package enum Storage: Sendable {
+        case put(baseURL: String)
+        case multipartForm(url: String, fields: [(name: String, value: String)])
+        case s3(S3Destination)
+    }
+
+    /// What the destination is, for an exhaustive `switch` inside the package.
+    package let storage: Storage
+
+    private init(_ storage: Storage) { self.storage = storage }
+
     /// Each file as a PUT to `baseURL` followed by its relative path, each segment percent-encoded (WebDAV, most
     /// object stores' plain HTTP APIs). A `/` is added to `baseURL` if it has none.
-    case put(baseURL: String)
+    public static func put(baseURL: String) -> UploadDestination { UploadDestination(.put(baseURL: baseURL)) }
+
     /// Each file as a POST of a multipart form to `url`: the file as part `file`, its relative path as field
     /// `path`, then the extra `fields`.
-    case multipartForm(url: String, fields: [(name: String, value: String)] = [])
+    public static func multipartForm(
+        url: String, fields: [(name: String, value: String)] = []
+    ) -> UploadDestination {
+        UploadDestination(.multipartForm(url: url, fields: fields))
+    }
+
     /// Each file as an S3 object, signed with SigV4; large files in parts.
-    case s3(S3Destination)
+    public static func s3(_ destination: S3Destination) -> UploadDestination { UploadDestination(.s3(destination)) }
+
+    /// The base URL of a ``put(baseURL:)`` destination, as given; nil for every other kind.
+    public var baseURL: String? {
+        if case .put(let baseURL) = storage { baseURL } else { nil }
+    }
+
+    /// The URL and extra fields of a ``multipartForm(url:fields:)`` destination; nil for every other kind.
+    public var multipartForm: (url: String, fields: [(name: String, value: String)])? {
+        if case .multipartForm(let url, let fields) = storage { (url, fields) } else { nil }
+    }
+
+    /// The bucket, endpoint and credentials of an ``s3(_:)`` destination; nil for every other kind.
+    public var s3: S3Destination? {
+        if case .s3(let destination) = storage { destination } else { nil }
+    }
+
+    /// The stable name: the static member's name (`"put"`, `"multipartForm"`, `"s3"`).
+    public var name: String {
+        switch storage {
+        case .put: "put"
+        case .multipartForm: "multipartForm"
+        case .s3: "s3"
+        }
+    }
+
+    /// The ``name``: the URL and credentials are left out, so a destination can be logged.
+    public var description: String { name }
 }
 
 /// An S3 bucket and key prefix, and how to reach and sign for it.

@@ -3,13 +3,40 @@
 /// Files that fail are not errors of the upload: they are listed in ``UploadSummary/failures``.
 public struct UploadError: Error, Sendable, CustomStringConvertible {
     /// What went wrong, by what the caller can do about it.
-    public enum Kind: Sendable, Hashable {
+    ///
+    /// A struct rather than an enum, so that kinds can be added without breaking a caller's `switch`: compare with
+    /// `==` (`error.kind == .journal`), and end a `switch` in `default`; ``name`` is stable.
+    public struct Kind: Sendable, Hashable, CustomStringConvertible {
+        /// The package's exhaustive view of the kind.
+        package enum Storage: Sendable, Hashable {
+            case invalidConfiguration
+            case unreadableSource
+            case journal
+        }
+
+        /// What the kind is, for an exhaustive `switch` inside the package.
+        package let storage: Storage
+
+        private init(_ storage: Storage) { self.storage = storage }
+
         /// The configuration asks for something impossible (a bad URL, an option the destination does not take).
-        case invalidConfiguration
+        public static let invalidConfiguration = Kind(.invalidConfiguration)
         /// The source folder or manifest is missing or unreadable: nothing could be sent.
-        case unreadableSource
+        public static let unreadableSource = Kind(.unreadableSource)
         /// The journal could not be opened, read or written.
-        case journal
+        public static let journal = Kind(.journal)
+
+        /// The stable name: the static member's name (`"invalidConfiguration"`, `"unreadableSource"`, `"journal"`).
+        public var name: String {
+            switch storage {
+            case .invalidConfiguration: "invalidConfiguration"
+            case .unreadableSource: "unreadableSource"
+            case .journal: "journal"
+            }
+        }
+
+        /// The ``name``.
+        public var description: String { name }
     }
 
     /// What went wrong.

@@ -11,15 +11,51 @@ package enum UploadMode: String, Sendable, CaseIterable {
 }
 
 /// A digest of each file in its PUT's headers, for servers that check what they store (`--checksum-header`).
-public enum UploadChecksumHeader: String, Sendable, CaseIterable {
+///
+/// A struct rather than an enum, so that algorithms (crc32c) can be added without breaking a caller's `switch`:
+/// compare with `==`; ``name`` is stable, and is what `--checksum-header` takes.
+public struct UploadChecksumHeader: Sendable, Hashable, CustomStringConvertible {
+    /// The package's exhaustive view of the algorithm.
+    package enum Storage: Sendable, Hashable {
+        case md5
+        case sha256
+    }
+
+    /// What the algorithm is, for an exhaustive `switch` inside the package.
+    package let storage: Storage
+
+    private init(_ storage: Storage) { self.storage = storage }
+
     /// `Content-MD5` (RFC 1864): what S3's PUT API, Azure and many WebDAV servers verify.
-    case md5
+    public static let md5 = UploadChecksumHeader(.md5)
     /// `Digest: SHA-256=…` (RFC 3230) and `Content-Digest: sha-256=:…:` (RFC 9530), old and new spellings.
-    case sha256
+    public static let sha256 = UploadChecksumHeader(.sha256)
+
+    /// Every algorithm, in the order the command's help lists them.
+    package static let all: [UploadChecksumHeader] = [.md5, .sha256]
+
+    /// The algorithm with this ``name``; nil for a name that is none of them.
+    ///
+    /// - Parameter name: `"md5"` or `"sha256"`.
+    public init?(name: String) {
+        guard let header = Self.all.first(where: { $0.name == name }) else { return nil }
+        self = header
+    }
+
+    /// The stable name: the static member's name (`"md5"`, `"sha256"`), as `--checksum-header` takes it.
+    public var name: String {
+        switch storage {
+        case .md5: "md5"
+        case .sha256: "sha256"
+        }
+    }
+
+    /// The ``name``.
+    public var description: String { name }
 
     /// The headers for a file, read once with `pread` before it is sent.
     package func headers(forFile path: String, length: Int64) throws(S3RequestFailure) -> [(String, String)] {
-        switch self {
+        switch storage {
         case .md5:
             return [
                 (

@@ -19,13 +19,50 @@ package struct UploadListing: Sendable {
 }
 
 /// The files an upload sends.
-public enum UploadSource: Sendable, Hashable {
+///
+/// A struct rather than an enum, so that sources can be added without breaking a caller's `switch`: it is written
+/// as enum cases were (`.folder(path)`, `.manifest(path)`) and read back with ``folder`` and ``manifest``, each nil
+/// for the other kinds; ``name`` is stable.
+public struct UploadSource: Sendable, Hashable, CustomStringConvertible {
+    /// The package's exhaustive view of the source.
+    package enum Storage: Sendable, Hashable {
+        case folder(String)
+        case manifest(String)
+    }
+
+    /// What the source is, for an exhaustive `switch` inside the package.
+    package let storage: Storage
+
+    private init(_ storage: Storage) { self.storage = storage }
+
     /// Every regular file under a folder, recursively; symbolic links to files are followed, to folders not.
     /// Each file's name on the server is its path relative to the folder.
-    case folder(String)
+    public static func folder(_ path: String) -> UploadSource { UploadSource(.folder(path)) }
+
     /// A text file with one path per line. Relative paths are read from the manifest's folder and keep that name
     /// on the server; absolute ones are named by their path without the leading `/`.
-    case manifest(String)
+    public static func manifest(_ path: String) -> UploadSource { UploadSource(.manifest(path)) }
+
+    /// The folder of a ``folder(_:)`` source; nil for every other kind.
+    public var folder: String? {
+        if case .folder(let path) = storage { path } else { nil }
+    }
+
+    /// The manifest of a ``manifest(_:)`` source; nil for every other kind.
+    public var manifest: String? {
+        if case .manifest(let path) = storage { path } else { nil }
+    }
+
+    /// The stable name: the static member's name (`"folder"`, `"manifest"`).
+    public var name: String {
+        switch storage {
+        case .folder: "folder"
+        case .manifest: "manifest"
+        }
+    }
+
+    /// The ``name`` and the path, e.g. `folder("/data/photos")`.
+    public var description: String { "\(name)(\(path.debugDescription))" }
 
     /// A folder or a manifest, whichever `path` is (the command's SOURCE argument).
     ///
@@ -41,7 +78,7 @@ public enum UploadSource: Sendable, Hashable {
 
     /// The path the source was given as.
     package var path: String {
-        switch self {
+        switch storage {
         case .folder(let path), .manifest(let path): path
         }
     }
@@ -58,7 +95,7 @@ public enum UploadSource: Sendable, Hashable {
                 .unreadableSource,
                 "cannot read SOURCE \(source.debugDescription): \(String(cString: strerror(errno)))")
         }
-        if case .folder = self, status.st_mode & S_IFMT != S_IFDIR {
+        if case .folder = storage, status.st_mode & S_IFMT != S_IFDIR {
             throw UploadError(.unreadableSource, "\(source.debugDescription) is not a folder")
         }
         if status.st_mode & S_IFMT == S_IFDIR {

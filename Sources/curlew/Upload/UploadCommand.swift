@@ -10,7 +10,7 @@ extension UploadError {
     /// The command's form of the library's error: a usage error (exit status 64, with the usage) when the
     /// arguments are at fault, a plain failure (exit status 1) otherwise.
     var commandError: any Error {
-        switch kind {
+        switch kind.storage {
         case .invalidConfiguration, .unreadableSource: ValidationError(description)
         case .journal: CommandFailure(description)
         }

@@ -5,8 +5,17 @@ public import CurlewUpload
 
 // The libraries' option values as command-line arguments: the libraries know nothing of ArgumentParser.
 extension UploadMode: ExpressibleByArgument {}
-extension UploadChecksumHeader: ExpressibleByArgument {}
 extension S3Addressing: ExpressibleByArgument {}
+
+/// `--checksum-header md5|sha256`: parsed by the stable name, and listed in the help and completions as a
+/// `CaseIterable` enum's cases were.
+extension UploadChecksumHeader: ExpressibleByArgument {
+    public init?(argument: String) { self.init(name: argument) }
+
+    public static var allValueStrings: [String] { all.map(\.name) }
+
+    public static var defaultCompletionKind: CompletionKind { .list(allValueStrings) }
+}
 
 /// A size on the command line: `16MiB`, `8M` (binary, as rclone and the AWS CLI read them), `5MB` (decimal), or bytes.
 struct ByteSizeArgument: ExpressibleByArgument, Sendable, Hashable, CustomStringConvertible {
