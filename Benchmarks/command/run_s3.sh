@@ -38,7 +38,11 @@ RUN_TIMEOUT=${BENCH_TIMEOUT:-1800}
 CLIENTS=${BENCH_S9_CLIENTS:-"curlew rclone awscli"}
 
 log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
-for tool in /usr/bin/time taskset python3 rclone aws; do
+# Only the peers the run compares are required.
+required="/usr/bin/time taskset python3"
+case " $CLIENTS " in *" rclone "*) required="$required rclone" ;; esac
+case " $CLIENTS " in *" awscli "*) required="$required aws" ;; esac
+for tool in $required; do
     command -v "$tool" >/dev/null || { echo "run_s3.sh: $tool is missing (apt-get install time util-linux rclone; pip install awscli)" >&2; exit 1; }
 done
 python3 -c 'import moto.server, boto3' || { echo "run_s3.sh: python3 needs moto[server] and boto3 (make deps-python)" >&2; exit 1; }
