@@ -87,9 +87,10 @@ struct TransferBodyTests {
             try await withClient(loop) { client in
                 var request = try CurlewRequest(
                     method: .put, url: "\(server.baseURL)/fault/never-answer", body: .file(.path(file.path)))
-                // The window is the 100-continue wait: wide enough that the change lands in it on a loaded machine.
-                request.expectContinue = .enabled(timeout: .seconds(4))
-                request.timeouts = .init(total: .seconds(40))
+                // The window is the 100-continue wait: wide enough that the change lands in it on a loaded machine
+                // (a CI run on a VM whose neighbours stalled it missed a 4 s window).
+                request.expectContinue = .enabled(timeout: .seconds(12))
+                request.timeouts = .init(total: .seconds(60))
                 async let outcome = curlewErrorCode { _ = try await client.execute(request) }
                 // On a thread of its own, so the change lands inside the window however busy the suite is.
                 try await onDedicatedThread {
