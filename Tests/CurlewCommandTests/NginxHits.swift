@@ -20,15 +20,14 @@ struct NginxHit: Sendable {
     static func read(_ nginx: NginxServer, marker: String, atLeast expected: Int) async throws -> [NginxHit] {
         var hits: [NginxHit] = []
         try await waitUntil(timeout: .seconds(10), "nginx to log \(expected) requests under \(marker)") {
-            hits = Self.parse(
-                log: (try? String(contentsOfFile: nginx.hitsAccessLogPath, encoding: .utf8)) ?? "", marker: marker)
+            hits = Self.parse(lines: nginx.hitsLog.lines(inGroupOf: marker), marker: marker)
             return hits.count >= expected
         }
         return hits
     }
 
-    static func parse(log: String, marker: String) -> [NginxHit] {
-        log.split(separator: "\n").compactMap { line in
+    static func parse(lines: [String], marker: String) -> [NginxHit] {
+        lines.compactMap { line in
             let fields = line.split(separator: " ").map(String.init)
             guard fields.count >= 6, fields[4].hasPrefix(marker), let time = Double(fields[0]),
                 let connection = Int(fields[1]),

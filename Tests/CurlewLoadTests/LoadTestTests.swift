@@ -13,8 +13,7 @@ import Testing
     private func nginxURIs(_ nginx: NginxServer, marker: String, atLeast expected: Int) async throws -> [String] {
         var uris: [String] = []
         try await waitUntil(timeout: .seconds(10), "nginx to log \(expected) requests under \(marker)") {
-            let log = (try? String(contentsOfFile: nginx.hitsAccessLogPath, encoding: .utf8)) ?? ""
-            uris = log.split(separator: "\n").compactMap { line in
+            uris = nginx.hitsLog.lines(inGroupOf: marker).compactMap { line in
                 let fields = line.split(separator: " ")
                 return fields.count >= 5 && fields[4].hasPrefix(marker) ? String(fields[4]) : nil
             }

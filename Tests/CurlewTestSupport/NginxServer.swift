@@ -44,17 +44,17 @@ public final class NginxServer: Sendable {
     public let scratchDirectory: String
     /// Every request to `/dav/` as one line, `METHOD STATUS REQUEST-URI` (the URI as sent, still
     /// percent-encoded), written unbuffered, so tests can count what reached the server.
-    public var davAccessLogPath: String {
-        (self.scratchDirectory as NSString).deletingLastPathComponent + "/dav-access.log"
-    }
+    public var davAccessLogPath: String { davLog.path }
     /// Every request to `/hits/` as one line, `MSEC CONNECTION METHOD STATUS REQUEST-URI HOST LENGTH`: when nginx
     /// logged it in seconds (these requests are answered as they arrive, so that is their arrival), nginx's
     /// connection serial number, the `Host` the request named and its length in bytes (line, headers, body).
     /// Written unbuffered at the end of each request, so tests count arrivals, connections and targets
     /// server-side (wait for the count: a line may follow its response).
-    public var hitsAccessLogPath: String {
-        (self.scratchDirectory as NSString).deletingLastPathComponent + "/hits-access.log"
-    }
+    public var hitsAccessLogPath: String { hitsLog.path }
+    /// ``davAccessLogPath``, read as it grows and grouped by `/dav/FOLDER/`.
+    public let davLog: AccessLogIndex
+    /// ``hitsAccessLogPath``, read as it grows and grouped by `/hits/MARKER/`.
+    public let hitsLog: AccessLogIndex
     private let process: SupervisedProcess
 
     /// `http://127.0.0.1:httpPort`
@@ -79,6 +79,9 @@ public final class NginxServer: Sendable {
         self.caFile = caFile
         self.scratchDirectory = scratchDirectory
         self.process = process
+        let logDirectory = (scratchDirectory as NSString).deletingLastPathComponent
+        self.davLog = AccessLogIndex(path: logDirectory + "/dav-access.log", uriField: 2)
+        self.hitsLog = AccessLogIndex(path: logDirectory + "/hits-access.log", uriField: 4)
     }
 
     private static let startup = StartOnce { try await NginxServer.start() }

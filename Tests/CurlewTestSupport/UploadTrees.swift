@@ -64,10 +64,9 @@ public struct DavTarget: Sendable {
 
     /// Successful (2xx) PUTs per decoded relative path, from nginx's access log.
     public func acceptedPuts() throws -> [String: Int] {
-        let log = (try? String(contentsOfFile: nginx.davAccessLogPath, encoding: .utf8)) ?? ""
         let prefix = "/dav/\(folder)/"
         var counts: [String: Int] = [:]
-        for line in log.split(separator: "\n") {
+        for line in nginx.davLog.lines(inGroupOf: prefix) {
             let fields = line.split(separator: " ", maxSplits: 2)
             guard fields.count == 3, fields[0] == "PUT", fields[1].hasPrefix("2"), fields[2].hasPrefix(prefix) else {
                 continue
@@ -81,9 +80,8 @@ public struct DavTarget: Sendable {
     /// Every request of `method` to this target's folder in nginx's access log, in order: its status and the
     /// decoded relative path.
     public func loggedRequests(method: String) -> [(status: Int, path: String)] {
-        let log = (try? String(contentsOfFile: nginx.davAccessLogPath, encoding: .utf8)) ?? ""
         let prefix = "/dav/\(folder)/"
-        return log.split(separator: "\n").compactMap { line in
+        return nginx.davLog.lines(inGroupOf: prefix).compactMap { line in
             let fields = line.split(separator: " ", maxSplits: 2)
             guard fields.count == 3, fields[0] == method, let status = Int(fields[1]), fields[2].hasPrefix(prefix)
             else { return nil }
