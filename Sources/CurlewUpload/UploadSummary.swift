@@ -90,14 +90,56 @@ public struct UploadSummary: Sendable, Codable {
         self.failed = failures.count
         self.notStarted = notStarted
         self.bytes = tally.bytes
-        self.durationSeconds = elapsed.seconds
-        self.filesPerSecond = elapsed > .zero ? Double(tally.uploaded) / elapsed.seconds : 0
-        self.megabytesPerSecond = elapsed > .zero ? Double(tally.bytes) / 1e6 / elapsed.seconds : 0
+        self.durationSeconds = 0
+        self.filesPerSecond = 0
+        self.megabytesPerSecond = 0
         self.retries = tally.retries
         self.connectionsOpened = tally.connectionsOpened
         self.statusCodes = Dictionary(uniqueKeysWithValues: tally.statusCounts.map { (String($0.key), $0.value) })
         self.journal = journal
         self.interrupted = interrupted
+        setDuration(seconds: elapsed.seconds)
+    }
+
+    /// The shards' summaries added up; rates over the run's window, from the first shard's start to the last
+    /// one's end.
+    package init(merging shards: [UploadSummary]) {
+        var merged = shards[0]
+        for shard in shards.dropFirst() {
+            merged.files += shard.files
+            merged.uploaded += shard.uploaded
+            merged.skipped += shard.skipped
+            merged.alreadyThere += shard.alreadyThere
+            merged.excluded += shard.excluded
+            merged.failed += shard.failed
+            merged.notStarted += shard.notStarted
+            merged.bytes += shard.bytes
+            merged.retries += shard.retries
+            merged.connectionsOpened += shard.connectionsOpened
+            merged.statusCodes.merge(shard.statusCodes, uniquingKeysWith: +)
+            merged.failures += shard.failures
+            merged.interrupted = merged.interrupted || shard.interrupted
+            merged.error = merged.error ?? shard.error
+        }
+        merged.failures.sort { $0.path < $1.path }
+        let start = shards.map { $0.startedAt ?? 0 }.min() ?? 0
+        let end = shards.map { ($0.startedAt ?? 0) + $0.durationSeconds }.max() ?? start
+        merged.setDuration(seconds: max(end - start, 0))
+        merged.startedAt = start
+        merged.shard = nil
+        merged.shardsMerged = shards.count
+        merged.run = nil
+        merged.journal = nil
+        merged.embeddedServer = nil
+        merged.source = shards.count == 1 ? merged.source : "\(shards.count) shards"
+        self = merged
+    }
+
+    /// Sets the upload's duration and the rates over it (none for a run that took no time).
+    private mutating func setDuration(seconds: Double) {
+        durationSeconds = seconds
+        filesPerSecond = seconds > 0 ? Double(uploaded) / seconds : 0
+        megabytesPerSecond = seconds > 0 ? Double(bytes) / 1e6 / seconds : 0
     }
 }
 

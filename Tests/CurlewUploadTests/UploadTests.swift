@@ -32,16 +32,42 @@ import Testing
         return tree
     }
 
-    /// Runs `upload`, cancelling its task as soon as its progress shows `cancelAfter` files done.
-    static func runCancelled(_ upload: Upload, cancelAfter: Int) async throws -> UploadSummary {
+    /// Uploads `tree` to `destination` twice with one journal, as a service restarted midway would: the first
+    /// upload is cancelled as soon as its progress shows 20 files done, the second finishes the job and its summary
+    /// is returned. Both are checked for what every destination promises; the caller checks the server.
+    static func uploadCancelledThenResumed(
+        _ tree: SourceTree, to destination: UploadDestination, journal: String
+    ) async throws -> UploadSummary {
+        var configuration = UploadConfiguration(source: .folder(tree.root), destination: destination)
+        configuration.concurrency = concurrency
+        configuration.journalPath = journal
+        // Paced (6 s for the 300 files), so the cancel lands while most files are still to send, even on a machine
+        // that stalls for seconds.
+        configuration.filesPerSecond = 50
+        let client = CurlewClient()
+
+        let upload = try Upload(configuration, client: client)
         let progress = upload.progress
         let run = Task { try await upload.run() }
-        for await step in progress where step.filesDone >= cancelAfter {
+        for await step in progress where step.filesDone >= 20 {
             run.cancel()
             break
         }
-        return try await run.value
+        let first = try await run.value
+        #expect(first.interrupted)
+        #expect(first.uploaded >= 20 && first.uploaded < names.count)
+
+        configuration.filesPerSecond = nil
+        let second = try await Upload(configuration, client: client).run()
+        await client.shutdown()
+        #expect(!second.interrupted)
+        #expect(second.failed == 0, "\(second.failures.prefix(5))")
+        #expect(second.skipped == first.uploaded, "the journal's files are not sent again")
+        return second
     }
+
+    /// Files in flight at once; as many PUTs as this may be under way when the first upload is cancelled.
+    static let concurrency = 8
 
     @Test func aFolderUploadToWebDAVCancelledMidwayResumesAndSendsEveryFileOnce() async throws {
         let nginx = try await NginxServer.shared()
@@ -53,24 +79,8 @@ import Testing
             target.remove()
             try? FileManager.default.removeItem(atPath: journal)
         }
-        var configuration = UploadConfiguration(source: .folder(tree.root), destination: .put(baseURL: target.url))
-        configuration.concurrency = 8
-        configuration.journalPath = journal
-        // Paced (6 s for the 300 files), so the cancel lands while most files are still to send, even on a machine
-        // that stalls for seconds.
-        configuration.filesPerSecond = 50
-        let client = CurlewClient()
-
-        let first = try await Self.runCancelled(try Upload(configuration, client: client), cancelAfter: 20)
-        #expect(first.interrupted)
-        #expect(first.uploaded >= 20 && first.uploaded < Self.names.count)
-
-        configuration.filesPerSecond = nil
-        let second = try await Upload(configuration, client: client).run()
-        await client.shutdown()
-        #expect(!second.interrupted)
-        #expect(second.failed == 0, "\(second.failures.prefix(5))")
-        #expect(second.skipped == first.uploaded)
+        let second = try await Self.uploadCancelledThenResumed(
+            tree, to: .put(baseURL: target.url), journal: journal)
         #expect(second.skipped + second.uploaded + second.alreadyThere == Self.names.count)
 
         try await waitUntil(timeout: .seconds(10), "nginx to log every PUT") {
@@ -97,21 +107,7 @@ import Testing
         }
         let credentials = AWSCredentials(accessKeyID: moto.accessKeyID, secretAccessKey: moto.secretAccessKey)
         let destination = try S3Destination("s3://\(bucket)/photos", endpoint: moto.endpoint, credentials: credentials)
-        var configuration = UploadConfiguration(source: .folder(tree.root), destination: .s3(destination))
-        configuration.concurrency = 8
-        configuration.journalPath = journal
-        configuration.filesPerSecond = 50
-        let client = CurlewClient()
-
-        let first = try await Self.runCancelled(try Upload(configuration, client: client), cancelAfter: 20)
-        #expect(first.interrupted)
-        #expect(first.uploaded >= 20 && first.uploaded < Self.names.count)
-
-        configuration.filesPerSecond = nil
-        let second = try await Upload(configuration, client: client).run()
-        await client.shutdown()
-        #expect(second.failed == 0, "\(second.failures.prefix(5))")
-        #expect(second.skipped == first.uploaded)
+        let second = try await Self.uploadCancelledThenResumed(tree, to: .s3(destination), journal: journal)
         #expect(second.skipped + second.uploaded == Self.names.count)
 
         let text = try await moto.inspect("inventory", bucket: bucket)
@@ -126,7 +122,7 @@ import Testing
         let puts = moto.loggedRequests { method, target in
             method == "PUT" && target.hasPrefix("/\(bucket)/photos/")
         }.filter { $0.status == 200 }
-        #expect(puts.count >= Self.names.count && puts.count <= Self.names.count + configuration.concurrency)
+        #expect(puts.count >= Self.names.count && puts.count <= Self.names.count + Self.concurrency)
     }
 
     @Test func theS3ClientUploadsOneLargeFileInPartsAndSeesItExist() async throws {
