@@ -54,7 +54,7 @@ define swift_test
 	$(SWIFT) test --skip-build $(2) 2>&1 | tee $(TEST_LOG_DIR)/$(1).log || echo $(1) >> $(TEST_LOG_DIR)/failed
 endef
 
-.PHONY: bench-peers fuzz demo test format format-check test-libcurl-backports test-large build deps deps-system deps-python bench bench-libcurl-backports clean check-warnings readme-check docs
+.PHONY: bench-accuracy bench-peers fuzz demo test format format-check test-libcurl-backports test-large build deps deps-system deps-python bench bench-libcurl-backports clean check-warnings readme-check docs
 
 DEMO_DIR := .build/demo-upload
 
@@ -178,6 +178,14 @@ bench: deps
 	$(call apt_install,$(BENCH_APT_PACKAGES))
 	$(call bench_pip_install)
 	bash Benchmarks/run.sh
+
+## bench-accuracy: S8-accuracy: the latency percentiles curlew bench, k6, hey and wrk report against a server whose
+## distribution is known (a freeze of 300 ms every 1.5 s, open and closed models; a fixed 50 ms delay), beside the
+## analytic ones (Benchmarks/README.md); writes Benchmarks/results/accuracy-latest.md
+bench-accuracy: deps
+	$(call apt_install,$(BENCH_APT_PACKAGES))
+	$(call bench_pip_install)
+	bash Benchmarks/command/run_accuracy.sh
 
 ## bench-peers: S8-peers alone: curlew bench beside raw libcurl, wrk, h2load, ab, hey and k6 at 64 and 1,000
 ## connections (Benchmarks/README.md); BENCH_PEERS_CONNECTIONS, BENCH_REPS as for bench

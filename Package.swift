@@ -75,6 +75,12 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        // The embedded loopback server as a process of its own, for benchmarks that point other tools at it.
+        .executableTarget(
+            name: "curlew-loopback-server",
+            dependencies: ["CurlewLoopbackServer"],
+            swiftSettings: strictSettings
+        ),
         .target(
             name: "Curlew",
             dependencies: [

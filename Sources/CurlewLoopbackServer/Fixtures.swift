@@ -1,7 +1,7 @@
 public import NIOCore
 
 extension LoopbackServer {
-    /// The exact body of `GET /small` (and of `/delay/MS`): 100 printable ASCII bytes.
+    /// The exact body of `GET /small` (and of `/delay/MS` and `/freeze/MS`): 100 printable ASCII bytes.
     ///
     /// It contains no quotes, `$` or newlines so that it can also be embedded verbatim in an
     /// nginx `return 200 "..."` directive, which lets tests compare both servers byte for byte.

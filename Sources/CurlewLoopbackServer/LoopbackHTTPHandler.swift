@@ -205,6 +205,16 @@ final class LoopbackHTTPHandler: ChannelInboundHandler, RemovableChannelHandler 
                     context: context, status: .ok, contentType: "text/plain", body: LoopbackServer.smallBody,
                     keepAlive: keepAlive, suppressBody: noBody)
             }
+        case .freeze(let milliseconds, let period):
+            let wait = LoopbackRoute.freezeWait(
+                atUptimeNanoseconds: NIODeadline.now().uptimeNanoseconds, freezeMilliseconds: milliseconds,
+                periodMilliseconds: period)
+            context.eventLoop.assumeIsolated().scheduleTask(in: .nanoseconds(wait)) {
+                guard self.isConnected else { return }
+                self.respond(
+                    context: context, status: .ok, contentType: "text/plain", body: LoopbackServer.smallBody,
+                    keepAlive: keepAlive, suppressBody: noBody)
+            }
         case .events(let count, let interval):
             self.startEvents(
                 context: context, count: count, interval: interval, keepAlive: keepAlive, suppressBody: noBody)

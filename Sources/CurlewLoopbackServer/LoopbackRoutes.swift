@@ -11,6 +11,11 @@ enum LoopbackRoute: Equatable {
     case headers
     case status(Int)
     case delay(milliseconds: Int64)
+    /// `/freeze/MS?every_ms=PERIOD`: the server freezes for the first MS of every PERIOD milliseconds (of its
+    /// monotonic clock, shared by every connection); a request that arrives during a freeze is answered when it ends,
+    /// any other at once. At a constant arrival rate the latency percentiles are known: the q-quantile is
+    /// `MS - (1 - q) × PERIOD` where that is positive, so a load generator's accuracy can be checked against them.
+    case freeze(milliseconds: Int64, periodMilliseconds: Int64)
     /// `/events/N?interval_ms=MS`: N server-sent events (`text/event-stream`), one every MS milliseconds.
     case events(count: Int, intervalMilliseconds: Int64)
     case proxied(String)
@@ -81,6 +86,16 @@ enum LoopbackRoute: Equatable {
                     return
                 }
                 self = readOnly(.delay(milliseconds: Int64(delay)))
+            } else if let rest = path.dropPrefix("/freeze/") {
+                let period = LoopbackFault.parse(query: query)["every_ms"].flatMap { Int($0) }
+                guard let freeze = Int(rest), let period, 0 < freeze, freeze <= period,
+                    period <= Self.maximumDelayMilliseconds
+                else {
+                    self = .badRequest(
+                        "/freeze/MS?every_ms=PERIOD needs 0 < MS <= PERIOD <= \(Self.maximumDelayMilliseconds)")
+                    return
+                }
+                self = readOnly(.freeze(milliseconds: Int64(freeze), periodMilliseconds: Int64(period)))
             } else if let rest = path.dropPrefix("/events/") {
                 let interval = LoopbackFault.parse(query: query)["interval_ms"].flatMap { Int($0) } ?? 10
                 guard let count = Int(rest), (0...Self.maximumSlowChunks).contains(count),
@@ -99,6 +114,15 @@ enum LoopbackRoute: Equatable {
                 self = .notFound
             }
         }
+    }
+
+    /// How long a `/freeze/` request that arrived at `uptime` waits: until the freeze it arrived in ends, or not at all
+    /// between freezes.
+    static func freezeWait(
+        atUptimeNanoseconds uptime: UInt64, freezeMilliseconds: Int64, periodMilliseconds: Int64
+    ) -> Int64 {
+        let phase = Int64(uptime % UInt64(periodMilliseconds * 1_000_000))
+        return max(freezeMilliseconds * 1_000_000 - phase, 0)
     }
 
     /// Routes whose body is kept or checksummed; everything else is only counted.

@@ -10,7 +10,7 @@ import Synchronization
 /// target. Every instance owns its own event loop group, so always call ``shutdown()``.
 ///
 /// Routes: `/small`, `/json`, `/bytes/N`, `/echo`, `/upload` (and `/files/...`, the same for `curlew upload`), `/headers`, `/status/N`,
-/// `/delay/MS`, `/events/N?interval_ms=M` (server-sent events), absolute-form (proxy) request targets, and the `/fault/...` family
+/// `/delay/MS`, `/freeze/MS?every_ms=PERIOD` (a server that stalls for MS of every PERIOD), `/events/N?interval_ms=M` (server-sent events), absolute-form (proxy) request targets, and the `/fault/...` family
 /// (`close-mid-body`, `short-content-length`, `reset-after-headers`, `never-answer`,
 /// `slow-body?chunks=N&interval_ms=M`, `malformed`, `empty-reply`, `chunked-truncated`).
 public final class LoopbackServer: Sendable {
