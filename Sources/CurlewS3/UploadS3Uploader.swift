@@ -15,8 +15,13 @@ public struct S3ObjectOptions: Sendable, Hashable {
     public var storageClass: String?
     /// A canned ACL, e.g. `bucket-owner-full-control`, passed through to the store.
     public var acl: String?
-    /// Leaves a file alone when the bucket holds an object of its size and, if the store reports one, its SHA-256.
+    /// Leaves a file alone when the bucket holds an object with its bytes, as far as the store can tell: the first
+    /// of the ``S3ExistingObjectRule``s the object offers decides. Size alone never does.
     public var skipExisting = false
+    /// Stores the whole file's SHA-256 with each object (`x-amz-meta-curlew-sha256`), so a later ``skipExisting`` run
+    /// recognises the object whatever part size stored it. For a file uploaded in parts this reads the file once more
+    /// before its first part (the metadata is set when the upload starts), as rclone does for its MD5.
+    public var recordsWholeFileSHA256 = true
 
     /// Options with the defaults: 16 MiB parts, content type by extension, no metadata.
     public init() {}
@@ -55,10 +60,33 @@ public struct S3FileUpload: Sendable, Hashable, CustomStringConvertible {
     public var description: String { name }
 }
 
+/// How ``S3ObjectOptions/skipExisting`` knew that an object in the bucket holds a file's bytes, in the order it tries
+/// them; each needs the object's size to match first.
+public struct S3ExistingObjectRule: Sendable, Hashable, CustomStringConvertible {
+    /// The stable name, as `curlew upload --json` counts it (`alreadyThereByRule`).
+    public let name: String
+
+    private init(_ name: String) { self.name = name }
+
+    /// The whole file's SHA-256 that Curlew stored with the object (``S3ObjectOptions/recordsWholeFileSHA256``):
+    /// decides for any part size.
+    public static let wholeFileSHA256Metadata = S3ExistingObjectRule("metadata-sha256")
+    /// The store's SHA-256 of an object sent in one piece (`x-amz-checksum-sha256`).
+    public static let objectSHA256 = S3ExistingObjectRule("checksum-sha256")
+    /// The store's SHA-256 of the parts' SHA-256s (`…-N`), with the part size read from the store (part 1's length).
+    public static let partsSHA256 = S3ExistingObjectRule("composite-sha256")
+    /// The ETag: the MD5 of an object sent in one piece, or the MD5 of its parts' MD5s (`…-N`). Objects encrypted with
+    /// KMS or customer keys have other ETags: they never match, and the file is sent again.
+    public static let etagMD5 = S3ExistingObjectRule("etag-md5")
+
+    /// The ``name``.
+    public var description: String { name }
+}
+
 package enum S3FileOutcome: Sendable, Equatable {
     case uploaded
-    /// `--skip-existing`: the bucket already holds this file.
-    case alreadyThere
+    /// `--skip-existing`: the bucket already holds this file, as `rule` told.
+    case alreadyThere(S3ExistingObjectRule)
     case failed(String)
 }
 
@@ -89,10 +117,10 @@ package final class S3Uploader: Sendable {
     ) async -> S3FileOutcome {
         do {
             let plan = PartPlan(fileSize: item.size, requestedPartSize: options.partSize)
-            if options.skipExisting, try await storeHolds(item, key: key, plan: plan) {
+            if options.skipExisting, let rule = try await ruleFindingTheFile(item, key: key) {
                 // Recorded too, so a later run with the journal needs no HEAD for it.
                 journal?.record(item)
-                return .alreadyThere
+                return .alreadyThere(rule)
             }
             if plan.isMultipart {
                 try await uploadInParts(item, key: key, plan: plan, sent: sent)
@@ -107,9 +135,16 @@ package final class S3Uploader: Sendable {
         }
     }
 
-    private var objectHeaders: [(name: String, value: String)] {
-        var headers: [(name: String, value: String)] = options.metadata.sorted { $0.key < $1.key }.map {
-            ("x-amz-meta-" + $0.key.lowercased(), $0.value)
+    /// The object's headers: its metadata (with the whole file's SHA-256, `wholeFileSHA256` in hex, when recorded),
+    /// storage class and ACL.
+    private func objectHeaders(wholeFileSHA256: String?) -> [(name: String, value: String)] {
+        var metadata = options.metadata.map { (key: $0.key.lowercased(), value: $0.value) }
+        if let wholeFileSHA256 {
+            metadata.removeAll { $0.key == Self.wholeFileSHA256MetadataName }
+            metadata.append((Self.wholeFileSHA256MetadataName, wholeFileSHA256))
+        }
+        var headers: [(name: String, value: String)] = metadata.sorted { $0.key < $1.key }.map {
+            ("x-amz-meta-" + $0.key, $0.value)
         }
         if let storageClass = options.storageClass { headers.append(("x-amz-storage-class", storageClass)) }
         if let acl = options.acl { headers.append(("x-amz-acl", acl)) }
@@ -123,9 +158,11 @@ package final class S3Uploader: Sendable {
     private func uploadWhole(_ item: UploadItem, key: String) async throws(S3RequestFailure) {
         let digest = try FileRangeDigest.sha256(path: item.absolutePath, offset: 0, length: item.size)
         let checksum = Data(digest).base64EncodedString()
+        let recorded = options.recordsWholeFileSHA256 ? SHA256Hex(digest).text : nil
         let reply = try await client.send(
             .put, key: key,
-            headers: [("content-type", contentType(item)), ("x-amz-checksum-sha256", checksum)] + objectHeaders,
+            headers: [("content-type", contentType(item)), ("x-amz-checksum-sha256", checksum)]
+                + objectHeaders(wholeFileSHA256: recorded),
             body: .file(path: item.absolutePath, offset: 0, length: item.size, sha256: SHA256Hex(digest)))
         try Self.checkUnchanged(item)
         if let stored = reply.header("x-amz-checksum-sha256"), stored != checksum {
@@ -158,9 +195,14 @@ package final class S3Uploader: Sendable {
             done = try reconcile(item, uploadID: uploadID, plan: plan, journaled: earlier.parts, held: held)
             sent(done.values.reduce(0) { $0 + $1.size })
         } else {
+            let recorded =
+                options.recordsWholeFileSHA256
+                ? SHA256Hex(try FileRangeDigest.sha256(path: item.absolutePath, offset: 0, length: item.size)).text
+                : nil
             let reply = try await client.send(
                 .post, key: key, query: [("uploads", "")],
-                headers: [("content-type", contentType(item)), ("x-amz-checksum-algorithm", "SHA256")] + objectHeaders)
+                headers: [("content-type", contentType(item)), ("x-amz-checksum-algorithm", "SHA256")]
+                    + objectHeaders(wholeFileSHA256: recorded))
             guard let id = S3XML.value("UploadId", in: reply.text), !id.isEmpty else {
                 throw .transport("CreateMultipartUpload's reply has no UploadId")
             }
@@ -344,32 +386,78 @@ package final class S3Uploader: Sendable {
 
     // MARK: Skip existing
 
-    /// Whether the bucket holds this file already: same size and, when the store reports a checksum, the same
-    /// SHA-256 (whole-object, or of parts for a multipart object of the same part count).
-    private func storeHolds(_ item: UploadItem, key: String, plan: PartPlan) async throws(S3RequestFailure) -> Bool {
+    /// The metadata name (after `x-amz-meta-`) of the whole file's SHA-256 in hex.
+    static let wholeFileSHA256MetadataName = "curlew-sha256"
+
+    /// The rule by which the bucket already holds this file, or nil when it does not or cannot tell: the object must
+    /// have the file's size, then the first of these the object offers decides: the whole-file SHA-256 Curlew stored,
+    /// the store's SHA-256 (of the object, or of its parts at the part size the store reports), the ETag's MD5.
+    private func ruleFindingTheFile(
+        _ item: UploadItem, key: String
+    ) async throws(S3RequestFailure) -> S3ExistingObjectRule? {
         let head = try await client.send(
             .head, key: key, headers: [("x-amz-checksum-mode", "ENABLED")], allowing: [404])
         guard head.status == 200, head.header("content-length").flatMap({ Int64($0) }) == item.size else {
-            return false
+            return nil
         }
-        guard let stored = head.header("x-amz-checksum-sha256"), !stored.isEmpty else { return true }
-        let pieces = stored.split(separator: "-")
-        let storedDigest = String(pieces[0])
-        let etagParts = head.header("etag")?.trimmingCharacters(in: CharacterSet(charactersIn: "\"")).split(
-            separator: "-"
-        ).dropFirst().first
-        if let count = (pieces.count > 1 ? pieces[1] : etagParts).flatMap({ Int($0) }) {
-            guard plan.isMultipart, plan.partCount == count else { return false }
+        if let recorded = head.header("x-amz-meta-" + Self.wholeFileSHA256MetadataName) {
+            let digest = try FileRangeDigest.sha256(path: item.absolutePath, offset: 0, length: item.size)
+            return recorded.lowercased() == SHA256Hex(digest).text ? .wholeFileSHA256Metadata : nil
+        }
+        let etag = head.header("etag")?.trimmingCharacters(in: CharacterSet(charactersIn: "\"")) ?? ""
+        let etagPieces = etag.split(separator: "-")
+        if let stored = head.header("x-amz-checksum-sha256"), !stored.isEmpty {
+            let pieces = stored.split(separator: "-")
+            let partCount = (pieces.count > 1 ? pieces[1] : etagPieces.count > 1 ? etagPieces[1] : nil).flatMap {
+                Int($0)
+            }
+            guard let partCount else {
+                let digest = try FileRangeDigest.sha256(path: item.absolutePath, offset: 0, length: item.size)
+                return Data(digest).base64EncodedString() == pieces[0] ? .objectSHA256 : nil
+            }
+            guard let parts = try await storedParts(key: key, count: partCount, size: item.size) else { return nil }
             var checksums: [String] = []
-            for part in plan.parts {
+            for part in parts {
                 checksums.append(
                     Data(try FileRangeDigest.sha256(path: item.absolutePath, offset: part.offset, length: part.length))
                         .base64EncodedString())
             }
-            return Self.compositeChecksum(checksums) == storedDigest
+            return Self.compositeChecksum(checksums) == pieces[0] ? .partsSHA256 : nil
         }
-        return Data(try FileRangeDigest.sha256(path: item.absolutePath, offset: 0, length: item.size))
-            .base64EncodedString() == storedDigest
+        if etagPieces.count == 2, let partCount = Int(etagPieces[1]) {
+            guard let parts = try await storedParts(key: key, count: partCount, size: item.size) else { return nil }
+            var hasher = Insecure.MD5()
+            for part in parts {
+                hasher.update(
+                    data: Data(
+                        try FileRangeDigest.md5(path: item.absolutePath, offset: part.offset, length: part.length)))
+            }
+            return SigV4Signer.hex(hasher.finalize()) == etagPieces[0].lowercased() ? .etagMD5 : nil
+        }
+        if etag.count == 32 {
+            let digest = try FileRangeDigest.md5(path: item.absolutePath, offset: 0, length: item.size)
+            return SigV4Signer.hex(digest) == etag.lowercased() ? .etagMD5 : nil
+        }
+        return nil
+    }
+
+    /// The byte ranges of a stored multipart object's `count` parts: all as long as part 1 (which a HEAD with
+    /// `partNumber=1` reports), the last one the rest. Nil when the store does not say, or the ranges cannot add up.
+    private func storedParts(
+        key: String, count: Int, size: Int64
+    ) async throws(S3RequestFailure) -> [(offset: Int64, length: Int64)]? {
+        if count == 1 { return [(offset: Int64(0), length: size)] }
+        guard count > 1 else { return nil }
+        let first = try await client.send(
+            .head, key: key, query: [("partNumber", "1")], allowing: [400, 404, 416])
+        guard first.status == 200 || first.status == 206,
+            let partSize = first.header("content-length").flatMap({ Int64($0) }), partSize > 0,
+            partSize * Int64(count - 1) < size, partSize * Int64(count) >= size
+        else { return nil }
+        return (0..<count).map { index in
+            let offset = partSize * Int64(index)
+            return (offset, index == count - 1 ? size - offset : partSize)
+        }
     }
 
     /// The file must be as it was listed once its bytes are in: the checksum sent covers what was read.

@@ -108,15 +108,25 @@ package struct UploadTally: Sendable {
     package var uploaded = 0
     /// `--skip-existing`: files the bucket already held.
     package var alreadyThere = 0
+    /// ``alreadyThere`` by the rule that recognised each file (``S3ExistingObjectRule`` names, and
+    /// `in-flight-size` for a PUT a killed run had in flight).
+    package var alreadyThereByRule: [String: Int] = [:]
     package var bytes: Int64 = 0
     package var retries = 0
     package var connectionsOpened = 0
     package var statusCounts: [Int: Int] = [:]
     package var failures: [UploadFailure] = []
 
+    /// One more file the destination already held, recognised by the rule named `rule`.
+    package mutating func countAlreadyThere(by rule: String) {
+        alreadyThere += 1
+        alreadyThereByRule[rule, default: 0] += 1
+    }
+
     package mutating func add(_ other: UploadTally) {
         uploaded += other.uploaded
         alreadyThere += other.alreadyThere
+        alreadyThereByRule.merge(other.alreadyThereByRule, uniquingKeysWith: +)
         bytes += other.bytes
         retries += other.retries
         connectionsOpened += other.connectionsOpened
@@ -244,7 +254,7 @@ package final class UploadRunner: Sendable {
                 if journal.wasInFlight(item), await serverHolds(item) {
                     // A run killed while this file was in flight; the server has it whole: not sent twice.
                     journal.record(item)
-                    tally.alreadyThere += 1
+                    tally.countAlreadyThere(by: Self.inFlightSizeRule)
                     filesDone.add(1, ordering: .relaxed)
                     return .finished(())
                 }
@@ -313,8 +323,8 @@ package final class UploadRunner: Sendable {
             filesDone.add(1, ordering: .relaxed)
             // Parts resumed from an earlier run count as progress, not as bytes sent by this one.
             bytesDone.add(Int(item.size) - counted.load(ordering: .relaxed), ordering: .relaxed)
-        case .alreadyThere:
-            tally.alreadyThere += 1
+        case .alreadyThere(let rule):
+            tally.countAlreadyThere(by: rule.name)
             filesDone.add(1, ordering: .relaxed)
         case .failed(let reason):
             bytesDone.subtract(counted.load(ordering: .relaxed), ordering: .relaxed)
@@ -328,6 +338,10 @@ package final class UploadRunner: Sendable {
         tally.failures.append(UploadFailure(path: item.relativePath, error: reason))
         filesFailed.add(1, ordering: .relaxed)
     }
+
+    /// The rule name of a file a killed run had in flight that the server holds with its length (``serverHolds``): a
+    /// PUT lands whole or not at all on the servers this targets (nginx and WebDAV servers write to a temporary file).
+    static let inFlightSizeRule = "in-flight-size"
 
     /// Whether the server answers HEAD for the file's URL with a 2xx and the file's length, as WebDAV servers and
     /// object stores do for a stored file. Compressed uploads never match (the server holds the gzip bytes), so

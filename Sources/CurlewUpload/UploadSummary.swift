@@ -32,6 +32,10 @@ public struct UploadSummary: Sendable, Codable {
     public package(set) var skipped: Int
     /// ``S3ObjectOptions/skipExisting``, or a resumed PUT the server had received: files the server already held.
     public package(set) var alreadyThere: Int
+    /// ``alreadyThere`` by the rule that recognised each file: `metadata-sha256`, `checksum-sha256`,
+    /// `composite-sha256` and `etag-md5` (``S3ExistingObjectRule``), `in-flight-size` for a PUT a killed run had in
+    /// flight.
+    public package(set) var alreadyThereByRule: [String: Int] = [:]
     /// Files left out by the include and exclude patterns.
     public package(set) var excluded = 0
     /// Files that were not sent (``failures`` lists them).
@@ -84,6 +88,7 @@ public struct UploadSummary: Sendable, Codable {
         self.uploaded = tally.uploaded
         self.skipped = skipped
         self.alreadyThere = tally.alreadyThere
+        self.alreadyThereByRule = tally.alreadyThereByRule
         self.failures =
             (listing.problems.map { UploadFailure(path: $0.relativePath, error: $0.reason) } + tally.failures)
             .sorted { $0.path < $1.path }
@@ -110,6 +115,7 @@ public struct UploadSummary: Sendable, Codable {
             merged.uploaded += shard.uploaded
             merged.skipped += shard.skipped
             merged.alreadyThere += shard.alreadyThere
+            merged.alreadyThereByRule.merge(shard.alreadyThereByRule, uniquingKeysWith: +)
             merged.excluded += shard.excluded
             merged.failed += shard.failed
             merged.notStarted += shard.notStarted

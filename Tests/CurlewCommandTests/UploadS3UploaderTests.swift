@@ -332,6 +332,7 @@ import Musl
         #expect(second.status == 0, "\(second.stdout)\n\(second.stderr)")
         let json = try second.json()
         #expect(json["alreadyThere"] as? Int == 15)
+        #expect(json["alreadyThereByRule"] as? [String: Int] == ["metadata-sha256": 15])
         #expect(json["uploaded"] as? Int == 1)
         let writes = moto.loggedRequests { method, target in
             (method == "PUT" || method == "POST") && target.hasPrefix("/\(bucket)/")

@@ -102,11 +102,11 @@ public final class MotoServer: Sendable {
 
     /// Runs `Tests/servers/s3_inspect.py` (boto3) with this server's credentials and returns its stdout; the wait
     /// happens off the cooperative pool, which the rest of the suite needs meanwhile.
-    public func inspect(_ command: String, bucket: String) async throws -> String {
-        try await offCooperativePool { try self.inspectBlocking(command, bucket: bucket) }
+    public func inspect(_ command: String, bucket: String, _ arguments: [String] = []) async throws -> String {
+        try await offCooperativePool { try self.inspectBlocking(command, bucket: bucket, arguments) }
     }
 
-    private func inspectBlocking(_ command: String, bucket: String) throws -> String {
+    private func inspectBlocking(_ command: String, bucket: String, _ arguments: [String]) throws -> String {
         let directory = try TemporaryDirectory.make(prefix: "curlew-s3-inspect")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let stdoutPath = directory + "/stdout"
@@ -115,7 +115,7 @@ public final class MotoServer: Sendable {
                 "env", "AWS_ACCESS_KEY_ID=\(accessKeyID)", "AWS_SECRET_ACCESS_KEY=\(secretAccessKey)", "sh", "-c",
                 "exec \"$0\" \"$@\" > \(stdoutPath)", ServerScripts.python, ServerScripts.directory + "/s3_inspect.py",
                 endpoint, command, bucket,
-            ],
+            ] + arguments,
             stderrPath: directory + "/stderr")
         return (try? String(contentsOfFile: stdoutPath, encoding: .utf8)) ?? ""
     }

@@ -13,7 +13,7 @@ import Testing
             {"source":"/data","url":"http://x/up/","mode":"put","concurrency":4,"files":\(uploaded + 1),
              "uploaded":\(uploaded),"skipped":1,"alreadyThere":0,"excluded":2,"failed":\(failure == nil ? 0 : 1),
              "notStarted":0,"bytes":\(bytes),"durationSeconds":\(seconds),"filesPerSecond":0,"megabytesPerSecond":0,
-             "retries":1,"connectionsOpened":3,"statusCodes":{"201":\(uploaded)},"interrupted":false,
+             "retries":1,"connectionsOpened":3,"statusCodes":{"201":\(uploaded)},"interrupted":false,"alreadyThereByRule":{},
              "failures":\(failures),"startedAt":\(startedAt),"journal":"/j"}
             """
         return try JSONDecoder().decode(UploadSummary.self, from: Data(json.utf8))

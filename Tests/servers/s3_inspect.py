@@ -7,6 +7,9 @@ Usage: s3_inspect.py ENDPOINT COMMAND BUCKET   (credentials in AWS_ACCESS_KEY_ID
                     metadata, storage_class, etag}
     uploads         prints a JSON list of the multipart uploads in progress (key, upload id)
     delete-bucket   deletes every object and open multipart upload, then BUCKET (benchmarks free moto's memory)
+    put KEY FILE PART_SIZE CHECKSUM
+                    stores FILE as KEY the way another tool would: boto3's upload_file, in parts of PART_SIZE bytes
+                    above that size, with CHECKSUM "sha256" (x-amz-checksum-sha256) or "none" (ETag only)
 """
 
 import concurrent.futures
@@ -56,6 +59,13 @@ def main():
             s3.abort_multipart_upload(Bucket=bucket, Key=upload["Key"], UploadId=upload["UploadId"])
         s3.delete_bucket(Bucket=bucket)
         print("{}")
+    elif command == "put":
+        from boto3.s3.transfer import TransferConfig
+        key, path, part_size, checksum = sys.argv[4:8]
+        config = TransferConfig(multipart_threshold=int(part_size), multipart_chunksize=int(part_size))
+        extra = {"ChecksumAlgorithm": "SHA256"} if checksum == "sha256" else {}
+        s3.upload_file(path, bucket, key, Config=config, ExtraArgs=extra)
+        print(json.dumps({"etag": s3.head_object(Bucket=bucket, Key=key)["ETag"]}))
     elif command == "uploads":
         uploads = s3.list_multipart_uploads(Bucket=bucket).get("Uploads", [])
         print(json.dumps([{"key": u["Key"], "upload_id": u["UploadId"]} for u in uploads]))

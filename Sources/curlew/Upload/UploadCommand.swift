@@ -79,7 +79,9 @@ struct UploadCommand: AsyncParsableCommand {
 
     @Flag(
         name: .customLong("skip-existing"),
-        help: "s3: skip files the bucket holds already (same size and, if the store reports it, same SHA-256).")
+        help:
+            "s3: skip files the bucket holds already (same size, then the SHA-256 Curlew stored, the store's SHA-256 or the ETag's MD5)."
+    )
     var skipExisting = false
 
     @Option(
@@ -424,7 +426,10 @@ extension UploadSummary {
         }
         var outcome =
             "\(formatCount(uploaded)) uploaded, \(formatCount(skipped)) skipped (journal), \(formatCount(failed)) failed"
-        if alreadyThere > 0 { outcome += ", \(formatCount(alreadyThere)) already in the bucket" }
+        if alreadyThere > 0 {
+            let rules = alreadyThereByRule.sorted { $0.key < $1.key }.map { "\($0.key): \(formatCount($0.value))" }
+            outcome += ", \(formatCount(alreadyThere)) already there (\(rules.joined(separator: ", ")))"
+        }
         if excluded > 0 { outcome += ", \(formatCount(excluded)) excluded" }
         if notStarted > 0 { outcome += ", \(formatCount(notStarted)) not started" }
         if interrupted { outcome += ", interrupted" }
