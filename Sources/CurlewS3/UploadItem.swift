@@ -72,6 +72,10 @@ package struct S3MultipartProgress: Sendable, Equatable {
 package protocol S3UploadJournal: Sendable {
     /// Records a file the store holds whole.
     func record(_ item: UploadItem)
+    /// Records that a single PUT of the file starts.
+    func recordSending(_ item: UploadItem)
+    /// Whether an earlier run was sending this file, as it is now, in a single PUT when it stopped.
+    func wasInFlight(_ item: UploadItem) -> Bool
     /// The multipart upload an earlier run left for this file as it is now, if any.
     func multipartUpload(of item: UploadItem) -> S3MultipartProgress?
     /// Records that a multipart upload of the file was created.

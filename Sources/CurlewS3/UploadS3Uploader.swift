@@ -117,7 +117,9 @@ package final class S3Uploader: Sendable {
     ) async -> S3FileOutcome {
         do {
             let plan = PartPlan(fileSize: item.size, requestedPartSize: options.partSize)
-            if options.skipExisting, let rule = try await ruleFindingTheFile(item, key: key) {
+            // A killed run may have stored the file just before it could journal that: look before sending again.
+            let wasInFlight = journal.map { $0.wasInFlight(item) || $0.multipartUpload(of: item) != nil } ?? false
+            if options.skipExisting || wasInFlight, let rule = try await ruleFindingTheFile(item, key: key) {
                 // Recorded too, so a later run with the journal needs no HEAD for it.
                 journal?.record(item)
                 return .alreadyThere(rule)
@@ -125,6 +127,7 @@ package final class S3Uploader: Sendable {
             if plan.isMultipart {
                 try await uploadInParts(item, key: key, plan: plan, sent: sent)
             } else {
+                journal?.recordSending(item)
                 try await uploadWhole(item, key: key)
                 sent(item.size)
             }
@@ -216,15 +219,7 @@ package final class S3Uploader: Sendable {
                 done[part.number] = part
             }
             try Self.checkUnchanged(item)
-            let parts = plan.parts.map { done[$0.number]! }
-            let reply = try await client.send(
-                .post, key: key, query: [("uploadId", uploadID)],
-                body: .bytes(Array(CompletedPart.completionXML(parts).utf8)))
-            // CompleteMultipartUpload can fail after its 200 status line: the error is then in the body.
-            if reply.text.contains("<Error>") {
-                throw S3RequestFailure.refused(S3ErrorReply(status: 200, body: reply.body))
-            }
-            try await verifyComposite(parts: parts, completion: reply.text, key: key)
+            try await complete(item, key: key, uploadID: uploadID, parts: plan.parts.map { done[$0.number]! })
         } catch .cancelled {
             // Interrupted: the upload stays, and the journal lets the next run resume it.
             throw .cancelled
@@ -232,6 +227,28 @@ package final class S3Uploader: Sendable {
             try? await abort(item, key: key, uploadID: uploadID)
             throw error
         }
+    }
+
+    /// CompleteMultipartUpload, and the stored object's checksum checked. An attempt whose reply was lost may have
+    /// completed the upload: a retry then gets 404 (`NoSuchUpload`), and the object, if it holds the file's bytes
+    /// (``ruleFindingTheFile``), is the upload's.
+    package func complete(
+        _ item: UploadItem, key: String, uploadID: String, parts: [CompletedPart]
+    ) async throws(S3RequestFailure) {
+        let reply = try await client.send(
+            .post, key: key, query: [("uploadId", uploadID)],
+            body: .bytes(Array(CompletedPart.completionXML(parts).utf8)), allowing: [404])
+        if reply.status == 404 {
+            guard try await ruleFindingTheFile(item, key: key) != nil else {
+                throw .refused(S3ErrorReply(status: 404, body: reply.body))
+            }
+            return
+        }
+        // CompleteMultipartUpload can fail after its 200 status line: the error is then in the body.
+        if reply.text.contains("<Error>") {
+            throw S3RequestFailure.refused(S3ErrorReply(status: 200, body: reply.body))
+        }
+        try await verifyComposite(parts: parts, completion: reply.text, key: key)
     }
 
     /// AbortMultipartUpload: the store drops the parts (and stops billing them); the journal forgets the upload.

@@ -112,10 +112,12 @@ import Musl
         #expect(stored.count == Self.asciiAwkwardNames.count + 1)
         for name in Self.asciiAwkwardNames + ["big/random.bin"] {
             let object = stored["backup/" + name]
+            let sha256 = try await Self.hexSHA256(ofFile: tree.root + "/" + name)
+            #expect(object?["sha256"] as? String == sha256, "\(name) differs or is missing")
+            // The user's metadata, and the whole file's SHA-256 that a later --skip-existing compares.
             #expect(
-                object?["sha256"] as? String == (try await Self.hexSHA256(ofFile: tree.root + "/" + name)),
-                "\(name) differs or is missing")
-            #expect((object?["metadata"] as? [String: String]) == ["owner": "curlew", "run": "1"], "\(name)")
+                (object?["metadata"] as? [String: String]) == ["owner": "curlew", "run": "1", "curlew-sha256": sha256],
+                "\(name)")
             #expect(object?["storage_class"] as? String == "STANDARD_IA", "\(name)")
         }
         #expect(stored["backup/hash#tag.json"]?["content_type"] as? String == "application/json")

@@ -1,6 +1,7 @@
 import CurlewEngine
 import CurlewTestSupport
 import Foundation
+import Synchronization
 import Testing
 
 @testable import CurlewS3
@@ -11,9 +12,10 @@ import Testing
 @Suite(.serialized) struct UploadS3UploaderTests {
     static let fileSize = (20 << 20) + 3
 
-    /// An uploader of `bucket` on moto's checked server, with no journal.
+    /// An uploader of `bucket` on moto's checked server.
     static func uploader(
-        _ moto: MotoServer, bucket: String, client: CurlewClient, partSize: Int64, skipExisting: Bool
+        _ moto: MotoServer, bucket: String, client: CurlewClient, partSize: Int64, skipExisting: Bool,
+        journal: (any S3UploadJournal)? = nil
     ) throws -> S3Uploader {
         let s3 = S3Client(
             endpoint: try S3Endpoint(endpoint: moto.endpoint, region: "us-east-1", bucket: bucket),
@@ -22,13 +24,40 @@ import Testing
         var options = S3ObjectOptions()
         options.partSize = partSize
         options.skipExisting = skipExisting
-        return S3Uploader(client: s3, options: options, journal: nil)
+        return S3Uploader(client: s3, options: options, journal: journal)
+    }
+
+    /// What a run killed mid-file leaves in its journal: the file was being sent (a single PUT) or had a multipart
+    /// upload, and no `done` line followed. In memory: the journal's own file format is tested in CurlewUploadTests.
+    final class KilledRunJournal: S3UploadJournal {
+        let inFlight: FileVersion?
+        let multipart: S3MultipartProgress?
+        let writes = Mutex<[String]>([])
+
+        init(inFlight: FileVersion? = nil, multipart: S3MultipartProgress? = nil) {
+            self.inFlight = inFlight
+            self.multipart = multipart
+        }
+
+        func record(_ item: UploadItem) { writes.withLock { $0.append("done") } }
+        func recordSending(_ item: UploadItem) { writes.withLock { $0.append("sending") } }
+        func wasInFlight(_ item: UploadItem) -> Bool { item.version == inFlight }
+        func multipartUpload(of item: UploadItem) -> S3MultipartProgress? {
+            multipart?.file == item.version ? multipart : nil
+        }
+        func recordMultipartStart(_ item: UploadItem, uploadID: String, partSize: Int64) {
+            writes.withLock { $0.append("upload") }
+        }
+        func recordPart(_ item: UploadItem, uploadID: String, part: CompletedPart) {}
+        func recordAbort(_ item: UploadItem, uploadID: String) {}
     }
 
     static func upload(_ uploader: S3Uploader, path: String, key: String) async throws -> S3FileOutcome {
-        let listed = UploadItem(relativePath: key, absolutePath: path, size: 0, modifiedNanoseconds: 0)
-        let item = try #require(listed.currentState())
-        return await uploader.upload(item, key: key, sent: { _ in })
+        await uploader.upload(try item(path, key: key), key: key, sent: { _ in })
+    }
+
+    static func item(_ path: String, key: String) throws -> UploadItem {
+        try #require(UploadItem(relativePath: key, absolutePath: path, size: 0, modifiedNanoseconds: 0).currentState())
     }
 
     /// Writes (PUT, POST) moto logged for the bucket.
@@ -93,5 +122,74 @@ import Testing
 
         try tree.write("large.bin", SourceTree.content(for: "changed", size: Self.fileSize))
         #expect(try await Self.upload(uploader, path: path, key: "large.bin") == .uploaded, "same size, other bytes")
+    }
+
+    /// A run killed after the store took the file but before the journal said so: the next run, without
+    /// `skipExisting`, looks before sending, in one piece or in parts, and writes nothing.
+    @Test(arguments: [false, true])
+    func aFileAKilledRunHadInFlightIsLookedUpNotSentAgain(multipart: Bool) async throws {
+        let moto = try await MotoServer.shared(.checked)
+        let bucket = try await moto.makeBucket("inflight")
+        let tree = try SourceTree(prefix: "curlew-s3-inflight")
+        defer { tree.remove() }
+        let path = try tree.write("file.bin", SourceTree.content(for: "file", size: multipart ? Self.fileSize : 3000))
+        let client = CurlewClient()
+        defer { Task { await client.shutdown() } }
+        let partSize: Int64 = 8 << 20
+        let first = try Self.uploader(moto, bucket: bucket, client: client, partSize: partSize, skipExisting: false)
+        #expect(try await Self.upload(first, path: path, key: "file.bin") == .uploaded)
+        let writesAfterFirst = Self.writes(moto, bucket)
+
+        let version = try Self.item(path, key: "file.bin").version
+        let journal =
+            multipart
+            ? KilledRunJournal(multipart: S3MultipartProgress(file: version, partSize: partSize, uploadID: "gone"))
+            : KilledRunJournal(inFlight: version)
+        let resumed = try Self.uploader(
+            moto, bucket: bucket, client: client, partSize: partSize, skipExisting: false, journal: journal)
+        #expect(try await Self.upload(resumed, path: path, key: "file.bin") == .alreadyThere(.wholeFileSHA256Metadata))
+        #expect(Self.writes(moto, bucket) == writesAfterFirst, "nothing written again")
+        #expect(journal.writes.withLock { $0 } == ["done"])
+    }
+
+    /// CompleteMultipartUpload retried after an attempt whose reply was lost gets 404 `NoSuchUpload` (the upload is
+    /// complete and gone): the object holds the file's bytes, so the upload succeeded; an object with other bytes
+    /// fails it. moto completes a completed upload again and fails an unknown one with a 500, so a scripted store
+    /// answers here as S3 does.
+    @Test func aCompletionAnswered404ChecksTheObject() async throws {
+        let tree = try SourceTree(prefix: "curlew-s3-complete")
+        defer { tree.remove() }
+        let path = try tree.write("file.bin", SourceTree.content(for: "file", size: Self.fileSize))
+        let other = try tree.write("other.bin", SourceTree.content(for: "other", size: Self.fileSize))
+        let stored = SHA256Hex(try FileRangeDigest.sha256(path: path, offset: 0, length: Int64(Self.fileSize))).text
+        let noSuchUpload = Array("<Error><Code>NoSuchUpload</Code><Message>gone</Message></Error>".utf8)
+        try await withScriptedServer({ request in
+            switch request.method {
+            case "POST":
+                ScriptedResponse(status: 404, headers: [("Content-Type", "application/xml")], body: noSuchUpload)
+            case "HEAD":
+                ScriptedResponse(headers: [
+                    ("Content-Length", String(Self.fileSize)), ("x-amz-meta-curlew-sha256", stored),
+                ])
+            default: ScriptedResponse(status: 405)
+            }
+        }) { server in
+            let client = CurlewClient()
+            defer { Task { await client.shutdown() } }
+            let s3 = S3Client(
+                endpoint: try S3Endpoint(endpoint: server.baseURL, region: "us-east-1", bucket: "bucket"),
+                credentials: AWSCredentials(accessKeyID: "AKIDEXAMPLE", secretAccessKey: "secret"), client: client)
+            let uploader = S3Uploader(client: s3, options: S3ObjectOptions(), journal: nil)
+            let parts = [CompletedPart(number: 1, etag: "\"e\"", checksum: "", size: Int64(Self.fileSize))]
+
+            try await uploader.complete(
+                try Self.item(path, key: "file.bin"), key: "file.bin", uploadID: "gone", parts: parts)
+            await #expect(throws: S3RequestFailure.self) {
+                try await uploader.complete(
+                    try Self.item(other, key: "file.bin"), key: "file.bin", uploadID: "gone", parts: parts)
+            }
+            // One completion and one HEAD per call; nothing retried a 404.
+            #expect(server.requestCount == 4)
+        }
     }
 }
