@@ -343,11 +343,15 @@ package final class UploadRunner: Sendable {
     /// PUT lands whole or not at all on the servers this targets (nginx and WebDAV servers write to a temporary file).
     static let inFlightSizeRule = "in-flight-size"
 
-    /// Whether the server answers HEAD for the file's URL with a 2xx and the file's length, as WebDAV servers and
-    /// object stores do for a stored file. Compressed uploads never match (the server holds the gzip bytes), so
-    /// they are sent again.
+    /// Whether the server answers HEAD for the file's URL with a 2xx and the length it was sent, as WebDAV servers
+    /// and object stores do for a stored file: the file's, or with `--gzip` its compressed length (the server
+    /// holds the gzip bytes; the file is compressed again to know it, in constant memory).
     private func serverHolds(_ item: UploadItem) async -> Bool {
-        guard !plan.gzip, var request = try? CurlewRequest(method: .head, url: plan.url(for: item)) else {
+        let compression: CurlewRequest.BodyCompression? = plan.gzip ? .gzip() : nil
+        guard var request = try? CurlewRequest(method: .head, url: plan.url(for: item)),
+            let sentLength = try? CurlewRequest.Body.file(.path(item.absolutePath)).encodedLength(
+                compression: compression)
+        else {
             return false
         }
         for (name, value) in plan.headers where name.lowercased() == "authorization" {
@@ -356,7 +360,7 @@ package final class UploadRunner: Sendable {
         guard let response = try? await client.execute(request), (200..<300).contains(response.status.code) else {
             return false
         }
-        return response.header("Content-Length").flatMap { Int64($0) } == item.size
+        return response.header("Content-Length").flatMap { Int64($0) } == sentLength
     }
 
     private func makeRequest(for item: UploadItem) throws -> CurlewRequest {
@@ -374,6 +378,9 @@ package final class UploadRunner: Sendable {
             request = try CurlewRequest(method: .post, url: plan.url(for: item), body: .multipart(form))
         }
         for (name, value) in plan.headers { try request.addHeader(name, value) }
+        if request.header("Idempotency-Key") == nil {
+            try request.setHeader("Idempotency-Key", Self.idempotencyKey(for: item, url: plan.url(for: item)))
+        }
         if let checksumHeader = plan.checksumHeader {
             do {
                 for (name, value) in try checksumHeader.headers(forFile: item.absolutePath, length: item.size) {
@@ -386,6 +393,15 @@ package final class UploadRunner: Sendable {
         if plan.gzip { request.bodyCompression = .gzip() }
         request.maxSendBytesPerSecond = plan.budget?.bytesPerSecond
         return request
+    }
+
+    /// The same for every attempt and every run that sends this version of the file to this URL, and different for
+    /// any other (the IETF's `Idempotency-Key` header, a structured-field string): a server that honours it stores a
+    /// file once even when a run killed mid-file sends it again, which a form upload cannot otherwise be spared (no
+    /// HEAD can tell whether a form endpoint took the file).
+    static func idempotencyKey(for item: UploadItem, url: String) -> String {
+        let identity = "\(url)\n\(item.relativePath)\n\(item.size)\n\(item.modifiedNanoseconds)"
+        return "\"" + SigV4Signer.hexSHA256(Array(identity.utf8)).prefix(32) + "\""
     }
 
     private static func bodyHint(_ body: [UInt8]) -> String {

@@ -205,11 +205,53 @@ import Musl
         #expect(output.status == 0, "\(output.stdout)\n\(output.stderr)")
         let json = try output.json()
         #expect(json["alreadyThere"] as? Int == 1)
+        #expect(json["alreadyThereByRule"] as? [String: Int] == ["in-flight-size": 1])
         #expect(json["uploaded"] as? Int == 2)
         try await waitUntil(timeout: .seconds(10), "nginx to log the two PUTs") { try target.acceptedPuts().count >= 2 }
         #expect(try target.acceptedPuts() == ["never arrived.bin": 1, "stored cut short.bin": 1])
         #expect(FileManager.default.contents(atPath: target.storedPath("stored cut short.bin"))?.count == 5000)
         #expect(try Set(journaledPaths(journal)) == ["stored whole.bin", "never arrived.bin", "stored cut short.bin"])
+    }
+
+    /// With `--gzip` the server holds the compressed bytes: a file in flight at a crash is matched by its compressed
+    /// length (the file compressed again), so a run killed after the server stored every file sends none again.
+    @Test func gzipFilesInFlightAtACrashAreMatchedByTheirCompressedLength() async throws {
+        let nginx = try await NginxServer.shared()
+        let target = DavTarget(nginx: nginx)
+        let tree = try SourceTree(prefix: "curlew-upload-gzip-in-flight")
+        let journal = tree.root + ".journal"
+        defer {
+            tree.remove()
+            target.remove()
+            try? FileManager.default.removeItem(atPath: journal)
+        }
+        let names = (0..<12).map { "text \($0).json" }
+        for name in names {
+            try tree.write(name, Array(String(repeating: "{\"name\": \"\(name)\"}\n", count: 400 + name.count).utf8))
+        }
+        let first = try await CurlewBinary.run([
+            "upload", tree.root, target.url, "--gzip", "--journal", journal, "--json",
+        ])
+        #expect(first.status == 0, "\(first.stdout)\n\(first.stderr)")
+        // What a run killed after the server stored each file, before its `done` line, leaves behind.
+        let killed = try String(contentsOfFile: journal, encoding: .utf8).replacingOccurrences(
+            of: "done\t", with: "sending\t")
+        try killed.write(toFile: journal, atomically: true, encoding: .utf8)
+
+        let resumed = try await CurlewBinary.run([
+            "upload", tree.root, target.url, "--gzip", "--journal", journal, "--json",
+        ])
+        #expect(resumed.status == 0, "\(resumed.stdout)\n\(resumed.stderr)")
+        let json = try resumed.json()
+        #expect(json["uploaded"] as? Int == 0)
+        #expect(json["alreadyThereByRule"] as? [String: Int] == ["in-flight-size": names.count])
+        try await waitUntil(timeout: .seconds(10), "nginx to log the first run's PUTs") {
+            try target.acceptedPuts().count >= names.count
+        }
+        #expect(try target.acceptedPuts() == Dictionary(uniqueKeysWithValues: names.map { ($0, 1) }))
+        // The stored bytes are the gzip stream, smaller than the file: the match was on the compressed length.
+        let stored = try #require(FileManager.default.contents(atPath: target.storedPath(names[0])))
+        #expect(stored.prefix(2) == Data([0x1f, 0x8b]) && stored.count < 1000)
     }
 
     @Test func interruptStopsStartingFilesAndLeavesAConsistentJournal() async throws {

@@ -4,6 +4,7 @@ import CurlewS3
 import CurlewTestSupport
 import CurlewUpload
 import Foundation
+import Synchronization
 import Testing
 
 /// The library's public API, as a service uses it (no `@testable`): a folder of awkwardly named files uploaded,
@@ -41,9 +42,10 @@ import Testing
         var configuration = UploadConfiguration(source: .folder(tree.root), destination: destination)
         configuration.concurrency = concurrency
         configuration.journalPath = journal
-        // Paced (6 s for the 300 files), so the cancel lands while most files are still to send, even on a machine
-        // that stalls for seconds.
-        configuration.filesPerSecond = 50
+        // Paced (30 s for the 300 files; the cancel comes after about 2), so it lands while most files are still
+        // to send even on a machine that stalls this test for seconds (at 50 files/s a loaded machine once saw the
+        // whole first run end before the cancel).
+        configuration.filesPerSecond = 10
         let client = CurlewClient()
 
         let upload = try Upload(configuration, client: client)
@@ -195,5 +197,40 @@ import Testing
             (error as? UploadError)?.kind == .invalidConfiguration
         }
         await client.shutdown()
+    }
+}
+
+extension UploadTests {
+    /// A form endpoint cannot be asked whether it took a file, so every request carries an `Idempotency-Key` that a
+    /// server can deduplicate on: the same for a file in every run, different for every file.
+    @Test func everyFileCarriesTheSameIdempotencyKeyInEveryRun() async throws {
+        let tree = try SourceTree(prefix: "curlew-upload-idempotency")
+        defer { tree.remove() }
+        let names = ["a.txt", "b.txt", "dir/c.txt", "empty.bin"]
+        for name in names { try tree.write(name, name == "empty.bin" ? [] : Array(name.utf8)) }
+        let keys = Mutex<[String: [String]]>([:])
+        try await withScriptedServer({ request in
+            // The form's first field is the file's path: `name="path"`, a blank line, the value.
+            let body = String(decoding: request.body, as: UTF8.self)
+            let value = body.range(of: "name=\"path\"\r\n\r\n").map { body[$0.upperBound...] }
+            let path = value.map { String($0.prefix { $0 != "\r\n" }) } ?? "?"
+            keys.withLock { $0[path, default: []].append(request.header("Idempotency-Key") ?? "") }
+            return ScriptedResponse(status: 201)
+        }) { server in
+            let configuration = UploadConfiguration(
+                source: .folder(tree.root), destination: .multipartForm(url: server.baseURL + "/form"))
+            let client = CurlewClient()
+            for _ in 0..<2 {
+                let summary = try await Upload(configuration, client: client).run()
+                #expect(summary.uploaded == names.count, "\(summary.failures)")
+            }
+            await client.shutdown()
+        }
+        let seen = keys.withLock { $0 }
+        #expect(Set(seen.keys) == Set(names), "each request named its file first: \(seen.keys)")
+        for (name, sent) in seen {
+            #expect(sent.count == 2 && sent[0] == sent[1] && sent[0].count == 34, "\(name): \(sent)")
+        }
+        #expect(Set(seen.values.map { $0[0] }).count == names.count, "a key per file")
     }
 }

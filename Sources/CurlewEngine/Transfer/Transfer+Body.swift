@@ -85,3 +85,28 @@ final class OpenedBody {
         source.close()
     }
 }
+
+extension CurlewRequest.Body {
+    /// The bytes this body puts on the wire with `compression`: read through the same encoder a transfer uses (the
+    /// compressed size is known no other way), in constant memory. Nil for a stream, which can be read only once.
+    ///
+    /// For checks after the fact, such as whether a server holds what a killed upload was sending: the engine's
+    /// deflate output depends only on the bytes and the level, so the same body compresses to the same length.
+    package func encodedLength(compression: CurlewRequest.BodyCompression?) throws(CurlewError) -> Int64? {
+        if case .stream = storage { return nil }
+        let body = try OpenedBody.open(self, compression: compression).get()
+        defer { body.close() }
+        let capacity = 64 * 1024
+        let buffer = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 16)
+        defer { buffer.deallocate() }
+        var total: Int64 = 0
+        while true {
+            switch body.read(into: buffer, capacity: capacity) {
+            case .bytes(let count): total += Int64(count)
+            case .end: return total
+            case .pause: throw .requestBody("the body paused while its length was measured")
+            case .abort(let error): throw error
+            }
+        }
+    }
+}
