@@ -58,8 +58,6 @@ final class Transfer: @unchecked Sendable, DeadlineHeapMember {
     var startedAt: UInt64 = 0
     /// The socket libcurl opened last for this transfer.
     var openedSocket: Int32?
-    /// The HTTP/1 connection of the transfer's last request, as `ConnectionRegistry` keys it.
-    var connectionKey: Int?
 
     /// The transfer's place in its loop's deadline heap (`MultiCore`), -1 while it is not in the multi handle.
     var deadlineHeapIndex = -1
@@ -193,16 +191,12 @@ final class Transfer: @unchecked Sendable, DeadlineHeapMember {
             } ?? checksReusedConnections
         guard checks, let connections = core?.connections else { return .notChecked }
         let key = ConnectionRegistry.key(localPort: localPort, remotePort: remotePort)
-        // A redirect that moves to another connection leaves the previous one idle.
-        if let previous = connectionKey, previous != key { connections.requestEnded(on: previous) }
-        connectionKey = key
         // CURLINFO_NUM_CONNECTS is 0 while the transfer has opened no connection: libcurl handed it a pooled one.
         var check = TransferStateMachine.ConnectionCheck.notChecked
         if easy.info(CURLINFO_NUM_CONNECTS) == 0 {
             if let socket = connections.socketToCheck(for: key) {
                 check = curlew_socket_is_quiet(socket) == 1 ? .clean : .unreadBytesOrClosed
             }
-            connections.requestStarted(on: key)
         } else if let openedSocket {
             connections.register(openedSocket, for: key)
         }
