@@ -92,10 +92,6 @@ enum Soak {
         #else
         let build = "release"
         #endif
-        print(
-            "== curlew soak: \(options.seconds) s, \(loops.map(\.name).joined(separator: ", ")) at once, "
-                + "HTTP/1.1 and HTTP/2 (TLS), \(options.concurrency) workers per loop, \(build) build, libcurl "
-                + CurlewClient.libcurlVersion)
 
         let routes = SoakRoute.all.filter { options.routes?.contains($0.kind) ?? true }
         let protocols = SoakProtocol.allCases.filter { version in
@@ -103,6 +99,11 @@ enum Soak {
         }
         let loops = loops.filter { options.loops?.contains($0.tag) ?? true }
         guard !protocols.isEmpty, !loops.isEmpty else { Options.usage() }
+        print(
+            "== curlew soak: \(options.seconds) s, \(loops.map(\.name).joined(separator: ", ")) at once, "
+                + "\(protocols.map { $0 == .http2 ? "HTTP/2 (TLS)" : $0.rawValue }.joined(separator: " and ")), "
+                + "\(routes.count) routes, \(options.concurrency) workers per loop, \(build) build, libcurl "
+                + CurlewClient.libcurlVersion)
         let clients = loops.map { loop in
             var configuration = CurlewClient.Configuration()
             configuration.eventLoop = loop.kind
