@@ -191,16 +191,18 @@ final class Transfer: @unchecked Sendable, DeadlineHeapMember {
             } ?? checksReusedConnections
         guard checks, let connections = core?.connections else { return .notChecked }
         let key = ConnectionRegistry.key(localPort: localPort, remotePort: remotePort)
-        // CURLINFO_NUM_CONNECTS is 0 while the transfer has opened no connection: libcurl handed it a pooled one.
-        var check = TransferStateMachine.ConnectionCheck.notChecked
-        if easy.info(CURLINFO_NUM_CONNECTS) == 0 {
-            if let socket = connections.socketToCheck(for: key) {
-                check = curlew_socket_is_quiet(socket) == 1 ? .clean : .unreadBytesOrClosed
-            }
-        } else if let openedSocket {
+        // A connection is the transfer's own new one only when the transfer opened one (CURLINFO_NUM_CONNECTS is 0
+        // until it does) and it is the socket opened last: after an attempt on a new connection, libcurl's own retry
+        // of a request that got nothing back can take a pooled connection (`make soak` saw fake responses answer
+        // such retries). Every other connection is a pooled one and is peeked.
+        if easy.info(CURLINFO_NUM_CONNECTS) > 0, let openedSocket,
+            curlew_socket_local_port(openedSocket) == localPort
+        {
             connections.register(openedSocket, for: key)
+            return .notChecked
         }
-        return check
+        guard let socket = connections.socketToCheck(for: key) else { return .notChecked }
+        return curlew_socket_is_quiet(socket) == 1 ? .clean : .unreadBytesOrClosed
     }
 
     /// Swaps in the header list without credentials. libcurl reads the list when it writes the request, right
