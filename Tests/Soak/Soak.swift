@@ -136,11 +136,14 @@ enum Soak {
 
         rss.record(at: 0)
         let monitor = Task {
-            var tick = 0
+            // By the clock, not by counting sleeps: on a loaded machine a 1 s sleep takes longer.
+            var nextSample = Double(sampleInterval)
             while !Task.isCancelled {
                 try? await Task.sleep(for: .seconds(1))
-                tick += 1
-                if tick % sampleInterval == 0, ContinuousClock.now < deadline { rss.record(at: secondsSinceStart()) }
+                if secondsSinceStart() >= nextSample, ContinuousClock.now < deadline {
+                    rss.record(at: secondsSinceStart())
+                    nextSample += Double(sampleInterval)
+                }
                 for request in inFlight.overdue(limit: hangLimit) {
                     tally.update(request.cell) { $0.hung += 1 }
                     print("curlew-soak: hung past \(hangLimit): \(request.description)")
