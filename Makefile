@@ -54,7 +54,7 @@ define swift_test
 	$(SWIFT) test --skip-build $(2) 2>&1 | tee $(TEST_LOG_DIR)/$(1).log || echo $(1) >> $(TEST_LOG_DIR)/failed
 endef
 
-.PHONY: bench-accuracy bench-peers fuzz demo test format format-check test-libcurl-backports test-large build deps deps-system deps-python bench bench-libcurl-backports clean check-warnings readme-check docs
+.PHONY: soak bench-accuracy bench-peers fuzz demo test format format-check test-libcurl-backports test-large build deps deps-system deps-python bench bench-libcurl-backports clean check-warnings readme-check docs
 
 DEMO_DIR := .build/demo-upload
 
@@ -172,6 +172,18 @@ fuzz: deps-system
 	$(SWIFT) build $(FUZZ_BUILD_FLAGS)
 	Tests/Fuzz/run-fuzz.sh "$$($(SWIFT) build $(FUZZ_BUILD_FLAGS) --show-bin-path)/curlew-fuzz" $(FUZZ_SECONDS) \
 		$(FUZZ_TARGETS)
+
+# Soak: the engine under a fault-injecting server (Tests/Soak, Tests/servers/fault_server.py), in a release build as
+# users run it: one product only, beside the demo's release build of `curlew`.
+SOAK_SECONDS ?= 600
+SOAK_BUILD_FLAGS := -c release --product curlew-soak
+
+## soak: every loop (thread(poll), thread(socket-action), dispatch) at once over HTTP/1.1 and HTTP/2 against a server
+## that resets, stalls, truncates, sends stray bytes and GOAWAYs, for SOAK_SECONDS (default 600); fails on a wrong
+## body, a hung request, an untyped error or RSS growth after the warm-up (a fifth of the run)
+soak: deps
+	$(SWIFT) build $(SOAK_BUILD_FLAGS)
+	"$$($(SWIFT) build $(SOAK_BUILD_FLAGS) --show-bin-path)/curlew-soak" --seconds $(SOAK_SECONDS)
 
 ## bench: side-by-side benchmarks (Benchmarks/README.md), writes Benchmarks/results/latest.md
 bench: deps

@@ -267,6 +267,14 @@ let package = Package(
             dependencies: ["CurlewFuzzProperties"],
             swiftSettings: strictSettings
         ),
+        // `make soak`: the engine under a fault-injecting server (Tests/servers/fault_server.py) for a bounded time,
+        // on every loop and both HTTP versions, counting wrong bodies, failures by cause and RSS over time.
+        .executableTarget(
+            name: "curlew-soak",
+            dependencies: ["CurlewEngine", "CurlewTestSupport"],
+            path: "Tests/Soak",
+            swiftSettings: strictSettings
+        ),
         // Stands in for a server framework that exports `Route` and `Environment` (Vapor, Hummingbird).
         .target(name: "FrameworkNames", path: "Tests/FrameworkNames", swiftSettings: strictSettings),
         .testTarget(

@@ -13,6 +13,8 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
 #include <errno.h>
 #include <sys/epoll.h>
 #include <sys/stat.h>
@@ -64,6 +66,17 @@ static inline CURLcode curlew_easy_setopt_prereq_callback(CURL *handle, curlew_p
 
 static inline CURLcode curlew_easy_setopt_sockopt_callback(CURL *handle, curl_sockopt_callback cb) {
     return curl_easy_setopt(handle, CURLOPT_SOCKOPTFUNCTION, cb);
+}
+
+/// The local port of a socket (IPv4 or IPv6), or -1. Tells a connection a transfer opened from a pooled one that
+/// libcurl handed it on a later attempt of the same transfer.
+static inline int curlew_socket_local_port(int fd) {
+    struct sockaddr_storage address;
+    socklen_t length = sizeof(address);
+    if (fd < 0 || getsockname(fd, (struct sockaddr *)&address, &length) != 0) return -1;
+    if (address.ss_family == AF_INET) return ntohs(((struct sockaddr_in *)&address)->sin_port);
+    if (address.ss_family == AF_INET6) return ntohs(((struct sockaddr_in6 *)&address)->sin6_port);
+    return -1;
 }
 
 /// Whether a connection has nothing waiting to be read: 1 when a non-blocking peek finds no byte and no end of

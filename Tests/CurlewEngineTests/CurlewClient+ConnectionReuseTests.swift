@@ -101,6 +101,47 @@ struct CurlewClientConnectionReuseTests {
         }
     }
 
+    /// Found by `make soak`: with requests in flight on one loop, libcurl pools a finished transfer's connection and
+    /// hands it to a waiting transfer within the same `curl_multi_perform`, before the loop has read the first one's
+    /// completion. The check for unread bytes must not depend on the loop having seen that completion: a fake
+    /// response left on the connection then answered the next request, and every request after it on the connection
+    /// got the answer of the one before.
+    @Test(arguments: allLoops)
+    func aFakeResponseNeverAnswersARequestThatReusesTheConnectionAtOnce(
+        loop: CurlewClient.Configuration.EventLoopKind
+    ) async throws {
+        let poison = "HTTP/1.1 200 OK\r\nContent-Length: 6\r\nX-Poisoned: yes\r\n\r\nPOISON"
+        // A body longer than libcurl's first read: libcurl reads the rest only up to the announced length, so the
+        // fake response stays on the socket (in one read with the head, libcurl would see it and close).
+        let padding = String(repeating: ".", count: 100_000)
+        let script: @Sendable (WireRequest) -> [WireStep] = { request in
+            [.send(Array((WireStep.responseText(body: "own:\(request.target)" + padding) + poison).utf8))]
+        }
+        let workers = 16
+        let requestsPerWorker = 50
+        try await withWireScriptServer(script) { server in
+            try await withClient(loop, configure: { $0.loopCount = 1 }) { client in
+                let wrong = try await withThrowingTaskGroup(of: [String].self) { group in
+                    for worker in 0..<workers {
+                        group.addTask {
+                            var wrong: [String] = []
+                            for index in 0..<requestsPerWorker {
+                                let path = "/w\(worker)-\(index)"
+                                let response = try await client.execute(try CurlewRequest(url: server.baseURL + path))
+                                if response.text != "own:\(path)" + padding {
+                                    wrong.append("\(path): \(response.text.prefix(40))")
+                                }
+                            }
+                            return wrong
+                        }
+                    }
+                    return try await group.reduce(into: []) { $0 += $1 }
+                }
+                #expect(wrong.isEmpty, "\(wrong.count) requests got another answer: \(wrong.prefix(5))")
+            }
+        }
+    }
+
     @Test(arguments: allLoops)
     func aConnectionWithUnreadBytesIsReplacedBeforeTheRequestIsWritten(
         loop: CurlewClient.Configuration.EventLoopKind

@@ -164,3 +164,42 @@ private final class Tally: Sendable {
         }
     }
 }
+
+/// A stream the server resets before its end: RST_STREAM with NO_ERROR closes a response only after END_STREAM
+/// (RFC 9113, 8.1); before it, the response is cut short, as a reset with any other code cuts it.
+@Suite("HTTP/2 streams reset before their end (fault server)")
+struct CurlewClientHTTP2StreamResetTests {
+    @Test(arguments: allLoops)
+    func aStreamResetWithNoErrorBeforeItsEndNeverPassesForTheWholeBody(
+        loop: CurlewClient.Configuration.EventLoopKind
+    ) async throws {
+        let server = try await FaultServer.start()
+        defer { server.stop() }
+        let expected = FaultServer.body(requestID: "reset-no-error", size: 65_536)
+        try await withClient(loop, configure: { $0.tls.caFile = server.caFile }) { client in
+            // Half the body without content-length, then RST_STREAM NO_ERROR and no END_STREAM.
+            let request = try CurlewRequest(url: "\(server.http2BaseURL)/rst-no-error/reset-no-error/65536")
+            let outcome: Result<CurlewResponse, any Error>
+            do {
+                outcome = .success(try await client.execute(request))
+            } catch {
+                outcome = .failure(error)
+            }
+            switch outcome {
+            case .success(let response):
+                // What libcurl 7.88 does (curl issue 6015, seen by `make soak`): the cut body as if whole. The
+                // engine cannot tell, since libcurl does not say how a stream ended; the bytes at least are the
+                // response's own.
+                #expect(response.body.count < expected.count && expected.starts(with: response.body))
+                withKnownIssue(
+                    "libcurl reports a stream reset with NO_ERROR before END_STREAM as a complete response (curl 6015)",
+                    isIntermittent: true
+                ) {
+                    Issue.record("a response cut by RST_STREAM NO_ERROR succeeded with \(response.body.count) bytes")
+                }
+            case .failure(let error):
+                #expect(error is CurlewError, "\(error)")
+            }
+        }
+    }
+}

@@ -132,7 +132,6 @@ final class MultiCore {
         let transfer = Unmanaged<Transfer>.fromOpaque(userdata).takeUnretainedValue()
         curl_multi_remove_handle(multi, handle)
         guard let easy = transfer.easy else { return }
-        if let key = transfer.connectionKey { connections.requestEnded(on: key) }
         let facts = result == CURLE_OK ? nil : transfer.completionFacts(result, easy: easy)
         switch transfer.stateMachine.curlCompleted(failure: facts) {
         case .ignore:

@@ -58,8 +58,6 @@ final class Transfer: @unchecked Sendable, DeadlineHeapMember {
     var startedAt: UInt64 = 0
     /// The socket libcurl opened last for this transfer.
     var openedSocket: Int32?
-    /// The HTTP/1 connection of the transfer's last request, as `ConnectionRegistry` keys it.
-    var connectionKey: Int?
 
     /// The transfer's place in its loop's deadline heap (`MultiCore`), -1 while it is not in the multi handle.
     var deadlineHeapIndex = -1
@@ -193,20 +191,18 @@ final class Transfer: @unchecked Sendable, DeadlineHeapMember {
             } ?? checksReusedConnections
         guard checks, let connections = core?.connections else { return .notChecked }
         let key = ConnectionRegistry.key(localPort: localPort, remotePort: remotePort)
-        // A redirect that moves to another connection leaves the previous one idle.
-        if let previous = connectionKey, previous != key { connections.requestEnded(on: previous) }
-        connectionKey = key
-        // CURLINFO_NUM_CONNECTS is 0 while the transfer has opened no connection: libcurl handed it a pooled one.
-        var check = TransferStateMachine.ConnectionCheck.notChecked
-        if easy.info(CURLINFO_NUM_CONNECTS) == 0 {
-            if let socket = connections.socketToCheck(for: key) {
-                check = curlew_socket_is_quiet(socket) == 1 ? .clean : .unreadBytesOrClosed
-            }
-            connections.requestStarted(on: key)
-        } else if let openedSocket {
+        // A connection is the transfer's own new one only when the transfer opened one (CURLINFO_NUM_CONNECTS is 0
+        // until it does) and it is the socket opened last: after an attempt on a new connection, libcurl's own retry
+        // of a request that got nothing back can take a pooled connection (`make soak` saw fake responses answer
+        // such retries). Every other connection is a pooled one and is peeked.
+        if easy.info(CURLINFO_NUM_CONNECTS) > 0, let openedSocket,
+            curlew_socket_local_port(openedSocket) == localPort
+        {
             connections.register(openedSocket, for: key)
+            return .notChecked
         }
-        return check
+        guard let socket = connections.socketToCheck(for: key) else { return .notChecked }
+        return curlew_socket_is_quiet(socket) == 1 ? .clean : .unreadBytesOrClosed
     }
 
     /// Swaps in the header list without credentials. libcurl reads the list when it writes the request, right
