@@ -15,6 +15,9 @@ package enum BenchStartTime {
             guard seconds.isFinite, seconds > 0 else { return nil }
             date = Date(timeIntervalSince1970: seconds)
         } else {
+            // ICU, under ISO8601DateFormatter, traps (an integer division fault) on a fraction of many digits:
+            // no field of an ISO 8601 time needs more than 9 (nanoseconds).
+            guard text.utf8.count <= 64, !hasDigitRun(longerThan: 9, in: text) else { return nil }
             let formatter = ISO8601DateFormatter()
             var parsed = formatter.date(from: text)
             if parsed == nil {
@@ -25,6 +28,15 @@ package enum BenchStartTime {
             date = parsed
         }
         return date <= latest ? date : nil
+    }
+
+    private static func hasDigitRun(longerThan limit: Int, in text: String) -> Bool {
+        var run = 0
+        for byte in text.utf8 {
+            run = (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) ? run + 1 : 0
+            if run > limit { return true }
+        }
+        return false
     }
 
     /// How long to wait from `now` until `start`: zero for a time already past.

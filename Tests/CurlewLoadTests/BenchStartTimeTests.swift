@@ -23,6 +23,13 @@ import Testing
         #expect(wait == .seconds(253_402_300_799))
     }
 
+    /// ICU trapped (SIGFPE) parsing a fraction of ~80 digits: `--start-at` crashed the command (found by the
+    /// load-options fuzz target).
+    @Test func aFractionOfManyDigitsIsRefusedBeforeICUSeesIt() {
+        #expect(BenchStartTime.parse("2026-1-24T10:00:00." + String(repeating: "2", count: 80) + "50Z") == nil)
+        #expect(BenchStartTime.parse("2026-11-24T10:00:00.25Z") == Date(timeIntervalSince1970: 1_795_514_400.25))
+    }
+
     @Test func aTimeAlreadyPastIsNoWait() {
         let now = Date(timeIntervalSince1970: 1_795_514_400)
         #expect(BenchStartTime.wait(until: now - 5, from: now) == .zero)
