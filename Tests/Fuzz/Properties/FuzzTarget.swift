@@ -13,6 +13,7 @@ package struct FuzzTarget: Sendable {
         FuzzTarget(name: "header-line", check: HeaderLineProperty.check),
         FuzzTarget(name: "multipart", check: MultipartProperty.check),
         FuzzTarget(name: "gzip", check: GzipProperty.check),
+        FuzzTarget(name: "sigv4", check: SigV4Property.check),
     ]
 
     package static func named(_ name: String) -> FuzzTarget? { all.first { $0.name == name } }
