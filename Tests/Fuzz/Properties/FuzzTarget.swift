@@ -14,6 +14,7 @@ package struct FuzzTarget: Sendable {
         FuzzTarget(name: "multipart", check: MultipartProperty.check),
         FuzzTarget(name: "gzip", check: GzipProperty.check),
         FuzzTarget(name: "sigv4", check: SigV4Property.check),
+        FuzzTarget(name: "bench-targets", check: BenchTargetsProperty.check),
     ]
 
     package static func named(_ name: String) -> FuzzTarget? { all.first { $0.name == name } }
