@@ -15,6 +15,7 @@ package struct FuzzTarget: Sendable {
         FuzzTarget(name: "gzip", check: GzipProperty.check),
         FuzzTarget(name: "sigv4", check: SigV4Property.check),
         FuzzTarget(name: "bench-targets", check: BenchTargetsProperty.check),
+        FuzzTarget(name: "load-options", check: LoadOptionsProperty.check),
     ]
 
     package static func named(_ name: String) -> FuzzTarget? { all.first { $0.name == name } }
