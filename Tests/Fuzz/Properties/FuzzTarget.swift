@@ -16,6 +16,7 @@ package struct FuzzTarget: Sendable {
         FuzzTarget(name: "sigv4", check: SigV4Property.check),
         FuzzTarget(name: "bench-targets", check: BenchTargetsProperty.check),
         FuzzTarget(name: "load-options", check: LoadOptionsProperty.check),
+        FuzzTarget(name: "upload-journal", check: UploadJournalProperty.check),
     ]
 
     package static func named(_ name: String) -> FuzzTarget? { all.first { $0.name == name } }
