@@ -17,6 +17,7 @@ package struct FuzzTarget: Sendable {
         FuzzTarget(name: "bench-targets", check: BenchTargetsProperty.check),
         FuzzTarget(name: "load-options", check: LoadOptionsProperty.check),
         FuzzTarget(name: "upload-journal", check: UploadJournalProperty.check),
+        FuzzTarget(name: "hdr-log", check: HdrLogProperty.check),
     ]
 
     package static func named(_ name: String) -> FuzzTarget? { all.first { $0.name == name } }
