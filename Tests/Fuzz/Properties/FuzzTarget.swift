@@ -18,6 +18,7 @@ package struct FuzzTarget: Sendable {
         FuzzTarget(name: "load-options", check: LoadOptionsProperty.check),
         FuzzTarget(name: "upload-journal", check: UploadJournalProperty.check),
         FuzzTarget(name: "hdr-log", check: HdrLogProperty.check),
+        FuzzTarget(name: "shard-file", check: ShardFileProperty.check),
     ]
 
     package static func named(_ name: String) -> FuzzTarget? { all.first { $0.name == name } }
