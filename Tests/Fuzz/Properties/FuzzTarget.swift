@@ -19,6 +19,7 @@ package struct FuzzTarget: Sendable {
         FuzzTarget(name: "upload-journal", check: UploadJournalProperty.check),
         FuzzTarget(name: "hdr-log", check: HdrLogProperty.check),
         FuzzTarget(name: "shard-file", check: ShardFileProperty.check),
+        FuzzTarget(name: "transfer-framing", check: TransferFramingProperty.check),
     ]
 
     package static func named(_ name: String) -> FuzzTarget? { all.first { $0.name == name } }
