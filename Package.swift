@@ -248,7 +248,12 @@ let package = Package(
             name: "CurlewFuzzProperties",
             dependencies: [
                 "CurlewEngine",
+                "CurlewS3",
+                "CurlewUpload",
+                "CurlewLoad",
+                "CurlewSharding",
                 "CLibCurl",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "MultipartKit", package: "multipart-kit"),
             ],

@@ -103,11 +103,13 @@ package struct BenchShardResult {
             throw BenchMergeError(
                 "\(path.debugDescription) is a summary without the run's record: write shard results with --output-dir")
         }
+        try checkFigures(summary, record, path: path)
         let histogramPath = (directory as NSString).appendingPathComponent(record.histogramFile)
         let histogram: LatencyHistogram
         do {
             histogram = try JSONDecoder().decode(
-                LatencyHistogram.self, from: try Data(contentsOf: URL(fileURLWithPath: histogramPath)))
+                StoredHistogram.self, from: try Data(contentsOf: URL(fileURLWithPath: histogramPath))
+            ).histogram()
         } catch {
             throw BenchMergeError("cannot read the histogram \(histogramPath.debugDescription): \(error)")
         }
@@ -129,6 +131,7 @@ package struct BenchShardResult {
             throw BenchMergeError(
                 "\(logPath.debugDescription) does not match the intervals of \(path.debugDescription)")
         }
+        // The figures are below `countLimit` (checkFigures), so these sums cannot overflow.
         var total = (requests: 0, failed: 0)
         let intervals = zip(entries, record.intervals).map { entry, counts in
             total.requests += counts.requests
@@ -136,12 +139,86 @@ package struct BenchShardResult {
             return BenchInterval(
                 startSeconds: counts.startSeconds, endSeconds: counts.endSeconds, histogram: entry.histogram,
                 failed: counts.failed,
+                // "200" and "0200" are one status.
                 statusCounts: Dictionary(
-                    uniqueKeysWithValues: counts.statusCodes.compactMap { key, value in Int(key).map { ($0, value) } }),
+                    counts.statusCodes.compactMap { key, value in Int(key).map { ($0, value) } }, uniquingKeysWith: +),
                 totalRequests: total.requests, totalFailed: total.failed)
         }
         return BenchShardResult(
             path: path, summary: summary, record: record, histogram: histogram, intervals: intervals)
+    }
+
+    /// The most a shard may count of anything (requests, failures, responses of a status, connections, bytes):
+    /// 2^46, beyond any run, and low enough that the sums of 100,000 shards' counts (and of a shard's intervals,
+    /// whose counts are each checked) cannot overflow.
+    package static let countLimit = 1 << 46
+
+    /// Refuses the figures a merge cannot add up: negative or beyond ``countLimit`` counts, times that are not
+    /// finite or not in order, a shard that is not one of its run's. A file that was changed (or written by
+    /// something else) is then an error naming it, never a trap or a sum that wrapped around.
+    private static func checkFigures(
+        _ summary: BenchSummary, _ record: BenchRunRecord, path: String
+    ) throws(BenchMergeError) {
+        func count(_ name: String, _ value: Int) throws(BenchMergeError) {
+            guard (0...countLimit).contains(value) else {
+                throw BenchMergeError(
+                    "\(path.debugDescription) holds \(value) \(name): not a count from 0 to \(countLimit)")
+            }
+        }
+        func sum(_ name: String, _ values: some Sequence<Int>) throws(BenchMergeError) {
+            var total = 0
+            for value in values {
+                try count(name, value)
+                total += value
+                try count(name, total)
+            }
+        }
+        func seconds(_ name: String, _ value: Double, upTo limit: Double) throws(BenchMergeError) {
+            guard value.isFinite, value >= 0, value <= limit else {
+                throw BenchMergeError("\(path.debugDescription) holds \(value) s as \(name)")
+            }
+        }
+        for (name, value) in [
+            ("requests", summary.requests), ("succeeded", summary.succeeded), ("failed", summary.failed),
+            ("connections", summary.connections), ("loops", summary.loops),
+            ("connections opened", summary.connectionsOpened),
+            ("fresh-connection retries", summary.freshConnectionRetries),
+        ] {
+            try count(name, value)
+        }
+        try count("bytes sent", Int(clamping: summary.bytesSent))
+        try count("bytes received", Int(clamping: summary.bytesReceived))
+        try sum("failures", summary.failures.values)
+        try sum("responses", summary.statusCodes.values)
+        try sum("target requests", summary.targets?.map(\.requests) ?? [])
+        try sum("target failures", summary.targets?.map(\.failed) ?? [])
+        try sum("interval requests", record.intervals.map(\.requests))
+        try sum("interval failures", record.intervals.map(\.failed))
+        for interval in record.intervals {
+            try sum("interval responses", interval.statusCodes.values)
+            try seconds("an interval's start", interval.startSeconds, upTo: 1e9)
+            try seconds("an interval's end", interval.endSeconds, upTo: 1e9)
+            guard interval.startSeconds <= interval.endSeconds else {
+                throw BenchMergeError("\(path.debugDescription) holds an interval that ends before it starts")
+            }
+        }
+        // Up to 31 years of run, started before the year 5000: the merged window stays within Int64 nanoseconds.
+        try seconds("the duration", summary.durationSeconds, upTo: 1e9)
+        try seconds("the start time", summary.startedAt ?? 0, upTo: 1e11)
+        guard record.plan.intervalSeconds.isFinite, record.plan.intervalSeconds >= 0.001 else {
+            throw BenchMergeError("\(path.debugDescription) holds intervals of \(record.plan.intervalSeconds) s")
+        }
+        if let shard = summary.shard {
+            do {
+                _ = try ShardAssignment.checked(index: shard.index, count: shard.count, source: path)
+            } catch {
+                throw BenchMergeError(error.description)
+            }
+            guard shard.count == record.plan.shards else {
+                throw BenchMergeError(
+                    "\(path.debugDescription) is shard \(shard) of a run planned in \(record.plan.shards) shards")
+            }
+        }
     }
 
     /// The counts of the summary and the histogram as a tally, to add up.
@@ -162,6 +239,38 @@ package struct BenchShardResult {
             tally.targetFailures = targets.map(\.failed)
         }
         return tally
+    }
+}
+
+/// The fields of hdrhistogram-swift's JSON form (its synthesized `Codable`) that hold a histogram's counts. The
+/// others derive from these and are not read: decoded as they stood, a changed file gave a histogram whose total
+/// was not its counts' sum, or whose arrays disagreed with its layout (a trap when added up).
+private struct StoredHistogram: Decodable {
+    var lowestDiscernibleValue: UInt64
+    var numberOfSignificantValueDigits: Int
+    var counts: [UInt64]
+    var totalCount: UInt64
+
+    enum CodingKeys: String, CodingKey {
+        case lowestDiscernibleValue, numberOfSignificantValueDigits, counts
+        case totalCount = "_totalCount"
+    }
+
+    /// The histogram rebuilt count by count, as the V2 reader does; refused when its total is not their sum.
+    func histogram() throws -> LatencyHistogram {
+        guard lowestDiscernibleValue == 1, numberOfSignificantValueDigits == 3 else {
+            throw HdrHistogramEncoding.Failure(
+                description:
+                    "a histogram of \(numberOfSignificantValueDigits) significant digits from \(lowestDiscernibleValue) (curlew writes 3 from 1)"
+            )
+        }
+        var reader = HdrHistogramEncoding.CountsReader()
+        for count in counts { try reader.add(count) }
+        guard reader.histogram.totalCount == totalCount else {
+            throw HdrHistogramEncoding.Failure(
+                description: "its total is \(totalCount), its counts add up to \(reader.histogram.totalCount)")
+        }
+        return reader.histogram
     }
 }
 
@@ -193,6 +302,9 @@ package struct BenchMerge {
         let starts = shards.map { $0.summary.startedAt ?? 0 }
         let runStart = starts.min() ?? 0
         let runEnd = zip(shards, starts).map { $1 + $0.summary.durationSeconds }.max() ?? runStart
+        guard runEnd - runStart <= 1e9 else {
+            throw BenchMergeError("the shards' runs span \(runEnd - runStart) s: they are not of one run")
+        }
         let result = BenchResult(tally: tally, elapsed: .nanoseconds(Int64(max(runEnd - runStart, 0) * 1e9)))
 
         var summary = BenchSummary(

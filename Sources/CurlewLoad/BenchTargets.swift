@@ -44,7 +44,14 @@ package enum BenchTargetFile {
 
     /// - Parameter directory: the targets file's folder, against which relative body paths resolve.
     package static func parse(_ text: String, directory: String) throws(ParseError) -> [BenchTargetSpec] {
-        let lines = text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline)
+        // Lines end at LF (or CRLF), as JSON lines and vegeta's files define them: a JSON string may hold U+2028,
+        // U+0085 and the other characters Unicode calls line breaks, which JSON writers leave as they are.
+        let lines = text.unicodeScalars.split(separator: "\n", omittingEmptySubsequences: false).map {
+            (slice: Substring.UnicodeScalarView) -> Substring in
+            var scalars = String.UnicodeScalarView(slice)
+            if scalars.last == "\r" { scalars.removeLast() }
+            return Substring(String(scalars))
+        }
         let firstContent = lines.first { line in
             let trimmed = line.trimmingCharacters(in: .whitespaces)
             return !trimmed.isEmpty && !trimmed.hasPrefix("#")

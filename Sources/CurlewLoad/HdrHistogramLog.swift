@@ -192,22 +192,72 @@ extension HdrHistogramEncoding {
                 description: "a histogram of \(digits) significant digits from \(lowest) (curlew writes 3 from 1)")
         }
         guard payload.count >= 40 + countsLength else { throw Failure(description: "the counts are cut short") }
-        let layout = CountsLayout(significantDigits: 3)
-        var histogram = BenchTally.emptyHistogram()
+        var counts = CountsReader()
         var position = 40
         let end = 40 + countsLength
-        var index = 0
         while position < end {
             let count = try readZigZag(payload, at: &position, end: end)
             if count < 0 {
-                index += Int(-count)
+                counts.skip(count == .min ? .max : Int(-count))
             } else {
-                if count > 0 { _ = histogram.record(layout.value(at: index), count: UInt64(count)) }
-                index += 1
+                try counts.add(UInt64(count))
             }
         }
-        return histogram
+        return counts.histogram
     }
+
+    /// Builds a histogram from counts given index by index (the V2 encoding's order, or a counts array), refusing
+    /// what would not read back as written: a count past ``highestIndex`` (HdrHistogram's value arithmetic would
+    /// wrap it to another value), counts that add up past `Int64.max` (the histogram's total would wrap), or
+    /// latencies that add up past ``latencyLimit`` (HdrHistogram's sum for the mean traps when it overflows).
+    package struct CountsReader {
+        private let layout = CountsLayout(significantDigits: 3)
+        private(set) var index = 0
+        private var total: UInt64 = 0
+        private var latency: UInt64 = 0
+        package private(set) var histogram = BenchTally.emptyHistogram()
+
+        package init() {}
+
+        /// Moves past `count` zero counts.
+        package mutating func skip(_ count: Int) {
+            // Saturates past the last index: a count there is refused, zeros are not.
+            index = count > highestIndex + 1 - index ? highestIndex + 1 : index + count
+        }
+
+        /// The count at the current index, then moves to the next one.
+        package mutating func add(_ count: UInt64) throws(Failure) {
+            defer { skip(1) }
+            guard count > 0 else { return }
+            guard index <= highestIndex else {
+                throw Failure(description: "a count at index \(index), past the largest value a histogram holds")
+            }
+            let (sum, overflow) = total.addingReportingOverflow(count)
+            guard !overflow, sum <= UInt64(Int64.max) else {
+                throw Failure(description: "the counts add up past \(Int64.max)")
+            }
+            total = sum
+            // Above every value counted at this index: the next index's lowest value.
+            let (weight, weightOverflow) = count.multipliedReportingOverflow(by: layout.value(at: index + 1))
+            let (latency, latencyOverflow) = self.latency.addingReportingOverflow(weight)
+            guard !weightOverflow, !latencyOverflow, latency <= latencyLimit else {
+                throw Failure(description: "the latencies add up past \(latencyLimit) µs")
+            }
+            self.latency = latency
+            guard histogram.record(layout.value(at: index), count: count) else {
+                throw Failure(description: "the value at index \(index) does not fit in a histogram")
+            }
+        }
+    }
+
+    /// The most the latencies of one histogram read back may add up to: 2^47 µs (4.5 years, 140 million requests
+    /// of a second each), so that the sum HdrHistogram keeps for a mean cannot overflow, in a histogram or in the
+    /// merge of 100,000 shards' histograms.
+    package static let latencyLimit: UInt64 = 1 << 47
+
+    /// The last counts index read back: values up to 2^62 µs (146,000 years), far past any latency, and low enough
+    /// that neither the index arithmetic nor the histogram's growth overflows.
+    package static let highestIndex = CountsLayout(significantDigits: 3).index(of: 1 << 62)
 
     private static func readBigEndian<T: FixedWidthInteger>(_: T.Type, _ bytes: [UInt8], at offset: Int) -> T {
         var value: T = 0

@@ -109,13 +109,10 @@ package struct SigV4Signer: Sendable {
 
     /// The canonical request and the `SignedHeaders` list.
     package static func canonicalRequest(_ request: Request) -> (text: String, signedHeaders: String) {
-        // Same-name headers join with commas in the order given; values are trimmed and inner runs of spaces
-        // collapse to one.
+        // Same-name headers join with commas in the order given; each value is Trimall'd.
         var byName: [String: [String]] = [:]
         for (name, value) in request.headers {
-            byName[name.lowercased(), default: []].append(
-                value.split(separator: " ", omittingEmptySubsequences: true).joined(separator: " ")
-                    .trimmingCharacters(in: .whitespacesAndNewlines))
+            byName[name.lowercased(), default: []].append(trimAll(value))
         }
         let names = byName.keys.sorted()
         let canonicalHeaders = names.map { "\($0):\(byName[$0]!.joined(separator: ","))\n" }.joined()
@@ -125,6 +122,14 @@ package struct SigV4Signer: Sendable {
             request.payloadHash,
         ].joined(separator: "\n")
         return (text, signedHeaders)
+    }
+
+    /// SigV4's `Trimall`: whitespace removed from both ends, each inner run of it one space. Whitespace is what
+    /// HTTP calls so in a field value, SP and HTAB (RFC 9110 §5.6.3), as botocore and the AWS SDKs collapse it:
+    /// a tab left inside a value (metadata `a<TAB>b`) made S3 answer SignatureDoesNotMatch.
+    package static func trimAll(_ value: String) -> String {
+        let words = value.unicodeScalars.split { $0 == " " || $0 == "\t" }
+        return words.map { String(String.UnicodeScalarView($0)) }.joined(separator: " ")
     }
 
     /// Each segment percent-encoded (RFC 3986 unreserved characters kept), `/` kept between them, empty segments

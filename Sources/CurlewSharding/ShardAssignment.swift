@@ -57,10 +57,13 @@ public struct ShardAssignment: Sendable, Equatable, Codable, CustomStringConvert
     public static func fromEnvironment(
         _ environment: [String: String], shards: Int?
     ) throws(ParseError) -> ShardAssignment? {
+        // Task ids, indexes and counts are never negative, and bounding them keeps the arithmetic on them (a
+        // count from MIN and MAX) from overflowing on any value.
         func integer(_ name: String) throws(ParseError) -> Int? {
             guard let text = environment[name], !text.isEmpty else { return nil }
-            guard let value = Int(text) else {
-                throw ParseError(description: "\(name)=\(text.debugDescription) is not a number")
+            guard let value = Int(text), (0...Int(Int32.max)).contains(value) else {
+                throw ParseError(
+                    description: "\(name)=\(text.debugDescription) is not a number from 0 to \(Int32.max)")
             }
             return value
         }

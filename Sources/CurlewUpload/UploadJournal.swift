@@ -24,8 +24,8 @@ import Musl
 ///
 /// Each line goes to the kernel in a single `write` on an `O_APPEND` descriptor as soon as its response is in,
 /// so a process killed at any instant (kill -9) leaves only whole lines, plus at most one torn line that the
-/// next run ignores. `fdatasync` runs in the background at most every 100 ms and at the end, which bounds what a
-/// power loss can take back to that window: those files are then sent again, never lost.
+/// next run ignores and cuts off. `fdatasync` runs in the background at most every 100 ms and at the end, which
+/// bounds what a power loss can take back to that window: those files are then sent again, never lost.
 package final class UploadJournal: S3UploadJournal {
     package typealias Entry = FileVersion
 
@@ -63,8 +63,15 @@ package final class UploadJournal: S3UploadJournal {
         if existing.isEmpty {
             try append(Self.header)
         } else if existing.last != UInt8(ascii: "\n") {
-            // Ends the torn line so the next record starts on a line of its own.
-            try append("\n")
+            // Cuts the torn line off. Ended with a newline instead, it would read as a whole record the next time:
+            // `done<TAB>5<TAB>7<TAB>a.txt` torn from `…<TAB>a.txt.bak` would mark a.txt done.
+            let wholeLines = existing.lastIndex(of: UInt8(ascii: "\n")).map { $0 + 1 } ?? 0
+            guard ftruncate(descriptor, off_t(wholeLines)) == 0 else {
+                throw UploadError(
+                    .journal,
+                    "cannot cut the torn last line of --journal \(path.debugDescription): \(String(cString: strerror(errno)))"
+                )
+            }
         }
         let task = Task.detached { [self] in
             while !Task.isCancelled {

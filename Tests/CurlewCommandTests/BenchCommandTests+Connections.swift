@@ -73,6 +73,8 @@ extension BenchCommandTests {
 
     @Test(arguments: [
         (["bench", "--connect-to", "a:1:b", "http://127.0.0.1:1/"], "HOST:PORT:HOST2:PORT2"),
+        (["bench", "--connect-to", "a:443:b:https", "http://127.0.0.1:1/"], "is not a number from 1 to 65535"),
+        (["bench", "--start-at", "1e12", "http://127.0.0.1:1/"], "--start-at"),
         (["bench", "--key", "/dev/null", "http://127.0.0.1:1/"], "--key needs --cert"),
         (["bench", "--cert", "/nonexistent/cert.pem", "http://127.0.0.1:1/"], "/nonexistent/cert.pem"),
     ])

@@ -34,6 +34,55 @@ import Testing
         "bytesReceived":0,"connectionsOpened":0,"freshConnectionRetries":0,"interrupted":false}
         """
 
+    /// Writes a shard's `--output-dir` files, with `change` applied to the file named by its suffix, and loads them.
+    private func loadChangedShard(_ suffix: String, _ change: (String) -> String) throws -> BenchShardResult {
+        let directory = NSTemporaryDirectory() + "curlew-merge-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var summary = try JSONDecoder().decode(BenchSummary.self, from: Data(Self.minimalSummary.utf8))
+        summary.shard = ShardAssignment(index: 0, count: 2)
+        summary.run = BenchRunRecord(
+            plan: BenchRunPlan(
+                target: "x", method: "GET", httpVersion: "1.1", targetsOrder: "round-robin", intervalSeconds: 1,
+                shards: 2),
+            intervals: [], histogramFile: "s.histogram.json", hdrLogFile: "s.hlog")
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        let files = [
+            ".json": String(decoding: try encoder.encode(summary), as: UTF8.self),
+            ".histogram.json": String(decoding: try encoder.encode(BenchTally.emptyHistogram()), as: UTF8.self),
+        ]
+        for (name, text) in files {
+            try Data((name == suffix ? change(text) : text).utf8).write(
+                to: URL(fileURLWithPath: directory + "/s" + name))
+        }
+        try HdrHistogramLogWriter(path: directory + "/s.hlog", startTime: Date()).close()
+        return try BenchShardResult.load(path: directory + "/s.json")
+    }
+
+    @Test func anUnchangedShardLoads() throws {
+        #expect(try loadChangedShard("", { $0 }).summary.shard == ShardAssignment(index: 0, count: 2))
+    }
+
+    /// Each of these trapped (a range from a negative shard count, a division by intervals of 0 s, an Int of a total
+    /// past Int.max) or added up to a histogram whose total was not its counts' sum (found by the shard-file fuzz
+    /// target): they are refused, naming the file.
+    @Test(arguments: [
+        (".json", "\"count\":2", "\"count\":-1"), (".json", "\"intervalSeconds\":1", "\"intervalSeconds\":0"),
+        (".json", "\"requests\":0", "\"requests\":-9223372036854775808"),
+        (".json", "\"durationSeconds\":1", "\"durationSeconds\":1e300"),
+        (".histogram.json", "\"_totalCount\":0", "\"_totalCount\":18446744073709551615"),
+        (".histogram.json", "\"counts\":[0", "\"counts\":[9223372036854775807,9223372036854775807"),
+    ])
+    func aShardFileWithImpossibleFiguresIsRefused(suffix: String, field: String, changed: String) throws {
+        #expect(throws: BenchMergeError.self) {
+            try loadChangedShard(suffix) { text in
+                guard let range = text.range(of: field) else { return "field \(field) not found" }
+                return text.replacingCharacters(in: range, with: changed)
+            }
+        }
+    }
+
     @Test func intervalsLineUpOnWallClockTimeAndAddUp() throws {
         // Shard B started 1.02 s after shard A: its first interval is A's second.
         let a = try shard(

@@ -59,6 +59,25 @@ import Testing
         }
     }
 
+    /// JSON writers leave U+2028, U+2029 and U+0085 in strings as they are: only LF ends a line (found by the
+    /// bench-targets fuzz target).
+    @Test func aJSONStringMayHoldCharactersUnicodeCallsLineBreaks() throws {
+        let text = "{\"url\": \"http://a.test/\u{2028}\", \"headers\": {\"X-A\": \"a\u{85}b\u{2029}\"}}\n"
+        let targets = try BenchTargetFile.parse(text, directory: "/data")
+        #expect(targets.map(\.url) == ["http://a.test/\u{2028}"])
+        #expect(targets.first?.headers.first?.value == "a\u{85}b\u{2029}")
+    }
+
+    @Test func linesMayEndInCRLF() throws {
+        let json = try BenchTargetFile.parse(
+            "{\"url\": \"http://a.test/1\"}\r\n{\"url\": \"http://a.test/2\"}\r\n", directory: "/")
+        #expect(json.map(\.url) == ["http://a.test/1", "http://a.test/2"])
+        let text = try BenchTargetFile.parse(
+            "GET http://a.test/1\r\nX-A: 1\r\n\r\nGET http://a.test/2\r\n", directory: "/")
+        #expect(text.map(\.url) == ["http://a.test/1", "http://a.test/2"])
+        #expect(text.first?.headers.map(\.value) == ["1"])
+    }
+
     @Test func roundRobinCyclesThroughTheTargets() {
         #expect(
             (0..<7).map { LoadTargetOrder.roundRobin.targetIndex(ofRequest: $0, targetCount: 3) } == [

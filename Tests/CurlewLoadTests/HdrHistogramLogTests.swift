@@ -74,6 +74,50 @@ import Testing
         #expect(throws: HdrHistogramEncoding.Failure.self) { try HdrHistogramEncoding.histogram(base64: "!!") }
     }
 
+    /// A V2 encoding with `counts` (ZigZag LEB128 bytes) after a payload header for 3 digits from 1.
+    private func encoding(counts: [UInt8]) -> Substring {
+        var payload: [UInt8] = []
+        func append<T: FixedWidthInteger>(_ value: T) { withUnsafeBytes(of: value.bigEndian) { payload += $0 } }
+        append(HdrHistogramEncoding.encodingCookie)
+        append(UInt32(counts.count))
+        append(UInt32(0))
+        append(UInt32(3))
+        append(UInt64(1))
+        append(UInt64(60_000_000))
+        append((1.0).bitPattern)
+        payload += counts
+        var length = compressBound(uLong(payload.count))
+        var deflated = [UInt8](repeating: 0, count: Int(length))
+        _ = compress2(&deflated, &length, payload, uLong(payload.count), Z_DEFAULT_COMPRESSION)
+        var wrapped: [UInt8] = []
+        withUnsafeBytes(of: HdrHistogramEncoding.compressionCookie.bigEndian) { wrapped += $0 }
+        withUnsafeBytes(of: UInt32(length).bigEndian) { wrapped += $0 }
+        return Substring(Data(wrapped + deflated[..<Int(length)]).base64EncodedString())
+    }
+
+    /// A zero run past every value a histogram holds used to put the next count at value 0, a run of Int64.min zeros
+    /// trapped, and so did latencies whose sum overflows HdrHistogram's (the first and last found by the hdr-log
+    /// fuzz target): such encodings are refused.
+    @Test(arguments: [
+        [0x81, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01, 0x02] as [UInt8],  // 2^55 + 1 zeros, then a 1
+        [0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x02],  // a run of -Int64.min zeros, then a 1
+        [0xFE, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFE, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF],
+        // 30,000 zeros, then 2^40 latencies of ~4 days: their sum would trap HdrHistogram's mean.
+        [0xDF, 0xD4, 0x03, 0x80, 0x80, 0x80, 0x80, 0x80, 0x40],
+    ])
+    func countsThatCannotReadBackAsWrittenAreRefused(counts: [UInt8]) {
+        #expect(throws: HdrHistogramEncoding.Failure.self) {
+            try HdrHistogramEncoding.histogram(base64: encoding(counts: counts))
+        }
+    }
+
+    @Test func zeroRunsAndCountsReadBackAtTheirValues() throws {
+        // 3 zeros (ZigZag 5), then 2 at index 3.
+        let histogram = try HdrHistogramEncoding.histogram(base64: encoding(counts: [0x05, 0x04]))
+        #expect(histogram.totalCount == 2)
+        #expect(histogram.max == 3)
+    }
+
     @Test func theLogWriterOutputReadsBackWithItsStartTime() throws {
         let path = NSTemporaryDirectory() + "curlew-\(UUID().uuidString).hlog"
         defer { try? FileManager.default.removeItem(atPath: path) }

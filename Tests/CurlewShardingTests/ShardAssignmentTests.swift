@@ -29,6 +29,19 @@ struct ShardAssignmentTests {
         #expect(try ShardAssignment.fromEnvironment([:], shards: nil) == nil)
     }
 
+    /// MIN -1 and MAX Int.max once trapped computing the array's size (found by the load-options fuzz target).
+    @Test(arguments: [
+        ["SLURM_ARRAY_TASK_ID": "1", "SLURM_ARRAY_TASK_MIN": "-1", "SLURM_ARRAY_TASK_MAX": "9223372036854775807"],
+        ["SLURM_ARRAY_TASK_ID": "-9223372036854775808", "SLURM_ARRAY_TASK_COUNT": "4"],
+        ["JOB_COMPLETION_INDEX": "0", "CURLEW_SHARDS": "-1"],
+    ])
+    func schedulerVariablesOutsideTaskNumbersAreRefusedByName(environment: [String: String]) {
+        let error = #expect(throws: ShardAssignment.ParseError.self) {
+            try ShardAssignment.fromEnvironment(environment, shards: nil)
+        }
+        #expect(error?.description.contains("is not a number from 0 to 2147483647") == true)
+    }
+
     @Test func aKubernetesIndexedJobNeedsTheShardCountFromOptionOrEnvironment() throws {
         #expect(
             try ShardAssignment.fromEnvironment(["JOB_COMPLETION_INDEX": "1"], shards: 3)

@@ -10,7 +10,7 @@ public import Musl
 
 /// Where the helper scripts live: `Tests/servers/`, found from this file's location at build
 /// time (CI builds and runs in the same clone). `CURLEW_TEST_SERVERS_DIR` overrides it.
-enum ServerScripts {
+public enum ServerScripts {
     static var directory: String {
         if let override = ProcessInfo.processInfo.environment["CURLEW_TEST_SERVERS_DIR"], !override.isEmpty {
             return override
@@ -24,8 +24,9 @@ enum ServerScripts {
 
     static var supervisor: String { directory + "/supervise.py" }
 
-    /// The interpreter that runs the supervisor (and, through `{python}`, gunicorn).
-    static var python: String {
+    /// The interpreter that runs the supervisor (and, through `{python}`, gunicorn), and that holds the Python test
+    /// tools `make deps-python` installs (moto, boto3 and its botocore): `CURLEW_PYTHON`, else `python3`.
+    public static var python: String {
         ProcessInfo.processInfo.environment["CURLEW_PYTHON"].flatMap { $0.isEmpty ? nil : $0 } ?? "python3"
     }
 }

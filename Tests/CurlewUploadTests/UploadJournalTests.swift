@@ -36,6 +36,25 @@ import Testing
         #expect(multipart["f"]?.parts.isEmpty == true)
     }
 
+    /// A run killed mid-write leaves `done<TAB>5<TAB>7<TAB>a.txt` of a record for `a.txt.bak`. The next run used to
+    /// end that line with a newline, and the run after read it as a record for `a.txt` (found by the upload-journal
+    /// fuzz target's corpus).
+    @Test func aTornLastLineIsCutOffSoNoLaterRunReadsItAsARecord() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("journal-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("j").path
+        let whole = "# curlew upload journal v1\ndone\t3\t9\tb.txt\n"
+        try Data((whole + "done\t5\t7\ta.txt").utf8).write(to: URL(fileURLWithPath: path))
+        let resumed = try UploadJournal(path: path)
+        #expect(resumed.entries.keys.sorted() == ["b.txt"])
+        #expect(resumed.ignoredLines == 1)
+        resumed.record(UploadItem(relativePath: "c.txt", absolutePath: "/c.txt", size: 1, modifiedNanoseconds: 2))
+        resumed.finish()
+        #expect(try String(contentsOfFile: path, encoding: .utf8) == whole + "done\t1\t2\tc.txt\n")
+        #expect(try UploadJournal.read(path: path).keys.sorted() == ["b.txt", "c.txt"])
+    }
+
     @Test func aFileSentButNotAcknowledgedIsInFlightUntilItsDoneLine() throws {
         let text = "sending\t10\t111\ta.txt\nsending\t20\t222\tb.txt\ndone\t20\t222\tb.txt\n"
         let (done, _, inFlight, ignored) = UploadJournal.parse(Array(text.utf8))

@@ -14,7 +14,7 @@ for name in "$@"; do
     corpus=$work/corpus/$name artifacts=$work/artifacts/$name/ log=$work/$name.log
     rm -rf "$artifacts" && mkdir -p "$corpus" "$artifacts"
     # New inputs go to the work corpus (first directory); the repository's seeds are only read.
-    SWIFT_BACKTRACE=enable=no "$binary" "$name" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 \
+    SWIFT_BACKTRACE=enable=no LSAN_OPTIONS="suppressions=$root/Tests/Fuzz/lsan-suppressions.txt" "$binary" "$name" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 \
         -artifact_prefix="$artifacts" "$corpus" "$root/Tests/Fuzz/Corpus/$name" > "$log" 2>&1
     status=$?
     executions=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -1)

@@ -35,6 +35,19 @@ package enum ScaledNumber {
     }
 }
 
+extension ScaledNumber {
+    /// A size in bytes: `16MiB`, `8M` (binary, as rclone and the AWS CLI read them), `5MB` (decimal), or a bare
+    /// number of bytes; nil if it is not one or is 9e18 bytes or more.
+    package static func byteSize(_ text: String) -> Int64? {
+        let units: [(suffix: String, scale: Double)] = [
+            ("KiB", 0x1p10), ("MiB", 0x1p20), ("GiB", 0x1p30), ("TiB", 0x1p40), ("kB", 1e3), ("KB", 1e3), ("MB", 1e6),
+            ("GB", 1e9), ("TB", 1e12), ("K", 0x1p10), ("k", 0x1p10), ("M", 0x1p20), ("G", 0x1p30), ("T", 0x1p40),
+            ("B", 1),
+        ]
+        return parse(text, units: units, defaultScale: 1, below: 9e18).map { Int64($0) }
+    }
+}
+
 extension String {
     fileprivate func trimmingWhitespace() -> String {
         let isSpace = { (character: Character) in character == " " || character == "\t" }

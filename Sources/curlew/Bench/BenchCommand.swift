@@ -199,9 +199,8 @@ struct BenchCommand: AsyncParsableCommand {
         }
         if http2 && h2c { throw ValidationError("--http2 and --h2c exclude each other") }
         if let loops, loops < 1 { throw ValidationError("--loops must be at least 1") }
-        // Four fields at least: an IPv6 address in brackets brings colons of its own.
-        for entry in connectTo where entry.split(separator: ":", omittingEmptySubsequences: false).count < 4 {
-            throw ValidationError("--connect-to \(entry.debugDescription) is not HOST:PORT:HOST2:PORT2")
+        for entry in connectTo {
+            do { _ = try BenchConnectTo.parse(entry) } catch { throw ValidationError(error.description) }
         }
         if url != nil && targetsFile != nil { throw ValidationError("give a URL or --targets, not both") }
         if targetsFile != nil && (bodyFile != nil || method.uppercased() != "GET") {
@@ -590,14 +589,15 @@ struct BenchCommand: AsyncParsableCommand {
     /// Sleeps until `--start-at`; a time already past starts the run at once, with a warning (the shards' windows
     /// will not line up).
     private func waitUntil(_ start: StartTimeArgument) async throws {
-        let wait = start.date.timeIntervalSinceNow
+        let now = Date()
+        let wait = start.date.timeIntervalSince(now)
         if wait < 0 {
             writeStandardError(
                 String(format: "warning: --start-at %@ passed %.1f s ago: starting now\n", start.description, -wait))
             return
         }
         if !json { print(String(format: "  waiting %.1f s for --start-at %@", wait, start.description)) }
-        try await Task.sleep(for: .nanoseconds(Int64(wait * 1e9)))
+        try await Task.sleep(for: BenchStartTime.wait(until: start.date, from: now))
     }
 
 }
@@ -608,20 +608,9 @@ struct StartTimeArgument: ExpressibleByArgument, Sendable, CustomStringConvertib
     let description: String
 
     init?(argument: String) {
-        let text = argument.trimmingCharacters(in: .whitespaces)
-        if let seconds = Double(text), seconds.isFinite, seconds > 0 {
-            date = Date(timeIntervalSince1970: seconds)
-        } else {
-            let formatter = ISO8601DateFormatter()
-            var parsed = formatter.date(from: text)
-            if parsed == nil {
-                formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-                parsed = formatter.date(from: text)
-            }
-            guard let parsed else { return nil }
-            date = parsed
-        }
-        description = text
+        guard let date = BenchStartTime.parse(argument) else { return nil }
+        self.date = date
+        description = argument.trimmingCharacters(in: .whitespaces)
     }
 }
 

@@ -28,13 +28,8 @@ struct ByteSizeArgument: ExpressibleByArgument, Sendable, Hashable, CustomString
     }
 
     init?(argument: String) {
-        let units: [(suffix: String, scale: Double)] = [
-            ("KiB", 0x1p10), ("MiB", 0x1p20), ("GiB", 0x1p30), ("TiB", 0x1p40), ("kB", 1e3), ("KB", 1e3), ("MB", 1e6),
-            ("GB", 1e9), ("TB", 1e12), ("K", 0x1p10), ("k", 0x1p10), ("M", 0x1p20), ("G", 0x1p30), ("T", 0x1p40),
-            ("B", 1),
-        ]
-        guard let bytes = ScaledNumber.parse(argument, units: units, defaultScale: 1, below: 9e18) else { return nil }
-        self.bytes = Int64(bytes)
+        guard let bytes = ScaledNumber.byteSize(argument) else { return nil }
+        self.bytes = bytes
         self.text = argument
     }
 

@@ -13,6 +13,13 @@ package struct FuzzTarget: Sendable {
         FuzzTarget(name: "header-line", check: HeaderLineProperty.check),
         FuzzTarget(name: "multipart", check: MultipartProperty.check),
         FuzzTarget(name: "gzip", check: GzipProperty.check),
+        FuzzTarget(name: "sigv4", check: SigV4Property.check),
+        FuzzTarget(name: "bench-targets", check: BenchTargetsProperty.check),
+        FuzzTarget(name: "load-options", check: LoadOptionsProperty.check),
+        FuzzTarget(name: "upload-journal", check: UploadJournalProperty.check),
+        FuzzTarget(name: "hdr-log", check: HdrLogProperty.check),
+        FuzzTarget(name: "shard-file", check: ShardFileProperty.check),
+        FuzzTarget(name: "transfer-framing", check: TransferFramingProperty.check),
     ]
 
     package static func named(_ name: String) -> FuzzTarget? { all.first { $0.name == name } }
