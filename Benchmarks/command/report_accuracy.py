@@ -99,7 +99,8 @@ def main():
                  f"start (`--rate {rate} -c {connections}`); k6's constant-arrival-rate executor ({connections} VUs) "
                  f"from its send; hey `-c {connections} -q {rate / connections:g}` paces each worker, which waits out a "
                  "freeze instead of sending on schedule. The closed models below (4 connections, as fast as answers "
-                 "come) see each freeze once per connection: coordinated omission.",
+                 "come) see each freeze once per connection: coordinated omission (wrk 4 adds synthetic samples after the run "
+                 "to correct for it).",
                  {c: quantile(q) for c, q in zip(COLUMNS, [0.5, 0.9, 0.99, 0.999, 1.0])},
                  [("open.curlew-bench", "curlew bench --rate (open)"), ("open.k6", "k6 constant-arrival-rate (open)"),
                   ("open.hey", "hey -q (paced workers)"), ("closed.curlew-bench", "curlew bench -c 4 (closed)"),
