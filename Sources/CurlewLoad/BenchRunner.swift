@@ -109,18 +109,36 @@ package struct BenchTally: Sendable {
         }
     }
 
-    mutating func record(_ response: CurlewResponse) {
-        let metrics = response.metrics
-        statusCounts[min(max(response.status.code, 0), 999)] += 1
-        bytesSent += metrics.bytesSent
-        bytesReceived += metrics.bytesReceived + Int64(metrics.headerBytesReceived)
-        if !metrics.reusedConnection { connectionsOpened += 1 }
-        freshConnectionRetries += metrics.freshConnectionRetries
-        if response.status.code < 400 {
+    mutating func record(_ response: RepeatedResponse) {
+        statusCounts[min(max(response.status, 0), 999)] += 1
+        bytesSent += response.bytesSent
+        bytesReceived += response.bytesReceived + Int64(response.headerBytesReceived)
+        if !response.reusedConnection { connectionsOpened += 1 }
+        freshConnectionRetries += response.freshConnectionRetries
+        if response.status < 400 {
             succeeded += 1
         } else {
-            failures["http\(response.status.code / 100)xx", default: 0] += 1
+            failures["http\(response.status / 100)xx", default: 0] += 1
         }
+    }
+
+    /// Counts one request's outcome (and its target's, when the run has several); returns whether it failed.
+    @discardableResult
+    mutating func record(_ outcome: Result<RepeatedResponse, any Error>, target: Int?) -> Bool {
+        let requestFailed: Bool
+        switch outcome {
+        case .success(let response):
+            record(response)
+            requestFailed = response.status >= 400
+        case .failure(let error):
+            record(error)
+            requestFailed = true
+        }
+        if let target {
+            targetRequests[target] += 1
+            if requestFailed { targetFailures[target] += 1 }
+        }
+        return requestFailed
     }
 
     mutating func record(_ error: any Error) {
@@ -164,7 +182,7 @@ package struct BenchResult: Sendable {
 
 package final class BenchRunner: Sendable {
     private let client: CurlewClient
-    private let plan: BenchPlan
+    let plan: BenchPlan
     /// Next request number to claim: with -n, claims beyond the count stop the worker, which is what makes
     /// the number sent exact.
     private let nextTicket = Atomic<Int>(0)
@@ -213,11 +231,22 @@ package final class BenchRunner: Sendable {
                 let tally = tallies[worker % tallies.count]
                 // On the loops' own executors a finished transfer resumes its worker on the loop thread, whose next
                 // request then enters libcurl without a thread hop (docs/design/0001-event-loop.md).
+                let backToBack = sendsBackToBack
                 if executors.isEmpty {
-                    group.addTask { await self.work(worker: worker, start: startNanoseconds, tally: tally) }
+                    group.addTask {
+                        if backToBack {
+                            await self.workBackToBack(start: startNanoseconds, tally: tally)
+                        } else {
+                            await self.work(worker: worker, start: startNanoseconds, tally: tally)
+                        }
+                    }
                 } else {
                     group.addTask(executorPreference: executors[worker % executors.count]) {
-                        await self.work(worker: worker, start: startNanoseconds, tally: tally)
+                        if backToBack {
+                            await self.workBackToBack(start: startNanoseconds, tally: tally)
+                        } else {
+                            await self.work(worker: worker, start: startNanoseconds, tally: tally)
+                        }
                     }
                 }
             }
@@ -295,33 +324,51 @@ package final class BenchRunner: Sendable {
             }
             let targetIndex =
                 severalTargets ? targetOrder.targetIndex(ofRequest: runTicket, targetCount: targets.count) : 0
-            let outcome: Result<CurlewResponse, any Error>
+            let outcome: Result<RepeatedResponse, any Error>
             do {
                 // Bodies are counted, never kept: a load generator has no use for them. The request is passed
                 // straight from the array (borrowed), so choosing a target copies nothing.
-                outcome = .success(try await client.executeDiscardingBody(targets[targetIndex]))
+                outcome = .success(RepeatedResponse(try await client.executeDiscardingBody(targets[targetIndex])))
             } catch {
                 outcome = .failure(error)
             }
             previousEnd = monotonicNanoseconds()
             let latency = (previousEnd &- intended) / 1_000
             tally.state.withLock { tally in
-                let requestFailed: Bool
-                switch outcome {
-                case .success(let response):
-                    tally.record(response)
-                    requestFailed = response.status.code >= 400
-                case .failure(let error):
-                    tally.record(error)
-                    requestFailed = true
-                }
-                if severalTargets {
-                    tally.targetRequests[targetIndex] += 1
-                    if requestFailed { tally.targetFailures[targetIndex] += 1 }
-                }
+                tally.record(outcome, target: severalTargets ? targetIndex : nil)
                 tally.histogram.record(latency)
             }
         }
+    }
+
+    /// Whether workers can hand their requests to the engine as one repeated transfer: the closed model with no
+    /// stages, where each request starts as soon as the last one ended.
+    private var sendsBackToBack: Bool {
+        plan.arrivals == nil && plan.concurrency == nil
+    }
+
+    /// One connection's worth of requests sent back to back, as ``work(worker:start:tally:)`` sends them, on one
+    /// repeated transfer (`CurlewClient.executeRepeatedly`): each request is counted, and the next one chosen, on
+    /// the loop's thread as the last one ends, with no task switch between them.
+    nonisolated(nonsending) private func workBackToBack(start: UInt64, tally: SharedTally) async {
+        let chooser = BackToBackChooser(runner: self, start: start, tally: tally)
+        guard !stopRequested.load(ordering: .relaxed), let first = chooser.claimTarget(at: monotonicNanoseconds())
+        else { return }
+        await client.executeRepeatedly(plan.targets, startingAt: first) { outcome in
+            chooser.requestEnded(outcome)
+        }
+    }
+
+    /// Claims the next ticket of the run and names its target, or nil when the run is over (stop, count or
+    /// duration reached).
+    fileprivate func claimTarget(intendedAt intended: UInt64, start: UInt64) -> Int? {
+        if stopRequested.load(ordering: .relaxed) { return nil }
+        if case .duration(let duration) = plan.stop, intended >= start + duration.nanoseconds { return nil }
+        let ticket = nextTicket.wrappingAdd(1, ordering: .relaxed).oldValue
+        if case .count(let count) = plan.stop, ticket >= count { return nil }
+        guard plan.targets.count > 1 else { return 0 }
+        return plan.targetOrder.targetIndex(
+            ofRequest: plan.shard.globalNumber(ofLocal: ticket), targetCount: plan.targets.count)
     }
 
     /// Intervals of the run every `interval` while it goes on (progress), each transformed off the workers' path;
@@ -351,5 +398,43 @@ package final class BenchRunner: Sendable {
         }
         continuation.onTermination = { _ in sampling.cancel() }
         return stream
+    }
+}
+
+/// A back-to-back worker's state between its requests, touched only by the loop that runs its repeated transfer (one
+/// request at a time), hence `@unchecked Sendable`.
+private final class BackToBackChooser: @unchecked Sendable {
+    let runner: BenchRunner
+    let start: UInt64
+    let tally: SharedTally
+    let countsTargets: Bool
+    /// When the request under way was meant to start: when the last one ended (one clock read per request).
+    var intended: UInt64 = 0
+    var target = 0
+
+    init(runner: BenchRunner, start: UInt64, tally: SharedTally) {
+        self.runner = runner
+        self.start = start
+        self.tally = tally
+        countsTargets = runner.plan.targets.count > 1
+    }
+
+    func claimTarget(at now: UInt64) -> Int? {
+        intended = now
+        guard let target = runner.claimTarget(intendedAt: now, start: start) else { return nil }
+        self.target = target
+        return target
+    }
+
+    /// Counts the request that ended and chooses the next one.
+    func requestEnded(_ outcome: Result<RepeatedResponse, any Error>) -> Int? {
+        let end = monotonicNanoseconds()
+        let latency = (end &- intended) / 1_000
+        let target = countsTargets ? target : nil
+        tally.state.withLock { tally in
+            tally.record(outcome, target: target)
+            tally.histogram.record(latency)
+        }
+        return claimTarget(at: end)
     }
 }

@@ -36,7 +36,7 @@ public final class CurlewClient: Sendable {
 
     /// The configuration the client was created with.
     public let configuration: Configuration
-    private let settings: ClientSettings
+    let settings: ClientSettings
     private let loops: [any CurlEventLoop]
     private let isShared: Bool
     /// Tracing is decided once, here: a client without a tracer checks one optional per request.
@@ -200,7 +200,7 @@ public final class CurlewClient: Sendable {
     }
 
     @inline(__always)
-    nonisolated(nonsending) private func withTransferContinuation(
+    nonisolated(nonsending) func withTransferContinuation(
         _ body: (TransferContinuation) -> Void
     ) async throws -> CurlewResponse {
         #if DEBUG
@@ -212,7 +212,7 @@ public final class CurlewClient: Sendable {
 
     /// The calling thread's own loop when a task runs on one; otherwise the least busy loop, the first on ties,
     /// so sequential requests share one connection while concurrent ones spread over every loop.
-    private func pickLoop() -> (any CurlEventLoop)? {
+    func pickLoop() -> (any CurlEventLoop)? {
         guard isRunning.load(ordering: .relaxed) else { return nil }
         if loops.count == 1 { return loops[0] }
         var best: (any CurlEventLoop)?

@@ -98,6 +98,14 @@ final class MultiCore {
     private func failStart(_ transfer: Transfer, _ failure: TransferStateMachine.Failure) {
         guard transfer.stateMachine.startFailed() == .finish else { return }
         let error = transfer.error(for: .engine(failure))
+        if let repeater = transfer.repeater, let easy = transfer.easy {
+            // libcurl's reference for the next request, given back if there is none.
+            let reference = Unmanaged.passRetained(transfer)
+            if repeatNext(transfer, easy: easy, repeater: repeater, after: .failure(error), mayContinue: true) {
+                return
+            }
+            reference.release()
+        }
         recycle(transfer)
         resume(transfer, throwing: error)
     }
@@ -140,6 +148,12 @@ final class MultiCore {
         case .retryOnFreshConnection:
             retryOnFreshConnection(transfer, easy: easy, after: result)
         case .finish:
+            if let repeater = transfer.repeater {
+                let outcome: Result<RepeatedResponse, any Error> =
+                    result == CURLE_OK
+                    ? .success(transfer.makeRepeatedResponse(easy)) : .failure(transfer.error(for: .curl(result)))
+                if repeatNext(transfer, easy: easy, repeater: repeater, after: outcome, mayContinue: true) { return }
+            }
             let outcome: Result<CurlewResponse, any Error> =
                 result == CURLE_OK
                 ? .success(transfer.makeResponse(easy))
@@ -164,6 +178,11 @@ final class MultiCore {
     private func failRetry(_ transfer: Transfer, after result: CURLcode) {
         guard transfer.stateMachine.startFailed() == .finish else { return }
         let error = transfer.error(for: .curl(result))
+        if let repeater = transfer.repeater, let easy = transfer.easy,
+            repeatNext(transfer, easy: easy, repeater: repeater, after: .failure(error), mayContinue: true)
+        {
+            return
+        }
         recycle(transfer)
         resume(transfer, throwing: error)
         Unmanaged.passUnretained(transfer).release()
@@ -183,9 +202,53 @@ final class MultiCore {
         guard let easy = transfer.easy else { return }
         let error = transfer.error(for: .engine(failure))
         curl_multi_remove_handle(multi, easy.raw)
+        if let repeater = transfer.repeater,
+            repeatNext(
+                transfer, easy: easy, repeater: repeater, after: .failure(error), mayContinue: !failure.endsRepeat)
+        {
+            return
+        }
         Unmanaged.passUnretained(transfer).release()
         recycle(transfer)
         resume(transfer, throwing: error)
+    }
+
+    /// A repeated transfer's request ended with `outcome` and its handle is out of the multi handle: the repeater
+    /// chooses the next request, which goes out on the same transfer and handle, keeping libcurl's reference.
+    /// A request that cannot start is an outcome too, so the repeater sees every request it chose.
+    ///
+    /// - Returns: false when the repeat is over (the repeater stopped, the outcome ends it or the loop is shutting
+    ///   down); the caller then ends the transfer.
+    private func repeatNext(
+        _ transfer: Transfer, easy: EasyHandle, repeater: TransferRepeater,
+        after outcome: Result<RepeatedResponse, any Error>, mayContinue: Bool
+    ) -> Bool {
+        var outcome = outcome
+        while let index = repeater.next(outcome), mayContinue, !isShuttingDown {
+            guard repeater.requests.indices.contains(index) else { return false }
+            let userdata = Unmanaged.passUnretained(transfer).toOpaque()
+            let now = monotonicNanoseconds()
+            if let failure = transfer.prepareRepeat(
+                of: index, requests: repeater.requests, easy: easy, userdata: userdata, now: now)
+            {
+                _ = transfer.stateMachine.startFailed()
+                outcome = .failure(transfer.error(for: .engine(failure)))
+                continue
+            }
+            let code = curl_multi_add_handle(multi, easy.raw)
+            guard code == CURLM_OK else {
+                _ = transfer.stateMachine.startFailed()
+                outcome = .failure(transfer.error(for: .engine(.multiRefused(Int(code.rawValue)))))
+                continue
+            }
+            if transfer.isLinked {
+                running.update(transfer, deadline: transfer.stateMachine.nextDeadline)
+            } else {
+                link(transfer)
+            }
+            return true
+        }
+        return false
     }
 
     /// Returns the easy handle to the pool. A handle configured for a plain GET keeps its options (and pointers to
@@ -269,8 +332,9 @@ final class MultiCore {
                 running.update(transfer, deadline: time)
             case .removeAndFail(let failure):
                 removeAndFail(transfer, failure)
-                // A running transfer leaves the heap above; should one ever not, it must not stay the earliest.
-                if transfer.isLinked { running.update(transfer, deadline: .max) }
+                // A running transfer leaves the heap above (a repeated one may be back with its next request and
+                // new deadlines); should one ever not, it must not stay the earliest.
+                if transfer.isLinked && transfer.repeater == nil { running.update(transfer, deadline: .max) }
             }
         }
     }

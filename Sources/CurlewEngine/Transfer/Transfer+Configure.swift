@@ -340,6 +340,12 @@ extension Transfer {
 
     /// Frees what only the transfer's time in libcurl needed: the header list and the body's descriptor.
     func releaseTransferResources() {
+        releaseRequestResources()
+        loop = nil
+    }
+
+    /// Frees what only the current request needed: the header lists and the body's descriptor.
+    func releaseRequestResources() {
         if let headerList {
             curl_slist_free_all(headerList)
             self.headerList = nil
@@ -349,6 +355,5 @@ extension Transfer {
             self.headerListWithoutCredentials = nil
         }
         openedBody?.close()
-        loop = nil
     }
 }

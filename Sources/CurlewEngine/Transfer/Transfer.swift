@@ -11,20 +11,26 @@ typealias TransferContinuation = UnsafeContinuation<CurlewResponse, any Error>
 
 /// One request's life on a loop: its options, libcurl callbacks, collected bytes and the caller's continuation.
 ///
-/// Thread confinement: everything but the immutable request is touched only on the loop that owns the
-/// transfer (inside libcurl callbacks or the loop's own code), hence `@unchecked Sendable`. The object is
+/// Thread confinement: once submitted, everything is touched only on the loop that owns the transfer (inside
+/// libcurl callbacks or the loop's own code), hence `@unchecked Sendable`. Only a repeated transfer
+/// (``TransferRepeater``) changes its request and submission time, on its loop, between two requests. The object is
 /// retained for libcurl (`Unmanaged.passRetained`) while its easy handle is in the multi handle, and libcurl's
 /// callbacks receive it as unretained userdata.
 final class Transfer: @unchecked Sendable, DeadlineHeapMember {
-    let request: CurlewRequest
+    var request: CurlewRequest
     let settings: ClientSettings
-    /// When the caller submitted it: the total timeout counts from here.
-    let submittedAt: UInt64
+    /// When the caller submitted it (a repeated transfer: when its loop started the current request): the total
+    /// timeout counts from here.
+    var submittedAt: UInt64
     /// Where the response body goes.
     let sink: ResponseSink
     /// Whether a reused connection is checked for unread bytes before the request goes out on it: HTTP/1 only (an
     /// HTTP/2 connection has frames of its own waiting, which libcurl reads), on a libcurl that does not check itself.
-    let checksReusedConnections: Bool
+    var checksReusedConnections: Bool
+    /// Sends the transfer's requests again as each ends, without a caller in between; nil for a single request.
+    var repeater: TransferRepeater?
+    /// Which of its repeater's requests ``request`` is.
+    var requestIndex = 0
 
     /// Every decision about the transfer's course (see `TransferStateMachine`). Loop-only, and touched by every
     /// callback: no runtime exclusivity check (a callback never re-enters the transfer).

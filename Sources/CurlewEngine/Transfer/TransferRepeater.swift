@@ -1,0 +1,106 @@
+import CLibCurl
+
+/// The figures of one response of a repeated request (``CurlewClient/executeRepeatedly(_:startingAt:next:)``):
+/// what a load generator counts, read from libcurl without building a ``CurlewResponse``.
+package struct RepeatedResponse: Sendable, Hashable {
+    /// The final response's status code.
+    package var status: Int
+    /// Request body bytes sent.
+    package var bytesSent: Int64
+    /// Response body bytes as they arrived (before any decoding).
+    package var bytesReceived: Int64
+    /// Response header bytes, every header block included.
+    package var headerBytesReceived: Int
+    /// Whether the request went out on a connection that was already open.
+    package var reusedConnection: Bool
+    /// How often the request was sent again on a fresh connection (see ``TransferMetrics/freshConnectionRetries``).
+    package var freshConnectionRetries: Int
+
+    /// The figures of a response.
+    package init(
+        status: Int, bytesSent: Int64 = 0, bytesReceived: Int64 = 0, headerBytesReceived: Int = 0,
+        reusedConnection: Bool = true, freshConnectionRetries: Int = 0
+    ) {
+        self.status = status
+        self.bytesSent = bytesSent
+        self.bytesReceived = bytesReceived
+        self.headerBytesReceived = headerBytesReceived
+        self.reusedConnection = reusedConnection
+        self.freshConnectionRetries = freshConnectionRetries
+    }
+
+    /// The same figures, taken from a whole response.
+    package init(_ response: CurlewResponse) {
+        let metrics = response.metrics
+        self.init(
+            status: response.status.code, bytesSent: metrics.bytesSent, bytesReceived: metrics.bytesReceived,
+            headerBytesReceived: metrics.headerBytesReceived, reusedConnection: metrics.reusedConnection,
+            freshConnectionRetries: metrics.freshConnectionRetries)
+    }
+}
+
+/// Chooses, on the loop, a repeated transfer's next request as each one ends.
+final class TransferRepeater: Sendable {
+    /// The requests the transfer chooses from; all replayable.
+    let requests: [CurlewRequest]
+    /// Called on the loop with each request's outcome, outside libcurl; returns the index of the next request, or
+    /// nil to stop.
+    let next: @Sendable (Result<RepeatedResponse, any Error>) -> Int?
+
+    init(requests: [CurlewRequest], next: @escaping @Sendable (Result<RepeatedResponse, any Error>) -> Int?) {
+        self.requests = requests
+        self.next = next
+    }
+}
+
+extension Transfer {
+    /// What a repeated request reports: five reads from libcurl where ``makeResponse(_:)`` makes thirteen and
+    /// builds a response.
+    func makeRepeatedResponse(_ easy: EasyHandle) -> RepeatedResponse {
+        RepeatedResponse(
+            status: easy.info(CURLINFO_RESPONSE_CODE), bytesSent: easy.info(offset: CURLINFO_SIZE_UPLOAD_T),
+            bytesReceived: easy.info(offset: CURLINFO_SIZE_DOWNLOAD_T),
+            headerBytesReceived: easy.info(CURLINFO_HEADER_SIZE),
+            reusedConnection: easy.info(CURLINFO_NUM_CONNECTS) == 0,
+            freshConnectionRetries: stateMachine.freshConnectionRetries)
+    }
+
+    /// Readies the transfer for request `index` of its repeater on the easy handle it keeps, which has left the multi
+    /// handle: a new state machine whose deadlines count from `now`, and the request's options set again only when
+    /// they can differ from the last request's (raw libcurl's own loop re-adds a handle as it is).
+    ///
+    /// - Returns: why the request cannot start, if it cannot.
+    func prepareRepeat(
+        of index: Int, requests: [CurlewRequest], easy: EasyHandle, userdata: UnsafeMutableRawPointer, now: UInt64
+    ) -> TransferStateMachine.Failure? {
+        let sameRequest = index == requestIndex
+        if !sameRequest {
+            request = requests[index]
+            requestIndex = index
+            checksReusedConnections = settings.checksPooledConnection(
+                beforeWritingTo: request.url, version: request.httpVersion ?? settings.httpVersion)
+        }
+        submittedAt = now
+        rawHeaders.removeAll(keepingCapacity: true)
+        responseBody.removeAll(keepingCapacity: true)
+        openedSocket = nil
+        finalProgress = nil
+        lastProgressReport = 0
+        stateMachine = TransferStateMachine(
+            setup: Self.setup(for: request, settings: settings, sink: sink, submittedAt: now))
+        switch stateMachine.submitted(now: now, loopIsShuttingDown: false) {
+        case .start: break
+        case .fail(let failure): return failure
+        case .ignore: return .clientShutdown
+        }
+        if sameRequest && easy.isConfiguredForPlainGET {
+            startedAt = now
+            easy.errorBuffer[0] = 0
+            return nil
+        }
+        releaseRequestResources()
+        openedBody = nil
+        if !easy.isConfiguredForPlainGET { easy.reset() }
+        return configure(easy, userdata: userdata, now: now)
+    }
+}

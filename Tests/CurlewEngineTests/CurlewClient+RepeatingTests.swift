@@ -1,0 +1,207 @@
+import CurlewTestSupport
+import Foundation
+import Logging
+import Synchronization
+import Testing
+
+@testable import CurlewEngine
+
+/// `executeRepeatedly`: a load generator's worker as one transfer that the loop re-adds request after request.
+/// Every request it chooses reaches the server once and is reported once, whatever ends it; the checks of a single
+/// request still hold.
+@Suite("Repeated requests on one transfer")
+struct CurlewClientRepeatingTests {
+    /// Records every outcome and chooses the next request from a fixed plan.
+    final class Plan: Sendable {
+        let order: [Int]
+        let outcomes = Mutex<[Result<RepeatedResponse, any Error>]>([])
+
+        init(_ order: [Int]) { self.order = order }
+
+        /// The chooser `executeRepeatedly` calls: the plan's next index, nil after its last.
+        func next(_ outcome: Result<RepeatedResponse, any Error>) -> Int? {
+            outcomes.withLock { outcomes in
+                outcomes.append(outcome)
+                return outcomes.count < order.count ? order[outcomes.count] : nil
+            }
+        }
+
+        var recorded: [Result<RepeatedResponse, any Error>] { outcomes.withLock { $0 } }
+    }
+
+    /// Answers every request with its own method, target and body length, so each answer's length names its request.
+    static func echo(_ request: WireRequest) -> String {
+        "own:\(request.method) \(request.target) \(request.header("Content-Length") ?? "-")"
+    }
+
+    @Test(arguments: allLoops)
+    func everyChosenRequestReachesTheServerOnceInOrder(loop: CurlewClient.Configuration.EventLoopKind) async throws {
+        try await withWireScriptServer({ [.response(body: Self.echo($0))] }) { server in
+            let requests = [
+                try CurlewRequest(url: "\(server.baseURL)/plain"),
+                try CurlewRequest(
+                    method: .post, url: "\(server.baseURL)/post", body: .bytes(Array("twelve bytes".utf8))),
+                try CurlewRequest(url: "\(server.baseURL)/with-header", headerFields: [.accept: "text/plain"]),
+            ]
+            // Repeats of one request (the handle re-added as it is) and changes between all three.
+            let order = [0, 0, 0, 1, 1, 0, 2, 2, 1, 0, 2, 0, 0, 1] + Array(repeating: 0, count: 50)
+            let plan = Plan(order)
+            try await withClient(loop) { client in
+                await client.executeRepeatedly(requests, startingAt: order[0], next: plan.next)
+            }
+            let expectedTargets = order.map { ["/plain", "/post", "/with-header"][$0] }
+            #expect(server.requests.map(\.target) == expectedTargets)
+            #expect(server.requests.filter { $0.target == "/post" }.allSatisfy { $0.header("Content-Length") == "12" })
+            #expect(
+                server.requests.filter { $0.target == "/with-header" }.allSatisfy {
+                    $0.header("Accept") == "text/plain"
+                })
+            #expect(
+                server.requests.filter { $0.target != "/with-header" }.allSatisfy {
+                    $0.header("Accept") != "text/plain"
+                })
+            #expect(server.connectionCount == 1)
+            let outcomes = plan.recorded
+            #expect(outcomes.count == order.count)
+            for (index, outcome) in outcomes.enumerated() {
+                let response = try outcome.get()
+                let answer = Self.echo(server.requests[index])
+                #expect(response.status == 200)
+                #expect(response.bytesReceived == Int64(answer.utf8.count), "request \(index)")
+                #expect(response.bytesSent == (order[index] == 1 ? 12 : 0), "request \(index)")
+                #expect(response.reusedConnection == (index > 0), "request \(index)")
+            }
+        }
+    }
+
+    /// The response-queue poisoning of `CurlewClientConnectionReuseTests`, on a repeated transfer, which reuses the
+    /// connection as soon as the last response ends: a complete fake response behind a real one (on the socket when
+    /// the real one ends: one write, and a body longer than libcurl's first read) never answers the next request.
+    @Test(arguments: allLoops)
+    func aFakeResponseBehindARealOneNeverAnswersTheNextRequest(
+        loop: CurlewClient.Configuration.EventLoopKind
+    ) async throws {
+        let poison = "HTTP/1.1 200 OK\r\nContent-Length: 6\r\nX-Poisoned: yes\r\n\r\nPOISON"
+        let padding = String(repeating: ".", count: 100_000)
+        try await withWireScriptServer({ request in
+            guard request.target == "/first" else { return [.response(body: Self.echo(request))] }
+            return [.send(Array((WireStep.responseText(body: padding) + poison).utf8))]
+        }) { server in
+            let requests = [
+                try CurlewRequest(url: "\(server.baseURL)/first"), try CurlewRequest(url: "\(server.baseURL)/next"),
+            ]
+            let order = Array([0, 1].repeated(20).joined())
+            let plan = Plan(order)
+            try await withClient(loop) { client in
+                await client.executeRepeatedly(requests, startingAt: 0, next: plan.next)
+            }
+            // Each request reached the server, and every /next went out on a connection of its own: none was answered
+            // by the fake.
+            #expect(server.requests.map(\.target) == order.map { $0 == 0 ? "/first" : "/next" })
+            #expect(server.requests.filter { $0.target == "/next" }.allSatisfy { $0.indexOnConnection == 0 })
+            for (index, outcome) in plan.recorded.enumerated() {
+                let expected = order[index] == 0 ? padding.utf8.count : Self.echo(server.requests[index]).utf8.count
+                #expect((try? outcome.get())?.bytesReceived == Int64(expected), "request \(index): \(outcome)")
+            }
+        }
+    }
+
+    @Test(arguments: allLoops)
+    func aFailedRequestIsReportedAndTheNextOneGoesOut(loop: CurlewClient.Configuration.EventLoopKind) async throws {
+        try await withWireScriptServer({ request in
+            switch request.target {
+            case "/stall": [.wait(milliseconds: 3_000), .response(body: "late")]
+            case "/reset": [.reset]
+            default: [.response(body: Self.echo(request))]
+            }
+        }) { server in
+            var stall = try CurlewRequest(url: "\(server.baseURL)/stall")
+            stall.timeouts.idle = .milliseconds(300)
+            let requests = [
+                try CurlewRequest(url: "\(server.baseURL)/ok"), stall,
+                try CurlewRequest(url: "\(server.baseURL)/reset"),
+            ]
+            let order = [0, 1, 0, 2, 0, 0]
+            let plan = Plan(order)
+            try await withClient(loop) { client in
+                await client.executeRepeatedly(requests, startingAt: 0, next: plan.next)
+            }
+            let outcomes = plan.recorded
+            try #require(outcomes.count == order.count)
+            #expect(((outcomes[1].failure as? CurlewError)?.code) == .timeout(.idle))
+            #expect(outcomes[3].failure is CurlewError)
+            for index in [0, 2, 4, 5] { #expect((try? outcomes[index].get())?.status == 200, "request \(index)") }
+            // The requests after each failure reached the server.
+            #expect(server.requests.filter { $0.target == "/ok" }.count == 4)
+        }
+    }
+
+    @Test(arguments: allLoops)
+    func cancellingTheCallerEndsTheRepeatAndReportsTheRequestInFlight(
+        loop: CurlewClient.Configuration.EventLoopKind
+    ) async throws {
+        try await withWireScriptServer({ request in
+            request.target == "/stall" ? [.mark("stalled"), .wait(milliseconds: 30_000)] : [.response(body: "ok")]
+        }) { server in
+            let requests = [
+                try CurlewRequest(url: "\(server.baseURL)/ok"), try CurlewRequest(url: "\(server.baseURL)/stall"),
+            ]
+            let plan = Plan([0, 0, 1] + Array(repeating: 0, count: 10))
+            try await withClient(loop) { client in
+                let worker = Task { await client.executeRepeatedly(requests, startingAt: 0, next: plan.next) }
+                try await server.waitForMark("stalled")
+                worker.cancel()
+                await worker.value
+            }
+            let outcomes = plan.recorded
+            #expect(outcomes.count == 3)
+            #expect(outcomes.last?.failure is CancellationError)
+            #expect(server.requests.count == 3)
+        }
+    }
+
+    @Test(arguments: allLoops)
+    func shuttingTheClientDownEndsTheRepeat(loop: CurlewClient.Configuration.EventLoopKind) async throws {
+        try await withWireScriptServer({ request in
+            request.target == "/stall" ? [.mark("stalled"), .wait(milliseconds: 30_000)] : [.response(body: "ok")]
+        }) { server in
+            let requests = [try CurlewRequest(url: "\(server.baseURL)/stall")]
+            let plan = Plan(Array(repeating: 0, count: 10))
+            var configuration = CurlewClient.Configuration()
+            configuration.eventLoop = loop
+            let client = CurlewClient(configuration: configuration)
+            let worker = Task { await client.executeRepeatedly(requests, startingAt: 0, next: plan.next) }
+            try await server.waitForMark("stalled")
+            await client.shutdown()
+            await worker.value
+            #expect(plan.recorded.count == 1)
+            #expect(((plan.recorded.first?.failure as? CurlewError)?.code) == .cancelled)
+        }
+    }
+
+    /// A logger (or tracer) wants each request on its own: the same choices, one request at a time.
+    @Test func withALoggerEachRequestRunsOnItsOwnWithTheSameChoices() async throws {
+        try await withWireScriptServer({ [.response(body: Self.echo($0))] }) { server in
+            let requests = [
+                try CurlewRequest(url: "\(server.baseURL)/a"), try CurlewRequest(url: "\(server.baseURL)/b"),
+            ]
+            let order = [0, 1, 1, 0, 1]
+            let plan = Plan(order)
+            try await withClient(.thread, configure: { $0.logger = Logger(label: "repeat-test") }) { client in
+                await client.executeRepeatedly(requests, startingAt: 0, next: plan.next)
+            }
+            #expect(server.requests.map(\.target) == ["/a", "/b", "/b", "/a", "/b"])
+            #expect(plan.recorded.allSatisfy { (try? $0.get())?.status == 200 })
+        }
+    }
+}
+
+extension Result {
+    fileprivate var failure: Failure? {
+        if case .failure(let failure) = self { failure } else { nil }
+    }
+}
+
+extension Array {
+    fileprivate func repeated(_ count: Int) -> [[Element]] { [[Element]](repeating: self, count: count) }
+}
