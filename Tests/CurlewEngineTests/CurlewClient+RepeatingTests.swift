@@ -106,6 +106,43 @@ struct CurlewClientRepeatingTests {
         }
     }
 
+    /// Every answer closes its connection, so each request opens a new one, after its handle was configured again
+    /// for a different request: the loop still opens those sockets itself (close-on-exec; on the Dispatch loop, the
+    /// sockets it watches), as for a first request.
+    @Test(arguments: allLoops)
+    func connectionsOpenedAfterAReconfigurationAreTheLoopsOwn(
+        loop: CurlewClient.Configuration.EventLoopKind
+    ) async throws {
+        try await withWireScriptServer({ request in
+            if request.target == "/stall" { return [.mark("stalled"), .wait(milliseconds: 30_000)] }
+            return [.response(headers: [("Connection", "close")], body: Self.echo(request)), .close]
+        }) { server in
+            let requests = [
+                try CurlewRequest(url: "\(server.baseURL)/a"),
+                try CurlewRequest(method: .put, url: "\(server.baseURL)/b", body: .bytes(Array("body".utf8))),
+                try CurlewRequest(url: "\(server.baseURL)/stall"),
+            ]
+            let order = Array([0, 1, 1, 0].repeated(5).joined()) + [2]
+            let plan = Plan(order)
+            try await withClient(loop) { client in
+                let worker = Task { await client.executeRepeatedly(requests, startingAt: 0, next: plan.next) }
+                try await server.waitForMark("stalled")
+                // The stalled request's socket, opened after the handle was configured again for it.
+                let sockets = try SocketDescriptors.connected(toPort: server.port)
+                // The Dispatch loop may still hold the last closed connection's socket, whose source it cancels first.
+                #expect(!sockets.isEmpty)
+                #expect(sockets.allSatisfy { $0.isCloseOnExec }, "\(sockets)")
+                worker.cancel()
+                await worker.value
+            }
+            #expect(server.requests.map(\.target) == order.map { ["/a", "/b", "/stall"][$0] })
+            #expect(server.connectionCount == order.count)
+            let answered = plan.recorded.dropLast()
+            #expect(answered.allSatisfy { (try? $0.get())?.reusedConnection == false })
+            #expect(answered.allSatisfy { (try? $0.get())?.status == 200 })
+        }
+    }
+
     @Test(arguments: allLoops)
     func aFailedRequestIsReportedAndTheNextOneGoesOut(loop: CurlewClient.Configuration.EventLoopKind) async throws {
         try await withWireScriptServer({ request in
@@ -204,4 +241,33 @@ extension Result {
 
 extension Array {
     fileprivate func repeated(_ count: Int) -> [[Element]] { [[Element]](repeating: self, count: count) }
+}
+
+/// This process's sockets connected to a port, and whether they are close-on-exec (`fcntl`).
+enum SocketDescriptors {
+    struct Descriptor: CustomStringConvertible {
+        let number: Int32
+        let isCloseOnExec: Bool
+        var description: String { "fd \(number)\(isCloseOnExec ? "" : " without FD_CLOEXEC")" }
+    }
+
+    /// The open descriptors whose peer is a TCP port `port` (IPv4 or IPv6).
+    static func connected(toPort port: Int) throws -> [Descriptor] {
+        try FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").compactMap { entry in
+            guard let number = Int32(entry), peerPort(of: number) == port else { return nil }
+            return Descriptor(number: number, isCloseOnExec: fcntl(number, F_GETFD) & FD_CLOEXEC != 0)
+        }
+    }
+
+    private static func peerPort(of descriptor: Int32) -> Int? {
+        var storage = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let status = withUnsafeMutablePointer(to: &storage) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getpeername(descriptor, $0, &length) }
+        }
+        guard status == 0 else { return nil }
+        // sin_port and sin6_port are both right after the family.
+        guard Int32(storage.ss_family) == AF_INET || Int32(storage.ss_family) == AF_INET6 else { return nil }
+        return withUnsafeBytes(of: storage) { Int(UInt16(bigEndian: $0.load(fromByteOffset: 2, as: UInt16.self))) }
+    }
 }

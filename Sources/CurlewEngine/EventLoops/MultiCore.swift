@@ -77,14 +77,7 @@ final class MultiCore {
                 failStart(transfer, failure)
                 return
             }
-            if let socketOwner {
-                _ = curlew_easy_setopt_opensocket_callback(easy.raw, socketOwner.open)
-                _ = easy.set(CURLOPT_OPENSOCKETDATA, pointer: socketOwner.context)
-                _ = curlew_easy_setopt_closesocket_callback(easy.raw, socketOwner.close)
-                _ = easy.set(CURLOPT_CLOSESOCKETDATA, pointer: socketOwner.context)
-            } else {
-                _ = curlew_easy_setopt_opensocket_callback(easy.raw, closeOnExecOpenSocketCallback)
-            }
+            installSocketCallbacks(easy)
             let code = curl_multi_add_handle(multi, easy.raw)
             guard code == CURLM_OK else {
                 Unmanaged<Transfer>.fromOpaque(userdata).release()
@@ -92,6 +85,19 @@ final class MultiCore {
                 return
             }
             link(transfer)
+        }
+    }
+
+    /// Sockets are opened close-on-exec, or by the loop when it owns them (the Dispatch loop). Set after every
+    /// configuration: `curl_easy_reset` clears them.
+    private func installSocketCallbacks(_ easy: EasyHandle) {
+        if let socketOwner {
+            _ = curlew_easy_setopt_opensocket_callback(easy.raw, socketOwner.open)
+            _ = easy.set(CURLOPT_OPENSOCKETDATA, pointer: socketOwner.context)
+            _ = curlew_easy_setopt_closesocket_callback(easy.raw, socketOwner.close)
+            _ = easy.set(CURLOPT_CLOSESOCKETDATA, pointer: socketOwner.context)
+        } else {
+            _ = curlew_easy_setopt_opensocket_callback(easy.raw, closeOnExecOpenSocketCallback)
         }
     }
 
@@ -235,6 +241,7 @@ final class MultiCore {
                 outcome = .failure(transfer.error(for: .engine(failure)))
                 continue
             }
+            installSocketCallbacks(easy)
             let code = curl_multi_add_handle(multi, easy.raw)
             guard code == CURLM_OK else {
                 _ = transfer.stateMachine.startFailed()
