@@ -48,8 +48,11 @@ extension CurlewClient {
             /// ``thread(driver:)`` with ``Driver/poll``. The fast default; see `docs/design/0001-event-loop.md`.
             public static let thread = EventLoopKind(.thread(.poll))
 
-            /// libcurl's socket-action API on a serial `DispatchQueue` with per-socket `DispatchSource`s,
-            /// for applications built around Dispatch. About 0.4 × the thread loop's requests per second.
+            /// A serial `DispatchQueue` per loop, which is also a Swift `TaskExecutor` (``CurlewClient/executors``):
+            /// the socket-action driver's epoll set watched by one `DispatchSourceRead`, with one
+            /// `DispatchSourceTimer` for libcurl's timers, for applications built around Dispatch. Tasks that prefer
+            /// its executor run on the queue and send their next request with no hop, as on the thread loop
+            /// (`docs/design/0020-dispatch-loop-one-source.md`).
             public static let dispatch = EventLoopKind(.dispatch)
 
             /// The driver of a thread loop; nil for ``dispatch``.

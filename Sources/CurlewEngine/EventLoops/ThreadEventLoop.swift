@@ -164,21 +164,8 @@ final class ThreadEventLoop: CurlEventLoop, TaskExecutor, @unchecked Sendable {
                 if localMessages.isEmpty { return }
                 swap(&drainedMessages, &localMessages)
             }
-            for message in drainedMessages {
-                switch message {
-                case .submit(let transfer):
-                    driver.start(transfer)
-                    startedTransfers = true
-                case .cancel(let transfer):
-                    driver.core(of: transfer).cancel(transfer)
-                case .unpause(let transfer, let direction):
-                    driver.core(of: transfer).unpause(transfer, direction)
-                    driver.afterCallOutsideTurn()
-                    // The transfer has work again: let libcurl move before sleeping.
-                    startedTransfers = true
-                case .job(let job):
-                    job.runSynchronously(on: asUnownedTaskExecutor())
-                }
+            for message in drainedMessages where driver.carryOut(message, on: asUnownedTaskExecutor()) {
+                startedTransfers = true
             }
             drainedMessages.removeAll(keepingCapacity: true)
         }
