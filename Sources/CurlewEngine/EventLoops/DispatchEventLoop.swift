@@ -21,7 +21,7 @@ import Synchronization
 /// Sockets are libcurl's own and watched only by the epoll set, never by a source, so libcurl's descriptor rules are
 /// the socket-action driver's (`EpollSocketTable`); the one descriptor a source watches, the epoll set, is closed
 /// only in that source's cancel handler.
-final class DispatchEventLoop: CurlEventLoop, TaskExecutor, @unchecked Sendable {
+final class DispatchEventLoop: MessageLoop, @unchecked Sendable {
     let load = LoopLoad()
     /// Every libcurl call of the loop, and every job of a task that prefers it, runs here.
     let queue: DispatchQueue
@@ -87,16 +87,8 @@ final class DispatchEventLoop: CurlEventLoop, TaskExecutor, @unchecked Sendable 
 
     // MARK: hand-over from any thread
 
-    func submit(_ transfer: Transfer) { post(.submit(transfer)) }
-
-    func cancel(_ transfer: Transfer) { post(.cancel(transfer)) }
-
-    func unpause(_ transfer: Transfer, _ direction: PauseDirection) { post(.unpause(transfer, direction)) }
-
-    func enqueue(_ job: consuming ExecutorJob) { post(.job(UnownedJob(job))) }
-
     /// From the queue, the message runs at the end of the current block; from elsewhere, in a block of its own.
-    private func post(_ message: LoopMessage) {
+    func post(_ message: LoopMessage) {
         if isCurrent {
             localMessages.append(message)
         } else {
