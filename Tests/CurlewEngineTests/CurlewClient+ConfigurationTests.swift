@@ -6,12 +6,12 @@ import Testing
 struct CurlewClientEventLoopKindTests {
     typealias Kind = CurlewClient.Configuration.EventLoopKind
 
-    @Test func aThreadLoopNamesItsDriverAndTheDefaultIsPoll() {
+    @Test func aThreadLoopNamesItsDriverPollByDefaultAndTheDefaultLoopIsDispatch() {
         #expect(Kind.thread == .thread(driver: .poll))
         #expect(Kind.thread.threadDriver == .poll)
         #expect(Kind.thread(driver: .socketAction).threadDriver == .socketAction)
         #expect(Kind.dispatch.threadDriver == nil)
-        #expect(CurlewClient.Configuration().eventLoop == .thread)
+        #expect(CurlewClient.Configuration().eventLoop == .dispatch)
     }
 
     @Test func everyKindHasAStableDescriptionAndIsDistinct() {
