@@ -36,7 +36,8 @@ package struct BenchSummary: Codable {
     package var method: String
     package var connections: Int
     package var loops: Int
-    /// How the loops drove libcurl: "poll" or "socket-action" (`--loop-driver`, or chosen by connections per loop).
+    /// How the loops drove libcurl: "poll" or "socket-action" (`--loop-driver`, or chosen by connections per loop), or
+    /// "dispatch" (`--event-loop dispatch`).
     package var loopDriver: String?
     package var requests: Int
     package var succeeded: Int

@@ -35,6 +35,23 @@ import Testing
         }
     }
 
+    /// The Dispatch loop (`--event-loop dispatch`), its workers on the loops' queues: every request counted by the
+    /// server, over more connections than one multi handle takes (two parts), and the JSON names the loop.
+    @Test func theDispatchLoopSendsExactlyTheRequestedNumberOfRequests() async throws {
+        try await withLoopbackServer(threads: 2) { server in
+            let output = try await CurlewBinary.run([
+                "bench", server.baseURL + "/small", "-n", "2000", "-c", "100", "--loops", "2", "--event-loop",
+                "dispatch", "--json",
+            ])
+            #expect(output.status == 0, "\(output.stderr)")
+            #expect(server.requestsServed == 2000)
+            let json = try output.json()
+            #expect(json["loopDriver"] as? String == "dispatch")
+            #expect(json["loops"] as? Int == 2)
+            #expect(json["succeeded"] as? Int == 2000)
+        }
+    }
+
     /// Without `--loop-driver`, more connections per loop than the libcurl in use's threshold (7.x: 256, 8.x: 64,
     /// `docs/design/0016-libcurl-versions.md`) take the socket-action driver, that many or fewer the poll driver;
     /// the JSON says which ran. The offsets are from that threshold.
@@ -219,6 +236,8 @@ import Testing
         (["bench", "--body-file", "/nonexistent/body", "http://127.0.0.1:1/"], "/nonexistent/body"),
         (["bench", "--http2", "--h2c"], "exclude"),
         (["bench", "--loop-driver", "epoll"], "--loop-driver"),
+        (["bench", "--event-loop", "epoll"], "--event-loop"),
+        (["bench", "--event-loop", "dispatch", "--loop-driver", "poll"], "--event-loop thread"),
         (["frobnicate"], "frobnicate"),
         (["bench", "--threshold", "p99<20"], "needs a unit"),
         (["bench", "--threshold", "errors<1"], "percentage"),

@@ -6,12 +6,12 @@ import Testing
 struct CurlewClientEventLoopKindTests {
     typealias Kind = CurlewClient.Configuration.EventLoopKind
 
-    @Test func aThreadLoopNamesItsDriverAndTheDefaultIsPoll() {
+    @Test func aThreadLoopNamesItsDriverPollByDefaultAndTheDefaultLoopIsDispatch() {
         #expect(Kind.thread == .thread(driver: .poll))
         #expect(Kind.thread.threadDriver == .poll)
         #expect(Kind.thread(driver: .socketAction).threadDriver == .socketAction)
         #expect(Kind.dispatch.threadDriver == nil)
-        #expect(CurlewClient.Configuration().eventLoop == .thread)
+        #expect(CurlewClient.Configuration().eventLoop == .dispatch)
     }
 
     @Test func everyKindHasAStableDescriptionAndIsDistinct() {
@@ -20,13 +20,13 @@ struct CurlewClientEventLoopKindTests {
         #expect(Set(kinds).count == 3)
     }
 
-    @Test func onlyThreadLoopsOfferTaskExecutors() async {
+    @Test func everyLoopOffersATaskExecutor() async {
         for kind: Kind in [.thread, .thread(driver: .socketAction), .dispatch] {
             var configuration = CurlewClient.Configuration()
             configuration.eventLoop = kind
             configuration.loopCount = 2
             let client = CurlewClient(configuration: configuration)
-            #expect(client.executors.count == (kind == .dispatch ? 0 : 2), "\(kind)")
+            #expect(client.executors.count == 2, "\(kind)")
             await client.shutdown()
         }
     }

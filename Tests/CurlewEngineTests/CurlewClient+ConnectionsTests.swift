@@ -1,6 +1,7 @@
 import CurlewEngine
 import CurlewLoopbackServer
 import CurlewTestSupport
+import Glibc
 import Testing
 
 @Suite("Connection reuse and load")
@@ -46,10 +47,15 @@ struct CurlewClientConnectionsTests {
         #expect(succeeded == (total / inFlight + 1) * inFlight)
     }
 
-    @Test func tasksOnALoopExecutorRunOnTheLoopThreadAndStillComplete() async throws {
+    @Test(arguments: allLoops)
+    func tasksOnALoopExecutorRunOnTheLoopAndStillComplete(
+        loop: CurlewClient.Configuration.EventLoopKind
+    )
+        async throws
+    {
         let server = try await LoopbackServer.start()
         defer { Task { try? await server.shutdown() } }
-        try await withClient(.thread, configure: { $0.loopCount = 2 }) { client in
+        try await withClient(loop, configure: { $0.loopCount = 2 }) { client in
             #expect(client.executors.count == 2)
             let request = try CurlewRequest(url: "\(server.baseURL)/small")
             let count = try await withThrowingTaskGroup(of: Int.self) { group in
@@ -70,9 +76,28 @@ struct CurlewClientConnectionsTests {
         #expect(server.requestsServed == 1600)
     }
 
-    @Test func dispatchLoopHasNoExecutors() async throws {
-        try await withClient(.dispatch) { client in
-            #expect(client.executors.isEmpty)
+    /// The Dispatch loop's executors are its serial queues: a task that prefers one runs there, between awaits too.
+    @Test func tasksOnADispatchLoopExecutorRunOnTheLoopQueue() async throws {
+        let server = try await LoopbackServer.start()
+        defer { Task { try? await server.shutdown() } }
+        try await withClient(.dispatch, configure: { $0.loopCount = 2 }) { client in
+            let request = try CurlewRequest(url: "\(server.baseURL)/small")
+            let labels = try await Task(executorPreference: client.executors[1]) {
+                let before = currentQueueLabel()
+                _ = try await client.execute(request)
+                return [before, currentQueueLabel()]
+            }.value
+            #expect(labels == ["curlew-dispatch-loop-1", "curlew-dispatch-loop-1"])
         }
+        #expect(server.requestsServed == 1)
     }
+}
+
+/// The label of the Dispatch queue running the caller (`dispatch_queue_get_label(DISPATCH_CURRENT_QUEUE_LABEL)`,
+/// which Swift's Dispatch does not export), empty on none.
+private func currentQueueLabel() -> String {
+    typealias GetLabel = @convention(c) (OpaquePointer?) -> UnsafePointer<CChar>?
+    guard let symbol = dlsym(nil, "dispatch_queue_get_label") else { return "" }
+    let label = unsafeBitCast(symbol, to: GetLabel.self)(nil)
+    return label.map { String(cString: $0) } ?? ""
 }

@@ -3,7 +3,9 @@
 //   --mode executor  thread loop(s); worker i prefers client.executors[i % count], so request
 //                    tasks run on a loop thread (resume -> next submit inline)
 //   --mode plain     thread loop(s); ordinary tasks on the global cooperative pool
-//   --mode dispatch  the Dispatch event loop; ordinary tasks
+//   --mode dispatch  the Dispatch event loop; worker i prefers client.executors[i % count], the loops' serial
+//                    queues, as in executor mode
+//   --mode dispatch-plain  the Dispatch event loop; ordinary tasks
 //   --loop-driver socket-action  the thread loop on epoll and curl_multi_socket_action (executor and plain modes)
 import ArgumentParser
 import BenchSupport
@@ -14,6 +16,7 @@ enum Mode: String, ExpressibleByArgument, CaseIterable {
     case executor
     case plain
     case dispatch
+    case dispatchPlain = "dispatch-plain"
 }
 
 enum LoopDriver: String, ExpressibleByArgument, CaseIterable {
@@ -24,7 +27,7 @@ enum LoopDriver: String, ExpressibleByArgument, CaseIterable {
 struct CurlewOptions: ParsableArguments {
     @OptionGroup var common: BenchOptions
 
-    @Option(help: "executor | plain | dispatch")
+    @Option(help: "executor | plain | dispatch | dispatch-plain")
     var mode: Mode = .executor
 
     @Option(help: "Number of event loops")
@@ -43,7 +46,8 @@ let failures = FailureLog()
 var configuration = CurlewClient.Configuration()
 configuration.loopCount = max(1, options.loops)
 configuration.eventLoop =
-    mode == .dispatch ? .dispatch : options.loopDriver == .socketAction ? .thread(driver: .socketAction) : .thread
+    mode == .dispatch || mode == .dispatchPlain
+    ? .dispatch : options.loopDriver == .socketAction ? .thread(driver: .socketAction) : .thread
 configuration.httpVersion = options.common.http2 ? .http2 : .http1_1
 // As `curlew bench` does: a connection per worker (the default of 256 per host would queue the rest inside
 // libcurl), and a cache as large (libcurl 7.88 counts busy connections against it).
@@ -60,8 +64,8 @@ do {
     exitProcess(2)
 }
 let executors = client.executors
-if mode == .executor && executors.isEmpty {
-    printError("bench-curlew: --mode executor needs the thread event loop, but client.executors is empty")
+if (mode == .executor || mode == .dispatch) && executors.isEmpty {
+    printError("bench-curlew: --mode \(mode.rawValue) needs the loops' executors, but client.executors is empty")
     exitProcess(2)
 }
 
@@ -76,9 +80,9 @@ let start = ContinuousClock.now
 let tally = await withTaskGroup(of: WorkerTally.self) { group in
     for index in 0..<concurrency {
         switch mode {
-        case .executor:
+        case .executor, .dispatch:
             group.addTask(executorPreference: executors[index % executors.count]) { await work() }
-        case .plain, .dispatch:
+        case .plain, .dispatchPlain:
             group.addTask { await work() }
         }
     }
@@ -92,5 +96,6 @@ switch mode {
 case .executor: name = "curlew-engine"
 case .plain: name = "curlew-engine-plain"
 case .dispatch: name = "curlew-dispatch"
+case .dispatchPlain: name = "curlew-dispatch-plain"
 }
 finish(client: name, tally: tally, seconds: elapsed)

@@ -45,11 +45,14 @@ extension CurlewClient {
             public static func thread(driver: Driver) -> EventLoopKind { EventLoopKind(.thread(driver)) }
 
             /// A dedicated thread per loop running `curl_multi_poll`, which is also a Swift `TaskExecutor`:
-            /// ``thread(driver:)`` with ``Driver/poll``. The fast default; see `docs/design/0001-event-loop.md`.
+            /// ``thread(driver:)`` with ``Driver/poll``; see `docs/design/0001-event-loop.md`.
             public static let thread = EventLoopKind(.thread(.poll))
 
-            /// libcurl's socket-action API on a serial `DispatchQueue` with per-socket `DispatchSource`s,
-            /// for applications built around Dispatch. About 0.4 × the thread loop's requests per second.
+            /// A serial `DispatchQueue` per loop, which is also a Swift `TaskExecutor` (``CurlewClient/executors``):
+            /// the socket-action driver's epoll set watched by one `DispatchSourceRead`, with one
+            /// `DispatchSourceTimer` for libcurl's timers, for applications built around Dispatch. Tasks that prefer
+            /// its executor run on the queue and send their next request with no hop, as on the thread loop
+            /// (`docs/design/0020-dispatch-loop-one-source.md`). The default.
             public static let dispatch = EventLoopKind(.dispatch)
 
             /// The driver of a thread loop; nil for ``dispatch``.
@@ -66,8 +69,8 @@ extension CurlewClient {
             }
         }
 
-        /// Which event loop drives libcurl.
-        public var eventLoop: EventLoopKind = .thread
+        /// Which event loop drives libcurl; ``EventLoopKind/dispatch`` unless set.
+        public var eventLoop: EventLoopKind = .dispatch
         /// How many event loops (each with its own thread or queue and its own connection pool) share the load.
         /// Default: one per core.
         public var loopCount: Int = ProcessInfoCores.activeProcessorCount

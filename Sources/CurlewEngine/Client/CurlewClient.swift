@@ -14,8 +14,8 @@ import Tracing
 /// ```
 ///
 /// ## Running request loops at full speed
-/// With the default thread loops, tasks that prefer a loop's executor run on the loop's own thread: a
-/// finished transfer resumes its task there and the task's next request enters libcurl with no thread
+/// Tasks that prefer a loop's executor run on the loop's own thread (or, with the Dispatch loop, its serial
+/// queue): a finished transfer resumes its task there and the task's next request enters libcurl with no thread
 /// hop. That is how a load loop gets close to raw libcurl:
 /// ```swift
 /// try await withThrowingTaskGroup(of: Void.self) { group in
@@ -91,7 +91,8 @@ public final class CurlewClient: Sendable {
         }
     }
 
-    /// The task executors of the thread loops, one per loop (empty with ``Configuration/EventLoopKind/dispatch``).
+    /// The task executors of the event loops, one per loop: a thread loop's thread, or a Dispatch loop's serial
+    /// queue (``Configuration/EventLoopKind/dispatch``).
     ///
     /// Prefer them for tasks that mostly issue requests; see the type's documentation for the trade-off.
     public var executors: [any TaskExecutor] {

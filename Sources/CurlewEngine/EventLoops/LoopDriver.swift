@@ -42,3 +42,27 @@ protocol LoopWakeup: AnyObject {
     /// Consumes the eventfd's pending wakeups.
     func drainWakeup()
 }
+
+extension LoopDriver {
+    /// Carries out one message posted to a loop that runs this driver, with `executor` the loop's own; returns
+    /// whether it started or unpaused a transfer, so libcurl must move before the loop waits again. Both loops
+    /// handle their messages here.
+    func carryOut(_ message: LoopMessage, on executor: UnownedTaskExecutor) -> Bool {
+        switch message {
+        case .submit(let transfer):
+            start(transfer)
+            return true
+        case .cancel(let transfer):
+            core(of: transfer).cancel(transfer)
+            return false
+        case .unpause(let transfer, let direction):
+            core(of: transfer).unpause(transfer, direction)
+            afterCallOutsideTurn()
+            // The transfer has work again: let libcurl move before sleeping.
+            return true
+        case .job(let job):
+            job.runSynchronously(on: executor)
+            return false
+        }
+    }
+}

@@ -10,6 +10,22 @@ enum LoopMessage {
     case job(UnownedJob)
 }
 
+/// A loop whose work, from any thread, arrives as ``LoopMessage``s it carries out in order on its own thread or queue.
+protocol MessageLoop: CurlEventLoop, TaskExecutor {
+    /// Hands `message` to the loop; from the loop itself it runs once the current work is done, never inside it.
+    func post(_ message: LoopMessage)
+}
+
+extension MessageLoop {
+    func submit(_ transfer: Transfer) { post(.submit(transfer)) }
+
+    func cancel(_ transfer: Transfer) { post(.cancel(transfer)) }
+
+    func unpause(_ transfer: Transfer, _ direction: PauseDirection) { post(.unpause(transfer, direction)) }
+
+    func enqueue(_ job: consuming ExecutorJob) { post(.job(UnownedJob(job))) }
+}
+
 /// How other threads hand work to a loop thread and wake it: a mutex-protected message list, and an eventfd the loop
 /// watches beside libcurl's sockets, written only when the loop said it was going to sleep.
 ///

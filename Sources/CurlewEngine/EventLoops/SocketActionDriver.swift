@@ -8,14 +8,20 @@ import Glibc
 ///
 /// Which sockets rest in the epoll set between transfers, and why: `EpollSocketTable`, whose decisions this driver
 /// carries out. See `docs/design/0011-socket-action-loop.md`.
+///
+/// Two loops drive it: the thread loop, which sleeps in its `epoll_wait` beside the inbox's eventfd, and the Dispatch
+/// loop, which has no wakeup of its own (work arrives on its queue) and turns without waiting whenever a
+/// `DispatchSource` on ``epollDescriptor`` reports it readable (`docs/design/0020-dispatch-loop-one-source.md`).
 final class SocketActionDriver: LoopDriver {
     let primaryCore: MultiCore
-    private let wakeup: any LoopWakeup
+    /// The thread loop's inbox; nil for a loop that never sleeps in this driver's `epoll_wait`.
+    private let wakeup: (any LoopWakeup)?
     private let partPlan: MultiPartPlan
     /// The multi handles, opened as the transfers in flight need them; part 0 runs on `primaryCore`.
     @exclusivity(unchecked) private var parts: [MultiPart] = []
-    /// The epoll set: libcurl's sockets and the inbox's eventfd.
-    private let epollDescriptor: Int32
+    /// The epoll set: libcurl's sockets and the inbox's eventfd. Readable while any of them has an event, which is
+    /// how the Dispatch loop watches all its sockets with one source.
+    let epollDescriptor: Int32
     /// Where each socket number stands in the epoll set.
     @exclusivity(unchecked) private var sockets = EpollSocketTable()
     /// Easy handles whose socket could not be watched during the current libcurl call, with their part; failed
@@ -29,12 +35,17 @@ final class SocketActionDriver: LoopDriver {
     private let readyDescriptors: UnsafeMutablePointer<Int32>
     private let readyMasks: UnsafeMutablePointer<Int32>
     private let readyTags: UnsafeMutablePointer<UInt32>
+    /// Whether the last turn's `epoll_wait` filled its batch, so more events may be waiting.
+    private(set) var lastTurnFilledBatch = false
 
-    /// Nil when the epoll set cannot be made (descriptor exhaustion).
-    init?(core: MultiCore, partPlan: MultiPartPlan, wakeup: any LoopWakeup) {
+    /// Nil when the epoll set cannot be made (descriptor exhaustion). Without a `wakeup`, ``turn(mayWait:)`` must be
+    /// called with `mayWait` false.
+    init?(core: MultiCore, partPlan: MultiPartPlan, wakeup: (any LoopWakeup)?) {
         let epollDescriptor = curlew_epoll_create()
         guard epollDescriptor >= 0 else { return nil }
-        guard curlew_epoll_watch(epollDescriptor, wakeup.wakeupDescriptor, CURL_POLL_IN, 1, UInt32.max) == 0 else {
+        if let wakeup,
+            curlew_epoll_watch(epollDescriptor, wakeup.wakeupDescriptor, CURL_POLL_IN, 1, UInt32.max) != 0
+        {
             close(epollDescriptor)
             return nil
         }
@@ -109,7 +120,8 @@ final class SocketActionDriver: LoopDriver {
         let clock = primaryCore.clock
         let timeout = epollTimeout(now: clock.now, mayWait: mayWait)
         let ready = curlew_epoll_wait(epollDescriptor, readyDescriptors, readyMasks, readyTags, timeout)
-        if timeout != 0 { wakeup.sleepEnded() }
+        if timeout != 0 { wakeup?.sleepEnded() }
+        lastTurnFilledBatch = Int(ready) >= batch
         var running: Int32 = 0
         // The callbacks inside socket actions record activity with the loop's time (one clock for every part): read
         // it right before.
@@ -117,8 +129,8 @@ final class SocketActionDriver: LoopDriver {
         for index in 0..<Int(max(ready, 0)) {
             let descriptor = readyDescriptors[index]
             let tag = Int(readyTags[index])
-            if descriptor == wakeup.wakeupDescriptor {
-                wakeup.drainWakeup()
+            if descriptor == wakeup?.wakeupDescriptor {
+                wakeup?.drainWakeup()
             } else if isWatchedByLibcurl(descriptor), parts.indices.contains(tag) {
                 let part = parts[tag]
                 curl_multi_socket_action(part.core.multi, descriptor, readyMasks[index], &running)
@@ -145,13 +157,20 @@ final class SocketActionDriver: LoopDriver {
     /// until the earliest of the parts' libcurl timers and the engine's deadline checks. A sleeping loop says so
     /// through the inbox, so posters know to signal the eventfd.
     private func epollTimeout(now: UInt64, mayWait: Bool) -> Int32 {
-        var deadline = UInt64.max
-        for part in parts { deadline = min(deadline, part.timerDeadline, part.core.nextDeadlineCheck) }
+        let deadline = nextDeadline
         if !mayWait || deadline <= now { return 0 }
-        guard wakeup.announceSleep() else { return 0 }
+        guard let wakeup, wakeup.announceSleep() else { return 0 }
         guard deadline != .max else { return 1000 }
         // Never 0 here: the caller takes 0 to mean no sleep was announced.
         return Int32(clamping: max(curlMilliseconds(fromNanoseconds: deadline - now), 1))
+    }
+
+    /// The earliest of the parts' libcurl timers and the engine's deadline checks, on the loop's clock; `.max` for
+    /// none. The next turn is due then, if no socket reports an event before.
+    var nextDeadline: UInt64 {
+        var deadline = UInt64.max
+        for part in parts { deadline = min(deadline, part.timerDeadline, part.core.nextDeadlineCheck) }
+        return deadline
     }
 
     func afterCallOutsideTurn() { failUnwatchableHandles() }

@@ -13,7 +13,7 @@ import Synchronization
 /// The loop owns the order every driver shares: take the posted work, let the driver turn (sleeping only when
 /// nothing was started), run what the turn resumed; on a stop, fail what runs, run what was posted before the stop
 /// was seen, release libcurl, then answer the shutdown's waiters.
-final class ThreadEventLoop: CurlEventLoop, TaskExecutor, @unchecked Sendable {
+final class ThreadEventLoop: MessageLoop, @unchecked Sendable {
     /// How the thread drives libcurl.
     enum Driver {
         /// ``PollDriver``.
@@ -89,15 +89,7 @@ final class ThreadEventLoop: CurlEventLoop, TaskExecutor, @unchecked Sendable {
 
     // MARK: hand-over from any thread
 
-    func submit(_ transfer: Transfer) { post(.submit(transfer)) }
-
-    func cancel(_ transfer: Transfer) { post(.cancel(transfer)) }
-
-    func unpause(_ transfer: Transfer, _ direction: PauseDirection) { post(.unpause(transfer, direction)) }
-
-    func enqueue(_ job: consuming ExecutorJob) { post(.job(UnownedJob(job))) }
-
-    private func post(_ message: LoopMessage) {
+    func post(_ message: LoopMessage) {
         if isCurrent {
             localMessages.append(message)
         } else if !inbox.post(message) {
@@ -164,21 +156,8 @@ final class ThreadEventLoop: CurlEventLoop, TaskExecutor, @unchecked Sendable {
                 if localMessages.isEmpty { return }
                 swap(&drainedMessages, &localMessages)
             }
-            for message in drainedMessages {
-                switch message {
-                case .submit(let transfer):
-                    driver.start(transfer)
-                    startedTransfers = true
-                case .cancel(let transfer):
-                    driver.core(of: transfer).cancel(transfer)
-                case .unpause(let transfer, let direction):
-                    driver.core(of: transfer).unpause(transfer, direction)
-                    driver.afterCallOutsideTurn()
-                    // The transfer has work again: let libcurl move before sleeping.
-                    startedTransfers = true
-                case .job(let job):
-                    job.runSynchronously(on: asUnownedTaskExecutor())
-                }
+            for message in drainedMessages where driver.carryOut(message, on: asUnownedTaskExecutor()) {
+                startedTransfers = true
             }
             drainedMessages.removeAll(keepingCapacity: true)
         }

@@ -165,6 +165,15 @@ struct BenchCommand: AsyncParsableCommand {
     var loopDriver: String?
 
     @Option(
+        name: .customLong("event-loop"),
+        help: ArgumentHelp(
+            "Which event loop drives libcurl: thread (a loop thread per loop, the default) or dispatch (a serial DispatchQueue per loop, socket-action on one epoll source).",
+            discussion:
+                "With dispatch the workers run on the loops' queues as their executors; --loop-driver applies to thread only."
+        ))
+    var eventLoopKind: String = "thread"
+
+    @Option(
         name: .customLong("start-at"),
         help: ArgumentHelp(
             "Start the load at this wall-clock time: ISO 8601 (2026-11-24T10:00:00Z) or seconds since 1970.",
@@ -180,9 +189,12 @@ struct BenchCommand: AsyncParsableCommand {
     /// (measured per version: `LibcurlVersion.socketActionDriverAboveConnectionsPerLoop`).
     static var socketActionAbovePerLoop: Int { LibcurlVersion.running.socketActionDriverAboveConnectionsPerLoop }
 
-    /// The event loop `--loop-driver` names (nil: chosen by connections per loop); nil for a name it does not know.
+    /// The event loop `--event-loop` and `--loop-driver` name (for the thread loop without `--loop-driver`, the poll
+    /// driver, which the run replaces by connections per loop); nil for a name it does not know.
     private var eventLoop: CurlewClient.Configuration.EventLoopKind? {
-        switch loopDriver ?? "poll" {
+        if eventLoopKind == "dispatch" { return loopDriver == nil ? .dispatch : nil }
+        guard eventLoopKind == "thread" else { return nil }
+        return switch loopDriver ?? "poll" {
         case "poll": .thread
         case "socket-action": .thread(driver: .socketAction)
         default: nil
@@ -229,7 +241,14 @@ struct BenchCommand: AsyncParsableCommand {
         } catch {
             throw ValidationError(error.description)
         }
-        if eventLoop == nil { throw ValidationError("--loop-driver must be poll or socket-action") }
+        if eventLoopKind != "thread" && eventLoopKind != "dispatch" {
+            throw ValidationError("--event-loop must be thread or dispatch")
+        }
+        if eventLoop == nil {
+            throw ValidationError(
+                eventLoopKind == "dispatch"
+                    ? "--loop-driver applies to --event-loop thread" : "--loop-driver must be poll or socket-action")
+        }
         if sharding.outputDirectory != nil && (hdrLog != nil || histogramOut != nil) {
             throw ValidationError(
                 "--output-dir writes the histogram and the interval log itself: drop --hdr-log/--histogram-out")
@@ -315,9 +334,12 @@ struct BenchCommand: AsyncParsableCommand {
         configuration.reusesConnections = !noKeepalive
         configuration.connectTo = connectTo
         if let loops { configuration.loopCount = loops }
-        if loopDriver != nil, let eventLoop {
-            configuration.eventLoop = eventLoop
-        } else if workers > Self.socketActionAbovePerLoop * max(configuration.loopCount, 1) {
+        // The command's own default is the thread loop, whose driver it picks by connections per loop (its measured
+        // figures are the thread loop's); the library's default is the Dispatch loop.
+        if let eventLoop { configuration.eventLoop = eventLoop }
+        if loopDriver == nil && eventLoopKind == "thread"
+            && workers > Self.socketActionAbovePerLoop * max(configuration.loopCount, 1)
+        {
             configuration.eventLoop = .thread(driver: .socketAction)
         }
         shared.applyTLS(to: &configuration)
@@ -518,7 +540,8 @@ struct BenchCommand: AsyncParsableCommand {
         let shape = stages.map { ", stages \($0)" } ?? ""
         let targets = plan.targets.count > 1 ? ", \(plan.targets.count) targets" : ""
         let reuse = noKeepalive ? ", a new connection per request" : ""
-        let loopDriver = driver.threadDriver == .socketAction ? " (socket-action)" : ""
+        let loopDriver =
+            driver.threadDriver == nil ? " (dispatch)" : driver.threadDriver == .socketAction ? " (socket-action)" : ""
         return
             "\(plan.connections) connections, \(loops) loop(s)\(loopDriver), \(version)\(reuse), \(amount)\(pace)\(shape)\(targets)"
     }
