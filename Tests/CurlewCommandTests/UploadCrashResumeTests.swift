@@ -35,7 +35,9 @@ import Musl
         for name in names { try tree.write(name, SourceTree.content(for: name, size: size)) }
     }
 
-    @Test(arguments: [false, true]) func putWritesEachFileOnceAfterAKillBetweenStoreAndResponse(gzip: Bool)
+    @Test(arguments: [false, true]) func putWritesEachFileOnceAfterAKillBetweenStoreAndResponse(
+        gzip: Bool
+    )
         async throws
     {
         let nginx = try await NginxServer.shared()

@@ -34,7 +34,9 @@ public final class HoldingProxy: Sendable {
         FileManager.default.createFile(atPath: markerPath, contents: nil)
         let process = try await SupervisedProcess.launch(
             name: "holding proxy",
-            program: ["{python}", ServerScripts.directory + "/hold_proxy.py", "{fd0}", String(upstreamPort), markerPath, hold]
+            program: [
+                "{python}", ServerScripts.directory + "/hold_proxy.py", "{fd0}", String(upstreamPort), markerPath, hold,
+            ]
                 + (honouringIdempotencyKeys ? ["--idempotency"] : []),
             listen: 1,
             stderrPath: directory + "/stderr.log",
