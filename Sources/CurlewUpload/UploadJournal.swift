@@ -159,7 +159,7 @@ package final class UploadJournal: S3UploadJournal {
         inFlight[item.relativePath] == Entry(size: item.size, modifiedNanoseconds: item.modifiedNanoseconds)
     }
 
-    /// Records that a PUT of the file starts.
+    /// Records that a PUT or a form POST of the file starts.
     package func recordSending(_ item: UploadItem) {
         appendRecord("sending\t\(item.size)\t\(item.modifiedNanoseconds)\t\(Self.field(path: item))\n")
     }

@@ -111,6 +111,8 @@ package struct UploadTally: Sendable {
     /// ``alreadyThere`` by the rule that recognised each file (``S3ExistingObjectRule`` names, and
     /// `in-flight-size` for a PUT a killed run had in flight).
     package var alreadyThereByRule: [String: Int] = [:]
+    /// Forms a killed run had in flight, sent again: a second copy unless the server honours `Idempotency-Key`.
+    package var resentAfterCrash: [String] = []
     package var bytes: Int64 = 0
     package var retries = 0
     package var connectionsOpened = 0
@@ -127,6 +129,7 @@ package struct UploadTally: Sendable {
         uploaded += other.uploaded
         alreadyThere += other.alreadyThere
         alreadyThereByRule.merge(other.alreadyThereByRule, uniquingKeysWith: +)
+        resentAfterCrash += other.resentAfterCrash
         bytes += other.bytes
         retries += other.retries
         connectionsOpened += other.connectionsOpened
@@ -250,13 +253,19 @@ package final class UploadRunner: Sendable {
             let retryDelay: Duration?
             // Only large plain files report progress: for small ones the per-file count is fine-grained enough, and
             // gzip changes what "bytes sent" means.
-            if attempt.number == 1, plan.mode == .put, let journal {
-                if journal.wasInFlight(item), await serverHolds(item) {
-                    // A run killed while this file was in flight; the server has it whole: not sent twice.
-                    journal.record(item)
-                    tally.countAlreadyThere(by: Self.inFlightSizeRule)
-                    filesDone.add(1, ordering: .relaxed)
-                    return .finished(())
+            if attempt.number == 1, let journal {
+                switch plan.mode {
+                case .put:
+                    if journal.wasInFlight(item), await serverHolds(item) {
+                        // A run killed while this file was in flight; the server has it whole: not sent twice.
+                        journal.record(item)
+                        tally.countAlreadyThere(by: Self.inFlightSizeRule)
+                        filesDone.add(1, ordering: .relaxed)
+                        return .finished(())
+                    }
+                case .multipart:
+                    // A form cannot be looked up: the user is told which ones may now be stored twice.
+                    if journal.wasInFlight(item) { tally.resentAfterCrash.append(item.relativePath) }
                 }
                 journal.recordSending(item)
             }

@@ -36,6 +36,9 @@ public struct UploadSummary: Sendable, Codable {
     /// `composite-sha256` and `etag-md5` (``S3ExistingObjectRule``), `in-flight-size` for a PUT a killed run had in
     /// flight.
     public package(set) var alreadyThereByRule: [String: Int] = [:]
+    /// Forms (`--mode multipart`) a killed run had in flight that this run sent again, sorted; nil when none. A form
+    /// cannot be looked up, so each may now be stored twice unless the server honours `Idempotency-Key`.
+    public package(set) var resentAfterCrash: [String]?
     /// Files left out by the include and exclude patterns.
     public package(set) var excluded = 0
     /// Files that were not sent (``failures`` lists them).
@@ -89,6 +92,7 @@ public struct UploadSummary: Sendable, Codable {
         self.skipped = skipped
         self.alreadyThere = tally.alreadyThere
         self.alreadyThereByRule = tally.alreadyThereByRule
+        self.resentAfterCrash = tally.resentAfterCrash.isEmpty ? nil : tally.resentAfterCrash.sorted()
         self.failures =
             (listing.problems.map { UploadFailure(path: $0.relativePath, error: $0.reason) } + tally.failures)
             .sorted { $0.path < $1.path }
@@ -116,6 +120,9 @@ public struct UploadSummary: Sendable, Codable {
             merged.skipped += shard.skipped
             merged.alreadyThere += shard.alreadyThere
             merged.alreadyThereByRule.merge(shard.alreadyThereByRule, uniquingKeysWith: +)
+            if let resent = shard.resentAfterCrash {
+                merged.resentAfterCrash = ((merged.resentAfterCrash ?? []) + resent).sorted()
+            }
             merged.excluded += shard.excluded
             merged.failed += shard.failed
             merged.notStarted += shard.notStarted

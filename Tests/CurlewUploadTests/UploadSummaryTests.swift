@@ -6,15 +6,19 @@ import Testing
 @Suite struct UploadSummaryTests {
     /// A shard's summary as `curlew upload --json` prints it.
     private func shard(
-        uploaded: Int, bytes: Int, startedAt: Double, seconds: Double, failure: String? = nil
+        uploaded: Int, bytes: Int, startedAt: Double, seconds: Double, failure: String? = nil,
+        resentAfterCrash: [String]? = nil
     ) throws -> UploadSummary {
         let failures = failure.map { #"[{"path":"\#($0)","error":"HTTP 500"}]"# } ?? "[]"
+        let resent = resentAfterCrash.map {
+            #","resentAfterCrash":["# + $0.map { "\"\($0)\"" }.joined(separator: ",") + "]"
+        }
         let json = """
             {"source":"/data","url":"http://x/up/","mode":"put","concurrency":4,"files":\(uploaded + 1),
              "uploaded":\(uploaded),"skipped":1,"alreadyThere":0,"excluded":2,"failed":\(failure == nil ? 0 : 1),
              "notStarted":0,"bytes":\(bytes),"durationSeconds":\(seconds),"filesPerSecond":0,"megabytesPerSecond":0,
              "retries":1,"connectionsOpened":3,"statusCodes":{"201":\(uploaded)},"interrupted":false,"alreadyThereByRule":{},
-             "failures":\(failures),"startedAt":\(startedAt),"journal":"/j"}
+             "failures":\(failures),"startedAt":\(startedAt),"journal":"/j"\(resent ?? "")}
             """
         return try JSONDecoder().decode(UploadSummary.self, from: Data(json.utf8))
     }
@@ -32,6 +36,19 @@ import Testing
         #expect(merged.startedAt == 100 && merged.durationSeconds == 4)
         #expect(merged.filesPerSecond == 10 && merged.megabytesPerSecond == 1)
         #expect(merged.source == "2 shards" && merged.journal == nil)
+    }
+
+    /// Forms resent after a crash stay named, whichever shard resent them; a run without any prints no key.
+    @Test func mergingKeepsEveryFormResentAfterACrash() throws {
+        let merged = UploadSummary(merging: [
+            try shard(uploaded: 1, bytes: 1, startedAt: 1, seconds: 1, resentAfterCrash: ["b.bin"]),
+            try shard(uploaded: 1, bytes: 1, startedAt: 1, seconds: 1),
+            try shard(uploaded: 1, bytes: 1, startedAt: 1, seconds: 1, resentAfterCrash: ["a.bin"]),
+        ])
+        #expect(merged.resentAfterCrash == ["a.bin", "b.bin"])
+        let quiet = try shard(uploaded: 1, bytes: 1, startedAt: 1, seconds: 1)
+        #expect(quiet.resentAfterCrash == nil)
+        #expect(!String(decoding: try JSONEncoder().encode(quiet), as: UTF8.self).contains("resentAfterCrash"))
     }
 
     @Test func aRunThatTookNoTimeHasNoRates() throws {

@@ -430,6 +430,11 @@ extension UploadSummary {
             let rules = alreadyThereByRule.sorted { $0.key < $1.key }.map { "\($0.key): \(formatCount($0.value))" }
             outcome += ", \(formatCount(alreadyThere)) already there (\(rules.joined(separator: ", ")))"
         }
+        if let resentAfterCrash {
+            outcome +=
+                ", \(formatCount(resentAfterCrash.count)) forms resent after a crash (stored twice unless the server"
+                + " honours Idempotency-Key: \(resentAfterCrash.joined(separator: ", ")))"
+        }
         if excluded > 0 { outcome += ", \(formatCount(excluded)) excluded" }
         if notStarted > 0 { outcome += ", \(formatCount(notStarted)) not started" }
         if interrupted { outcome += ", interrupted" }

@@ -1,0 +1,69 @@
+import Foundation
+
+/// A reverse proxy in front of a test server (`Tests/servers/hold_proxy.py`) that makes the worst moment of a crash
+/// happen on purpose: a write the upstream answered 2xx but whose response the client never sees. The proxy passes
+/// every other exchange on; for the first request whose `"METHOD TARGET"` matches `hold`, it appends `stored METHOD TARGET`
+/// to ``markerPath`` and holds the response until the client goes away (later ones pass). A test waits for that line
+/// (``waitForStored(_:timeout:)``), then kills the client. Each instance is its own process, stopped by ``stop()``.
+public final class HoldingProxy: Sendable {
+    /// The port the client talks to.
+    public let port: Int
+    /// Where the proxy appends `stored …` and `replayed KEY` lines.
+    public let markerPath: String
+    private let process: SupervisedProcess
+
+    /// `http://127.0.0.1:port`
+    public var baseURL: String { "http://127.0.0.1:\(port)" }
+
+    private init(port: Int, markerPath: String, process: SupervisedProcess) {
+        self.port = port
+        self.markerPath = markerPath
+        self.process = process
+    }
+
+    /// Starts a proxy to `127.0.0.1:upstreamPort` on a fresh loopback port.
+    /// - Parameters:
+    ///   - hold: a Python regular expression searched in `"METHOD TARGET"` of each request.
+    ///   - honouringIdempotencyKeys: keeps the first 2xx response per `Idempotency-Key` and answers a repeat of the
+    ///     key with it without forwarding it (logged `replayed KEY`): the store side of the IETF httpapi draft.
+    public static func start(
+        upstreamPort: Int, hold: String, honouringIdempotencyKeys: Bool = false
+    ) async throws -> HoldingProxy {
+        let directory = try TemporaryDirectory.make(prefix: "curlew-hold-proxy")
+        let markerPath = directory + "/marker.log"
+        FileManager.default.createFile(atPath: markerPath, contents: nil)
+        let process = try await SupervisedProcess.launch(
+            name: "holding proxy",
+            program: [
+                "{python}", ServerScripts.directory + "/hold_proxy.py", "{fd0}", String(upstreamPort), markerPath, hold,
+            ]
+                + (honouringIdempotencyKeys ? ["--idempotency"] : []),
+            listen: 1,
+            stderrPath: directory + "/stderr.log",
+            cleanupDirectory: directory
+        )
+        let port = process.ports[0]
+        try await process.waitUntilReady { Probe.acceptsConnections(port: port) }
+        return HoldingProxy(port: port, markerPath: markerPath, process: process)
+    }
+
+    /// The marker file's lines.
+    public func markers() -> [String] {
+        ((try? String(contentsOfFile: markerPath, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
+    }
+
+    /// Waits (bounded) until the upstream has answered 2xx to a held request whose line contains `fragment`, and
+    /// returns that line.
+    @discardableResult
+    public func waitForStored(_ fragment: String = "", timeout: Duration = .seconds(60)) async throws -> String {
+        try await waitUntil(timeout: timeout, "the proxy to hold a stored write matching \(fragment)") {
+            markers().contains { $0.hasPrefix("stored ") && $0.contains(fragment) }
+        }
+        return markers().first { $0.hasPrefix("stored ") && $0.contains(fragment) }!
+    }
+
+    /// Stops the proxy (SIGTERM to its supervisor) and waits for it.
+    public func stop() {
+        process.terminate()
+    }
+}

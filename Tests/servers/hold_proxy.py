@@ -1,0 +1,148 @@
+#!/usr/bin/env python3
+"""A reverse proxy that makes "the server stored it, the client never heard" happen on purpose.
+
+Usage: hold_proxy.py {fd0} UPSTREAM_PORT MARKER_FILE HOLD_REGEX [--idempotency]
+
+HTTP/1.1 on the listening descriptor the supervisor bound on 127.0.0.1. Every request is read whole (Content-Length
+or chunked; an `Expect: 100-continue` is answered here) and sent to 127.0.0.1:UPSTREAM_PORT with its headers as they
+came (Host included, so SigV4 signatures still verify). Then:
+
+  * the first time "METHOD TARGET" matches HOLD_REGEX and the upstream answered 2xx, the line "stored METHOD TARGET" is
+    appended to MARKER_FILE and the response is never sent: the connection is held until the client goes away
+    (or 10 minutes pass). A test waits for the line and kills the client at exactly that moment.
+  * otherwise the upstream's response is passed on (with a Content-Length body).
+
+--idempotency makes the proxy the store's Idempotency-Key layer (draft-ietf-httpapi-idempotency-key-header): the
+first 2xx response to a key is kept, and a request that repeats the key is answered with it, never forwarded, and
+logged as "replayed KEY" in MARKER_FILE.
+"""
+
+import http.client
+import re
+import socket
+import socketserver
+import sys
+import threading
+
+HOLD_LIMIT_SECONDS = 600
+HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "expect", "proxy-connection", "te", "upgrade"}
+
+
+def read_line(stream):
+    line = stream.readline(65537)
+    if not line:
+        raise EOFError
+    return line
+
+
+def read_request(stream, connection):
+    request_line = read_line(stream).decode("latin-1").rstrip("\r\n")
+    while not request_line:
+        request_line = read_line(stream).decode("latin-1").rstrip("\r\n")
+    method, target, _ = request_line.split(" ", 2)
+    headers = []
+    while True:
+        line = read_line(stream).decode("latin-1").rstrip("\r\n")
+        if not line:
+            break
+        name, value = line.split(":", 1)
+        headers.append((name.strip(), value.strip()))
+    lower = {name.lower(): value for name, value in headers}
+    if lower.get("expect", "").lower() == "100-continue":
+        connection.sendall(b"HTTP/1.1 100 Continue\r\n\r\n")
+    if "chunked" in lower.get("transfer-encoding", "").lower():
+        body = bytearray()
+        while True:
+            size = int(read_line(stream).split(b";")[0].strip(), 16)
+            if size == 0:
+                while read_line(stream).strip():
+                    pass
+                break
+            body += stream.read(size)
+            read_line(stream)
+    else:
+        body = stream.read(int(lower.get("content-length", "0")))
+    return method, target, headers, bytes(body)
+
+
+class Proxy(socketserver.ThreadingMixIn, socketserver.TCPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+
+def make_handler(upstream_port, marker_path, hold, idempotency):
+    marker_lock = threading.Lock()
+    replies = {}
+    held = threading.Event()
+
+    def mark(line):
+        with marker_lock, open(marker_path, "a") as marker:
+            marker.write(line + "\n")
+
+    class Handler(socketserver.StreamRequestHandler):
+        def handle(self):
+            upstream = http.client.HTTPConnection("127.0.0.1", upstream_port, timeout=120)
+            try:
+                while True:
+                    try:
+                        method, target, headers, body = read_request(self.rfile, self.connection)
+                    except (EOFError, ConnectionError, ValueError):
+                        return
+                    key = next((v for n, v in headers if n.lower() == "idempotency-key"), None)
+                    if idempotency and key is not None and key in replies:
+                        mark(f"replayed {key}")
+                        self.connection.sendall(replies[key])
+                        continue
+                    upstream.putrequest(method, target, skip_host=True, skip_accept_encoding=True)
+                    for name, value in headers:
+                        if name.lower() not in HOP_BY_HOP and name.lower() != "content-length":
+                            upstream.putheader(name, value)
+                    if body or method not in ("GET", "HEAD", "DELETE"):
+                        upstream.putheader("Content-Length", str(len(body)))
+                    upstream.endheaders(body)
+                    response = upstream.getresponse()
+                    payload = response.read()
+                    head = f"HTTP/1.1 {response.status} {response.reason}\r\n"
+                    for name, value in response.getheaders():
+                        if name.lower() in HOP_BY_HOP or (name.lower() == "content-length" and method != "HEAD"):
+                            continue
+                        head += f"{name}: {value}\r\n"
+                    if method != "HEAD":
+                        head += f"Content-Length: {len(payload)}\r\n"
+                    reply = head.encode("latin-1") + b"\r\n" + (payload if method != "HEAD" else b"")
+                    if idempotency and key is not None and 200 <= response.status < 300:
+                        replies[key] = reply
+                    with marker_lock:
+                        hold_this = 200 <= response.status < 300 and not held.is_set() and bool(
+                            hold.search(f"{method} {target}"))
+                        if hold_this:
+                            held.set()
+                    if hold_this:
+                        mark(f"stored {method} {target}")
+                        self.connection.settimeout(HOLD_LIMIT_SECONDS)
+                        try:
+                            while self.connection.recv(65536):
+                                pass
+                        except OSError:
+                            pass
+                        return
+                    self.connection.sendall(reply)
+            finally:
+                upstream.close()
+
+    return Handler
+
+
+def main():
+    fd, upstream_port, marker_path, hold = sys.argv[1:5]
+    idempotency = "--idempotency" in sys.argv[5:]
+    listener = socket.socket(fileno=int(fd))
+    server = Proxy(listener.getsockname(), make_handler(int(upstream_port), marker_path, re.compile(hold), idempotency),
+                   bind_and_activate=False)
+    server.socket.close()
+    server.socket = listener
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()
