@@ -31,7 +31,9 @@ public final class HoldingProxy: Sendable {
     ) async throws -> HoldingProxy {
         let directory = try TemporaryDirectory.make(prefix: "curlew-hold-proxy")
         let markerPath = directory + "/marker.log"
-        FileManager.default.createFile(atPath: markerPath, contents: nil)
+        guard FileManager.default.createFile(atPath: markerPath, contents: nil) else {
+            throw TestSupportError("cannot create \(markerPath)")
+        }
         let process = try await SupervisedProcess.launch(
             name: "holding proxy",
             program: [
