@@ -115,4 +115,29 @@ import Testing
         #expect(summary.checkedResponses == 120)
         #expect(summary.checkPasses == [okInLog, 120 - okInLog])
     }
+
+    /// httpbin's `/json` is a fixed slideshow document, and `/status/N` answers N: JSON and status checks on a
+    /// server that is not ours.
+    @Test func jsonAndStatusChecksAgainstHTTPBin() async throws {
+        let httpbin = try await HTTPBinServer.shared()
+        var plan = LoadPlan(
+            requests: [
+                try CurlewRequest(url: httpbin.baseURL + "/json"),
+                try CurlewRequest(url: httpbin.baseURL + "/status/418"),
+            ], shape: .requests(40))
+        plan.connections = 2
+        plan.progressInterval = nil
+        plan.checks = try [
+            "status in 200", "json .slideshow.title == \"Sample Slide Show\"", "json .slideshow.slides.1.title exists",
+            "header content-type ~ \"json\"",
+        ].map { try LoadCheck($0) }
+        let client = CurlewClient(configuration: plan.clientConfiguration())
+        let summary = try await LoadTest(plan, client: client).run()
+        await client.shutdown()
+
+        #expect(summary.requests == 40)
+        #expect(summary.statusCodes == [200: 20, 418: 20])
+        #expect(summary.checkedResponses == 40)
+        #expect(summary.checkPasses == [20, 20, 20, 20])
+    }
 }
