@@ -147,6 +147,8 @@ let package = Package(
                 // zlib, for HdrHistogram's compressed interval-log encoding.
                 "CLibCurl",
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
+                // Header fields of `--check header …` (already in the graph through the engine).
+                .product(name: "HTTPTypes", package: "swift-http-types"),
             ],
             swiftSettings: strictSettings
         ),

@@ -90,6 +90,19 @@ package struct BenchShardResult {
     /// Seconds relative to the shard's start, as recorded.
     package var intervals: [BenchInterval]
 
+    /// What `curlew merge` says of a summary as `curlew bench --json` prints it: one line naming what it needs.
+    package static func printedSummaryMessage(path: String) -> String {
+        "\(path.debugDescription) is a printed `curlew bench` summary, not a shard result: merge needs the files "
+            + "each shard writes with --output-dir DIR (bench-shard-I-of-N.json beside its .histogram.json)"
+    }
+
+    /// Whether the file at `path` is a `curlew bench` summary (printed or written), to tell it from an upload
+    /// result whose file name does not say.
+    package static func isBenchSummary(path: String) -> Bool {
+        guard let data = try? Data(contentsOf: URL(fileURLWithPath: path)) else { return false }
+        return (try? JSONDecoder().decode(BenchSummary.self, from: data)) != nil
+    }
+
     package static func load(path: String) throws(BenchMergeError) -> BenchShardResult {
         let directory = (path as NSString).deletingLastPathComponent
         let summary: BenchSummary
@@ -100,8 +113,7 @@ package struct BenchShardResult {
             throw BenchMergeError("\(path.debugDescription) is not a curlew bench result: \(error)")
         }
         guard let record = summary.run else {
-            throw BenchMergeError(
-                "\(path.debugDescription) is a summary without the run's record: write shard results with --output-dir")
+            throw BenchMergeError(Self.printedSummaryMessage(path: path))
         }
         try checkFigures(summary, record, path: path)
         let histogramPath = (directory as NSString).appendingPathComponent(record.histogramFile)
@@ -238,6 +250,10 @@ package struct BenchShardResult {
             tally.targetRequests = targets.map(\.requests)
             tally.targetFailures = targets.map(\.failed)
         }
+        if let checks = summary.checks, let first = checks.first {
+            tally.checkedResponses = first.passed + first.failed
+            tally.checkPasses = checks.map(\.passed)
+        }
         return tally
     }
 }
@@ -318,6 +334,7 @@ package struct BenchMerge {
         summary.startedAt = runStart
         summary.startAt = plan.startAt
         summary.shardsMerged = shards.count
+        summary.checks = BenchSummary.Check.list(first.summary.checks?.map(\.check) ?? [], tally: tally)
         summary.interrupted = shards.contains { $0.summary.interrupted }
         // The shards' own thresholds, then the merge's, each once.
         var texts: [String] = []

@@ -33,6 +33,8 @@ package struct BenchPlan: Sendable {
     /// The part of the run this process does. Request numbers, worker numbers and therefore target choice, intended
     /// send times and closed-model levels are the whole run's: this shard takes every `count`-th of them.
     package var shard: ShardAssignment = .whole
+    /// Assertions on each response (at most 64: their results travel as one bit mask per response).
+    package var checks: [LoadCheck] = []
 
     /// Whether latency counts from each request's intended send time rather than from its actual one.
     package var latencyFromIntendedTime: Bool { arrivals != nil }
@@ -70,6 +72,10 @@ package struct BenchTally: Sendable {
     /// are the totals), so the default run does no per-target work.
     package var targetRequests: [Int] = []
     package var targetFailures: [Int] = []
+    /// Responses the checks were evaluated on (transport failures have none), and how many passed each check,
+    /// indexed like the plan's checks; empty without checks.
+    package var checkedResponses = 0
+    package var checkPasses: [Int] = []
 
     package init(targetCount: Int = 1) {
         if targetCount > 1 {
@@ -98,6 +104,11 @@ package struct BenchTally: Sendable {
         bytesReceived += other.bytesReceived
         connectionsOpened += other.connectionsOpened
         freshConnectionRetries += other.freshConnectionRetries
+        checkedResponses += other.checkedResponses
+        if checkPasses.count < other.checkPasses.count {
+            checkPasses += [Int](repeating: 0, count: other.checkPasses.count - checkPasses.count)
+        }
+        for index in other.checkPasses.indices { checkPasses[index] += other.checkPasses[index] }
         if targetRequests.isEmpty {
             targetRequests = other.targetRequests
             targetFailures = other.targetFailures
@@ -139,6 +150,17 @@ package struct BenchTally: Sendable {
             if requestFailed { targetFailures[target] += 1 }
         }
         return requestFailed
+    }
+
+    /// Counts one response's check results: bit `i` of `passed` set when check `i` of `count` held.
+    mutating func recordChecks(passed: UInt64, count: Int) {
+        if checkPasses.count < count { checkPasses += [Int](repeating: 0, count: count - checkPasses.count) }
+        checkedResponses += 1
+        var remaining = passed
+        while remaining != 0 {
+            checkPasses[remaining.trailingZeroBitCount] += 1
+            remaining &= remaining - 1
+        }
     }
 
     mutating func record(_ error: any Error) {
@@ -286,6 +308,11 @@ package final class BenchRunner: Sendable {
         let arrivals = plan.arrivals
         let concurrency = plan.concurrency
         let shard = plan.shard
+        let checks = plan.checks
+        // Bodies are read only for checks that look at them; headers are parsed once per response for all checks.
+        let checksReadBody = checks.contains { $0.needsBody }
+        let checksReadHeaders = checks.contains { $0.needsHeaders }
+        let checksReadJSON = checks.contains { $0.needsJSON }
         // The worker's number in the whole run: a closed-model stage lets workers below its level send.
         let runWorker = shard.globalNumber(ofLocal: worker)
         // Without a schedule a worker sends its next request as soon as it has counted the last one: the time that
@@ -324,27 +351,41 @@ package final class BenchRunner: Sendable {
             }
             let targetIndex =
                 severalTargets ? targetOrder.targetIndex(ofRequest: runTicket, targetCount: targets.count) : 0
-            let outcome: Result<RepeatedResponse, any Error>
+            let outcome: Result<CurlewResponse, any Error>
             do {
                 // Bodies are counted, never kept: a load generator has no use for them. The request is passed
                 // straight from the array (borrowed), so choosing a target copies nothing.
-                outcome = .success(RepeatedResponse(try await client.executeDiscardingBody(targets[targetIndex])))
+                outcome =
+                    checksReadBody
+                    ? .success(try await client.execute(targets[targetIndex]))
+                    : .success(try await client.executeDiscardingBody(targets[targetIndex]))
             } catch {
                 outcome = .failure(error)
             }
             previousEnd = monotonicNanoseconds()
             let latency = (previousEnd &- intended) / 1_000
+            var checksPassed: UInt64 = 0
+            if !checks.isEmpty, case .success(let response) = outcome {
+                let fields = checksReadHeaders ? response.headerFields : nil
+                let json = checksReadJSON ? LoadCheck.document(of: response.body) : nil
+                for index in checks.indices where checks[index].holds(for: response, fields: fields, json: json) {
+                    checksPassed |= 1 << UInt64(index)
+                }
+            }
             tally.state.withLock { tally in
-                tally.record(outcome, target: severalTargets ? targetIndex : nil)
+                tally.record(outcome.map(RepeatedResponse.init), target: severalTargets ? targetIndex : nil)
+                if !checks.isEmpty, case .success = outcome {
+                    tally.recordChecks(passed: checksPassed, count: checks.count)
+                }
                 tally.histogram.record(latency)
             }
         }
     }
 
     /// Whether workers can hand their requests to the engine as one repeated transfer: the closed model with no
-    /// stages, where each request starts as soon as the last one ended.
+    /// stages, where each request starts as soon as the last one ended, and no checks (which read whole responses).
     private var sendsBackToBack: Bool {
-        plan.arrivals == nil && plan.concurrency == nil
+        plan.arrivals == nil && plan.concurrency == nil && plan.checks.isEmpty
     }
 
     /// One connection's worth of requests sent back to back, as ``work(worker:start:tally:)`` sends them, on one

@@ -22,6 +22,34 @@ package struct BenchSummary: Codable {
         package var failed: Int
     }
 
+    /// One `--check` and how often it held.
+    package struct Check: Codable {
+        package var check: String
+        /// Responses it held for, and did not (transport failures are neither).
+        package var passed: Int
+        package var failed: Int
+        /// `passed` in percent of the responses checked.
+        package var passRate: Double
+
+        package init(check: String, passed: Int, checked: Int) {
+            self.check = check
+            self.passed = passed
+            self.failed = checked - passed
+            self.passRate = checked > 0 ? Double(passed) / Double(checked) * 100 : 0
+        }
+
+        /// Checks as written, with the tally's counts.
+        package static func list(_ checks: [String], tally: BenchTally) -> [Check]? {
+            guard !checks.isEmpty else { return nil }
+            return checks.indices.map { index in
+                Check(
+                    check: checks[index],
+                    passed: index < tally.checkPasses.count ? tally.checkPasses[index] : 0,
+                    checked: tally.checkedResponses)
+            }
+        }
+    }
+
     package struct EmbeddedServer: Codable {
         package var requests: Int
         package var connections: Int
@@ -54,6 +82,8 @@ package struct BenchSummary: Codable {
     package var stages: String?
     /// Per target of a `--targets` file, in the file's order; nil for a single URL.
     package var targets: [Target]?
+    /// Every `--check`, in the order given; nil without checks.
+    package var checks: [Check]?
     /// Every `--threshold`, evaluated.
     package var thresholds: [LoadThresholdResult] = []
     /// The exit status the command ends with (see `curlew bench --help`).
@@ -90,6 +120,7 @@ package struct BenchSummary: Codable {
         }
         return BenchMeasurements(
             requests: tally.requests, failed: tally.failed, statusCounts: statusCounts,
+            checkedResponses: tally.checkedResponses, checkPasses: tally.checkPasses,
             requestsPerSecond: result.elapsed > .zero ? Double(tally.requests) / result.elapsed.seconds : 0,
             latencyMicroseconds: { metric in
                 guard histogram.totalCount > 0 else { return nil }
@@ -108,6 +139,7 @@ package struct BenchSummary: Codable {
             result: result, url: url, method: method, connections: plan.connections, loops: loops,
             latencyFromIntendedTime: plan.latencyFromIntendedTime, rate: plan.rate,
             targets: plan.targets.count > 1 ? plan.targets.map { ($0.method.rawValue, $0.url) } : nil)
+        checks = Check.list(plan.checks.map(\.text), tally: result.tally)
     }
 
     /// - Parameter targets: method and URL of each target of a targets file, nil for a single URL.

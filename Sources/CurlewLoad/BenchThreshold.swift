@@ -25,17 +25,20 @@ public struct LoadThreshold: Sendable, Hashable, CustomStringConvertible {
         case status(Int)
         /// Completed requests per second over the whole run.
         case requestsPerSecond
+        /// The pass rate of all checks together (`checks`), or of the check of this 1-based number (`check2`).
+        case checks
+        case check(Int)
 
         package var isLatency: Bool {
             switch self {
             case .percentile, .mean, .max, .min: true
-            case .errorRate, .statusClass, .status, .requestsPerSecond: false
+            case .errorRate, .statusClass, .status, .requestsPerSecond, .checks, .check: false
             }
         }
 
         package var isPercentage: Bool {
             switch self {
-            case .errorRate, .statusClass, .status: true
+            case .errorRate, .statusClass, .status, .checks, .check: true
             case .percentile, .mean, .max, .min, .requestsPerSecond: false
             }
         }
@@ -76,7 +79,8 @@ public struct LoadThreshold: Sendable, Hashable, CustomStringConvertible {
 
     package static let grammar =
         "METRIC<LIMIT or METRIC>LIMIT (also <=, >=): p50 p90 p99 p99.9 … mean max min with a duration (20ms, 1.5s, "
-        + "800us); errors, 2xx … 5xx or a status such as 503 with a percentage (1%); rps with a number"
+        + "800us); errors, 2xx … 5xx or a status such as 503 with a percentage (1%); checks (all --check together) "
+        + "or check1, check2 … (one, numbered as given) with a percentage (checks>99%); rps with a number"
 
     /// Parses one rule, such as `p99<20ms`.
     ///
@@ -143,7 +147,11 @@ public struct LoadThreshold: Sendable, Hashable, CustomStringConvertible {
         case "errors", "error_rate", "errorrate": return .errorRate
         case "rps", "requests/s", "throughput": return .requestsPerSecond
         case "median": return .percentile(50)
+        case "checks": return .checks
         default: break
+        }
+        if name.hasPrefix("check"), let number = Int(name.dropFirst("check".count)), (1...64).contains(number) {
+            return .check(number)
         }
         if name.hasPrefix("p"), let percentile = Double(name.dropFirst()), percentile > 0, percentile <= 100 {
             return .percentile(percentile)
@@ -173,6 +181,13 @@ public struct LoadThreshold: Sendable, Hashable, CustomStringConvertible {
             return percentage(measurements.statusCounts.filter { $0.key / 100 == first }.reduce(0) { $0 + $1.value })
         case .status(let code): return percentage(measurements.statusCounts[code] ?? 0)
         case .requestsPerSecond: return measurements.requestsPerSecond
+        case .checks:
+            let evaluations = measurements.checkedResponses * measurements.checkPasses.count
+            return evaluations > 0
+                ? Double(measurements.checkPasses.reduce(0, +)) / Double(evaluations) * 100 : nil
+        case .check(let number):
+            guard number <= measurements.checkPasses.count, measurements.checkedResponses > 0 else { return nil }
+            return Double(measurements.checkPasses[number - 1]) / Double(measurements.checkedResponses) * 100
         }
     }
 
@@ -188,7 +203,7 @@ public struct LoadThreshold: Sendable, Hashable, CustomStringConvertible {
     package var unit: String {
         switch metric {
         case .percentile, .mean, .max, .min: "microseconds"
-        case .errorRate, .statusClass, .status: "percent"
+        case .errorRate, .statusClass, .status, .checks, .check: "percent"
         case .requestsPerSecond: "requests/s"
         }
     }
@@ -200,17 +215,22 @@ package struct BenchMeasurements: Sendable {
     package var failed: Int
     /// Responses per status code.
     package var statusCounts: [Int: Int]
+    /// Responses the checks were evaluated on, and how many passed each check (empty without checks).
+    package var checkedResponses: Int
+    package var checkPasses: [Int]
     package var requestsPerSecond: Double
     /// A latency statistic in microseconds, nil when the run recorded none.
     package var latencyMicroseconds: @Sendable (LoadThreshold.Metric) -> Double?
 
     package init(
-        requests: Int, failed: Int, statusCounts: [Int: Int], requestsPerSecond: Double,
-        latencyMicroseconds: @escaping @Sendable (LoadThreshold.Metric) -> Double?
+        requests: Int, failed: Int, statusCounts: [Int: Int], checkedResponses: Int = 0, checkPasses: [Int] = [],
+        requestsPerSecond: Double, latencyMicroseconds: @escaping @Sendable (LoadThreshold.Metric) -> Double?
     ) {
         self.requests = requests
         self.failed = failed
         self.statusCounts = statusCounts
+        self.checkedResponses = checkedResponses
+        self.checkPasses = checkPasses
         self.requestsPerSecond = requestsPerSecond
         self.latencyMicroseconds = latencyMicroseconds
     }

@@ -42,6 +42,15 @@ public struct LoadSummary: Sendable {
     public var freshConnectionRetries: Int { result.tally.freshConnectionRetries }
     /// The plan's thresholds, evaluated on this run.
     public let thresholds: [LoadThresholdResult]
+    /// Responses the plan's checks were evaluated on: every response, not transport failures.
+    public var checkedResponses: Int { result.tally.checkedResponses }
+    /// How many of ``checkedResponses`` passed each of the plan's checks, in the plan's order.
+    public var checkPasses: [Int] {
+        result.tally.checkPasses.isEmpty && !checks.isEmpty
+            ? [Int](repeating: 0, count: checks.count) : result.tally.checkPasses
+    }
+    /// The plan's checks.
+    public let checks: [LoadCheck]
     /// Whether ``LoadTest/stop()`` ended the run early: the counts cover what finished.
     public let stopped: Bool
 
@@ -50,6 +59,7 @@ public struct LoadSummary: Sendable {
         let measurements = BenchSummary.measurements(of: result)
         self.thresholds = plan.thresholds.map { $0.evaluate(measurements) }
         self.stopped = stopped
+        self.checks = plan.checks
     }
 
     /// Whether every threshold passed (true without thresholds).

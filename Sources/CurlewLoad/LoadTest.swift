@@ -100,6 +100,14 @@ public struct LoadPlan: Sendable {
     public var connections: Int = 16
     /// Rules the summary evaluates; ``LoadSummary/passed`` is false when one fails.
     public var thresholds: [LoadThreshold] = []
+    /// Assertions on each response, counted apart from transport failures (at most 64). A check on the body makes
+    /// the run read bodies, each up to ``checkBodyLimit`` bytes (a larger one fails as
+    /// ``CurlewError/Code/bodyTooLarge``); without one, bodies are discarded.
+    public var checks: [LoadCheck] = []
+    /// The largest body a body check reads, in bytes.
+    public var checkBodyLimit: Int = LoadPlan.defaultCheckBodyLimit
+    /// 1 MiB: JSON API responses fit; a load test of large downloads has no use for body checks.
+    public static let defaultCheckBodyLimit = 1 << 20
     /// This process's part of a run shared by several processes: it sends every `count`-th request of the whole
     /// run and runs its share of the connections.
     public var shard: ShardAssignment = .whole
@@ -165,12 +173,21 @@ public struct LoadPlan: Sendable {
                 "\(shape.concurrency?.maxConcurrency ?? connections) connections cannot be shared by \(shard.count) shards: give each at least one"
             )
         }
+        if checks.count > 64 { throw LoadTestError("at most 64 checks, not \(checks.count)") }
+        if checkBodyLimit < 1 { throw LoadTestError("the check body limit must be at least 1 byte") }
+        var requests = requests
+        if checks.contains(where: \.needsBody) {
+            for index in requests.indices {
+                requests[index].maxResponseBodySize = min(requests[index].maxResponseBodySize ?? .max, checkBodyLimit)
+            }
+        }
         let stop: BenchPlan.Stop =
             if case .count(let count) = shape.stop { .count(shard.share(of: count)) } else { shape.stop }
         var plan = BenchPlan(
             targets: requests, targetOrder: order, connections: workers, stop: stop, arrivals: shape.arrivals,
             concurrency: shape.concurrency, rate: shape.rate)
         plan.shard = shard
+        plan.checks = checks
         return plan
     }
 }

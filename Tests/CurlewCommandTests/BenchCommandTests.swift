@@ -248,6 +248,11 @@ import Testing
         (["bench", "--targets", "/nonexistent/targets"], "/nonexistent/targets"),
         (["bench", "--targets", "/dev/null", "http://127.0.0.1:1/"], "not both"),
         (["bench", "--seed", "3"], "--targets-order random"),
+        (["bench", "--check", "status 200"], "expected `in`"),
+        (["bench", "--check", "body ~ \"[\""], "invalid regular expression"),
+        (["bench", "--check", "json user exists"], "a path such as .user.id"),
+        (["bench", "--check-body-limit", "0"], "--check-body-limit"),
+        (["bench", "--threshold", "check0>99%"], "unknown metric"),
     ])
     func badArgumentsExplainThemselves(arguments: [String], mention: String) async throws {
         let output = try await CurlewBinary.run(arguments)

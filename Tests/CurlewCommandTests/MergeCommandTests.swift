@@ -133,4 +133,42 @@ import Testing
         #expect(notAShard.status == 1)
         #expect(notAShard.stderr.contains("--output-dir"), "\(notAShard.stderr)")
     }
+
+    /// The `--json` lines shards print are not what merge needs: it says so in one line, whatever the files are
+    /// called. Their `--output-dir` files merge, checks included.
+    @Test func printedShardSummariesAreNamedAsSuchAndChecksMerge() async throws {
+        let nginx = try await NginxServer.shared()
+        let directory = try Self.scratch()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let marker = NginxHit.makeMarker()
+        let outputs = try await Self.runShards(
+            2,
+            [
+                "bench", nginx.httpBaseURL + marker + "c", "-n", "40", "-c", "2", "--run-id", "checks",
+                "--output-dir", directory, "--no-progress", "--json", "--check", "status in 200",
+                "--check", "body contains \"no such text\"",
+            ])
+        var printed: [String] = []
+        for (index, output) in outputs.enumerated() {
+            #expect(output.status == 0, "\(output.stderr)")
+            let path = directory + "/shard\(index).json"
+            try output.stdout.write(toFile: path, atomically: true, encoding: .utf8)
+            printed.append(path)
+        }
+        let refused = try await CurlewBinary.run(["merge"] + printed)
+        #expect(refused.status == 1)
+        #expect(refused.stderr.contains("printed `curlew bench` summary"), "\(refused.stderr)")
+        #expect(refused.stderr.contains("--output-dir"), "\(refused.stderr)")
+        #expect(!refused.stderr.contains("DecodingError"), "\(refused.stderr)")
+        #expect(refused.stderr.split(separator: "\n").count == 1, "\(refused.stderr)")
+
+        let merged = try await CurlewBinary.run(
+            ["merge", directory + "/bench-shard-0-of-2.json", directory + "/bench-shard-1-of-2.json", "--json"])
+        #expect(merged.status == 0, "\(merged.stderr)")
+        let checks = try #require(try merged.json()["checks"] as? [[String: Any]])
+        #expect(checks.map { $0["check"] as? String } == ["status in 200", "body contains \"no such text\""])
+        #expect(checks.map { $0["passed"] as? Int } == [40, 0])
+        #expect(checks.map { $0["failed"] as? Int } == [0, 40])
+        #expect(try await NginxHit.read(nginx, marker: marker, atLeast: 40).count == 40)
+    }
 }

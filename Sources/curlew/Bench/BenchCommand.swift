@@ -112,6 +112,27 @@ struct BenchCommand: AsyncParsableCommand {
     var thresholdTexts: [String] = []
 
     @Option(
+        name: .customLong("check"),
+        help: ArgumentHelp(
+            "An assertion on every response, e.g. 'status in 200-299', 'body ~ \"ok\"' (repeatable).",
+            discussion: """
+                status in 200,201 (or 200-299); header NAME exists, header NAME == "v", header NAME ~ "regex"; \
+                body contains "text", body ~ "regex"; json .user.id exists, json .items.0.name == "x" (a JSON \
+                value). Checks are counted apart from failures: a response that fails a check still succeeded. \
+                The summary shows each check's pass rate; thresholds take checks>99% (all together) and check1, \
+                check2 … (numbered as given). A body check reads bodies up to --check-body-limit.
+                """,
+            valueName: "check"))
+    var checkTexts: [String] = []
+
+    @Option(
+        name: .customLong("check-body-limit"),
+        help: ArgumentHelp(
+            "The largest body a body check reads, in bytes (default 1 MiB); a larger one fails as bodyTooLarge.",
+            valueName: "bytes"))
+    var checkBodyLimit: Int = LoadPlan.defaultCheckBodyLimit
+
+    @Option(
         name: .customLong("hdr-log"),
         help: ArgumentHelp(
             "Write one latency HdrHistogram per --interval here (HdrHistogram interval log 1.3, microseconds).",
@@ -241,6 +262,13 @@ struct BenchCommand: AsyncParsableCommand {
         } catch {
             throw ValidationError(error.description)
         }
+        do {
+            let checks = try parsedChecks()
+            if checks.count > 64 { throw ValidationError("at most 64 --check, not \(checks.count)") }
+        } catch let error as LoadCheck.ParseError {
+            throw ValidationError(error.description)
+        }
+        if checkBodyLimit < 1 { throw ValidationError("--check-body-limit must be at least 1 byte") }
         if eventLoopKind != "thread" && eventLoopKind != "dispatch" {
             throw ValidationError("--event-loop must be thread or dispatch")
         }
@@ -271,6 +299,12 @@ struct BenchCommand: AsyncParsableCommand {
         _ = try parseHeaderOptions(headers)
     }
 
+    private func parsedChecks() throws(LoadCheck.ParseError) -> [LoadCheck] {
+        var checks: [LoadCheck] = []
+        for text in checkTexts { checks.append(try LoadCheck(text)) }
+        return checks
+    }
+
     private func parsedThresholds() throws(LoadThreshold.ParseError) -> [LoadThreshold] {
         var thresholds: [LoadThreshold] = []
         for text in thresholdTexts { thresholds += try LoadThreshold.parseList(text) }
@@ -281,6 +315,7 @@ struct BenchCommand: AsyncParsableCommand {
         try shared.requireSupportedLibcurl()
         let body = try bodyFile.map(Self.readBody)
         let thresholds = try parsedThresholds()
+        let checks = try parsedChecks()
         let shape = try stages.map { try BenchStages.parse($0) }
         let (shard, runID) = try sharding.resolved()
         if let outputDirectory = sharding.outputDirectory { try ShardOptions.prepare(directory: outputDirectory) }
@@ -325,6 +360,8 @@ struct BenchCommand: AsyncParsableCommand {
         loadPlan.connections = inFlight
         loadPlan.shard = shard
         loadPlan.thresholds = thresholds
+        loadPlan.checks = checks
+        loadPlan.checkBodyLimit = checkBodyLimit
         loadPlan.progressInterval = shared.noProgress ? nil : shared.progressInterval.duration
         let workers = loadPlan.connectionsThisProcess
 

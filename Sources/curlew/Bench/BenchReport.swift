@@ -107,6 +107,16 @@ struct BenchReport {
                     LoadThreshold.format(result.actual, unit: result.unit),
                 ]
             }, empty: "No thresholds were given.")
+        if let checks = summary.checks {
+            body += table(
+                id: "checks", title: "Checks", header: ["check", "pass rate", "passed", "failed"],
+                rows: checks.map { check in
+                    [
+                        check.check, String(format: "%.2f%%", check.passRate), formatCount(check.passed),
+                        formatCount(check.failed),
+                    ]
+                }, empty: "")
+        }
         body += table(
             id: "parameters", title: "Run", header: ["parameter", "value"], rows: parameters.map { [$0.0, $0.1] },
             empty: "")

@@ -61,6 +61,12 @@ extension BenchSummary {
                 "embedded server counted \(formatCount(embeddedServer.requests)) requests on \(formatCount(embeddedServer.connections)) connections"
             )
         }
+        for (index, check) in (checks ?? []).enumerated() {
+            row(
+                index == 0 ? "checks" : "",
+                String(format: "%6.2f%%  ", check.passRate) + "\(check.check)  (\(formatCount(check.passed)) passed, "
+                    + "\(formatCount(check.failed)) failed)")
+        }
         for (index, result) in thresholds.enumerated() {
             let actual = LoadThreshold.format(result.actual, unit: result.unit)
             row(

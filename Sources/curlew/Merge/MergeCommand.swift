@@ -55,8 +55,13 @@ struct MergeCommand: AsyncParsableCommand {
 
     func run() async throws {
         let files = try ShardSet.resultFiles(in: inputs)
-        let names = files.map { ($0 as NSString).lastPathComponent }
-        let benchCount = names.filter { $0.hasPrefix("bench") }.count
+        // A file named for neither kind (a shard's `--json` output saved by hand) is told by its content.
+        let benchCount = files.filter { file in
+            let name = (file as NSString).lastPathComponent
+            if name.hasPrefix("bench") { return true }
+            if name.hasPrefix("upload") { return false }
+            return BenchShardResult.isBenchSummary(path: file)
+        }.count
         if benchCount > 0 && benchCount < files.count {
             throw CommandFailure("the inputs mix bench and upload results: merge one run at a time")
         }

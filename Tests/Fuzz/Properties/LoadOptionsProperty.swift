@@ -3,7 +3,7 @@ import CurlewLoad
 import CurlewSharding
 import Foundation
 
-/// The parsers behind `curlew bench` and `curlew upload` options: `--threshold`, `--stages`, durations, sizes,
+/// The parsers behind `curlew bench` and `curlew upload` options: `--threshold` and `--check`, `--stages`, durations, sizes,
 /// `--shard` (and the schedulers' environment variables that stand for it), `--start-at` and `--connect-to`.
 ///
 /// The first byte picks the parser, the rest is the option's text. Garbage is refused (nil, or a thrown error with
@@ -16,7 +16,8 @@ enum LoadOptionsProperty {
         if parser == 7 { return checkShardEnvironment(&input) }
         let text = String(decoding: input.rest(), as: UTF8.self)
         switch parser {
-        case 0: return checkThresholds(text)
+        // `--check` shares the thresholds' byte: its grammar is another rule language, and the corpus stays valid.
+        case 0: return checkThresholds(text) ?? checkCheck(text)
         case 1: return checkStages(text)
         case 2: return checkDuration(text)
         case 3: return checkByteSize(text)
@@ -41,6 +42,21 @@ enum LoadOptionsProperty {
             if again.metric != rule.metric || again.comparison != rule.comparison || again.limit != rule.limit {
                 return "\(rule.text.debugDescription) reads back as another rule"
             }
+        }
+        return nil
+    }
+
+    /// `--check`: refused with a message that quotes it, or accepted reading back as the same check.
+    private static func checkCheck(_ text: String) -> String? {
+        let check: LoadCheck
+        do {
+            check = try LoadCheck(text)
+        } catch {
+            return error.description.hasPrefix("check ") ? nil : "a refusal that names no check: \(error)"
+        }
+        guard let again = try? LoadCheck(check.text) else { return "\(check.text.debugDescription) reads once" }
+        if again.needsBody != check.needsBody || again.text != check.text {
+            return "\(check.text.debugDescription) reads back as another check"
         }
         return nil
     }
