@@ -33,15 +33,7 @@ extension CurlewClient {
         transfer.repeater = TransferRepeater(requests: requests, next: next)
         transfer.loop = loop
         // Every outcome, the last included, has gone to `next`; what the continuation carries is not needed.
-        _ = try? await withTaskCancellationHandler {
-            try await withTransferContinuation { continuation in
-                transfer.continuation = continuation
-                loop.load.submitted()
-                loop.submit(transfer)
-            }
-        } onCancel: {
-            loop.cancel(transfer)
-        }
+        _ = try? await submitAndWait(transfer, on: loop)
     }
 
     /// ``executeRepeatedly(_:startingAt:next:)`` as a loop of single requests.

@@ -189,7 +189,15 @@ public final class CurlewClient: Sendable {
             box.transfer = transfer
             box.loop = loop
         }
-        return try await withTaskCancellationHandler {
+        return try await submitAndWait(transfer, on: loop)
+    }
+
+    /// Hands a transfer to its loop and waits until the loop resumes it; cancelling the caller cancels the transfer.
+    @inline(__always)
+    nonisolated(nonsending) func submitAndWait(
+        _ transfer: Transfer, on loop: any CurlEventLoop
+    ) async throws -> CurlewResponse {
+        try await withTaskCancellationHandler {
             try await withTransferContinuation { continuation in
                 transfer.continuation = continuation
                 loop.load.submitted()
@@ -201,7 +209,7 @@ public final class CurlewClient: Sendable {
     }
 
     @inline(__always)
-    nonisolated(nonsending) func withTransferContinuation(
+    nonisolated(nonsending) private func withTransferContinuation(
         _ body: (TransferContinuation) -> Void
     ) async throws -> CurlewResponse {
         #if DEBUG
