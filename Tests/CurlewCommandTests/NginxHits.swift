@@ -11,6 +11,8 @@ struct NginxHit: Sendable {
     let status: Int
     let uri: String
     let host: String
+    /// The request's `X-Test-Tag` header ("-" without one): how a test tells apart processes that send the same URL.
+    let tag: String
 
     /// A fresh path prefix, so a test counts only its own requests in the shared log.
     static func makeMarker() -> String { "/hits/" + UUID().uuidString + "/" }
@@ -34,7 +36,8 @@ struct NginxHit: Sendable {
                 let status = Int(fields[3])
             else { return nil }
             return NginxHit(
-                time: time, connection: connection, method: fields[2], status: status, uri: fields[4], host: fields[5])
+                time: time, connection: connection, method: fields[2], status: status, uri: fields[4], host: fields[5],
+                tag: fields.count > 7 ? fields[7] : "-")
         }
     }
 }

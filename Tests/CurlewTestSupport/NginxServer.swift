@@ -193,7 +193,7 @@ enum NginxConfig {
         http {
             access_log off;
             log_format curlew_dav '$request_method $status $request_uri';
-            log_format curlew_hits '$msec $connection $request_method $status $request_uri $host $request_length';
+            log_format curlew_hits '$msec $connection $request_method $status $request_uri $host $request_length $http_x_test_tag';
             log_format curlew_mtls '$msec $connection $request_method $status $request_uri $ssl_client_s_dn $request_length';
             types {
                 application/json json;
