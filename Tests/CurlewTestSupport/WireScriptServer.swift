@@ -31,6 +31,9 @@ public enum WireStep: Sendable {
     case wait(milliseconds: Int64)
     /// Marks the point the test waits for with ``WireScriptServer/waitForMark(_:timeout:)``.
     case mark(String)
+    /// Holds the remaining steps until the test calls ``WireScriptServer/release(_:)`` with this name (at once if it
+    /// already has): a response held for exactly as long as the test needs.
+    case waitForRelease(String)
     /// Closes the connection with a FIN.
     case close
     /// Closes the connection with a RST (SO_LINGER 0).
@@ -117,6 +120,15 @@ public final class WireScriptServer: Sendable {
         try await waitUntil(timeout: timeout) { self.shared.state.withLock { $0.marks.contains(name) } }
     }
 
+    /// Lets every script held at ``WireStep/waitForRelease(_:)`` with `name` go on, and any that reaches it later.
+    public func release(_ name: String) {
+        let waiters = shared.state.withLock { state in
+            state.released.insert(name)
+            return state.releaseWaiters.removeValue(forKey: name) ?? []
+        }
+        for waiter in waiters { waiter() }
+    }
+
     public func shutdown() async throws {
         try? await channel.close()
         try await group.shutdownGracefully()
@@ -138,6 +150,8 @@ struct WireServerState: Sendable {
     var requests: [WireRequest] = []
     var connections = 0
     var marks: Set<String> = []
+    var released: Set<String> = []
+    var releaseWaiters: [String: [@Sendable () -> Void]] = [:]
 }
 
 private final class SharedWireState: Sendable {
@@ -197,6 +211,22 @@ private final class WireScriptHandler: ChannelInboundHandler {
                     let (handler, context) = bound.value
                     handler.runSteps(context: context)
                 }
+                return
+            case .waitForRelease(let name):
+                let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+                let eventLoop = context.eventLoop
+                let resume: @Sendable () -> Void = {
+                    eventLoop.execute {
+                        let (handler, context) = bound.value
+                        handler.runSteps(context: context)
+                    }
+                }
+                let alreadyReleased = shared.state.withLock { state -> Bool in
+                    if state.released.contains(name) { return true }
+                    state.releaseWaiters[name, default: []].append(resume)
+                    return false
+                }
+                if alreadyReleased { continue }
                 return
             case .close:
                 closed = true

@@ -99,6 +99,30 @@ public final class CurlewClient: Sendable {
         loops.compactMap(\.taskExecutor)
     }
 
+    /// A snapshot of the connection pool: connections open, idle and busy, transfers in flight and waiting for a
+    /// connection, and the running totals, for the whole client and per origin (``PoolStatistics``).
+    ///
+    /// Each event loop counts its own part on its own thread or queue, between two turns, so the counts of one loop
+    /// are consistent with each other; loops are visited one after another. A client that has shut down reports
+    /// nothing.
+    public func poolStatistics() async -> PoolStatistics {
+        var counts: [String: PoolStatistics.Counts] = [:]
+        for loop in loops {
+            guard let executor = loop.taskExecutor else { continue }
+            let part = await withTaskExecutorPreference(executor) { () async -> [String: PoolStatistics.Counts]? in
+                var part: [String: PoolStatistics.Counts] = [:]
+                return loop.addPoolCounts(to: &part) ? part : nil
+            }
+            for (origin, loopCounts) in part ?? [:] { counts[origin, default: .init()].add(loopCounts) }
+        }
+        return PoolStatistics(
+            byOrigin: counts.mapValues { origin in
+                var origin = origin
+                origin.connectionsIdle = max(0, origin.connectionsOpen - origin.connectionsBusy)
+                return origin
+            })
+    }
+
     /// The version of the libcurl the engine runs on, for example `"7.88.1"`.
     public static var libcurlVersion: String {
         CurlGlobal.capabilities.version

@@ -16,6 +16,9 @@ protocol CurlEventLoop: AnyObject, Sendable {
     /// Asks the loop to resume a transfer its body producer or response consumer paused; harmless if it is not
     /// paused that way or already finished. Never resumes inside a libcurl callback.
     func unpause(_ transfer: Transfer, _ direction: PauseDirection)
+    /// Adds the loop's multi handles' counts to a pool snapshot (`MultiCore.addPoolCounts(to:)`). Runs only on the
+    /// loop's own thread or queue: returns false, adding nothing, when called anywhere else.
+    func addPoolCounts(to counts: inout [String: PoolStatistics.Counts]) -> Bool
     /// Fails running transfers, releases libcurl's resources and stops the loop.
     func shutdown() async
 }

@@ -36,6 +36,11 @@ struct DeadlineHeap<Member: DeadlineHeapMember> {
     /// Any member, the cheapest to remove; for emptying the heap.
     var anyMember: Member? { entries.last?.member }
 
+    /// Calls `body` with every member, in no particular order; for snapshots, never on a hot path.
+    func forEachMember(_ body: (Member) -> Void) {
+        for entry in entries { body(entry.member) }
+    }
+
     mutating func insert(_ member: Member, deadline: UInt64) {
         assert(member.deadlineHeapIndex < 0, "a member is in the heap once")
         entries.append(Entry(deadline: deadline, member: member))

@@ -81,6 +81,12 @@ final class DispatchEventLoop: MessageLoop, @unchecked Sendable {
         blockThread.load(ordering: .relaxed) == UInt(pthread_self())
     }
 
+    func addPoolCounts(to counts: inout [String: PoolStatistics.Counts]) -> Bool {
+        guard isCurrent else { return false }
+        for core in driver.cores { core.addPoolCounts(to: &counts) }
+        return true
+    }
+
     var submissionTime: UInt64 {
         isCurrent ? driver.primaryCore.clock.now : monotonicNanoseconds()
     }

@@ -11,6 +11,9 @@ protocol LoopDriver: AnyObject {
     /// Starts `transfer` on the multi handle the driver chooses for it.
     func start(_ transfer: Transfer)
 
+    /// Every multi handle the driver runs now (for snapshots).
+    var cores: [MultiCore] { get }
+
     /// The multi handle `transfer` was started on.
     func core(of transfer: Transfer) -> MultiCore
 

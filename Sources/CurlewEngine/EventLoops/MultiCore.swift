@@ -14,6 +14,8 @@ final class MultiCore {
     let clock: LoopClock
     /// The sockets of this loop's connections, for the check of reused HTTP/1 connections.
     let connections = ConnectionRegistry()
+    /// Every connection this multi handle opened, and the totals per origin, for ``PoolStatistics``.
+    let connectionBook = ConnectionBook()
     /// Loop-only and used twice per request: no runtime exclusivity check.
     @exclusivity(unchecked) private var pool: [EasyHandle] = []
     private(set) var isShuttingDown = false
@@ -174,6 +176,7 @@ final class MultiCore {
     /// handle leaves the multi handle), the body rewound, a fresh connection forced. The handle keeps libcurl's
     /// reference and its place in the running list.
     private func retryOnFreshConnection(_ transfer: Transfer, easy: EasyHandle, after result: CURLcode) {
+        connectionBook.retriedOnFreshConnection(origin: transfer.originKey)
         guard transfer.prepareRetry(easy), curl_multi_add_handle(multi, easy.raw) == CURLM_OK else {
             failRetry(transfer, after: result)
             return
@@ -359,6 +362,29 @@ final class MultiCore {
         guard curlew_easy_getinfo_pointer(handle, CURLINFO_PRIVATE, &userdata) == CURLE_OK, let userdata else { return }
         let transfer = Unmanaged<Transfer>.fromOpaque(userdata).takeUnretainedValue()
         apply(transfer.stateMachine.socketUnwatchable(), to: transfer)
+    }
+
+    // MARK: pool statistics
+
+    /// Adds this multi handle's counts to a snapshot, per origin: its connections (``ConnectionBook``), its
+    /// transfers in flight, the distinct connections they are on (busy) and those not on one yet. Idle connections
+    /// are what the client derives from open and busy once every loop has added its counts.
+    func addPoolCounts(to counts: inout [String: PoolStatistics.Counts]) {
+        connectionBook.addConnectionCounts(to: &counts)
+        var originOfURL: [String: String] = [:]
+        var busyConnections: [String: Set<Int>] = [:]
+        running.forEachMember { transfer in
+            let url = transfer.request.url
+            let origin = originOfURL[url] ?? transfer.originKey
+            originOfURL[url] = origin
+            counts[origin, default: .init()].transfersInFlight += 1
+            if let key = transfer.connectionKey {
+                busyConnections[origin, default: []].insert(key)
+            } else {
+                counts[origin, default: .init()].transfersWaitingForConnection += 1
+            }
+        }
+        for (origin, keys) in busyConnections { counts[origin, default: .init()].connectionsBusy += keys.count }
     }
 
     // MARK: shutdown

@@ -17,6 +17,8 @@ final class PollDriver: LoopDriver {
 
     func core(of transfer: Transfer) -> MultiCore { primaryCore }
 
+    var cores: [MultiCore] { [primaryCore] }
+
     func turn(mayWait: Bool) {
         let core = primaryCore
         if mayWait { sleep(now: core.tick()) }

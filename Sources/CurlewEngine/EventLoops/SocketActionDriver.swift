@@ -74,6 +74,8 @@ final class SocketActionDriver: LoopDriver {
 
     func core(of transfer: Transfer) -> MultiCore { parts[transfer.multiPartIndex].core }
 
+    var cores: [MultiCore] { parts.map(\.core) }
+
     /// The part a new transfer runs in, opening one if the plan says so.
     private func part(for transfer: Transfer) -> MultiCore {
         // Classified only when the loop may spread transfers (a plan of one part sends everything to part 0).

@@ -83,6 +83,12 @@ final class ThreadEventLoop: MessageLoop, @unchecked Sendable {
         threadID.load(ordering: .relaxed) == UInt(pthread_self())
     }
 
+    func addPoolCounts(to counts: inout [String: PoolStatistics.Counts]) -> Bool {
+        guard isCurrent else { return false }
+        for core in driver.cores { core.addPoolCounts(to: &counts) }
+        return true
+    }
+
     var submissionTime: UInt64 {
         isCurrent ? core.clock.now : monotonicNanoseconds()
     }

@@ -47,5 +47,8 @@ enum CredentialPolicy {
             self.host = host.lowercased()
             self.port = port
         }
+
+        /// `scheme://host:port`, the port always written: how ``PoolStatistics`` names an origin.
+        var key: String { "\(scheme)://\(host):\(port)" }
     }
 }

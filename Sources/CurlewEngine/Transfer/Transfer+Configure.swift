@@ -15,6 +15,7 @@ extension Transfer {
         -> TransferStateMachine.Failure?
     {
         startedAt = now
+        connectionKey = nil
         let settings = settings
         var isPlainGET = request.usesClientDefaultsForPlainGET
         if !sink.usesCollectingOptions { isPlainGET = false }

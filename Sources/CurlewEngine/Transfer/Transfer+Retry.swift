@@ -37,6 +37,7 @@ extension Transfer {
         if let openedBody, openedBody.rewind(to: 0) != nil { return false }
         rawHeaders.removeAll(keepingCapacity: true)
         responseBody.removeAll(keepingCapacity: true)
+        connectionKey = nil
         if let headerList, headerListWithoutCredentials != nil {
             // Start again from the original origin with the full list.
             _ = curlew_easy_setopt_slist(easy.raw, CURLOPT_HTTPHEADER, headerList)

@@ -64,6 +64,13 @@ final class Transfer: @unchecked Sendable, DeadlineHeapMember {
     var startedAt: UInt64 = 0
     /// The socket libcurl opened last for this transfer.
     var openedSocket: Int32?
+    /// The connection (``ConnectionRegistry/key(localPort:remotePort:)``) the current request went out on, nil until
+    /// libcurl picked one: a snapshot's busy connections and transfers waiting for one (``PoolStatistics``).
+    var connectionKey: Int?
+
+    /// The current request's origin, `scheme://host:port` (``PoolStatistics``): parsed when asked, which is once per
+    /// connection opened and per snapshot, never per request.
+    var originKey: String { CredentialPolicy.Origin(request.url)?.key ?? "(unparsed)" }
 
     /// The transfer's place in its loop's deadline heap (`MultiCore`), -1 while it is not in the multi handle.
     var deadlineHeapIndex = -1
@@ -171,6 +178,7 @@ final class Transfer: @unchecked Sendable, DeadlineHeapMember {
     /// whether the connection is refused before anything is written (the bytes belong to no request of ours) and
     /// whether a redirect that left the request's origin goes out without its credentials.
     func requestStarting(localPort: Int32, remotePort: Int32) -> Int32 {
+        connectionKey = ConnectionRegistry.key(localPort: localPort, remotePort: remotePort)
         guard let easy else { return CURL_PREREQFUNC_OK }
         let redirectTarget = easy.info(CURLINFO_REDIRECT_COUNT) > 0 ? easy.info(string: CURLINFO_EFFECTIVE_URL) : nil
         let check = checkConnection(easy, localPort: localPort, remotePort: remotePort, redirectTarget: redirectTarget)
@@ -274,9 +282,13 @@ let transferPrereqCallback: curlew_prereq_callback = { userdata, _, _, remotePor
 }
 
 /// Called for every socket libcurl opens for the transfer: remembered, so the connection's socket is known when
-/// it is reused (libcurl 7.88's CURLINFO_ACTIVESOCKET names the handle's previous connection, not the current one).
+/// it is reused (libcurl 7.88's CURLINFO_ACTIVESOCKET names the handle's previous connection, not the current one),
+/// and recorded in the loop's connection book for ``PoolStatistics``.
 let transferSocketOptionCallback: curl_sockopt_callback = { userdata, socket, _ in
-    withTransfer(userdata) { $0.openedSocket = socket }
+    withTransfer(userdata) { transfer in
+        transfer.openedSocket = socket
+        transfer.core?.connectionBook.opened(socket, origin: transfer.originKey)
+    }
     return CURL_SOCKOPT_OK
 }
 

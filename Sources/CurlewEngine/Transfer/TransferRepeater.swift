@@ -84,6 +84,7 @@ extension Transfer {
         rawHeaders.removeAll(keepingCapacity: true)
         responseBody.removeAll(keepingCapacity: true)
         openedSocket = nil
+        connectionKey = nil
         finalProgress = nil
         lastProgressReport = 0
         stateMachine = TransferStateMachine(
