@@ -16,6 +16,8 @@ let package = Package(
         // Integrations, each a product of its own so the engine's graph stays lean.
         .library(name: "CurlewOpenAPI", targets: ["CurlewOpenAPI"]),
         .library(name: "CurlewServiceLifecycle", targets: ["CurlewServiceLifecycle"]),
+        // The connection pool's gauges and counters for whichever swift-metrics backend the process bootstrapped.
+        .library(name: "CurlewMetrics", targets: ["CurlewMetrics"]),
         // The command's libraries: shard arithmetic, shared by the load generator and the upload pipeline.
         .library(name: "CurlewSharding", targets: ["CurlewSharding"]),
         // The S3 client on its own (SigV4, multipart, resumable parts), and the upload pipeline built on it.
@@ -43,6 +45,8 @@ let package = Package(
         .package(url: "https://github.com/swiftlang/swift-docc-plugin.git", from: "1.5.0"),
         // SHA-256, HMAC and MD5: CurlewS3's SigV4 signer and checksums; the tests' independent digests.
         .package(url: "https://github.com/apple/swift-crypto.git", from: "3.12.3"),
+        // Tests only: a real Prometheus backend for swift-metrics, whose exposition the pool-metrics tests scrape.
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         // Tests only: an independent multipart parser.
         .package(url: "https://github.com/vapor/multipart-kit.git", from: "4.7.1"),
     ],
@@ -121,6 +125,14 @@ let package = Package(
         ),
         .target(name: "CurlewSharding", swiftSettings: strictSettings),
         .target(
+            name: "CurlewMetrics",
+            dependencies: [
+                "CurlewEngine",
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .target(
             name: "CurlewS3",
             dependencies: [
                 "CurlewEngine",
@@ -194,6 +206,16 @@ let package = Package(
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "MultipartKit", package: "multipart-kit"),
                 .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "CurlewMetricsTests",
+            dependencies: [
+                "CurlewMetrics",
+                "CurlewEngine",
+                "CurlewTestSupport",
+                .product(name: "Prometheus", package: "swift-prometheus"),
             ],
             swiftSettings: strictSettings
         ),

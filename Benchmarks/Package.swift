@@ -21,6 +21,8 @@ var dependencies: [Package.Dependency] = [
     .package(url: "https://github.com/swift-server/swift-openapi-async-http-client.git", exact: "1.5.0"),
     .package(url: "https://github.com/apple/swift-openapi-runtime.git", from: "1.13.4"),
     .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
+    // S1 with a metrics backend: bench-curlew --pool-metrics-every publishes the pool to a Prometheus registry.
+    .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
 ]
 
 var products: [Product] = [
@@ -111,6 +113,8 @@ if withEngine {
             dependencies: [
                 "BenchSupport",
                 .product(name: "CurlewEngine", package: "Curlew"),
+                .product(name: "CurlewMetrics", package: "Curlew"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ],
             path: "Sources/bench-curlew",

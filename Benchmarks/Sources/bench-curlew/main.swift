@@ -7,10 +7,14 @@
 //                    queues, as in executor mode
 //   --mode dispatch-plain  the Dispatch event loop; ordinary tasks
 //   --loop-driver socket-action  the thread loop on epoll and curl_multi_socket_action (executor and plain modes)
+//   --pool-metrics-every MS  a metrics backend (swift-prometheus) and CurlewMetrics' PoolMetricsReporter publishing
+//                    the pool every MS milliseconds during the run: S1 with and without a metrics backend
 import ArgumentParser
 import BenchSupport
 import CurlewEngine
+import CurlewMetrics
 import HTTPTypes
+import Prometheus
 
 enum Mode: String, ExpressibleByArgument, CaseIterable {
     case executor
@@ -35,6 +39,11 @@ struct CurlewOptions: ParsableArguments {
 
     @Option(name: .customLong("loop-driver"), help: "poll | socket-action (the thread loop's way of driving libcurl)")
     var loopDriver: LoopDriver = .poll
+
+    @Option(
+        name: .customLong("pool-metrics-every"),
+        help: "Publish the pool statistics to a Prometheus registry every this many milliseconds (0: no backend)")
+    var poolMetricsEveryMilliseconds: Int = 0
 }
 
 let options = CurlewOptions.parseOrExit()
@@ -76,6 +85,14 @@ if (mode == .executor || mode == .dispatch) && executors.isEmpty {
     }
 }
 
+let registry = PrometheusCollectorRegistry()
+let reporting: Task<Void, any Error>? =
+    options.poolMetricsEveryMilliseconds > 0
+    ? Task {
+        let reporter = PoolMetricsReporter(client: client, factory: PrometheusMetricsFactory(registry: registry))
+        try await reporter.run(every: .milliseconds(options.poolMetricsEveryMilliseconds))
+    } : nil
+
 let start = ContinuousClock.now
 let tally = await withTaskGroup(of: WorkerTally.self) { group in
     for index in 0..<concurrency {
@@ -89,6 +106,11 @@ let tally = await withTaskGroup(of: WorkerTally.self) { group in
     return await group.total()
 }
 let elapsed = seconds(since: start)
+if let reporting {
+    reporting.cancel()
+    _ = await reporting.result
+    printError("bench-curlew: pool metrics exposition of \(registry.emitToString().utf8.count) bytes")
+}
 
 await client.shutdown()
 let name: String
