@@ -49,8 +49,8 @@ public final class Upload: Sendable {
         try Self.check(configuration)
         self.configuration = configuration
         let selection = try UploadSelection.make(
-            source: configuration.source, includes: configuration.includes, excludes: configuration.excludes,
-            shard: configuration.shard, journalPath: configuration.journalPath)
+            source: configuration.source, filter: configuration.filter, shard: configuration.shard,
+            journalPath: configuration.journalPath)
         self.selection = selection
         let journal = try selection.journalPath.map { path throws(UploadError) in try UploadJournal(path: path) }
         self.journal = journal
@@ -171,6 +171,7 @@ public final class Upload: Sendable {
         if let limit = configuration.bytesPerSecondLimit, limit < 1024 {
             throw invalid("bytesPerSecondLimit must be at least 1 kB per second")
         }
+        if let contradiction = configuration.filter.contradiction { throw invalid(contradiction) }
         switch configuration.destination.storage {
         case .put:
             if configuration.checksumHeader != nil && configuration.gzip {
@@ -197,13 +198,13 @@ package struct UploadSelection: Sendable {
     package var listing: UploadListing
     package let listedBeforeSharding: Int
     package let ownedByShard: Int
-    /// Files the include and exclude patterns left out.
+    /// Files the filters (patterns, sizes and ages) left out.
     package let excluded: Int
     /// A shard keeps a journal of its own: shards may run at once on one shared file system.
     package let journalPath: String?
 
     package static func make(
-        source: UploadSource, includes: [String], excludes: [String], shard: ShardAssignment, journalPath: String?
+        source: UploadSource, filter: UploadFilter, shard: ShardAssignment, journalPath: String?
     ) throws(UploadError) -> UploadSelection {
         var listing = try source.list()
         // A shard sends the files whose path hashes to it; the others' shards send theirs. Sharding comes before the
@@ -214,8 +215,8 @@ package struct UploadSelection: Sendable {
             listing.problems.removeAll { !shard.owns(relativePath: $0.relativePath) }
         }
         let ownedByShard = listing.items.count
-        let filter = UploadFilter(includes: includes, excludes: excludes)
-        listing.items.removeAll { !filter.admits($0.relativePath) }
+        let now = UploadFilter.nowNanoseconds
+        listing.items.removeAll { !filter.admits($0, nowNanoseconds: now) }
         return UploadSelection(
             listing: listing, listedBeforeSharding: listedBeforeSharding, ownedByShard: ownedByShard,
             excluded: ownedByShard - listing.items.count,

@@ -28,12 +28,26 @@ public struct UploadConfiguration: Sendable {
     public var includes: [String] = []
     /// Glob patterns of files not to send; excludes win over includes.
     public var excludes: [String] = []
+    /// Files smaller than this many bytes are not sent.
+    public var minSize: Int64?
+    /// Files larger than this many bytes are not sent.
+    public var maxSize: Int64?
+    /// Files modified more recently than this are not sent (still being written, say).
+    public var minAge: Duration?
+    /// Files modified longer ago than this are not sent (only the last day's, say).
+    public var maxAge: Duration?
     /// Where to record every file the server accepted; an upload with the same journal skips those. Multipart
     /// uploads to S3 are journaled part by part, so a stopped upload resumes a large file from its next part.
     public var journalPath: String?
     /// This process's share of the files, by a stable hash of their paths; ``ShardAssignment/whole`` sends all.
     /// A sharded upload keeps its journal at `journalPath` + `.shard-I-of-N`.
     public var shard: ShardAssignment = .whole
+
+    /// The patterns, sizes and ages, as one filter.
+    package var filter: UploadFilter {
+        UploadFilter(
+            includes: includes, excludes: excludes, minSize: minSize, maxSize: maxSize, minAge: minAge, maxAge: maxAge)
+    }
 
     /// A configuration with the defaults: 8 files at a time, 2 retries, no journal.
     public init(source: UploadSource, destination: UploadDestination) {

@@ -496,3 +496,48 @@ import Musl
         #expect(output.stderr.contains("--checksum-header"))
     }
 }
+
+/// `--min-size`, `--max-size`, `--min-age`, `--max-age`: only the files inside every bound reach the server.
+@Suite struct UploadSizeAndAgeFilterTests {
+    @Test func onlyFilesInsideTheSizeAndAgeBoundsArePut() async throws {
+        let nginx = try await NginxServer.shared()
+        let target = DavTarget(nginx: nginx)
+        let tree = try SourceTree()
+        defer {
+            tree.remove()
+            target.remove()
+        }
+        let sizes = ["tiny.txt": 10, "small.txt": 1_000, "medium.txt": 5_000, "large.txt": 50_000]
+        for (name, size) in sizes { try tree.write(name, SourceTree.content(for: name, size: size)) }
+        try tree.write("old/medium.txt", SourceTree.content(for: "old", size: 5_000))
+        try tree.write("fresh/medium.txt", SourceTree.content(for: "fresh", size: 5_000))
+        // Two days old, and a minute old: the rest are seconds old.
+        let now = Date()
+        try FileManager.default.setAttributes(
+            [.modificationDate: now.addingTimeInterval(-2 * 86_400)], ofItemAtPath: tree.root + "/old/medium.txt")
+        for name in sizes.keys {
+            try FileManager.default.setAttributes(
+                [.modificationDate: now.addingTimeInterval(-3_600)], ofItemAtPath: tree.root + "/" + name)
+        }
+
+        // 1 KiB to 10 KiB, modified in the last day and not in the last 10 minutes: small, medium.
+        let output = try await CurlewBinary.run([
+            "upload", tree.root, target.url, "--min-size", "1000", "--max-size", "10KiB", "--max-age", "24h",
+            "--min-age", "10m", "--json",
+        ])
+        #expect(output.status == 0, "\(output.stdout)\n\(output.stderr)")
+        let json = try output.json()
+        #expect(json["uploaded"] as? Int == 2)
+        #expect(json["excluded"] as? Int == 4, "\(json)")
+        try await waitUntil(timeout: .seconds(10), "nginx to log the PUTs") {
+            try target.acceptedPuts().values.reduce(0, +) >= 2
+        }
+        #expect(try target.acceptedPuts() == ["small.txt": 1, "medium.txt": 1])
+
+        let contradictory = try await CurlewBinary.run([
+            "upload", tree.root, target.url, "--min-size", "2KiB", "--max-size", "1KiB",
+        ])
+        #expect(contradictory.status == 64)
+        #expect(contradictory.stderr.contains("--min-size is above --max-size"), "\(contradictory.stderr)")
+    }
+}

@@ -93,6 +93,28 @@ struct UploadCommand: AsyncParsableCommand {
     @Option(help: "Do not send files matching this glob (repeatable); excludes win over includes.")
     var exclude: [String] = []
 
+    @Option(name: .customLong("min-size"), help: "Send only files of at least this size, e.g. 1KiB or 10MB.")
+    var minSize: ByteSizeArgument?
+
+    @Option(name: .customLong("max-size"), help: "Send only files of at most this size, e.g. 100MiB.")
+    var maxSize: ByteSizeArgument?
+
+    @Option(
+        name: .customLong("min-age"),
+        help: "Send only files not modified for at least this long, e.g. 10m (files still being written stay).")
+    var minAge: DurationArgument?
+
+    @Option(
+        name: .customLong("max-age"), help: "Send only files modified within this long, e.g. 24h (the last day's).")
+    var maxAge: DurationArgument?
+
+    /// The patterns, sizes and ages as the library's filter.
+    private var filter: UploadFilter {
+        UploadFilter(
+            includes: include, excludes: exclude, minSize: minSize?.bytes, maxSize: maxSize?.bytes,
+            minAge: minAge?.duration, maxAge: maxAge?.duration)
+    }
+
     @Option(
         name: .customLong("checksum-header"),
         help:
@@ -143,6 +165,7 @@ struct UploadCommand: AsyncParsableCommand {
         if let rate, !(rate > 0 && rate.isFinite) {
             throw ValidationError("--rate must be a positive number of files per second")
         }
+        if let contradiction = filter.contradiction { throw ValidationError(contradiction) }
         if !fields.isEmpty && mode != .multipart { throw ValidationError("--field needs --mode multipart") }
         for field in fields where !field.contains("=") || field.hasPrefix("=") {
             throw ValidationError("--field \(field.debugDescription) is not name=value")
@@ -207,7 +230,7 @@ struct UploadCommand: AsyncParsableCommand {
         if dryRun {
             // Nothing is opened or sent: not the journal for writing, not a connection.
             let selection = try UploadSelection.make(
-                source: source, includes: include, excludes: exclude, shard: shard, journalPath: journal)
+                source: source, filter: filter, shard: shard, journalPath: journal)
             let recorded = try selection.journalPath.map { path throws(UploadError) in
                 try UploadJournal.read(path: path)
             }
@@ -277,6 +300,10 @@ struct UploadCommand: AsyncParsableCommand {
         configuration.filesPerSecond = rate
         configuration.includes = include
         configuration.excludes = exclude
+        configuration.minSize = minSize?.bytes
+        configuration.maxSize = maxSize?.bytes
+        configuration.minAge = minAge?.duration
+        configuration.maxAge = maxAge?.duration
         configuration.journalPath = journal
         configuration.shard = shard
         let upload = try Upload(configuration, client: client)
