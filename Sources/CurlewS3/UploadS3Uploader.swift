@@ -111,9 +111,13 @@ package final class S3Uploader: Sendable {
         self.resumesUnfinishedUploads = resumesUnfinishedUploads
     }
 
-    /// - Parameter sent: called with the bytes of each completed part or object, for live progress.
+    /// - Parameters:
+    ///   - sent: called with the bytes of each completed part or object, for live progress.
+    ///   - partStored: called with the number and size of each part this call stored (not those an earlier run
+    ///     stored), as it is stored.
     package func upload(
-        _ item: UploadItem, key: String, sent: @escaping @Sendable (Int64) -> Void
+        _ item: UploadItem, key: String, sent: @escaping @Sendable (Int64) -> Void,
+        partStored: @escaping @Sendable (_ number: Int, _ size: Int64) -> Void = { _, _ in }
     ) async -> S3FileOutcome {
         do {
             let plan = PartPlan(fileSize: item.size, requestedPartSize: options.partSize)
@@ -125,7 +129,7 @@ package final class S3Uploader: Sendable {
                 return .alreadyThere(rule)
             }
             if plan.isMultipart {
-                try await uploadInParts(item, key: key, plan: plan, sent: sent)
+                try await uploadInParts(item, key: key, plan: plan, sent: sent, partStored: partStored)
             } else {
                 journal?.recordSending(item)
                 try await uploadWhole(item, key: key)
@@ -176,7 +180,8 @@ package final class S3Uploader: Sendable {
     // MARK: Multipart
 
     private func uploadInParts(
-        _ item: UploadItem, key: String, plan: PartPlan, sent: @escaping @Sendable (Int64) -> Void
+        _ item: UploadItem, key: String, plan: PartPlan, sent: @escaping @Sendable (Int64) -> Void,
+        partStored: @escaping @Sendable (_ number: Int, _ size: Int64) -> Void
     ) async throws(S3RequestFailure) {
         var uploadID: String
         var done: [Int: CompletedPart] = [:]
@@ -215,7 +220,8 @@ package final class S3Uploader: Sendable {
 
         do throws(S3RequestFailure) {
             let missing = plan.parts.filter { done[$0.number] == nil }
-            for part in try await sendParts(missing, of: item, key: key, uploadID: uploadID, sent: sent) {
+            for part in try await sendParts(
+                missing, of: item, key: key, uploadID: uploadID, sent: sent, partStored: partStored) {
                 done[part.number] = part
             }
             try Self.checkUnchanged(item)
@@ -320,7 +326,8 @@ package final class S3Uploader: Sendable {
     /// Sends parts, up to `concurrency` at once; the first failure cancels the others.
     private func sendParts(
         _ parts: [PartPlan.Part], of item: UploadItem, key: String, uploadID: String,
-        sent: @escaping @Sendable (Int64) -> Void
+        sent: @escaping @Sendable (Int64) -> Void,
+        partStored: @escaping @Sendable (_ number: Int, _ size: Int64) -> Void
     ) async throws(S3RequestFailure) -> [CompletedPart] {
         let result = await withTaskGroup(of: Result<CompletedPart, S3RequestFailure>.self) {
             group -> Result<[CompletedPart], S3RequestFailure> in
@@ -342,6 +349,7 @@ package final class S3Uploader: Sendable {
                 case .success(let part):
                     journal?.recordPart(item, uploadID: uploadID, part: part)
                     sent(part.size)
+                    partStored(part.number, part.size)
                     finished.append(part)
                     startNext()
                 case .failure(let failure):

@@ -100,7 +100,7 @@ public final class Upload: Sendable {
         self.broadcast = broadcast
         runner = UploadRunner(
             client: client, plan: plan, items: pending, journal: journal, s3: s3,
-            onFileSettled: { broadcast.publish($0) })
+            onFileSettled: { broadcast.publish($0) }, onEvent: configuration.onEvent)
     }
 
     /// The upload's progress, reported after each file is settled (sent, skipped or failed), starting with where
@@ -132,6 +132,14 @@ public final class Upload: Sendable {
         }
         let started = ContinuousClock.now
         let startedAt = Date()
+        if let onEvent = configuration.onEvent {
+            for problem in selection.listing.problems {
+                onEvent(UploadEvent(.failed, path: problem.relativePath, error: problem.reason))
+            }
+            for item in selection.listing.items where journal?.isDone(item) ?? false {
+                onEvent(UploadEvent(.skipped, path: item.relativePath, size: item.size, rule: "journal"))
+            }
+        }
         let tally = await runner.run()
         let elapsed = ContinuousClock.now - started
         let interrupted = stopAsked.load(ordering: .relaxed) || Task.isCancelled

@@ -39,6 +39,10 @@ public struct UploadConfiguration: Sendable {
     /// Where to record every file the server accepted; an upload with the same journal skips those. Multipart
     /// uploads to S3 are journaled part by part, so a stopped upload resumes a large file from its next part.
     public var journalPath: String?
+    /// Called with every file event as it happens (started, part stored, done, skipped with its rule, failed with
+    /// its cause), from the upload's workers, several at once: what `curlew upload --json-events` writes out. Keep it
+    /// quick; files of one worker wait for it.
+    public var onEvent: (@Sendable (UploadEvent) -> Void)?
     /// This process's share of the files, by a stable hash of their paths; ``ShardAssignment/whole`` sends all.
     /// A sharded upload keeps its journal at `journalPath` + `.shard-I-of-N`.
     public var shard: ShardAssignment = .whole

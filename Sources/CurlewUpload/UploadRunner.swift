@@ -155,6 +155,8 @@ package final class UploadRunner: Sendable {
     private let s3Location: S3Location?
     /// Called after each file is settled (sent, skipped or failed), for the progress sequence.
     private let onFileSettled: @Sendable (UploadProgressSnapshot) -> Void
+    /// Called with every file event as it happens (``UploadConfiguration/onEvent``).
+    private let onEvent: (@Sendable (UploadEvent) -> Void)?
     private let nextIndex = Atomic<Int>(0)
     private let stopRequested = Atomic<Bool>(false)
     private let filesDone = Atomic<Int>(0)
@@ -167,8 +169,10 @@ package final class UploadRunner: Sendable {
     package init(
         client: CurlewClient, plan: UploadPlan, items: [UploadItem], journal: UploadJournal?,
         s3: (uploader: S3Uploader, location: S3Location)? = nil,
-        onFileSettled: @escaping @Sendable (UploadProgressSnapshot) -> Void = { _ in }
+        onFileSettled: @escaping @Sendable (UploadProgressSnapshot) -> Void = { _ in },
+        onEvent: (@Sendable (UploadEvent) -> Void)? = nil
     ) {
+        self.onEvent = onEvent
         self.client = client
         self.plan = plan
         self.items = items
@@ -223,9 +227,7 @@ package final class UploadRunner: Sendable {
                 let due = start + .nanoseconds(Int64(Double(index) * 1e9 / filesPerSecond))
                 if due > .now {
                     do { try await Task.sleep(until: due, clock: .continuous) } catch {
-                        tally.failures.append(
-                            UploadFailure(path: items[index].relativePath, error: "cancelled (interrupted)"))
-                        filesFailed.add(1, ordering: .relaxed)
+                        fail(items[index], "cancelled (interrupted)", into: &tally)
                         break
                     }
                 }
@@ -261,6 +263,7 @@ package final class UploadRunner: Sendable {
                         journal.record(item)
                         tally.countAlreadyThere(by: Self.inFlightSizeRule)
                         filesDone.add(1, ordering: .relaxed)
+                        onEvent?(UploadEvent(.skipped, path: item.relativePath, size: item.size, rule: Self.inFlightSizeRule))
                         return .finished(())
                     }
                 case .multipart:
@@ -269,6 +272,7 @@ package final class UploadRunner: Sendable {
                 }
                 journal.recordSending(item)
             }
+            if attempt.number == 1 { onEvent?(UploadEvent(.started, path: item.relativePath, size: item.size)) }
             let live = item.size >= Self.liveProgressThreshold && !plan.gzip ? LiveFileBytes(limit: item.size) : nil
             defer { if let live { bytesDone.subtract(live.settle(), ordering: .relaxed) } }
             do {
@@ -287,6 +291,7 @@ package final class UploadRunner: Sendable {
                     tally.bytes += item.size
                     filesDone.add(1, ordering: .relaxed)
                     bytesDone.add(Int(item.size), ordering: .relaxed)
+                    onEvent?(UploadEvent(.done, path: item.relativePath, size: item.size))
                     return .finished(())
                 }
                 failure = "HTTP \(response.status.code)" + Self.bodyHint(response.body)
@@ -321,10 +326,17 @@ package final class UploadRunner: Sendable {
             return
         }
         let counted = Atomic<Int>(0)
-        let outcome = await s3.upload(item, key: key) { [self] bytes in
-            counted.add(Int(bytes), ordering: .relaxed)
-            bytesDone.add(Int(bytes), ordering: .relaxed)
-        }
+        onEvent?(UploadEvent(.started, path: item.relativePath, size: item.size))
+        let onEvent = onEvent
+        let outcome = await s3.upload(
+            item, key: key,
+            sent: { [self] bytes in
+                counted.add(Int(bytes), ordering: .relaxed)
+                bytesDone.add(Int(bytes), ordering: .relaxed)
+            },
+            partStored: { number, size in
+                onEvent?(UploadEvent(.partDone, path: item.relativePath, size: size, part: number))
+            })
         switch outcome {
         case .uploaded:
             tally.uploaded += 1
@@ -332,9 +344,11 @@ package final class UploadRunner: Sendable {
             filesDone.add(1, ordering: .relaxed)
             // Parts resumed from an earlier run count as progress, not as bytes sent by this one.
             bytesDone.add(Int(item.size) - counted.load(ordering: .relaxed), ordering: .relaxed)
+            onEvent?(UploadEvent(.done, path: item.relativePath, size: item.size))
         case .alreadyThere(let rule):
             tally.countAlreadyThere(by: rule.name)
             filesDone.add(1, ordering: .relaxed)
+            onEvent?(UploadEvent(.skipped, path: item.relativePath, size: item.size, rule: rule.name))
         case .failed(let reason):
             bytesDone.subtract(counted.load(ordering: .relaxed), ordering: .relaxed)
             fail(listed, reason, into: &tally)
@@ -346,6 +360,7 @@ package final class UploadRunner: Sendable {
     private func fail(_ item: UploadItem, _ reason: String, into tally: inout UploadTally) {
         tally.failures.append(UploadFailure(path: item.relativePath, error: reason))
         filesFailed.add(1, ordering: .relaxed)
+        onEvent?(UploadEvent(.failed, path: item.relativePath, size: item.size, error: reason))
     }
 
     /// The rule name of a file a killed run had in flight that the server holds with its length (``serverHolds``): a

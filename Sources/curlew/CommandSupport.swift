@@ -157,3 +157,36 @@ func jsonLine(_ value: some Encodable) throws -> String {
     encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
     return String(decoding: try encoder.encode(value), as: UTF8.self)
 }
+
+/// JSON lines on standard output, each written whole with `write(2)` as it comes (no stdio buffer to flush), one
+/// writer at a time: `curlew upload --json-events`, whose workers report from several threads.
+final class EventLines: Sendable {
+    static let standardOutput = EventLines(descriptor: STDOUT_FILENO)
+
+    private let descriptor: Int32
+    private let lock = Mutex(())
+
+    private init(descriptor: Int32) { self.descriptor = descriptor }
+
+    /// Writes `event` as one JSON line; an event that cannot be encoded (none can't) is dropped.
+    func write(_ event: some Encodable) {
+        guard let line = try? jsonLine(event) else { return }
+        writeLine(line)
+    }
+
+    /// Writes `line` and a newline, retrying short writes and interrupts.
+    func writeLine(_ line: String) {
+        let bytes = Array((line + "\n").utf8)
+        lock.withLock { _ in
+            var offset = 0
+            while offset < bytes.count {
+                let written = bytes[offset...].withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress, $0.count) }
+                if written < 0 {
+                    if errno == EINTR { continue }
+                    return
+                }
+                offset += written
+            }
+        }
+    }
+}

@@ -343,6 +343,65 @@ import Musl
         #expect(writes.last?.target == "/\(bucket)/dir/file3.txt")
     }
 
+    /// `--json-events`: every line on stdout is JSON; each file's events come in order (started, its parts, done),
+    /// match what moto stored, and a second run names the journal as the rule for what it skipped.
+    @Test func jsonEventsFollowEveryFileAndPartAsMotoStoresThem() async throws {
+        let moto = try await MotoServer.shared(.checked)
+        let bucket = try await moto.makeBucket("events")
+        let tree = try SourceTree(prefix: "curlew-s3-events")
+        defer { tree.remove() }
+        for index in 0..<3 { try tree.write("small\(index).txt", SourceTree.content(for: "s\(index)", size: 1000)) }
+        try await offCooperativePool { try Self.writeRandomFile(tree.root + "/big.bin", size: 11 << 20) }
+        try FileManager.default.createSymbolicLink(atPath: tree.root + "/broken", withDestinationPath: "/nonexistent")
+        let journal = NSTemporaryDirectory() + "curlew-\(bucket).journal"
+        defer { try? FileManager.default.removeItem(atPath: journal) }
+        func events(_ output: CommandOutput) throws -> [[String: Any]] {
+            try output.stdout.split(separator: "\n").map { line in
+                try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], "\(line)")
+            }
+        }
+        let arguments = [
+            tree.root, "s3://\(bucket)/", "--part-size", "5MiB", "--journal", journal, "--json-events", "--json",
+        ]
+        let first = try await Self.run(moto, arguments)
+        #expect(first.status == 1, "the broken link fails the run: \(first.stdout)\n\(first.stderr)")
+        var lines = try events(first)
+        let summary = lines.removeLast()
+        #expect(summary["uploaded"] as? Int == 4 && summary["failed"] as? Int == 1, "\(summary)")
+        func byPath(_ lines: [[String: Any]]) -> [String: [String]] {
+            Dictionary(grouping: lines, by: { $0["path"] as? String ?? "" }).mapValues { events in
+                events.map { event in
+                    let kind = event["event"] as? String ?? "?"
+                    if let part = event["part"] as? Int { return "\(kind) \(part)" }
+                    if let rule = event["rule"] as? String { return "\(kind) \(rule)" }
+                    return kind
+                }
+            }
+        }
+        let firstRun = byPath(lines)
+        for index in 0..<3 { #expect(firstRun["small\(index).txt"] == ["started", "done"]) }
+        let big = try #require(firstRun["big.bin"])
+        #expect(big.first == "started" && big.last == "done")
+        #expect(Set(big.dropFirst().dropLast()) == ["partDone 1", "partDone 2", "partDone 3"])
+        #expect(firstRun["broken"] == ["failed"])
+        #expect(
+            (lines.first { $0["path"] as? String == "broken" }?["error"] as? String)?.contains("broken symbolic link")
+                == true)
+        #expect(lines.allSatisfy { ($0["time"] as? Double ?? 0) > 1_700_000_000 })
+        #expect(Self.acceptedParts(moto, bucket: bucket) == [1: 1, 2: 1, 3: 1])
+
+        try tree.write("small1.txt", SourceTree.content(for: "changed", size: 1200))
+        let second = try await Self.run(moto, arguments)
+        lines = try events(second)
+        _ = lines.popLast()
+        let secondRun = byPath(lines)
+        #expect(secondRun["small0.txt"] == ["skipped journal"] && secondRun["small2.txt"] == ["skipped journal"])
+        #expect(secondRun["big.bin"] == ["skipped journal"])
+        #expect(secondRun["small1.txt"] == ["started", "done"])
+        let puts = moto.loggedRequests { method, target in method == "PUT" && target == "/\(bucket)/small1.txt" }
+        #expect(puts.filter { (200..<300).contains($0.status) }.count == 2)
+    }
+
     @Test func dryRunSendsNoRequestAndFiltersApply() async throws {
         let moto = try await MotoServer.shared(.checked)
         let bucket = "dry-run-\(UUID().uuidString.prefix(8).lowercased())"

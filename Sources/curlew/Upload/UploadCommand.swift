@@ -152,6 +152,13 @@ struct UploadCommand: AsyncParsableCommand {
     @Flag(help: "Print the summary as one JSON object on stdout.")
     var json = false
 
+    @Flag(
+        name: .customLong("json-events"),
+        help:
+            "Write one JSON object per file event to stdout as it happens (started, partDone, done, skipped with its rule, failed with its error), one per line; the text summary goes to stderr (with --json, the summary is the last line)."
+    )
+    var jsonEvents = false
+
     @Option(help: "Start at most this many files per second (to spare a server).")
     var rate: Double?
 
@@ -306,7 +313,10 @@ struct UploadCommand: AsyncParsableCommand {
         configuration.maxAge = maxAge?.duration
         configuration.journalPath = journal
         configuration.shard = shard
+        if jsonEvents { configuration.onEvent = EventLines.standardOutput.write }
         let upload = try Upload(configuration, client: client)
+        // With --json-events, stdout carries JSON lines only.
+        let json = self.json || jsonEvents
         if let destinationLine, !json { print(destinationLine) }
         let selection = upload.selection
         let listing = selection.listing
@@ -375,8 +385,10 @@ struct UploadCommand: AsyncParsableCommand {
                     "cannot write --output-dir \(path.debugDescription): \(error.localizedDescription)")
             }
         }
-        if json {
-            print(try jsonLine(summary))
+        if self.json {
+            EventLines.standardOutput.writeLine(try jsonLine(summary))
+        } else if jsonEvents {
+            writeStandardError(summary.text + "\n")
         } else {
             print(summary.text)
         }
