@@ -148,6 +148,8 @@ let package = Package(
                 "CurlewEngine",
                 "CurlewS3",
                 "CurlewSharding",
+                // The SHA-256 of a piped stream (already in the graph through CurlewS3).
+                .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: strictSettings
         ),

@@ -26,6 +26,8 @@ public struct S3Location: Sendable, Equatable, CustomStringConvertible {
     public let bucket: String
     /// Empty, or ends with `/`: `s3://b/backups` and `s3://b/backups/` both put `x.txt` at `backups/x.txt`.
     public let prefix: String
+    /// The key as written after the bucket, without its leading `/`s: one object's key (`curlew upload -`).
+    public let key: String
 
     /// Whether a target names S3 (`s3://…`) rather than an http(s) URL.
     public static func isS3(_ target: String) -> Bool { target.lowercased().hasPrefix("s3://") }
@@ -49,7 +51,12 @@ public struct S3Location: Sendable, Equatable, CustomStringConvertible {
         }
         self.bucket = String(bucket)
         let prefix = rest.dropFirst(bucket.count).drop { $0 == "/" }
+        self.key = String(prefix)
         self.prefix = prefix.isEmpty || prefix.hasSuffix("/") ? String(prefix) : prefix + "/"
+    }
+
+    public static func == (lhs: S3Location, rhs: S3Location) -> Bool {
+        lhs.bucket == rhs.bucket && lhs.prefix == rhs.prefix
     }
 
     /// The object key of a file: the prefix, then its relative path.

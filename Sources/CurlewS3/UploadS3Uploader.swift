@@ -25,6 +25,22 @@ public struct S3ObjectOptions: Sendable, Hashable {
 
     /// Options with the defaults: 16 MiB parts, content type by extension, no metadata.
     public init() {}
+
+    /// The object's headers: its metadata (with the whole file's SHA-256, `wholeFileSHA256` in hex, when recorded),
+    /// storage class and ACL.
+    package func objectHeaders(wholeFileSHA256: String?) -> [(name: String, value: String)] {
+        var fields = metadata.map { (key: $0.key.lowercased(), value: $0.value) }
+        if let wholeFileSHA256 {
+            fields.removeAll { $0.key == S3Uploader.wholeFileSHA256MetadataName }
+            fields.append((S3Uploader.wholeFileSHA256MetadataName, wholeFileSHA256))
+        }
+        var headers: [(name: String, value: String)] = fields.sorted { $0.key < $1.key }.map {
+            ("x-amz-meta-" + $0.key, $0.value)
+        }
+        if let storageClass { headers.append(("x-amz-storage-class", storageClass)) }
+        if let acl { headers.append(("x-amz-acl", acl)) }
+        return headers
+    }
 }
 
 /// What ``S3Client/uploadFile(at:key:options:)`` did with a file.
@@ -142,22 +158,6 @@ package final class S3Uploader: Sendable {
         }
     }
 
-    /// The object's headers: its metadata (with the whole file's SHA-256, `wholeFileSHA256` in hex, when recorded),
-    /// storage class and ACL.
-    private func objectHeaders(wholeFileSHA256: String?) -> [(name: String, value: String)] {
-        var metadata = options.metadata.map { (key: $0.key.lowercased(), value: $0.value) }
-        if let wholeFileSHA256 {
-            metadata.removeAll { $0.key == Self.wholeFileSHA256MetadataName }
-            metadata.append((Self.wholeFileSHA256MetadataName, wholeFileSHA256))
-        }
-        var headers: [(name: String, value: String)] = metadata.sorted { $0.key < $1.key }.map {
-            ("x-amz-meta-" + $0.key, $0.value)
-        }
-        if let storageClass = options.storageClass { headers.append(("x-amz-storage-class", storageClass)) }
-        if let acl = options.acl { headers.append(("x-amz-acl", acl)) }
-        return headers
-    }
-
     private func contentType(_ item: UploadItem) -> String {
         options.contentType ?? UploadContentType.forPath(item.relativePath)
     }
@@ -169,7 +169,7 @@ package final class S3Uploader: Sendable {
         let reply = try await client.send(
             .put, key: key,
             headers: [("content-type", contentType(item)), ("x-amz-checksum-sha256", checksum)]
-                + objectHeaders(wholeFileSHA256: recorded),
+                + options.objectHeaders(wholeFileSHA256: recorded),
             body: .file(path: item.absolutePath, offset: 0, length: item.size, sha256: SHA256Hex(digest)))
         try Self.checkUnchanged(item)
         if let stored = reply.header("x-amz-checksum-sha256"), stored != checksum {
@@ -210,7 +210,7 @@ package final class S3Uploader: Sendable {
             let reply = try await client.send(
                 .post, key: key, query: [("uploads", "")],
                 headers: [("content-type", contentType(item)), ("x-amz-checksum-algorithm", "SHA256")]
-                    + objectHeaders(wholeFileSHA256: recorded))
+                    + options.objectHeaders(wholeFileSHA256: recorded))
             guard let id = S3XML.value("UploadId", in: reply.text), !id.isEmpty else {
                 throw .transport("CreateMultipartUpload's reply has no UploadId")
             }
@@ -382,7 +382,7 @@ package final class S3Uploader: Sendable {
 
     /// S3's checksum of a multipart object is the SHA-256 of the parts' SHA-256 digests, with `-N` appended. The
     /// completion reply carries it; a HEAD asks for it otherwise. A store that reports none cannot be checked.
-    private func verifyComposite(parts: [CompletedPart], completion: String, key: String) async throws(S3RequestFailure)
+    package func verifyComposite(parts: [CompletedPart], completion: String, key: String) async throws(S3RequestFailure)
     {
         let expected = Self.compositeChecksum(parts.map(\.checksum))
         var reported = S3XML.value("ChecksumSHA256", in: completion)
@@ -412,7 +412,7 @@ package final class S3Uploader: Sendable {
     // MARK: Skip existing
 
     /// The metadata name (after `x-amz-meta-`) of the whole file's SHA-256 in hex.
-    static let wholeFileSHA256MetadataName = "curlew-sha256"
+    package static let wholeFileSHA256MetadataName = "curlew-sha256"
 
     /// The rule by which the bucket already holds this file, or nil when it does not or cannot tell: the object must
     /// have the file's size, then the first of these the object offers decides: the whole-file SHA-256 Curlew stored,

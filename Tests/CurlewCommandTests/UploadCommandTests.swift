@@ -541,3 +541,32 @@ import Musl
         #expect(contradictory.stderr.contains("--min-size is above --max-size"), "\(contradictory.stderr)")
     }
 }
+
+/// `curlew upload - URL` to nginx's WebDAV: one chunked PUT of a pipe, stored byte for byte.
+@Suite struct UploadStandardInputTests {
+    @Test func aPipeIsPutAsOneFileByteForByte() async throws {
+        let nginx = try await NginxServer.shared()
+        let target = DavTarget(nginx: nginx)
+        let tree = try SourceTree()
+        defer {
+            tree.remove()
+            target.remove()
+        }
+        let input = tree.root + "/dump.sql"
+        try tree.write("dump.sql", SourceTree.content(for: "dump", size: 3 << 20))
+        let output = try await CurlewBinary.run(
+            ["upload", "-", target.url + "backup/dump.sql", "--json"],
+            wrapper: ["/bin/sh", "-c", "cat '\(input)' | \"$0\" \"$@\""])
+        #expect(output.status == 0, "\(output.stdout)\n\(output.stderr)")
+        let summary = try output.json()
+        #expect(summary["bytes"] as? Int == 3 << 20)
+        let digest = try FileDigest.sha256(ofFile: input).map { String(format: "%02x", $0) }.joined()
+        #expect(summary["sha256"] as? String == digest)
+        let stored = target.storedPath("backup/dump.sql")
+        #expect(try FileDigest.sha256(ofFile: stored) == FileDigest.sha256(ofFile: input))
+        try await waitUntil(timeout: .seconds(10), "nginx to log the PUT") {
+            try target.acceptedPuts().values.reduce(0, +) >= 1
+        }
+        #expect(try target.acceptedPuts() == ["backup/dump.sql": 1])
+    }
+}

@@ -402,6 +402,73 @@ import Musl
         #expect(puts.filter { (200..<300).contains($0.status) }.count == 2)
     }
 
+    /// `curlew upload - s3://bucket/key`: a pipe, cut into parts as it is read, stored byte for byte (boto3 reads it
+    /// back), with the stream's SHA-256 kept in the object's metadata; a short stream goes as one PUT.
+    @Test func aPipeGoesUpInPartsAndAShortOneInOnePut() async throws {
+        let moto = try await MotoServer.shared(.checked)
+        let bucket = try await moto.makeBucket("pipe")
+        let tree = try SourceTree(prefix: "curlew-s3-pipe")
+        defer { tree.remove() }
+        let long = tree.root + "/long.bin", short = tree.root + "/short.bin"
+        try await offCooperativePool {
+            try Self.writeRandomFile(long, size: 12 << 20)
+            try Self.writeRandomFile(short, size: 1000)
+        }
+        // Through `cat`, so standard input is a pipe with no size to look at.
+        func piped(_ path: String) -> [String] { ["/bin/sh", "-c", "cat '\(path)' | \"$0\" \"$@\""] }
+        let output = try await CurlewBinary.run(
+            [
+                "upload", "-", "s3://\(bucket)/dumps/db.bin", "--part-size", "5MiB", "--endpoint", moto.endpoint,
+                "--json",
+            ],
+            wrapper: piped(long),
+            environment: moto.credentialEnvironment.merging(["HOME": "/nonexistent"]) { $1 }, timeout: .seconds(120))
+        #expect(output.status == 0, "\(output.stdout)\n\(output.stderr)")
+        let summary = try output.json()
+        let digest = try await Self.hexSHA256(ofFile: long)
+        #expect(summary["bytes"] as? Int == 12 << 20)
+        #expect(summary["parts"] as? Int == 3)
+        #expect(summary["sha256"] as? String == digest)
+        #expect(summary["sha256Stored"] as? Bool == true)
+        #expect(Self.acceptedParts(moto, bucket: bucket) == [1: 1, 2: 1, 3: 1])
+
+        let shortOutput = try await CurlewBinary.run(
+            ["upload", "-", "s3://\(bucket)/small.bin", "--endpoint", moto.endpoint, "--json"], wrapper: piped(short),
+            environment: moto.credentialEnvironment.merging(["HOME": "/nonexistent"]) { $1 })
+        #expect(shortOutput.status == 0, "\(shortOutput.stdout)\n\(shortOutput.stderr)")
+        #expect(try shortOutput.json()["parts"] as? Int == 0)
+
+        let inventory = try await Self.inventory(moto, bucket)
+        #expect(inventory["dumps/db.bin"]?["sha256"] as? String == digest)
+        #expect((inventory["dumps/db.bin"]?["metadata"] as? [String: String])?["curlew-sha256"] == digest)
+        #expect(inventory["small.bin"]?["sha256"] as? String == (try await Self.hexSHA256(ofFile: short)))
+        #expect(try await Self.openUploads(moto, bucket) == 0)
+    }
+
+    @Test func aPipeThatTheStoreRefusesLeavesNoPartsBehind() async throws {
+        let moto = try await MotoServer.shared(.checked)
+        let bucket = try await moto.makeBucket("pipe-refused")
+        let output = try await CurlewBinary.run(
+            ["upload", "-", "s3://\(bucket)/x.bin", "--part-size", "5MiB", "--endpoint", moto.endpoint],
+            wrapper: ["/bin/sh", "-c", "head -c 11534336 /dev/zero | \"$0\" \"$@\""],
+            environment: moto.credentialEnvironment.merging(["HOME": "/nonexistent", "AWS_SECRET_ACCESS_KEY": "wrong"])
+            {
+                $1
+            })
+        #expect(output.status == 1, "\(output.stdout)\n\(output.stderr)")
+        #expect(output.stdout.contains("failed") && output.stdout.contains("bad credentials"), "\(output.stdout)")
+        #expect(!output.stdout.contains("wrong") && !output.stderr.contains("wrong"), "the secret is never printed")
+        #expect(try await Self.openUploads(moto, bucket) == 0)
+
+        let misuse = try await CurlewBinary.run(["upload", "-", "s3://\(bucket)/x.bin", "--journal", "/tmp/j"])
+        #expect(misuse.status == 64)
+        #expect(misuse.stderr.contains("--journal is for files"), "\(misuse.stderr)")
+        let noKey = try await CurlewBinary.run(
+            ["upload", "-", "s3://\(bucket)/", "--endpoint", moto.endpoint],
+            environment: moto.credentialEnvironment.merging(["HOME": "/nonexistent"]) { $1 })
+        #expect(noKey.status != 0 && noKey.stderr.contains("needs the object's key"), "\(noKey.stderr)")
+    }
+
     @Test func dryRunSendsNoRequestAndFiltersApply() async throws {
         let moto = try await MotoServer.shared(.checked)
         let bucket = "dry-run-\(UUID().uuidString.prefix(8).lowercased())"

@@ -41,8 +41,14 @@ struct UploadCommand: AsyncParsableCommand {
             """
     )
 
-    @Argument(help: "A directory (walked recursively) or a manifest file (one path per line).")
+    @Argument(
+        help:
+            "A directory (walked recursively), a manifest file (one path per line), or - for standard input (a stream of any length, sent as one object to URL)."
+    )
     var source: String
+
+    /// `curlew upload - URL`: standard input, as one object.
+    private var readsStandardInput: Bool { source == "-" }
 
     @Argument(
         help:
@@ -173,6 +179,22 @@ struct UploadCommand: AsyncParsableCommand {
             throw ValidationError("--rate must be a positive number of files per second")
         }
         if let contradiction = filter.contradiction { throw ValidationError(contradiction) }
+        if readsStandardInput {
+            guard url != nil else {
+                throw ValidationError("upload - needs a URL: the stream's own URL or s3://BUCKET/KEY")
+            }
+            let fileOnly: [(String, Bool)] = [
+                ("--journal", journal != nil), ("--include/--exclude", !include.isEmpty || !exclude.isEmpty),
+                ("--min-size/--max-size", minSize != nil || maxSize != nil),
+                ("--min-age/--max-age", minAge != nil || maxAge != nil), ("--gzip", gzip),
+                ("--mode multipart", mode != .put), ("--skip-existing", skipExisting), ("--dry-run", dryRun),
+                ("--rate", rate != nil), ("--checksum-header", checksumHeader != nil),
+                ("--shard", sharding.shard != nil),
+            ]
+            if let option = fileOnly.first(where: \.1)?.0 {
+                throw ValidationError("\(option) is for files: it does not apply to a stream from standard input (-)")
+            }
+        }
         if !fields.isEmpty && mode != .multipart { throw ValidationError("--field needs --mode multipart") }
         for field in fields where !field.contains("=") || field.hasPrefix("=") {
             throw ValidationError("--field \(field.debugDescription) is not name=value")
@@ -233,8 +255,9 @@ struct UploadCommand: AsyncParsableCommand {
     }
 
     private func send(shard: ShardAssignment, runID: String?) async throws {
-        let source = try UploadSource.at(self.source)
-        if dryRun {
+        // Standard input has no listing: it is one stream (`sendStandardInput`).
+        let source = readsStandardInput ? nil : try UploadSource.at(self.source)
+        if dryRun, let source {
             // Nothing is opened or sent: not the journal for writing, not a connection.
             let selection = try UploadSelection.make(
                 source: source, filter: filter, shard: shard, journalPath: journal)
@@ -257,8 +280,8 @@ struct UploadCommand: AsyncParsableCommand {
         // What the destination is, printed once the upload could be set up (the journal opened, the URL checked).
         var destinationLine: String?
         if let url, S3Location.isS3(url) {
-            let location: S3Location
-            do { location = try S3Location(parsing: url) } catch { throw ValidationError("\(error)") }
+            // A bad bucket name is a usage error (exit 64), before any credential is looked for.
+            do { _ = try S3Location(parsing: url) } catch { throw ValidationError("\(error)") }
             let resolved: AWSCredentialResolver.Resolved
             do { resolved = try AWSCredentialResolver.fromProcess().resolve() } catch {
                 throw CommandFailure("\(error)")
@@ -273,8 +296,9 @@ struct UploadCommand: AsyncParsableCommand {
             objectOptions.skipExisting = skipExisting
             let s3: S3Destination
             do {
+                // As written: a stream (`upload -`) takes its key exactly.
                 s3 = try S3Destination(
-                    location.description, endpoint: endpoint, region: region, addressing: s3Addressing,
+                    url, endpoint: endpoint, region: region, addressing: s3Addressing,
                     credentials: resolved.credentials, objectOptions: objectOptions)
             } catch {
                 throw ValidationError("\(error)")
@@ -295,6 +319,11 @@ struct UploadCommand: AsyncParsableCommand {
                 : .multipartForm(url: embedded.baseURL + "/upload", fields: fields.map(Self.splitField))
             destinationLine =
                 "embedded server: \(embedded.baseURL) (SwiftNIO, loopback only; checksums and discards what it receives)"
+        }
+
+        guard let source else {
+            try await sendStandardInput(to: destination, client: client, destinationLine: destinationLine)
+            return
         }
 
         var configuration = UploadConfiguration(source: source, destination: destination)
@@ -398,6 +427,37 @@ struct UploadCommand: AsyncParsableCommand {
         }
         if summary.interrupted { throw ExitCode(130) }
         if summary.failed > 0 { throw ExitCode(1) }
+    }
+
+    /// `curlew upload - URL`: standard input as one object (``StreamUpload``), in constant memory.
+    private func sendStandardInput(
+        to destination: UploadDestination, client: CurlewClient, destinationLine: String?
+    ) async throws {
+        var configuration = StreamUpload.Configuration(destination: destination)
+        configuration.concurrency = concurrency
+        configuration.retries = retries
+        configuration.headers = try parseHeaderOptions(headers)
+        configuration.bytesPerSecondLimit = bwlimit?.bytes
+        let upload = try StreamUpload(configuration, client: client)
+        if let destinationLine, !json { print(destinationLine) }
+        let input = DescriptorReader(descriptor: STDIN_FILENO)
+        let summary = await upload.run { try await input.read(upTo: $0) }
+        await client.shutdown()
+        if json {
+            print(try jsonLine(summary))
+        } else if let error = summary.error {
+            print("curlew upload - → \(summary.url): failed: \(error)")
+        } else {
+            let seconds = max(summary.seconds, 0.001)
+            print(
+                "curlew upload - → \(summary.url): \(formatBytes(summary.bytes))"
+                    + (summary.parts > 0 ? " in \(summary.parts) parts" : "")
+                    + String(
+                        format: " in %.2f s (%@/s), sha256 %@", seconds,
+                        formatBytes(Int64(Double(summary.bytes) / seconds)), summary.sha256 ?? "-")
+                    + (summary.sha256Stored ? " (stored with the object)" : ""))
+        }
+        if summary.error != nil { throw ExitCode(1) }
     }
 
     /// `--dry-run`: what would be sent, one line each, then a count; nothing is opened or sent.
