@@ -125,8 +125,9 @@ test-libcurl-backports: deps
 ## kill -9 at 10 points and resumed without resending a part, and a 6 GiB object (over S3's 5 GiB single-PUT limit;
 ## moto joins its parts in memory, ~13 GB of RSS, see docs/design/0014-s3-uploads.md)
 test-large: deps check-warnings
-	CURLEW_RESUME_TEST_MIB=1024 CURLEW_RESUME_TEST_KILLS=10 CURLEW_LARGE_OBJECT_TEST_GIB=6 \
-		$(SWIFT) test --skip-build --filter 'UploadS3UploaderTests/(resumesAMultipartUploadAfterKill9|uploadsAnObjectOverFiveGiB)'
+	CURLEW_RESUME_TEST_MIB=1024 CURLEW_RESUME_TEST_KILLS=10 CURLEW_LARGE_OBJECT_TEST_GIB=6 CURLEW_PIPE_TEST_GIB=2 \
+		$(SWIFT) test --skip-build \
+		--filter 'UploadS3UploaderTests/(resumesAMultipartUploadAfterKill9|uploadsAnObjectOverFiveGiB|uploadsAPipeOfGibibytes)'
 
 ## docs: DocC archives of the three libraries (CurlewEngine, Curlew, CurlewTesting) under .build/docs
 docs: deps-system

@@ -196,6 +196,51 @@ import Musl
         #expect(stored["huge.bin"]?["sha256"] as? String == (try await Self.hexSHA256(ofFile: tree.root + "/huge.bin")))
     }
 
+    /// A pipe of GiBs (`make test-large`; CURLEW_PIPE_TEST_GIB=2) in constant memory: curlew reads a FIFO (its own
+    /// process, so its peak RSS is read), and boto3 reads the object back byte for byte.
+    @Test(.enabled(if: ProcessInfo.processInfo.environment["CURLEW_PIPE_TEST_GIB"] != nil))
+    func uploadsAPipeOfGibibytesInConstantMemory() async throws {
+        let gibibytes = Int(ProcessInfo.processInfo.environment["CURLEW_PIPE_TEST_GIB"] ?? "") ?? 2
+        let moto = try await MotoServer.shared(.checked)
+        let bucket = try await moto.makeBucket("pipe-huge")
+        let tree = try SourceTree(prefix: "curlew-s3-pipe-huge")
+        defer { tree.remove() }
+        let input = tree.root + "/input.bin", fifo = tree.root + "/fifo"
+        try await offCooperativePool { try Self.writeRandomFile(input, size: gibibytes << 30) }
+        guard mkfifo(fifo, 0o600) == 0 else { throw TestSupportError("mkfifo failed") }
+        let running = try CurlewBinary.start(
+            [
+                "upload", "-", "s3://\(bucket)/stream.bin", "--concurrency", "4", "--json", "--no-progress",
+                "--endpoint", moto.endpoint,
+            ], wrapper: ["/bin/sh", "-c", "exec \"$0\" \"$@\" < '\(fifo)'"],
+            environment: moto.credentialEnvironment.merging(["HOME": "/nonexistent"]) { $1 })
+        async let writer = CurlewBinary.runProgram(
+            ["/bin/sh", "-c", "cat '\(input)' > '\(fifo)'"], timeout: .seconds(3600))
+        var peakKiB = 0
+        try await waitUntil(timeout: .seconds(3600), pollInterval: .milliseconds(200), "curlew to finish") {
+            let status = (try? String(contentsOfFile: "/proc/\(running.pid)/status", encoding: .utf8)) ?? ""
+            if let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+                let kib = line.split(whereSeparator: { $0 == " " || $0 == "\t" }).dropFirst().first.flatMap({ Int($0) })
+            {
+                peakKiB = max(peakKiB, kib)
+            }
+            return !running.isRunning
+        }
+        let output = try await running.finish()
+        #expect(try await writer.status == 0)
+        #expect(output.status == 0, "\(output.stdout)\n\(output.stderr)")
+        FileHandle.standardError.write(
+            Data(
+                "UploadS3UploaderTests: pipe of \(gibibytes) GiB: peak RSS \(peakKiB / 1024) MiB; \(output.stdout)\n"
+                    .utf8))
+        #expect(peakKiB > 0 && peakKiB < 250 << 10, "peak RSS \(peakKiB) KiB")
+        let digest = try await Self.hexSHA256(ofFile: input)
+        #expect(try output.json()["sha256"] as? String == digest)
+        let stored = try await Self.inventory(moto, bucket)
+        #expect(stored["stream.bin"]?["size"] as? Int == gibibytes << 30)
+        #expect(stored["stream.bin"]?["sha256"] as? String == digest)
+    }
+
     @Test func aWrongSecretIsNamedOnceAndFailsTheRun() async throws {
         let moto = try await MotoServer.shared(.checked)
         let bucket = try await moto.makeBucket("badkey")
