@@ -329,6 +329,7 @@ let package = Package(
             dependencies: [
                 "CurlewUpload",
                 "CurlewS3",
+                "CurlewSharding",
                 "CurlewEngine",
                 "CurlewTestSupport",
                 .product(name: "Crypto", package: "swift-crypto"),

@@ -221,7 +221,8 @@ package final class S3Uploader: Sendable {
         do throws(S3RequestFailure) {
             let missing = plan.parts.filter { done[$0.number] == nil }
             for part in try await sendParts(
-                missing, of: item, key: key, uploadID: uploadID, sent: sent, partStored: partStored) {
+                missing, of: item, key: key, uploadID: uploadID, sent: sent, partStored: partStored)
+            {
                 done[part.number] = part
             }
             try Self.checkUnchanged(item)

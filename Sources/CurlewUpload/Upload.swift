@@ -45,12 +45,20 @@ public final class Upload: Sendable {
     ///     upload does not shut it down.
     /// - Throws: ``UploadError`` when the source cannot be read, the journal cannot be opened, or the
     ///   configuration is impossible (a bad URL, an option the destination does not take).
-    public init(_ configuration: UploadConfiguration, client: CurlewClient) throws(UploadError) {
+    public convenience init(_ configuration: UploadConfiguration, client: CurlewClient) throws(UploadError) {
         try Self.check(configuration)
-        self.configuration = configuration
         let selection = try UploadSelection.make(
             source: configuration.source, filter: configuration.filter, shard: configuration.shard,
             journalPath: configuration.journalPath)
+        try self.init(configuration, client: client, selection: selection)
+    }
+
+    /// An upload of a selection already made (`Sync` sends only the files its comparison chose).
+    package init(
+        _ configuration: UploadConfiguration, client: CurlewClient, selection: UploadSelection
+    ) throws(UploadError) {
+        try Self.check(configuration)
+        self.configuration = configuration
         self.selection = selection
         let journal = try selection.journalPath.map { path throws(UploadError) in try UploadJournal(path: path) }
         self.journal = journal
@@ -210,11 +218,15 @@ package struct UploadSelection: Sendable {
     package let excluded: Int
     /// A shard keeps a journal of its own: shards may run at once on one shared file system.
     package let journalPath: String?
+    /// Every path the source listed, before sharding and the filters, unreadable ones included: what `curlew sync
+    /// --delete` must never delete from the destination.
+    package var listedPaths: Set<String> = []
 
     package static func make(
         source: UploadSource, filter: UploadFilter, shard: ShardAssignment, journalPath: String?
     ) throws(UploadError) -> UploadSelection {
         var listing = try source.list()
+        let listedPaths = Set(listing.items.map(\.relativePath)).union(listing.problems.map(\.relativePath))
         // A shard sends the files whose path hashes to it; the others' shards send theirs. Sharding comes before the
         // filters, so each shard counts only its own files as excluded and the merge's sum is the run's.
         let listedBeforeSharding = listing.items.count
@@ -228,7 +240,7 @@ package struct UploadSelection: Sendable {
         return UploadSelection(
             listing: listing, listedBeforeSharding: listedBeforeSharding, ownedByShard: ownedByShard,
             excluded: ownedByShard - listing.items.count,
-            journalPath: journalPath.map { shard.isWhole ? $0 : "\($0).\(shard.fileTag)" })
+            journalPath: journalPath.map { shard.isWhole ? $0 : "\($0).\(shard.fileTag)" }, listedPaths: listedPaths)
     }
 }
 

@@ -12,6 +12,7 @@ public struct UploadError: Error, Sendable, CustomStringConvertible {
             case invalidConfiguration
             case unreadableSource
             case journal
+            case unreadableDestination
         }
 
         /// What the kind is, for an exhaustive `switch` inside the package.
@@ -25,6 +26,8 @@ public struct UploadError: Error, Sendable, CustomStringConvertible {
         public static let unreadableSource = Kind(.unreadableSource)
         /// The journal could not be opened, read or written.
         public static let journal = Kind(.journal)
+        /// The destination could not be listed (`Sync`): nothing was sent or deleted.
+        public static let unreadableDestination = Kind(.unreadableDestination)
 
         /// The stable name: the static member's name (`"invalidConfiguration"`, `"unreadableSource"`, `"journal"`).
         public var name: String {
@@ -32,6 +35,7 @@ public struct UploadError: Error, Sendable, CustomStringConvertible {
             case .invalidConfiguration: "invalidConfiguration"
             case .unreadableSource: "unreadableSource"
             case .journal: "journal"
+            case .unreadableDestination: "unreadableDestination"
             }
         }
 

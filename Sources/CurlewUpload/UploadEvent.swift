@@ -10,7 +10,7 @@ public struct UploadEvent: Sendable, Hashable, Codable {
     /// What happened. A struct with static members rather than an enum, so kinds can be added without breaking a
     /// caller's `switch`; ``name`` is the stable word in the JSON.
     public struct Kind: Sendable, Hashable, Codable, CustomStringConvertible {
-        /// The stable name: `started`, `partDone`, `done`, `skipped`, `failed`.
+        /// The stable name: `started`, `partDone`, `done`, `skipped`, `failed`, `deleted`.
         public let name: String
 
         private init(_ name: String) { self.name = name }
@@ -25,8 +25,10 @@ public struct UploadEvent: Sendable, Hashable, Codable {
         /// `in-flight-size`, or an S3 rule such as `whole-file-sha256-metadata`).
         public static let skipped = Kind("skipped")
         /// Not sent (`error` says why: the server's status, a transport error after how many attempts, a file that
-        /// changed or vanished).
+        /// changed or vanished), or not deleted (`curlew sync --delete`).
         public static let failed = Kind("failed")
+        /// `curlew sync --delete`: removed from the destination, which the source no longer has it.
+        public static let deleted = Kind("deleted")
 
         public var description: String { name }
 
@@ -48,7 +50,8 @@ public struct UploadEvent: Sendable, Hashable, Codable {
     public let size: Int64?
     /// The part number, for ``Kind/partDone``.
     public let part: Int?
-    /// How a skipped file was known to be there already.
+    /// How a skipped file was known to be there already; for a started file in `curlew sync`, why it is sent
+    /// (`missing`, `size`, `checksum`, `newer`).
     public let rule: String?
     /// Why a file failed.
     public let error: String?

@@ -263,7 +263,9 @@ package final class UploadRunner: Sendable {
                         journal.record(item)
                         tally.countAlreadyThere(by: Self.inFlightSizeRule)
                         filesDone.add(1, ordering: .relaxed)
-                        onEvent?(UploadEvent(.skipped, path: item.relativePath, size: item.size, rule: Self.inFlightSizeRule))
+                        onEvent?(
+                            UploadEvent(.skipped, path: item.relativePath, size: item.size, rule: Self.inFlightSizeRule)
+                        )
                         return .finished(())
                     }
                 case .multipart:

@@ -12,7 +12,7 @@ extension UploadError {
     var commandError: any Error {
         switch kind.storage {
         case .invalidConfiguration, .unreadableSource: ValidationError(description)
-        case .journal: CommandFailure(description)
+        case .journal, .unreadableDestination: CommandFailure(description)
         }
     }
 }
@@ -269,80 +269,13 @@ struct UploadCommand: AsyncParsableCommand {
             return
         }
 
-        var clientConfiguration = CurlewClient.Configuration()
-        clientConfiguration.maxConnectionsPerHost = concurrency
-        clientConfiguration.proxy = .none
-        shared.applyTLS(to: &clientConfiguration)
-        let client = CurlewClient(configuration: clientConfiguration)
-
-        var server: LoopbackServer?
-        let destination: UploadDestination
-        // What the destination is, printed once the upload could be set up (the journal opened, the URL checked).
-        var destinationLine: String?
-        if let url, S3Location.isS3(url) {
-            // A bad bucket name is a usage error (exit 64), before any credential is looked for.
-            do { _ = try S3Location(parsing: url) } catch { throw ValidationError("\(error)") }
-            let resolved: AWSCredentialResolver.Resolved
-            do { resolved = try AWSCredentialResolver.fromProcess().resolve() } catch {
-                throw CommandFailure("\(error)")
-            }
-            let region = region ?? resolved.region ?? "us-east-1"
-            var objectOptions = S3ObjectOptions()
-            objectOptions.partSize = partSize.bytes
-            objectOptions.contentType = contentType
-            objectOptions.metadata = Dictionary(metadata.map(Self.splitField).map { ($0.name, $0.value) }) { $1 }
-            objectOptions.storageClass = storageClass
-            objectOptions.acl = acl
-            objectOptions.skipExisting = skipExisting
-            let s3: S3Destination
-            do {
-                // As written: a stream (`upload -`) takes its key exactly.
-                s3 = try S3Destination(
-                    url, endpoint: endpoint, region: region, addressing: s3Addressing,
-                    credentials: resolved.credentials, objectOptions: objectOptions)
-            } catch {
-                throw ValidationError("\(error)")
-            }
-            destination = .s3(s3)
-            let style = s3.endpoint.virtualHosted ? "virtual-hosted" : "path-style"
-            destinationLine =
-                "s3: \(s3.endpoint.url(pathAndQuery: "")) (\(style)), region \(region), credentials from \(resolved.source)"
-        } else if let url {
-            destination =
-                mode == .put ? .put(baseURL: url) : .multipartForm(url: url, fields: fields.map(Self.splitField))
-        } else {
-            let embedded = try await LoopbackServer.start()
-            server = embedded
-            destination =
-                mode == .put
-                ? .put(baseURL: embedded.baseURL + "/files/")
-                : .multipartForm(url: embedded.baseURL + "/upload", fields: fields.map(Self.splitField))
-            destinationLine =
-                "embedded server: \(embedded.baseURL) (SwiftNIO, loopback only; checksums and discards what it receives)"
-        }
-
+        let (client, destination, destinationLine, server) = try await openDestination()
         guard let source else {
             try await sendStandardInput(to: destination, client: client, destinationLine: destinationLine)
             return
         }
 
-        var configuration = UploadConfiguration(source: source, destination: destination)
-        configuration.concurrency = concurrency
-        configuration.retries = retries
-        configuration.headers = try parseHeaderOptions(headers)
-        configuration.gzip = gzip
-        configuration.checksumHeader = checksumHeader
-        configuration.bytesPerSecondLimit = bwlimit?.bytes
-        configuration.filesPerSecond = rate
-        configuration.includes = include
-        configuration.excludes = exclude
-        configuration.minSize = minSize?.bytes
-        configuration.maxSize = maxSize?.bytes
-        configuration.minAge = minAge?.duration
-        configuration.maxAge = maxAge?.duration
-        configuration.journalPath = journal
-        configuration.shard = shard
-        if jsonEvents { configuration.onEvent = EventLines.standardOutput.write }
+        let configuration = try uploadConfiguration(source: source, destination: destination, shard: shard)
         let upload = try Upload(configuration, client: client)
         // With --json-events, stdout carries JSON lines only.
         let json = self.json || jsonEvents
@@ -427,6 +360,153 @@ struct UploadCommand: AsyncParsableCommand {
         }
         if summary.interrupted { throw ExitCode(130) }
         if summary.failed > 0 { throw ExitCode(1) }
+    }
+
+    /// The engine client, where the files go (and a line saying so, printed once the run could start), and the
+    /// embedded server when no URL was given.
+    private func openDestination() async throws -> (
+        client: CurlewClient, destination: UploadDestination, destinationLine: String?, server: LoopbackServer?
+    ) {
+        var clientConfiguration = CurlewClient.Configuration()
+        clientConfiguration.maxConnectionsPerHost = concurrency
+        clientConfiguration.proxy = .none
+        shared.applyTLS(to: &clientConfiguration)
+        let client = CurlewClient(configuration: clientConfiguration)
+
+        var server: LoopbackServer?
+        let destination: UploadDestination
+        // What the destination is, printed once the upload could be set up (the journal opened, the URL checked).
+        var destinationLine: String?
+        if let url, S3Location.isS3(url) {
+            // A bad bucket name is a usage error (exit 64), before any credential is looked for.
+            do { _ = try S3Location(parsing: url) } catch { throw ValidationError("\(error)") }
+            let resolved: AWSCredentialResolver.Resolved
+            do { resolved = try AWSCredentialResolver.fromProcess().resolve() } catch {
+                throw CommandFailure("\(error)")
+            }
+            let region = region ?? resolved.region ?? "us-east-1"
+            var objectOptions = S3ObjectOptions()
+            objectOptions.partSize = partSize.bytes
+            objectOptions.contentType = contentType
+            objectOptions.metadata = Dictionary(metadata.map(Self.splitField).map { ($0.name, $0.value) }) { $1 }
+            objectOptions.storageClass = storageClass
+            objectOptions.acl = acl
+            objectOptions.skipExisting = skipExisting
+            let s3: S3Destination
+            do {
+                // As written: a stream (`upload -`) takes its key exactly.
+                s3 = try S3Destination(
+                    url, endpoint: endpoint, region: region, addressing: s3Addressing,
+                    credentials: resolved.credentials, objectOptions: objectOptions)
+            } catch {
+                throw ValidationError("\(error)")
+            }
+            destination = .s3(s3)
+            let style = s3.endpoint.virtualHosted ? "virtual-hosted" : "path-style"
+            destinationLine =
+                "s3: \(s3.endpoint.url(pathAndQuery: "")) (\(style)), region \(region), credentials from \(resolved.source)"
+        } else if let url {
+            destination =
+                mode == .put ? .put(baseURL: url) : .multipartForm(url: url, fields: fields.map(Self.splitField))
+        } else {
+            let embedded = try await LoopbackServer.start()
+            server = embedded
+            destination =
+                mode == .put
+                ? .put(baseURL: embedded.baseURL + "/files/")
+                : .multipartForm(url: embedded.baseURL + "/upload", fields: fields.map(Self.splitField))
+            destinationLine =
+                "embedded server: \(embedded.baseURL) (SwiftNIO, loopback only; checksums and discards what it receives)"
+        }
+
+        return (client, destination, destinationLine, server)
+    }
+
+    /// The library's configuration from the options.
+    private func uploadConfiguration(
+        source: UploadSource, destination: UploadDestination, shard: ShardAssignment
+    ) throws -> UploadConfiguration {
+        var configuration = UploadConfiguration(source: source, destination: destination)
+        configuration.concurrency = concurrency
+        configuration.retries = retries
+        configuration.headers = try parseHeaderOptions(headers)
+        configuration.gzip = gzip
+        configuration.checksumHeader = checksumHeader
+        configuration.bytesPerSecondLimit = bwlimit?.bytes
+        configuration.filesPerSecond = rate
+        configuration.includes = include
+        configuration.excludes = exclude
+        configuration.minSize = minSize?.bytes
+        configuration.maxSize = maxSize?.bytes
+        configuration.minAge = minAge?.duration
+        configuration.maxAge = maxAge?.duration
+        configuration.journalPath = journal
+        configuration.shard = shard
+        if jsonEvents { configuration.onEvent = EventLines.standardOutput.write }
+        return configuration
+    }
+
+    /// `curlew sync`: the source mirrored at the destination (``Sync``).
+    func sync(deletes: Bool) async throws {
+        try shared.requireSupportedLibcurl()
+        let (shard, _) = try sharding.resolved()
+        do {
+            try await syncFiles(shard: shard, deletes: deletes)
+        } catch let error as UploadError {
+            throw error.commandError
+        }
+    }
+
+    private func syncFiles(shard: ShardAssignment, deletes: Bool) async throws {
+        let source = try UploadSource.at(self.source)
+        let (client, destination, destinationLine, _) = try await openDestination()
+        let sync = try Sync(
+            try uploadConfiguration(source: source, destination: destination, shard: shard), client: client,
+            deletes: deletes)
+        if dryRun {
+            let preview: SyncPreview
+            do { preview = try await sync.plan() } catch {
+                await client.shutdown()
+                throw error
+            }
+            await client.shutdown()
+            for upload in preview.uploads {
+                print("would send \(upload.path) (\(formatBytes(upload.size))): \(upload.reason)")
+            }
+            for path in preview.deletions { print("would delete \(path)") }
+            print(
+                "dry run: \(formatCount(preview.uploads.count)) to send (files of the same size on S3 only if their "
+                    + "checksums differ), \(formatCount(preview.unchanged.count)) unchanged, "
+                    + "\(formatCount(preview.deletions.count)) to delete"
+                    + (deletes || preview.deletions.isEmpty ? "" : " (without --delete: none)"))
+            return
+        }
+        let json = self.json || jsonEvents
+        if let destinationLine, !json { print(destinationLine) }
+        let summary: SyncSummary
+        do { summary = try await sync.run() } catch {
+            await client.shutdown()
+            throw error
+        }
+        await client.shutdown()
+        if self.json {
+            EventLines.standardOutput.writeLine(try jsonLine(summary))
+        } else {
+            let reasons = summary.toSendByReason.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }
+            var text = summary.upload.text + "\nsync: compared and sent "
+            text += reasons.isEmpty ? "none" : reasons.joined(separator: ", ")
+            let unchanged = summary.unchangedByRule.values.reduce(0, +)
+            if unchanged > 0 { text += "; \(formatCount(unchanged)) unchanged (size and time)" }
+            text += "; \(formatCount(summary.deleted)) deleted"
+            if summary.deletionsWithheld > 0 {
+                text += "; \(formatCount(summary.deletionsWithheld)) deletions withheld because files failed"
+            }
+            if !summary.deleteFailures.isEmpty { text += "; \(summary.deleteFailures.count) deletions refused" }
+            if jsonEvents { writeStandardError(text + "\n") } else { print(text) }
+        }
+        if summary.upload.failed > 0 || !summary.deleteFailures.isEmpty || summary.upload.interrupted {
+            throw ExitCode(1)
+        }
     }
 
     /// `curlew upload - URL`: standard input as one object (``StreamUpload``), in constant memory.

@@ -1,0 +1,122 @@
+package import CurlewEngine
+import CurlewS3
+import Foundation
+
+/// A file a WebDAV server holds, as PROPFIND describes it.
+package struct WebDAVEntry: Sendable, Equatable {
+    /// The path under the listed URL, unencoded (`a/b.txt`).
+    package let relativePath: String
+    package let size: Int64
+    /// `getlastmodified`, in seconds since 1970 (HTTP dates have whole seconds).
+    package let modified: Double?
+}
+
+/// PROPFIND of a WebDAV folder, walked one level at a time (`Depth: 1`: servers such as nginx refuse `infinity`),
+/// and DELETE of a file.
+package struct WebDAVFolder: Sendable {
+    /// Ends with `/`.
+    package let baseURL: String
+    package let client: CurlewClient
+    package let headers: [(name: String, value: String)]
+
+    package init(baseURL: String, client: CurlewClient, headers: [(name: String, value: String)]) {
+        self.baseURL = baseURL.hasSuffix("/") ? baseURL : baseURL + "/"
+        self.client = client
+        self.headers = headers
+    }
+
+    /// Every file under the folder; a folder that does not exist yet holds none.
+    package func list() async throws -> [WebDAVEntry] {
+        var files: [WebDAVEntry] = []
+        var folders = [""]
+        var seen = Set<String>()
+        while let folder = folders.popLast() {
+            guard seen.insert(folder).inserted else { continue }
+            let url = baseURL + PercentEncoding.encodeEachSegment(of: folder) + (folder.isEmpty ? "" : "/")
+            var request = try CurlewRequest(method: .init("PROPFIND")!, url: url, body: .bytes(Array(Self.query.utf8)))
+            try request.addHeader("Depth", "1")
+            try request.addHeader("Content-Type", "application/xml")
+            for (name, value) in headers { try request.addHeader(name, value) }
+            let response = try await client.execute(request)
+            if response.status.code == 404 && folder.isEmpty { return [] }
+            guard response.status.code == 207 else {
+                throw WebDAVListingError(
+                    "PROPFIND \(url) answered \(response.status.code), not 207 Multi-Status (does the server speak WebDAV?)"
+                )
+            }
+            let basePath = URLComponents(string: baseURL)?.percentEncodedPath ?? "/"
+            for entry in Self.parse(String(decoding: response.body, as: UTF8.self), basePath: basePath) {
+                if entry.isFolder {
+                    if !entry.relativePath.isEmpty && entry.relativePath != folder {
+                        folders.append(entry.relativePath)
+                    }
+                } else if let size = entry.size {
+                    files.append(WebDAVEntry(relativePath: entry.relativePath, size: size, modified: entry.modified))
+                }
+            }
+        }
+        return files.sorted { $0.relativePath < $1.relativePath }
+    }
+
+    /// DELETE of one file; one already gone counts as deleted.
+    package func delete(_ relativePath: String) async throws {
+        var request = try CurlewRequest(
+            method: .delete, url: baseURL + PercentEncoding.encodeEachSegment(of: relativePath))
+        for (name, value) in headers { try request.addHeader(name, value) }
+        let response = try await client.execute(request)
+        guard (200..<300).contains(response.status.code) || response.status.code == 404 else {
+            throw WebDAVListingError("DELETE answered \(response.status.code)")
+        }
+    }
+
+    static let query =
+        "<?xml version=\"1.0\" encoding=\"utf-8\"?><D:propfind xmlns:D=\"DAV:\"><D:prop><D:resourcetype/>"
+        + "<D:getcontentlength/><D:getlastmodified/></D:prop></D:propfind>"
+
+    struct ParsedEntry: Equatable {
+        let relativePath: String
+        let isFolder: Bool
+        let size: Int64?
+        let modified: Double?
+    }
+
+    /// A Multi-Status body's entries, paths made relative to `basePath` (entries outside it are dropped). Namespace
+    /// prefixes (`D:`, `d:`, `lp1:` …) are ignored: servers pick their own.
+    static func parse(_ xml: String, basePath: String) -> [ParsedEntry] {
+        let plain = xml.replacingOccurrences(
+            of: "<([/]?)[A-Za-z][A-Za-z0-9]*:", with: "<$1", options: .regularExpression)
+        let base = basePath.hasSuffix("/") ? basePath : basePath + "/"
+        return S3XML.values("response", in: plain).compactMap { block -> ParsedEntry? in
+            guard var href = S3XML.value("href", in: block) else { return nil }
+            // An absolute URL or an absolute path: the path is what counts.
+            if let components = URLComponents(string: href), components.host != nil {
+                href = components.percentEncodedPath
+            }
+            guard href.hasPrefix(base) || href + "/" == base else { return nil }
+            let encoded = href.count > base.count ? String(href.dropFirst(base.count)) : ""
+            let trimmed = encoded.hasSuffix("/") ? String(encoded.dropLast()) : encoded
+            let relativePath = trimmed.removingPercentEncoding ?? trimmed
+            let isFolder = block.contains("<collection") || encoded.hasSuffix("/") || encoded.isEmpty
+            let size = S3XML.value("getcontentlength", in: block).flatMap {
+                Int64($0.trimmingCharacters(in: .whitespaces))
+            }
+            let modified = S3XML.value("getlastmodified", in: block).flatMap(Self.httpDate)
+            return ParsedEntry(relativePath: relativePath, isFolder: isFolder, size: size, modified: modified)
+        }
+    }
+
+    /// An IMF-fixdate (`Fri, 27 Nov 2026 01:02:03 GMT`), in seconds since 1970.
+    static func httpDate(_ text: String) -> Double? {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
+        return formatter.date(from: text.trimmingCharacters(in: .whitespaces))?.timeIntervalSince1970
+    }
+}
+
+/// A WebDAV listing or deletion the server refused.
+package struct WebDAVListingError: Error, CustomStringConvertible {
+    package let description: String
+    package init(_ description: String) { self.description = description }
+}

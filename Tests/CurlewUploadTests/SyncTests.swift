@@ -1,0 +1,123 @@
+import CurlewSharding
+import Testing
+
+@testable import CurlewS3
+@testable import CurlewUpload
+
+/// `SyncPlan`: which files `curlew sync` sends, leaves and deletes, decided without I/O.
+@Suite struct SyncPlanTests {
+    static func item(_ path: String, size: Int64, modified: Int64 = 1_000) -> UploadItem {
+        UploadItem(
+            relativePath: path, absolutePath: "/src/" + path, size: size, modifiedNanoseconds: modified * 1_000_000_000)
+    }
+
+    static func selection(_ items: [UploadItem], listed: Set<String>? = nil) -> UploadSelection {
+        var listing = UploadListing()
+        listing.items = items
+        var selection = UploadSelection(
+            listing: listing, listedBeforeSharding: items.count, ownedByShard: items.count, excluded: 0,
+            journalPath: nil)
+        selection.listedPaths = listed ?? Set(items.map(\.relativePath))
+        return selection
+    }
+
+    @Test func missingAndResizedFilesAreSentAndSameSizeOnesGoToTheChecksumOnS3() {
+        let plan = SyncPlan.make(
+            selection: Self.selection([
+                Self.item("new", size: 1), Self.item("grown", size: 9), Self.item("same", size: 5),
+            ]),
+            destination: [
+                .init(relativePath: "grown", size: 8, modified: nil),
+                .init(relativePath: "same", size: 5, modified: nil),
+            ], comparesChecksums: true, filter: UploadFilter(includes: [], excludes: []), shard: .whole, deletes: false)
+        #expect(
+            plan.uploads.map { "\($0.item.relativePath) \($0.reason)" } == [
+                "new missing", "grown size", "same checksum",
+            ])
+        #expect(plan.unchanged.isEmpty && plan.deletions.isEmpty)
+    }
+
+    @Test func onWebDAVSameSizeFilesAreUnchangedUnlessTheSourceIsNewer() {
+        let plan = SyncPlan.make(
+            selection: Self.selection([
+                Self.item("old", size: 5, modified: 100), Self.item("touched", size: 5, modified: 300),
+            ]),
+            destination: [
+                .init(relativePath: "old", size: 5, modified: 200),
+                .init(relativePath: "touched", size: 5, modified: 200),
+            ], comparesChecksums: false, filter: UploadFilter(includes: [], excludes: []), shard: .whole, deletes: false
+        )
+        #expect(plan.unchanged.map(\.item.relativePath) == ["old"])
+        #expect(plan.unchanged.map(\.rule) == ["size-and-time"])
+        #expect(plan.uploads.map { "\($0.item.relativePath) \($0.reason)" } == ["touched newer"])
+    }
+
+    @Test func deletionsSpareListedFilteredAndExcludedPaths() {
+        // "filtered.log" is listed but left out by a size filter; "unreadable" could not be read; "keep.tmp" is
+        // excluded by a pattern: none of them may go.
+        let selection = Self.selection(
+            [Self.item("a", size: 1)], listed: ["a", "filtered.log", "unreadable"])
+        let destination: [SyncPlan.DestinationFile] = [
+            "a", "filtered.log", "unreadable", "keep.tmp", "gone", "dir/gone2",
+        ]
+        .map { .init(relativePath: $0, size: 1, modified: nil) }
+        let filter = UploadFilter(includes: [], excludes: ["*.tmp"], minSize: 10)
+        let plan = SyncPlan.make(
+            selection: selection, destination: destination, comparesChecksums: true, filter: filter, shard: .whole,
+            deletes: true)
+        #expect(plan.deletions == ["dir/gone2", "gone"])
+        let withoutDelete = SyncPlan.make(
+            selection: selection, destination: destination, comparesChecksums: true, filter: filter, shard: .whole,
+            deletes: false)
+        #expect(withoutDelete.deletions.isEmpty)
+    }
+
+    @Test func aShardDeletesOnlyWhatItOwns() {
+        let gone = (0..<40).map { "gone\($0)" }
+        let destination = gone.map { SyncPlan.DestinationFile(relativePath: $0, size: 1, modified: nil) }
+        var deleted: [String] = []
+        for index in 0..<3 {
+            let shard = ShardAssignment(index: index, count: 3)
+            let plan = SyncPlan.make(
+                selection: Self.selection([]), destination: destination, comparesChecksums: true,
+                filter: UploadFilter(includes: [], excludes: []), shard: shard, deletes: true)
+            #expect(plan.deletions.allSatisfy { shard.owns(relativePath: $0) })
+            deleted += plan.deletions
+        }
+        #expect(deleted.sorted() == gone.sorted(), "every path deleted by exactly one shard")
+    }
+}
+
+/// PROPFIND's Multi-Status as nginx's dav-ext module writes it, and with other namespace prefixes.
+@Suite struct WebDAVListingTests {
+    @Test func nginxMultiStatusGivesFilesAndFoldersRelativeToTheBase() {
+        let xml = """
+            <?xml version="1.0" encoding="utf-8" ?>
+            <D:multistatus xmlns:D="DAV:">
+            <D:response><D:href>/dav/t/</D:href><D:propstat><D:prop><D:resourcetype><D:collection/></D:resourcetype>\
+            <D:getlastmodified>Fri, 27 Nov 2026 01:02:03 GMT</D:getlastmodified></D:prop>\
+            <D:status>HTTP/1.1 200 OK</D:status></D:propstat></D:response>
+            <D:response><D:href>/dav/t/with%20space.txt</D:href><D:propstat><D:prop><D:resourcetype></D:resourcetype>\
+            <D:getcontentlength>12</D:getcontentlength>\
+            <D:getlastmodified>Fri, 27 Nov 2026 01:02:03 GMT</D:getlastmodified></D:prop></D:propstat></D:response>
+            <D:response><D:href>/dav/t/sub/</D:href><D:propstat><D:prop><D:resourcetype><D:collection/>\
+            </D:resourcetype></D:prop></D:propstat></D:response>
+            </D:multistatus>
+            """
+        let entries = WebDAVFolder.parse(xml, basePath: "/dav/t/")
+        #expect(entries.map(\.relativePath) == ["", "with space.txt", "sub"])
+        #expect(entries.map(\.isFolder) == [true, false, true])
+        #expect(entries[1].size == 12)
+        #expect(entries[1].modified == 1_795_741_323)
+    }
+
+    @Test func otherPrefixesAndAbsoluteHrefsAreRead() {
+        let xml = """
+            <d:multistatus xmlns:d="DAV:"><d:response><d:href>http://example.com/dav/t/a/b.txt</d:href><d:propstat>\
+            <d:prop><d:getcontentlength>3</d:getcontentlength></d:prop></d:propstat></d:response>\
+            <d:response><d:href>/elsewhere/x</d:href></d:response></d:multistatus>
+            """
+        let entries = WebDAVFolder.parse(xml, basePath: "/dav/t/")
+        #expect(entries == [.init(relativePath: "a/b.txt", isFolder: false, size: 3, modified: nil)])
+    }
+}
