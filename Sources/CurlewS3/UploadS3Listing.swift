@@ -22,12 +22,15 @@ extension S3XML {
 }
 
 extension S3Client {
-    /// Every object whose key starts with `prefix`, page after page (ListObjectsV2, 1,000 keys a page).
-    package func listObjects(prefix: String) async throws(S3RequestFailure) -> [S3ListedObject] {
+    /// Every object whose key starts with `prefix`, page after page (ListObjectsV2, `pageSize` keys a page: S3's
+    /// most is 1,000).
+    package func listObjects(prefix: String, pageSize: Int = 1_000) async throws(S3RequestFailure) -> [S3ListedObject] {
         var objects: [S3ListedObject] = []
         var token: String?
         repeat {
-            var query: [(name: String, value: String)] = [("list-type", "2"), ("prefix", prefix)]
+            var query: [(name: String, value: String)] = [
+                ("list-type", "2"), ("max-keys", String(pageSize)), ("prefix", prefix),
+            ]
             if let token { query.append(("continuation-token", token)) }
             let reply = try await send(.get, key: "", query: query)
             let page = S3XML.parseObjectListing(reply.text)

@@ -570,3 +570,79 @@ import Musl
         #expect(try target.acceptedPuts() == ["backup/dump.sql": 1])
     }
 }
+
+/// `curlew sync` to nginx's WebDAV folder: what changed goes, what did not stays, what the source lost is deleted,
+/// counted in nginx's own log.
+@Suite struct SyncWebDAVCommandTests {
+    @Test func aSecondSyncSendsOnlyChangesAndDeletesOnlyWhatTheSourceLost() async throws {
+        let nginx = try await NginxServer.shared()
+        let target = DavTarget(nginx: nginx)
+        let tree = try SourceTree()
+        defer {
+            tree.remove()
+            target.remove()
+        }
+        for name in ["keep.txt", "same-size.txt", "grows.txt", "goes.txt", "deep/er/keep.txt", "skip.tmp"] {
+            try tree.write(name, SourceTree.content(for: name, size: 2000))
+        }
+        let first = try await CurlewBinary.run(["sync", tree.root, target.url, "--exclude", "*.tmp", "--json"])
+        #expect(first.status == 0, "\(first.stdout)\n\(first.stderr)")
+        #expect(try first.json()["toSendByReason"] as? [String: Int] == ["missing": 5])
+        try await waitUntil(timeout: .seconds(10), "nginx to log 5 PUTs") {
+            try target.acceptedPuts().values.reduce(0, +) >= 5
+        }
+        // A file the source never had, and one its patterns exclude: --delete removes the first only.
+        try Data("stray".utf8).write(to: URL(fileURLWithPath: target.storedPath("stray.txt")))
+        try Data("left".utf8).write(to: URL(fileURLWithPath: target.storedPath("left.tmp")))
+
+        // Same size, new bytes, and newer than the server's copy; another grows; one goes; one is new.
+        try tree.write("same-size.txt", SourceTree.content(for: "changed", size: 2000))
+        try FileManager.default.setAttributes(
+            [.modificationDate: Date().addingTimeInterval(3_600)], ofItemAtPath: tree.root + "/same-size.txt")
+        try tree.write("grows.txt", SourceTree.content(for: "grows", size: 3000))
+        try FileManager.default.removeItem(atPath: tree.root + "/goes.txt")
+        try tree.write("new.txt", SourceTree.content(for: "new", size: 10))
+
+        let dryRun = try await CurlewBinary.run([
+            "sync", tree.root, target.url, "--exclude", "*.tmp", "--delete", "--dry-run",
+        ])
+        #expect(dryRun.status == 0, "\(dryRun.stderr)")
+        #expect(dryRun.stdout.contains("would delete goes.txt") && dryRun.stdout.contains("would delete stray.txt"))
+        #expect(!dryRun.stdout.contains("left.tmp"))
+        #expect(target.loggedRequests(method: "DELETE").isEmpty, "a dry run deletes nothing")
+
+        let second = try await CurlewBinary.run([
+            "sync", tree.root, target.url, "--exclude", "*.tmp", "--delete", "--json-events", "--json",
+        ])
+        #expect(second.status == 0, "\(second.stdout)\n\(second.stderr)")
+        var lines = second.stdout.split(separator: "\n").map(String.init)
+        let summary = try #require(
+            try JSONSerialization.jsonObject(with: Data(lines.removeLast().utf8)) as? [String: Any])
+        #expect(summary["toSendByReason"] as? [String: Int] == ["missing": 1, "newer": 1, "size": 1], "\(summary)")
+        #expect(summary["unchangedByRule"] as? [String: Int] == ["size-and-time": 2])
+        #expect(summary["deleted"] as? Int == 2)
+        let events = try lines.map {
+            try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])
+        }
+        let deleted = events.filter { $0["event"] as? String == "deleted" }.compactMap { $0["path"] as? String }
+        #expect(Set(deleted) == ["goes.txt", "stray.txt"])
+        let started = events.filter { $0["event"] as? String == "started" }.map {
+            "\($0["path"] as? String ?? "") \($0["rule"] as? String ?? "")"
+        }
+        #expect(Set(started) == ["new.txt missing", "grows.txt size", "same-size.txt newer"])
+
+        try await waitUntil(timeout: .seconds(10), "nginx to log 8 PUTs and 2 DELETEs") {
+            try target.acceptedPuts().values.reduce(0, +) >= 8 && target.loggedRequests(method: "DELETE").count >= 2
+        }
+        let puts = try target.acceptedPuts()
+        #expect(puts["keep.txt"] == 1 && puts["deep/er/keep.txt"] == 1, "unchanged files are not sent again: \(puts)")
+        #expect(puts["same-size.txt"] == 2 && puts["grows.txt"] == 2 && puts["new.txt"] == 1)
+        #expect(Set(target.loggedRequests(method: "DELETE").map(\.path)) == ["goes.txt", "stray.txt"])
+        #expect(FileManager.default.fileExists(atPath: target.storedPath("left.tmp")))
+        for name in ["same-size.txt", "grows.txt", "new.txt", "keep.txt"] {
+            #expect(
+                try FileDigest.sha256(ofFile: target.storedPath(name))
+                    == FileDigest.sha256(ofFile: tree.root + "/" + name))
+        }
+    }
+}

@@ -514,6 +514,92 @@ import Musl
         #expect(noKey.status != 0 && noKey.stderr.contains("needs the object's key"), "\(noKey.stderr)")
     }
 
+    /// `curlew sync` to S3: a same-size change is found by the checksums, a failed file withholds every deletion, and
+    /// the next run deletes; boto3 reads back what the bucket holds.
+    @Test func syncFindsSameSizeChangesByChecksumAndDeletesOnlyAfterEveryUploadSucceeded() async throws {
+        let moto = try await MotoServer.shared(.checked)
+        let bucket = try await moto.makeBucket("sync")
+        let tree = try SourceTree(prefix: "curlew-s3-sync")
+        defer { tree.remove() }
+        for name in ["a.txt", "same.txt", "grows.txt", "goes.txt"] {
+            try tree.write(name, SourceTree.content(for: name, size: 1000))
+        }
+        try await offCooperativePool { try Self.writeRandomFile(tree.root + "/big.bin", size: 6 << 20) }
+        let arguments = [tree.root, "s3://\(bucket)/", "--part-size", "5MiB", "--json"]
+        func sync(_ extra: [String] = []) async throws -> CommandOutput {
+            try await CurlewBinary.run(
+                ["sync"] + arguments + extra + ["--endpoint", moto.endpoint, "--no-progress"],
+                environment: moto.credentialEnvironment.merging(["HOME": "/nonexistent"]) { $1 }, timeout: .seconds(120)
+            )
+        }
+        let first = try await sync()
+        #expect(first.status == 0, "\(first.stdout)\n\(first.stderr)")
+        #expect(try first.json()["toSendByReason"] as? [String: Int] == ["missing": 5])
+
+        try tree.write("same.txt", SourceTree.content(for: "changed", size: 1000))
+        try tree.write("grows.txt", SourceTree.content(for: "grows", size: 1500))
+        try FileManager.default.removeItem(atPath: tree.root + "/goes.txt")
+        try tree.write("new.txt", SourceTree.content(for: "new", size: 10))
+        try FileManager.default.createSymbolicLink(atPath: tree.root + "/broken", withDestinationPath: "/nonexistent")
+        let failing = try await sync(["--delete"])
+        #expect(failing.status == 1, "\(failing.stdout)\n\(failing.stderr)")
+        let withheld = try failing.json()
+        #expect(
+            withheld["toSendByReason"] as? [String: Int] == ["checksum": 3, "size": 1, "missing": 1], "\(withheld)")
+        #expect(withheld["deleted"] as? Int == 0 && withheld["deletionsWithheld"] as? Int == 1)
+        let upload = try #require(withheld["upload"] as? [String: Any])
+        #expect(upload["uploaded"] as? Int == 3 && upload["failed"] as? Int == 1)
+        #expect(upload["alreadyThereByRule"] as? [String: Int] == ["metadata-sha256": 2])
+        #expect(try await Self.inventory(moto, bucket)["goes.txt"] != nil, "nothing is deleted while a file fails")
+
+        try FileManager.default.removeItem(atPath: tree.root + "/broken")
+        let writesBefore = moto.loggedRequests { method, target in
+            (method == "PUT" || method == "POST") && target.hasPrefix("/\(bucket)/")
+        }.count
+        let clean = try await sync(["--delete"])
+        #expect(clean.status == 0, "\(clean.stdout)\n\(clean.stderr)")
+        #expect(try clean.json()["deleted"] as? Int == 1)
+        let writesAfter = moto.loggedRequests { method, target in
+            (method == "PUT" || method == "POST") && target.hasPrefix("/\(bucket)/")
+        }.count
+        #expect(writesAfter == writesBefore, "every file is already there: nothing is written")
+        let deletes = moto.loggedRequests { method, target in method == "DELETE" && target.hasPrefix("/\(bucket)/") }
+        #expect(deletes.map(\.target) == ["/\(bucket)/goes.txt"])
+        let inventory = try await Self.inventory(moto, bucket)
+        #expect(Set(inventory.keys) == ["a.txt", "same.txt", "grows.txt", "new.txt", "big.bin"])
+        for name in inventory.keys {
+            #expect(inventory[name]?["sha256"] as? String == (try await Self.hexSHA256(ofFile: tree.root + "/" + name)))
+        }
+    }
+
+    /// With a key prefix (moto's signature check refuses ListObjectsV2 prefixes that end in `/`, boto3's too, so on
+    /// the unchecked server): only keys under the prefix are compared and deleted.
+    @Test func syncUnderAPrefixLeavesTheRestOfTheBucketAlone() async throws {
+        let moto = try await MotoServer.shared(.unchecked)
+        let bucket = try await moto.makeBucket("sync-prefix")
+        let tree = try SourceTree(prefix: "curlew-s3-sync-prefix")
+        defer { tree.remove() }
+        try tree.write("kept.txt", SourceTree.content(for: "kept", size: 100))
+        let environment = moto.credentialEnvironment.merging(["HOME": "/nonexistent"]) { $1 }
+        let other = try await CurlewBinary.run(
+            ["upload", tree.root, "s3://\(bucket)/elsewhere/", "--endpoint", moto.endpoint], environment: environment)
+        #expect(other.status == 0, "\(other.stderr)")
+        try tree.write("gone.txt", SourceTree.content(for: "gone", size: 100))
+        let first = try await CurlewBinary.run(
+            ["sync", tree.root, "s3://\(bucket)/backup", "--endpoint", moto.endpoint, "--json"],
+            environment: environment)
+        #expect(first.status == 0, "\(first.stdout)\n\(first.stderr)")
+        try FileManager.default.removeItem(atPath: tree.root + "/gone.txt")
+        let second = try await CurlewBinary.run(
+            ["sync", tree.root, "s3://\(bucket)/backup", "--endpoint", moto.endpoint, "--delete", "--json"],
+            environment: environment)
+        #expect(second.status == 0, "\(second.stdout)\n\(second.stderr)")
+        let summary = try second.json()
+        #expect(summary["toSendByReason"] as? [String: Int] == ["checksum": 1])
+        #expect(summary["deleted"] as? Int == 1)
+        #expect(Set(try await Self.inventory(moto, bucket).keys) == ["backup/kept.txt", "elsewhere/kept.txt"])
+    }
+
     @Test func dryRunSendsNoRequestAndFiltersApply() async throws {
         let moto = try await MotoServer.shared(.checked)
         let bucket = "dry-run-\(UUID().uuidString.prefix(8).lowercased())"
