@@ -91,11 +91,13 @@ public final class StreamUpload: Sendable {
             do throws(S3RequestFailure) {
                 let stored = try await uploader.upload(key: destination.location.key, read: read)
                 summary = StreamUploadSummary(
-                    url: "s3://\(destination.location.bucket)/\(destination.location.key)", bytes: stored.bytes, parts: stored.parts,
+                    url: "s3://\(destination.location.bucket)/\(destination.location.key)", bytes: stored.bytes,
+                    parts: stored.parts,
                     sha256: stored.sha256, sha256Stored: stored.sha256Stored)
             } catch {
                 summary = StreamUploadSummary(
-                    url: "s3://\(destination.location.bucket)/\(destination.location.key)", bytes: 0, parts: 0, sha256: nil, sha256Stored: false,
+                    url: "s3://\(destination.location.bucket)/\(destination.location.key)", bytes: 0, parts: 0,
+                    sha256: nil, sha256Stored: false,
                     error: s3.runProblem ?? error.reason)
             }
         case .multipartForm:

@@ -56,7 +56,9 @@ import Testing
     }
 
     @Test func contradictoryBoundsAreNamed() {
-        #expect(UploadFilter(includes: [], excludes: [], minSize: 5, maxSize: 4).contradiction?.contains("--min-size") == true)
+        #expect(
+            UploadFilter(includes: [], excludes: [], minSize: 5, maxSize: 4).contradiction?.contains("--min-size")
+                == true)
         #expect(
             UploadFilter(includes: [], excludes: [], minAge: .seconds(10), maxAge: .seconds(5)).contradiction?.contains(
                 "--min-age") == true)
