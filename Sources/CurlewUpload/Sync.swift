@@ -41,6 +41,17 @@ package struct SyncPlan: Sendable, Equatable {
     package var uploads: [Upload] = []
     package var unchanged: [Unchanged] = []
     package var deletions: [String] = []
+    /// Destination paths no source file could have and no request may name: empty, `.` or `..` segments (a
+    /// hostile or broken server's listing). They are neither compared nor deleted: a URL with `..` would reach
+    /// outside the destination once normalised.
+    package var unaddressable: [String] = []
+
+    /// Whether `path` is a plain relative path: no empty, `.` or `..` segment, no leading `/`.
+    package static func isAddressable(_ path: String) -> Bool {
+        !path.isEmpty && path.split(separator: "/", omittingEmptySubsequences: false).allSatisfy {
+            !$0.isEmpty && $0 != "." && $0 != ".."
+        }
+    }
 
     /// - Parameters:
     ///   - comparesChecksums: the store reports checksums (S3): same-size files go to the uploader to compare them.
@@ -49,7 +60,9 @@ package struct SyncPlan: Sendable, Equatable {
         shard: ShardAssignment, deletes: Bool
     ) -> SyncPlan {
         var plan = SyncPlan()
-        let held = Dictionary(destination.map { ($0.relativePath, $0) }) { first, _ in first }
+        let addressable = destination.filter { isAddressable($0.relativePath) }
+        plan.unaddressable = destination.map(\.relativePath).filter { !isAddressable($0) }
+        let held = Dictionary(addressable.map { ($0.relativePath, $0) }) { first, _ in first }
         for item in selection.listing.items {
             guard let there = held[item.relativePath] else {
                 plan.uploads.append(Upload(item: item, reason: "missing"))
@@ -67,7 +80,7 @@ package struct SyncPlan: Sendable, Equatable {
         }
         if deletes {
             let patterns = UploadFilter(includes: filter.includes, excludes: filter.excludes)
-            plan.deletions = destination.map(\.relativePath).filter { path in
+            plan.deletions = Set(addressable.map(\.relativePath)).filter { path in
                 !selection.listedPaths.contains(path) && patterns.admits(path) && shard.owns(relativePath: path)
             }.sorted()
         }

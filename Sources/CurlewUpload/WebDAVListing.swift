@@ -47,7 +47,10 @@ package struct WebDAVFolder: Sendable {
             let basePath = URLComponents(string: baseURL)?.percentEncodedPath ?? "/"
             for entry in Self.parse(String(decoding: response.body, as: UTF8.self), basePath: basePath) {
                 if entry.isFolder {
-                    if !entry.relativePath.isEmpty && entry.relativePath != folder {
+                    // Only folders under this one: a listing that names others (or `..`) cannot send the walk away.
+                    if entry.relativePath.hasPrefix(folder.isEmpty ? "" : folder + "/"), entry.relativePath != folder,
+                        SyncPlan.isAddressable(entry.relativePath)
+                    {
                         folders.append(entry.relativePath)
                     }
                 } else if let size = entry.size {

@@ -32,6 +32,9 @@ struct PoolMetricsReporterTests {
             configuration.loopCount = 1
             configuration.maxConnectionsPerHost = 2
             configuration.httpVersion = .http1_1
+            // Not the 4 s default: a loaded machine can leave this test that long between requests, and a retired
+            // idle connection would change the counts asserted below.
+            configuration.maxConnectionIdleAge = .seconds(120)
             let client = CurlewClient(configuration: configuration)
             defer { Task { await client.shutdown() } }
             let registry = PrometheusCollectorRegistry()

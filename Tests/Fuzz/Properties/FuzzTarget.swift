@@ -20,6 +20,7 @@ package struct FuzzTarget: Sendable {
         FuzzTarget(name: "hdr-log", check: HdrLogProperty.check),
         FuzzTarget(name: "shard-file", check: ShardFileProperty.check),
         FuzzTarget(name: "transfer-framing", check: TransferFramingProperty.check),
+        FuzzTarget(name: "sync-listing", check: SyncListingProperty.check),
     ]
 
     package static func named(_ name: String) -> FuzzTarget? { all.first { $0.name == name } }
