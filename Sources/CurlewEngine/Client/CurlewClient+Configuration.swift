@@ -127,6 +127,19 @@ extension CurlewClient {
         /// or port (libcurl's `CURLOPT_CONNECT_TO`). Reaches a virtual host, or one server of several behind a name,
         /// without DNS.
         public var connectTo: [String] = []
+        /// Sends every request over the Unix domain socket at this path instead of TCP (libcurl's
+        /// `CURLOPT_UNIX_SOCKET_PATH`), unless the request names a socket of its own
+        /// (``CurlewRequest/unixSocketPath``, or an `http+unix` / `https+unix` URL). The URL's host still goes out
+        /// in `Host` and, for https, is what the server's certificate must name. `nil` (the default): TCP.
+        public var unixSocketPath: String? = nil
+        /// The local address or network interface connections are made from (libcurl's `CURLOPT_INTERFACE`):
+        /// `"host!127.0.0.2"` for an address (or a host name, resolved once), `"if!eth0"` for an interface, or a
+        /// bare name libcurl tries as an interface, then as an address. A request can name its own
+        /// (``CurlewRequest/localAddress``). `nil` (the default): the system picks. One that cannot be bound fails
+        /// the request with ``CurlewError/Code/connectFailed``.
+        public var localAddress: String? = nil
+        /// How host names are resolved and connected to; libcurl's defaults unless set.
+        public var dns: DNSConfiguration = DNSConfiguration()
         /// The tracer that gets a client span per request (see ``CurlewClient``'s "Tracing"). `nil` (the default)
         /// takes the tracer bootstrapped with `InstrumentationSystem` when the client is created, if there is one;
         /// without one, requests pay nothing for tracing.
@@ -288,6 +301,29 @@ extension CurlewClient {
         public init(caFile: String? = nil, caDirectory: String? = nil) {
             self.caFile = caFile
             self.caDirectory = caDirectory
+        }
+    }
+
+    /// How host names are resolved and their addresses tried. Every field left `nil` (or `false`) is libcurl's
+    /// default, and a client with all defaults sets none of these options on its requests.
+    public struct DNSConfiguration: Sendable, Hashable {
+        /// How long a resolved name stays in the DNS cache (`CURLOPT_DNS_CACHE_TIMEOUT`, whole seconds, rounded
+        /// up); `.zero` resolves every new connection's host afresh. The cache is the process's (shared by every
+        /// client), and each request reads it with its own client's lifetime. `nil`: libcurl's 60 s.
+        public var cacheLifetime: Duration?
+        /// Whether the addresses a name resolves to are tried in random order rather than the resolver's
+        /// (`CURLOPT_DNS_SHUFFLE_ADDRESSES`), spreading new connections over the hosts behind one name.
+        public var shufflesAddresses: Bool
+        /// How long the first address family (IPv6, usually) gets before the other is tried in parallel
+        /// (Happy Eyeballs, RFC 8305; `CURLOPT_HAPPY_EYEBALLS_TIMEOUT_MS`). `nil`: libcurl's 200 ms.
+        public var happyEyeballsTimeout: Duration?
+
+        public init(
+            cacheLifetime: Duration? = nil, shufflesAddresses: Bool = false, happyEyeballsTimeout: Duration? = nil
+        ) {
+            self.cacheLifetime = cacheLifetime
+            self.shufflesAddresses = shufflesAddresses
+            self.happyEyeballsTimeout = happyEyeballsTimeout
         }
     }
 

@@ -199,6 +199,8 @@ extension CurlewError {
             } else {
                 (code, detail) = (.connectFailed, "could not connect")
             }
+        case CURLE_INTERFACE_FAILED:
+            (code, detail) = (.connectFailed, "could not bind to the local address or interface")
         case CURLE_OPERATION_TIMEDOUT:
             (code, detail) = (.timeout(timeoutKind), "\(timeoutKind.name) timeout")
         case CURLE_SSL_CONNECT_ERROR, CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CERTPROBLEM, CURLE_SSL_CIPHER,

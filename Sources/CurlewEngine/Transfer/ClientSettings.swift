@@ -26,6 +26,10 @@ final class ClientSettings: Sendable {
     let maxConnectionLifetimeSeconds: Int
     let maxConcurrentStreamsPerConnection: Int
     let reusesConnections: Bool
+    let unixSocketPath: String?
+    let localAddress: String?
+    /// `nil` when every DNS setting is libcurl's default, so plain requests skip them all.
+    let dns: DNSOptions?
     /// `connectTo` as the list libcurl reads, built once: every transfer of the client points at it, and it is
     /// freed with the settings, which outlive every transfer and easy handle of the client.
     nonisolated(unsafe) let connectToList: UnsafeMutablePointer<curl_slist>?
@@ -60,6 +64,9 @@ final class ClientSettings: Sendable {
             } ?? 0
         maxConcurrentStreamsPerConnection = configuration.maxConcurrentStreamsPerConnection
         reusesConnections = configuration.reusesConnections
+        unixSocketPath = configuration.unixSocketPath
+        localAddress = configuration.localAddress
+        dns = configuration.dns == CurlewClient.DNSConfiguration() ? nil : DNSOptions(configuration.dns)
         var connectToList: UnsafeMutablePointer<curl_slist>?
         for entry in configuration.connectTo {
             if let extended = curl_slist_append(connectToList, entry) { connectToList = extended }
@@ -69,6 +76,26 @@ final class ClientSettings: Sendable {
         checksPooledConnectionsBeforeWriting = !capabilities.libcurl.refusesPooledConnectionsWithPendingInput
         libcurlVerbose = ProcessInfo.processInfo.environment["CURLEW_LIBCURL_VERBOSE"] == "1"
         share = CurlGlobal.share
+    }
+
+    /// The DNS settings as libcurl takes them; nil fields are libcurl's defaults.
+    struct DNSOptions: Sendable {
+        let cacheTimeoutSeconds: Int?
+        let shufflesAddresses: Bool
+        let happyEyeballsMilliseconds: Int?
+
+        init(_ dns: CurlewClient.DNSConfiguration) {
+            cacheTimeoutSeconds = dns.cacheLifetime.map {
+                // Rounded up, so a sub-second lifetime still caches; never -1, which libcurl reads as "forever".
+                let nanoseconds = $0.saturatingNanoseconds
+                let seconds = nanoseconds / 1_000_000_000 + (nanoseconds % 1_000_000_000 == 0 ? 0 : 1)
+                return Int(min(seconds, UInt64(Int32.max)))
+            }
+            shufflesAddresses = dns.shufflesAddresses
+            happyEyeballsMilliseconds = dns.happyEyeballsTimeout.map {
+                curlMilliseconds(fromNanoseconds: $0.saturatingNanoseconds)
+            }
+        }
     }
 
     /// Whether the engine peeks the pooled connection before a request to `url` is written on it: HTTP/1 only

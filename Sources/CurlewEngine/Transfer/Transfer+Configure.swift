@@ -45,7 +45,7 @@ extension Transfer {
         apply(easy.set(CURLOPT_SOCKOPTDATA, pointer: userdata))
         apply(easy.set(CURLOPT_NOSIGNAL, true))
         apply(curlew_easy_allow_only_http(easy.raw))
-        apply(easy.set(CURLOPT_URL, request.url))
+        apply(easy.set(CURLOPT_URL, request.transferURL))
         if settings.libcurlVerbose { apply(easy.set(CURLOPT_VERBOSE, true)) }
 
         // Method and body. POST, PUT and PATCH always carry a body, empty if none was given (Content-Length: 0);
@@ -144,6 +144,20 @@ extension Transfer {
         if !settings.reusesConnections {
             apply(easy.set(CURLOPT_FRESH_CONNECT, true))
             apply(easy.set(CURLOPT_FORBID_REUSE, true))
+        }
+        if let socketPath = request.effectiveUnixSocketPath(clientDefault: settings.unixSocketPath) {
+            // libcurl reuses a socket's connection only for the same socket path, and never a TCP one for it.
+            apply(easy.set(CURLOPT_UNIX_SOCKET_PATH, socketPath))
+        }
+        if let localAddress = request.localAddress ?? settings.localAddress {
+            apply(easy.set(CURLOPT_INTERFACE, localAddress))
+        }
+        if let dns = settings.dns {
+            if let seconds = dns.cacheTimeoutSeconds { apply(easy.set(CURLOPT_DNS_CACHE_TIMEOUT, seconds)) }
+            if dns.shufflesAddresses { apply(easy.set(CURLOPT_DNS_SHUFFLE_ADDRESSES, true)) }
+            if let milliseconds = dns.happyEyeballsMilliseconds {
+                apply(easy.set(CURLOPT_HAPPY_EYEBALLS_TIMEOUT_MS, milliseconds))
+            }
         }
         if let connectTo = settings.connectToList {
             apply(curlew_easy_setopt_slist(easy.raw, CURLOPT_CONNECT_TO, connectTo))
@@ -277,7 +291,7 @@ extension Transfer {
         apply(easy.set(CURLOPT_HEADERDATA, pointer: userdata))
         apply(easy.set(CURLOPT_PREREQDATA, pointer: userdata))
         apply(easy.set(CURLOPT_SOCKOPTDATA, pointer: userdata))
-        apply(easy.set(CURLOPT_URL, request.url))
+        apply(easy.set(CURLOPT_URL, request.transferURL))
         return Self.optionError(status)
     }
 

@@ -70,7 +70,7 @@ final class Transfer: @unchecked Sendable, DeadlineHeapMember {
 
     /// The current request's origin, `scheme://host:port` (``PoolStatistics``): parsed when asked, which is once per
     /// connection opened and per snapshot, never per request.
-    var originKey: String { CredentialPolicy.Origin(request.url)?.key ?? "(unparsed)" }
+    var originKey: String { CredentialPolicy.Origin(request.transferURL)?.key ?? "(unparsed)" }
 
     /// The transfer's place in its loop's deadline heap (`MultiCore`), -1 while it is not in the multi handle.
     var deadlineHeapIndex = -1
@@ -83,7 +83,7 @@ final class Transfer: @unchecked Sendable, DeadlineHeapMember {
         self.submittedAt = submittedAt
         self.sink = sink
         checksReusedConnections = settings.checksPooledConnection(
-            beforeWritingTo: request.url, version: request.httpVersion ?? settings.httpVersion)
+            beforeWritingTo: request.transferURL, version: request.httpVersion ?? settings.httpVersion)
         stateMachine = TransferStateMachine(
             setup: Self.setup(for: request, settings: settings, sink: sink, submittedAt: submittedAt))
     }
@@ -182,7 +182,8 @@ final class Transfer: @unchecked Sendable, DeadlineHeapMember {
         guard let easy else { return CURL_PREREQFUNC_OK }
         let redirectTarget = easy.info(CURLINFO_REDIRECT_COUNT) > 0 ? easy.info(string: CURLINFO_EFFECTIVE_URL) : nil
         let check = checkConnection(easy, localPort: localPort, remotePort: remotePort, redirectTarget: redirectTarget)
-        switch stateMachine.requestStarting(connection: check, redirectTarget: redirectTarget, requestURL: request.url)
+        switch stateMachine.requestStarting(
+            connection: check, redirectTarget: redirectTarget, requestURL: request.transferURL)
         {
         case .proceed:
             return CURL_PREREQFUNC_OK
