@@ -36,6 +36,11 @@ static inline CURLcode curlew_easy_setopt_pointer(CURL *handle, CURLoption optio
 static inline CURLcode curlew_easy_setopt_string(CURL *handle, CURLoption option, const char *value) {
     return curl_easy_setopt(handle, option, value);
 }
+/// Hands libcurl bytes from memory (a PEM certificate or key) it copies before returning.
+static inline CURLcode curlew_easy_setopt_blob(CURL *handle, CURLoption option, const void *data, size_t length) {
+    struct curl_blob blob = {(void *)data, length, CURL_BLOB_COPY};
+    return curl_easy_setopt(handle, option, &blob);
+}
 static inline CURLcode curlew_easy_setopt_slist(CURL *handle, CURLoption option, struct curl_slist *value) {
     return curl_easy_setopt(handle, option, value);
 }

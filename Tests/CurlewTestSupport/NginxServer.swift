@@ -63,6 +63,14 @@ public final class NginxServer: Sendable {
     public var httpUnixSocketPath: String { directory + "/http.sock" }
     /// A Unix domain socket that serves what ``httpsPort`` serves, with the same certificate.
     public var httpsUnixSocketPath: String { directory + "/https.sock" }
+    /// A Unix domain socket with ``httpsPort``'s certificate that speaks TLS 1.2 only (`ssl_protocols TLSv1.2`).
+    public var tls12OnlyUnixSocketPath: String { directory + "/tls12.sock" }
+    /// The public-key pin of the certificate of ``httpsPort``: `sha256//` and the base64 SHA-256 of its DER
+    /// SubjectPublicKeyInfo, as `CURLOPT_PINNEDPUBLICKEY` takes it.
+    public var serverPublicKeyPin: String {
+        let digest = FileManager.default.contents(atPath: directory + "/certs/server.spki.sha256") ?? Data()
+        return "sha256//" + digest.base64EncodedString()
+    }
     private var directory: String { (scratchDirectory as NSString).deletingLastPathComponent }
 
     /// `http://127.0.0.1:httpPort`
@@ -232,6 +240,13 @@ enum NginxConfig {
                 include \(prefix)/locations.conf;
             }
             server {
+                listen unix:\(prefix)/tls12.sock ssl;
+                ssl_protocols TLSv1.2;
+                ssl_certificate \(prefix)/certs/server.pem;
+                ssl_certificate_key \(prefix)/certs/server.key;
+                include \(prefix)/locations.conf;
+            }
+            server {
                 # No ssl: nginx speaks HTTP/2 with prior knowledge here, and only that.
                 listen 127.0.0.1:\(ports.h2c) http2;
                 include \(prefix)/locations.conf;
@@ -389,5 +404,8 @@ enum TestCertificates {
                 path("\(name).pem")
             )
         }
+        // The server key's pin (NginxServer.serverPublicKeyPin): SHA-256 of the DER SubjectPublicKeyInfo.
+        try run("pkey", "-in", path("server.key"), "-pubout", "-outform", "DER", "-out", path("server.spki.der"))
+        try run("dgst", "-sha256", "-binary", "-out", path("server.spki.sha256"), path("server.spki.der"))
     }
 }

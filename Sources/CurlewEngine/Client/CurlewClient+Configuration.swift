@@ -297,6 +297,28 @@ extension CurlewClient {
         public var verifyPeer: Bool = true
         /// Whether the certificate must name the host. Turn off only for tests.
         public var verifyHost: Bool = true
+        /// The oldest TLS version a connection may use (`CURLOPT_SSLVERSION`); `nil`: the TLS library's own floor.
+        /// A server that offers only older versions fails the request with ``CurlewError/Code/tls``.
+        public var minimumVersion: TLSVersion?
+        /// The newest TLS version offered (`CURLOPT_SSLVERSION`'s `CURL_SSLVERSION_MAX_*`); `nil`: the newest the
+        /// TLS library has. Below ``minimumVersion``, every request fails with ``CurlewError/Code/invalidRequest``.
+        public var maximumVersion: TLSVersion?
+        /// Public keys the server's must be one of (`CURLOPT_PINNEDPUBLICKEY`), each `sha256//` followed by the
+        /// base64 SHA-256 of a DER SubjectPublicKeyInfo:
+        /// `openssl x509 -pubkey -noout -in cert.pem | openssl pkey -pubin -outform der | openssl dgst -sha256 -binary | base64`.
+        /// Checked on every new connection, in addition to (not instead of) the certificate chain; a key that
+        /// matches none fails the request with ``CurlewError/Code/tlsPinnedKeyMismatch``. Empty (the default):
+        /// no pinning.
+        public var pinnedPublicKeys: [String] = []
+        /// CA certificates (PEM) to trust instead of the system's, from memory (`CURLOPT_CAINFO_BLOB`); takes the
+        /// place of ``caFile`` when both are set.
+        public var caCertificatesPEM: [UInt8]?
+        /// A PEM client certificate for mutual TLS, from memory (`CURLOPT_SSLCERT_BLOB`), in place of
+        /// ``clientCertificateFile``.
+        public var clientCertificatePEM: [UInt8]?
+        /// The PEM private key of the client certificate, from memory (`CURLOPT_SSLKEY_BLOB`), in place of
+        /// ``clientKeyFile``; ``clientKeyPassword`` decrypts it if it is encrypted.
+        public var clientKeyPEM: [UInt8]?
 
         public init(caFile: String? = nil, caDirectory: String? = nil) {
             self.caFile = caFile
@@ -325,6 +347,28 @@ extension CurlewClient {
             self.shufflesAddresses = shufflesAddresses
             self.happyEyeballsTimeout = happyEyeballsTimeout
         }
+    }
+
+    /// A TLS protocol version, for ``TLSConfiguration/minimumVersion`` and ``TLSConfiguration/maximumVersion``.
+    public struct TLSVersion: Sendable, Hashable, Comparable, CustomStringConvertible {
+        /// libcurl's `CURL_SSLVERSION_TLSv1_*` value; the maximum is this shifted left by 16.
+        let curlValue: Int
+
+        private init(curlValue: Int) { self.curlValue = curlValue }
+
+        /// TLS 1.0.
+        public static let v1_0 = TLSVersion(curlValue: CURL_SSLVERSION_TLSv1_0)
+        /// TLS 1.1.
+        public static let v1_1 = TLSVersion(curlValue: CURL_SSLVERSION_TLSv1_1)
+        /// TLS 1.2.
+        public static let v1_2 = TLSVersion(curlValue: CURL_SSLVERSION_TLSv1_2)
+        /// TLS 1.3.
+        public static let v1_3 = TLSVersion(curlValue: CURL_SSLVERSION_TLSv1_3)
+
+        public static func < (lhs: TLSVersion, rhs: TLSVersion) -> Bool { lhs.curlValue < rhs.curlValue }
+
+        /// `"TLSv1.0"` … `"TLSv1.3"`.
+        public var description: String { "TLSv1.\(curlValue - CURL_SSLVERSION_TLSv1_0)" }
     }
 
     /// Which proxy requests go through.

@@ -40,6 +40,7 @@ public struct CurlewError: Error, Sendable, Hashable, CustomStringConvertible {
             case connectFailed
             case timeout(TimeoutKind)
             case tls
+            case tlsPinnedKeyMismatch
             case tooManyRedirects
             case bodyTooLarge
             case requestBodyFailed
@@ -71,8 +72,12 @@ public struct CurlewError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let connectFailed = Code(.connectFailed)
         /// A timeout fired; which one is attached.
         public static func timeout(_ kind: TimeoutKind) -> Code { Code(.timeout(kind)) }
-        /// TLS failed: handshake, certificate verification, hostname mismatch, bad CA or client certificate.
+        /// TLS failed: handshake (no common TLS version, say), certificate verification, hostname mismatch, bad CA
+        /// or client certificate. A pinned public key that does not match is ``tlsPinnedKeyMismatch``.
         public static let tls = Code(.tls)
+        /// The server's public key is none of ``CurlewClient/TLSConfiguration/pinnedPublicKeys``: the connection
+        /// was closed before anything was sent.
+        public static let tlsPinnedKeyMismatch = Code(.tlsPinnedKeyMismatch)
         /// More redirects than allowed.
         public static let tooManyRedirects = Code(.tooManyRedirects)
         /// The response body (after decompression) exceeded the configured limit.
@@ -119,6 +124,7 @@ public struct CurlewError: Error, Sendable, Hashable, CustomStringConvertible {
             case .connectFailed: "connectFailed"
             case .timeout(let kind): "timeout.\(kind.name)"
             case .tls: "tls"
+            case .tlsPinnedKeyMismatch: "tlsPinnedKeyMismatch"
             case .tooManyRedirects: "tooManyRedirects"
             case .bodyTooLarge: "bodyTooLarge"
             case .requestBodyFailed: "requestBodyFailed"
@@ -205,10 +211,12 @@ extension CurlewError {
             (code, detail) = (.timeout(timeoutKind), "\(timeoutKind.name) timeout")
         case CURLE_SSL_CONNECT_ERROR, CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CERTPROBLEM, CURLE_SSL_CIPHER,
             CURLE_SSL_CACERT_BADFILE, CURLE_SSL_SHUTDOWN_FAILED, CURLE_SSL_ISSUER_ERROR,
-            CURLE_SSL_PINNEDPUBKEYNOTMATCH, CURLE_SSL_INVALIDCERTSTATUS, CURLE_SSL_ENGINE_NOTFOUND,
+            CURLE_SSL_INVALIDCERTSTATUS, CURLE_SSL_ENGINE_NOTFOUND,
             CURLE_SSL_ENGINE_SETFAILED, CURLE_SSL_ENGINE_INITFAILED, CURLE_USE_SSL_FAILED, CURLE_SSL_CRL_BADFILE,
             CURLE_SSL_CLIENTCERT:
             (code, detail) = (.tls, "TLS failed")
+        case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+            (code, detail) = (.tlsPinnedKeyMismatch, "the server's public key matches none of the pinned keys")
         case CURLE_TOO_MANY_REDIRECTS:
             (code, detail) = (.tooManyRedirects, "too many redirects")
         case CURLE_FILESIZE_EXCEEDED:

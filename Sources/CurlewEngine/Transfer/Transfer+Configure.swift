@@ -207,6 +207,27 @@ extension Transfer {
             if let password = tls.clientKeyPassword { apply(easy.set(CURLOPT_KEYPASSWD, password)) }
             if !tls.verifyPeer { apply(easy.set(CURLOPT_SSL_VERIFYPEER, false)) }
             if !tls.verifyHost { apply(easy.set(CURLOPT_SSL_VERIFYHOST, 0)) }
+            if tls.minimumVersion != nil || tls.maximumVersion != nil {
+                switch Self.sslVersion(minimum: tls.minimumVersion, maximum: tls.maximumVersion) {
+                case .success(let value): apply(easy.set(CURLOPT_SSLVERSION, value))
+                case .failure(let error): return .invalidRequest(error)
+                }
+            }
+            if !tls.pinnedPublicKeys.isEmpty {
+                switch Self.pinnedPublicKeyOption(tls.pinnedPublicKeys) {
+                case .success(let value): apply(easy.set(CURLOPT_PINNEDPUBLICKEY, value))
+                case .failure(let error): return .invalidRequest(error)
+                }
+            }
+            if let pem = tls.caCertificatesPEM { apply(easy.set(CURLOPT_CAINFO_BLOB, blob: pem)) }
+            if let pem = tls.clientCertificatePEM {
+                apply(easy.set(CURLOPT_SSLCERT_BLOB, blob: pem))
+                apply(easy.set(CURLOPT_SSLCERTTYPE, "PEM"))
+            }
+            if let pem = tls.clientKeyPEM {
+                apply(easy.set(CURLOPT_SSLKEY_BLOB, blob: pem))
+                apply(easy.set(CURLOPT_SSLKEYTYPE, "PEM"))
+            }
         }
 
         // Proxy.
@@ -221,6 +242,32 @@ extension Transfer {
         }
 
         return Self.optionError(status)
+    }
+
+    /// `CURLOPT_SSLVERSION` for a version range: the minimum, or'd with the maximum shifted left by 16.
+    static func sslVersion(
+        minimum: CurlewClient.TLSVersion?, maximum: CurlewClient.TLSVersion?
+    ) -> Result<Int, CurlewError> {
+        if let minimum, let maximum, maximum < minimum {
+            return .failure(
+                .invalidRequest("the maximum TLS version \(maximum) is below the minimum \(minimum)"))
+        }
+        let floor = minimum?.curlValue ?? CURL_SSLVERSION_DEFAULT
+        return .success(floor | ((maximum?.curlValue ?? 0) << 16))
+    }
+
+    /// `CURLOPT_PINNEDPUBLICKEY` for a list of `sha256//BASE64` pins: joined with `;`, after checking each, so a
+    /// typo fails as a bad request rather than as a key mismatch (or as a file libcurl tries to open).
+    static func pinnedPublicKeyOption(_ pins: [String]) -> Result<String, CurlewError> {
+        for pin in pins {
+            let hash = pin.dropFirst("sha256//".count)
+            guard pin.hasPrefix("sha256//"), hash.count == 44, Data(base64Encoded: String(hash)) != nil else {
+                return .failure(
+                    .invalidRequest(
+                        "pinned public key \(pin.debugDescription) is not sha256// followed by a base64 SHA-256 hash"))
+            }
+        }
+        return .success(pins.joined(separator: ";"))
     }
 
     /// The request's timeouts: its own fields over the client's.
