@@ -26,6 +26,8 @@ final class ClientSettings: Sendable {
     let maxConnectionLifetimeSeconds: Int
     let maxConcurrentStreamsPerConnection: Int
     let reusesConnections: Bool
+    /// `nil` when connections carry any number of requests, so nothing is counted.
+    let maximumUsesPerConnection: Int?
     let unixSocketPath: String?
     let localAddress: String?
     /// `nil` when every DNS setting is libcurl's default, so plain requests skip them all.
@@ -64,6 +66,7 @@ final class ClientSettings: Sendable {
             } ?? 0
         maxConcurrentStreamsPerConnection = configuration.maxConcurrentStreamsPerConnection
         reusesConnections = configuration.reusesConnections
+        maximumUsesPerConnection = configuration.maximumUsesPerConnection.map { max($0, 1) }
         unixSocketPath = configuration.unixSocketPath
         localAddress = configuration.localAddress
         dns = configuration.dns == CurlewClient.DNSConfiguration() ? nil : DNSOptions(configuration.dns)

@@ -182,6 +182,9 @@ final class Transfer: @unchecked Sendable, DeadlineHeapMember {
         guard let easy else { return CURL_PREREQFUNC_OK }
         let redirectTarget = easy.info(CURLINFO_REDIRECT_COUNT) > 0 ? easy.info(string: CURLINFO_EFFECTIVE_URL) : nil
         let check = checkConnection(easy, localPort: localPort, remotePort: remotePort, redirectTarget: redirectTarget)
+        if let limit = settings.maximumUsesPerConnection {
+            retireConnectionAfterItsLastUse(easy, localPort: localPort, remotePort: remotePort, limit: limit)
+        }
         switch stateMachine.requestStarting(
             connection: check, redirectTarget: redirectTarget, requestURL: request.transferURL)
         {
@@ -218,6 +221,20 @@ final class Transfer: @unchecked Sendable, DeadlineHeapMember {
         }
         guard let socket = connections.socketToCheck(for: key) else { return .notChecked }
         return curlew_socket_is_quiet(socket) == 1 ? .clean : .unreadBytesOrClosed
+    }
+
+    /// Counts this request on its connection and, when it is the connection's last allowed one, has libcurl close
+    /// the connection once the transfer is done (`CURLOPT_FORBID_REUSE`, read when the transfer ends). Unix-socket
+    /// connections report no ports, so they cannot be told apart and are not counted.
+    private func retireConnectionAfterItsLastUse(_ easy: EasyHandle, localPort: Int32, remotePort: Int32, limit: Int) {
+        guard localPort > 0, let connections = core?.connections else { return }
+        let isNew =
+            easy.info(CURLINFO_NUM_CONNECTS) > 0 && openedSocket.map { curlew_socket_local_port($0) } == localPort
+        let key = ConnectionRegistry.key(localPort: localPort, remotePort: remotePort)
+        guard connections.countUse(of: key, isNewConnection: isNew) >= limit else { return }
+        _ = easy.set(CURLOPT_FORBID_REUSE, true)
+        // The option stays on the handle: its next transfer must start from a reset handle.
+        self.easy?.isConfiguredForPlainGET = false
     }
 
     /// Swaps in the header list without credentials. libcurl reads the list when it writes the request, right
