@@ -36,7 +36,7 @@ struct CurlewClientLocalAddressAndDNSTests {
         }
         let hits = try await loggedHits(nginx, marker: marker, atLeast: 4)
         #expect(hits.map(\.address) == ["127.0.0.2", "127.0.0.3", "127.0.0.2", "127.0.0.3"])
-        // A connection from one address is never handed to a request that asked for the other.
+        // A connection from one address is never handed to a request that asked for the other (libcurl 8.x would).
         let connectionsByAddress = Dictionary(grouping: hits, by: \.address).mapValues { Set($0.map(\.connection)) }
         #expect(connectionsByAddress["127.0.0.2"]?.isDisjoint(with: connectionsByAddress["127.0.0.3"] ?? []) == true)
     }

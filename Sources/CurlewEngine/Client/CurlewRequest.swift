@@ -133,8 +133,9 @@ public struct CurlewRequest: Sendable {
     /// same socket, whatever host they name.
     public var unixSocketPath: String?
     /// Makes this request's connection from this local address or interface, overriding
-    /// ``CurlewClient/Configuration/localAddress`` (same syntax: `"host!127.0.0.2"`, `"if!eth0"`). A pooled
-    /// connection is reused for it only if it was made from the same one.
+    /// ``CurlewClient/Configuration/localAddress`` (same syntax: `"host!127.0.0.2"`, `"if!eth0"`). One that differs
+    /// from the client's gets a new connection, closed after the response: libcurl 8.x would otherwise hand it a
+    /// pooled connection made from another address.
     public var localAddress: String?
     /// Caps how fast this request's body goes out, in bytes per second (libcurl's `CURLOPT_MAX_SEND_SPEED_LARGE`,
     /// averaged over the transfer); nil sends as fast as the connection allows.

@@ -151,6 +151,12 @@ extension Transfer {
         }
         if let localAddress = request.localAddress ?? settings.localAddress {
             apply(easy.set(CURLOPT_INTERFACE, localAddress))
+            if request.localAddress != nil && request.localAddress != settings.localAddress {
+                // libcurl 8.x hands a pooled connection from another local address to a request that names its own
+                // (7.88 does not): a request that differs from its client gets a connection of its own.
+                apply(easy.set(CURLOPT_FRESH_CONNECT, true))
+                apply(easy.set(CURLOPT_FORBID_REUSE, true))
+            }
         }
         if let dns = settings.dns {
             if let seconds = dns.cacheTimeoutSeconds { apply(easy.set(CURLOPT_DNS_CACHE_TIMEOUT, seconds)) }
