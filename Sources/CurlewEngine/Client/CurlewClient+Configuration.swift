@@ -387,29 +387,58 @@ extension CurlewClient {
         enum Storage: Sendable, Hashable {
             case environment
             case none
-            case url(String, noProxy: String?)
+            case url(String, noProxy: String?, credentials: Credentials?)
+        }
+
+        /// A user name and password for the proxy (libcurl's `CURLOPT_PROXYUSERNAME` and
+        /// `CURLOPT_PROXYPASSWORD`): HTTP Basic for an HTTP proxy's CONNECT, RFC 1929 for SOCKS5. Given apart from
+        /// the URL, they need no percent-encoding; neither is ever logged, traced or described.
+        public struct Credentials: Sendable, Hashable, CustomStringConvertible {
+            public var username: String
+            public var password: String
+
+            public init(username: String, password: String) {
+                self.username = username
+                self.password = password
+            }
+
+            /// `"Credentials(redacted)"`: never the user name or password.
+            public var description: String { "Credentials(redacted)" }
         }
 
         let storage: Storage
 
         private init(_ storage: Storage) { self.storage = storage }
 
-        /// libcurl's default: `http_proxy`, `https_proxy`, `all_proxy` and `no_proxy` from the environment.
+        /// libcurl's default: `http_proxy` (lower case only), `HTTPS_PROXY`/`https_proxy`, `ALL_PROXY`/`all_proxy`
+        /// and `NO_PROXY`/`no_proxy` from the environment, read for every request. Credentials in a variable's
+        /// URL are used. AsyncHTTPClient reads no environment; a client that must not be steered by it uses
+        /// ``none`` or ``url(_:noProxy:credentials:)``.
         public static let environment = Proxy(.environment)
         /// No proxy, whatever the environment says.
         public static let none = Proxy(.none)
-        /// This proxy URL (for example `http://127.0.0.1:3128`), except for hosts in `noProxy`
-        /// (a comma-separated list, as in `no_proxy`).
-        public static func url(_ url: String, noProxy: String? = nil) -> Proxy { Proxy(.url(url, noProxy: noProxy)) }
+        /// This proxy URL, except for hosts in `noProxy` (a comma-separated list, as in `no_proxy`): `http://` (CONNECT
+        /// for https targets, forwarding for http), `https://`, `socks5://` (names resolved locally), `socks5h://`
+        /// (names resolved by the proxy), `socks4://`, `socks4a://`. `credentials` log in to it; so do credentials
+        /// in the URL (percent-encoded). A proxy that refuses them fails the request with
+        /// ``CurlewError/Code/proxy``.
+        public static func url(_ url: String, noProxy: String? = nil, credentials: Credentials? = nil) -> Proxy {
+            Proxy(.url(url, noProxy: noProxy, credentials: credentials))
+        }
 
         /// The proxy URL of a ``url(_:noProxy:)`` proxy; `nil` for ``environment`` and ``none``.
         public var url: String? {
-            if case .url(let url, _) = storage { url } else { nil }
+            if case .url(let url, _, _) = storage { url } else { nil }
         }
 
         /// The hosts a ``url(_:noProxy:)`` proxy is bypassed for; `nil` when none are given, and for the others.
         public var noProxy: String? {
-            if case .url(_, let noProxy) = storage { noProxy } else { nil }
+            if case .url(_, let noProxy, _) = storage { noProxy } else { nil }
+        }
+
+        /// The credentials of a ``url(_:noProxy:credentials:)`` proxy given apart from its URL; `nil` otherwise.
+        public var credentials: Credentials? {
+            if case .url(_, _, let credentials) = storage { credentials } else { nil }
         }
 
         /// `"environment"`, `"none"` or `"url"`: the URL is left out, since a proxy URL may carry credentials.

@@ -41,6 +41,7 @@ public struct CurlewError: Error, Sendable, Hashable, CustomStringConvertible {
             case timeout(TimeoutKind)
             case tls
             case tlsPinnedKeyMismatch
+            case proxy
             case tooManyRedirects
             case bodyTooLarge
             case requestBodyFailed
@@ -78,6 +79,9 @@ public struct CurlewError: Error, Sendable, Hashable, CustomStringConvertible {
         /// The server's public key is none of ``CurlewClient/TLSConfiguration/pinnedPublicKeys``: the connection
         /// was closed before anything was sent.
         public static let tlsPinnedKeyMismatch = Code(.tlsPinnedKeyMismatch)
+        /// The proxy refused the request: wrong or missing credentials (a SOCKS5 authentication failure, or an
+        /// HTTP proxy's 407 to CONNECT), or a target it would not connect to; the detail says which.
+        public static let proxy = Code(.proxy)
         /// More redirects than allowed.
         public static let tooManyRedirects = Code(.tooManyRedirects)
         /// The response body (after decompression) exceeded the configured limit.
@@ -125,6 +129,7 @@ public struct CurlewError: Error, Sendable, Hashable, CustomStringConvertible {
             case .timeout(let kind): "timeout.\(kind.name)"
             case .tls: "tls"
             case .tlsPinnedKeyMismatch: "tlsPinnedKeyMismatch"
+            case .proxy: "proxy"
             case .tooManyRedirects: "tooManyRedirects"
             case .bodyTooLarge: "bodyTooLarge"
             case .requestBodyFailed: "requestBodyFailed"
@@ -182,15 +187,25 @@ public struct CurlewError: Error, Sendable, Hashable, CustomStringConvertible {
 extension CurlewError {
     /// Maps a libcurl result to the case a caller acts on.
     ///
-    /// - Parameter lastStatus: the status of the last response received (0 if none), which tells a refused
-    ///   redirect (a 3xx) from a reply libcurl could not read as HTTP at all; libcurl reports both as
-    ///   `CURLE_UNSUPPORTED_PROTOCOL`.
+    /// - Parameters:
+    ///   - lastStatus: the status of the last response received (0 if none), which tells a refused
+    ///     redirect (a 3xx) from a reply libcurl could not read as HTTP at all; libcurl reports both as
+    ///     `CURLE_UNSUPPORTED_PROTOCOL`.
+    ///   - proxyConnectStatus: an HTTP proxy's answer to CONNECT (0 if none): libcurl reports a refused tunnel as a
+    ///     receive error.
     static func fromCurl(
-        _ result: CURLcode, message: String?, osErrno: Int32, timeoutKind: TimeoutKind, lastStatus: Int = 0
+        _ result: CURLcode, message: String?, osErrno: Int32, timeoutKind: TimeoutKind, lastStatus: Int = 0,
+        proxyConnectStatus: Int = 0
     ) -> CurlewError {
         let code: Code
         let detail: String
         switch result {
+        case _ where proxyConnectStatus == 407:
+            (code, detail) = (.proxy, "the proxy refused the credentials (407 to CONNECT)")
+        case _ where proxyConnectStatus >= 300:
+            (code, detail) = (.proxy, "the proxy refused the tunnel (\(proxyConnectStatus) to CONNECT)")
+        case CURLE_PROXY:
+            (code, detail) = (.proxy, "the proxy refused the request (SOCKS: credentials, or the target)")
         case CURLE_UNSUPPORTED_PROTOCOL where lastStatus == 0:
             (code, detail) = (.invalidResponse, "the server's reply is not HTTP/1.x or HTTP/2")
         case CURLE_UNSUPPORTED_PROTOCOL:

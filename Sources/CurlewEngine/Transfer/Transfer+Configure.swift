@@ -242,9 +242,13 @@ extension Transfer {
             break
         case .none:
             apply(easy.set(CURLOPT_PROXY, ""))
-        case .url(let proxy, let noProxy):
+        case .url(let proxy, let noProxy, let credentials):
             apply(easy.set(CURLOPT_PROXY, proxy))
             if let noProxy { apply(easy.set(CURLOPT_NOPROXY, noProxy)) }
+            if let credentials {
+                apply(easy.set(CURLOPT_PROXYUSERNAME, credentials.username))
+                apply(easy.set(CURLOPT_PROXYPASSWORD, credentials.password))
+            }
         }
 
         return Self.optionError(status)
