@@ -174,6 +174,19 @@ static inline CURLSH *curlew_share_create(void) {
     return share;
 }
 
+/// A share handle like the process's (DNS, TLS sessions) that also holds a cookie store: one per client that keeps
+/// cookies. Its locks are the process share's mutexes, initialised when that was created (call it first).
+static inline CURLSH *curlew_share_create_with_cookies(void) {
+    CURLSH *share = curl_share_init();
+    if (share == NULL) { return NULL; }
+    curl_share_setopt(share, CURLSHOPT_LOCKFUNC, curlew_share_lock);
+    curl_share_setopt(share, CURLSHOPT_UNLOCKFUNC, curlew_share_unlock);
+    curl_share_setopt(share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
+    curl_share_setopt(share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
+    curl_share_setopt(share, CURLSHOPT_SHARE, CURL_LOCK_DATA_COOKIE);
+    return share;
+}
+
 // MARK: waking a loop
 
 /// A non-blocking, close-on-exec eventfd a loop polls beside libcurl's sockets.

@@ -147,6 +147,12 @@ extension CurlewClient {
         public var localAddress: String? = nil
         /// How host names are resolved and connected to; libcurl's defaults unless set.
         public var dns: DNSConfiguration = DNSConfiguration()
+        /// Whether the client keeps cookies: an in-memory store of its own (libcurl's cookie engine on a share
+        /// handle of the client's), filled from `Set-Cookie` and sent back by libcurl's rules (domain, path,
+        /// `Secure`, expiry), also across redirects, and never to a host the cookie was not set for. Read it with
+        /// ``CurlewClient/cookies()``, empty it with ``CurlewClient/clearCookies()``. `false` (the default, as in
+        /// AsyncHTTPClient): no cookie is kept or sent but those a request's own `Cookie` field carries.
+        public var storesCookies: Bool = false
         /// The tracer that gets a client span per request (see ``CurlewClient``'s "Tracing"). `nil` (the default)
         /// takes the tracer bootstrapped with `InstrumentationSystem` when the client is created, if there is one;
         /// without one, requests pay nothing for tracing.

@@ -41,8 +41,11 @@ final class ClientSettings: Sendable {
     private let checksPooledConnectionsBeforeWriting: Bool
     /// `CURLEW_LIBCURL_VERBOSE=1` in the environment turns on libcurl's own trace (to stderr) for every transfer.
     let libcurlVerbose: Bool
-    /// The process-wide share handle (DNS cache, TLS sessions); libcurl locks it through the shim's mutexes.
+    /// The process-wide share handle (DNS cache, TLS sessions), or for a client that keeps cookies one of its own
+    /// that also holds them; libcurl locks it through the shim's mutexes.
     nonisolated(unsafe) let share: UnsafeMutableRawPointer?
+    /// Whether requests use libcurl's cookie engine on the client's own share handle.
+    let storesCookies: Bool
 
     init(configuration: CurlewClient.Configuration) {
         CurlGlobal.ensureInitialized()
@@ -78,7 +81,8 @@ final class ClientSettings: Sendable {
         capabilities = CurlGlobal.capabilities
         checksPooledConnectionsBeforeWriting = !capabilities.libcurl.refusesPooledConnectionsWithPendingInput
         libcurlVerbose = ProcessInfo.processInfo.environment["CURLEW_LIBCURL_VERBOSE"] == "1"
-        share = CurlGlobal.share
+        storesCookies = configuration.storesCookies
+        share = configuration.storesCookies ? CurlGlobal.makeCookieShare() : CurlGlobal.share
     }
 
     /// The DNS settings as libcurl takes them; nil fields are libcurl's defaults.
@@ -109,5 +113,7 @@ final class ClientSettings: Sendable {
 
     deinit {
         if let connectToList { curl_slist_free_all(connectToList) }
+        // Every easy handle of the client is gone by now: the settings outlive them.
+        if storesCookies, let share { curl_share_cleanup(share) }
     }
 }

@@ -113,6 +113,10 @@ extension Transfer {
             // curl_easy_reset.
             _ = easy.set(CURLOPT_BUFFERSIZE, 256 * 1024)
         }
+        if settings.storesCookies {
+            // "": no file to read; turns on libcurl's cookie engine over the client's shared store.
+            apply(easy.set(CURLOPT_COOKIEFILE, ""))
+        }
         if let userAgent = settings.userAgent, request.headerFields[.userAgent] == nil {
             apply(easy.set(CURLOPT_USERAGENT, userAgent))
         }
