@@ -34,6 +34,31 @@ struct CurlewClientConnectionUsesTests {
         #expect(requestsPerConnection.count == 10, "\(requestsPerConnection)")
     }
 
+    /// A redirect followed on the connection the transfer opened is that connection's second request, not a new
+    /// connection's first.
+    @Test(arguments: allLoops)
+    func aRedirectOnTheSameConnectionCountsAsAUse(loop: CurlewClient.Configuration.EventLoopKind) async throws {
+        let nginx = try await NginxServer.shared()
+        try await withClient(
+            loop,
+            configure: {
+                $0.httpVersion = .http1_1
+                $0.maximumUsesPerConnection = 2
+            }
+        ) { client in
+            let redirecting = try CurlewRequest(
+                url: "\(nginx.httpBaseURL)/redirect-302?target=127.0.0.1:\(nginx.httpPort)")
+            let first = try await client.execute(redirecting)
+            #expect(first.metrics.redirectCount == 1)
+            #expect(!first.metrics.reusedConnection)
+            // Two requests went out on that connection: the next one needs a new connection.
+            let second = try await client.execute(try CurlewRequest(url: "\(nginx.httpBaseURL)/small"))
+            #expect(!second.metrics.reusedConnection)
+            let third = try await client.execute(try CurlewRequest(url: "\(nginx.httpBaseURL)/small"))
+            #expect(third.metrics.reusedConnection)
+        }
+    }
+
     @Test(arguments: allLoops)
     func withoutALimitOneConnectionCarriesEveryRequest(loop: CurlewClient.Configuration.EventLoopKind) async throws {
         let nginx = try await NginxServer.shared()

@@ -178,12 +178,15 @@ final class Transfer: @unchecked Sendable, DeadlineHeapMember {
     /// whether the connection is refused before anything is written (the bytes belong to no request of ours) and
     /// whether a redirect that left the request's origin goes out without its credentials.
     func requestStarting(localPort: Int32, remotePort: Int32) -> Int32 {
+        let previousConnectionKey = connectionKey
         connectionKey = ConnectionRegistry.key(localPort: localPort, remotePort: remotePort)
         guard let easy else { return CURL_PREREQFUNC_OK }
         let redirectTarget = easy.info(CURLINFO_REDIRECT_COUNT) > 0 ? easy.info(string: CURLINFO_EFFECTIVE_URL) : nil
         let check = checkConnection(easy, localPort: localPort, remotePort: remotePort, redirectTarget: redirectTarget)
         if let limit = settings.maximumUsesPerConnection {
-            retireConnectionAfterItsLastUse(easy, localPort: localPort, remotePort: remotePort, limit: limit)
+            retireConnectionAfterItsLastUse(
+                easy, localPort: localPort, remotePort: remotePort, limit: limit,
+                previousConnectionKey: previousConnectionKey)
         }
         switch stateMachine.requestStarting(
             connection: check, redirectTarget: redirectTarget, requestURL: request.transferURL)
@@ -226,11 +229,18 @@ final class Transfer: @unchecked Sendable, DeadlineHeapMember {
     /// Counts this request on its connection and, when it is the connection's last allowed one, has libcurl close
     /// the connection once the transfer is done (`CURLOPT_FORBID_REUSE`, read when the transfer ends). Unix-socket
     /// connections report no ports, so they cannot be told apart and are not counted.
-    private func retireConnectionAfterItsLastUse(_ easy: EasyHandle, localPort: Int32, remotePort: Int32, limit: Int) {
+    ///
+    /// - Parameter previousConnectionKey: the connection of this transfer's previous request (a redirect's last
+    ///   hop), nil for its first: a redirect followed on the transfer's own new connection is that connection's
+    ///   next use, not a new connection.
+    private func retireConnectionAfterItsLastUse(
+        _ easy: EasyHandle, localPort: Int32, remotePort: Int32, limit: Int, previousConnectionKey: Int?
+    ) {
         guard localPort > 0, let connections = core?.connections else { return }
-        let isNew =
-            easy.info(CURLINFO_NUM_CONNECTS) > 0 && openedSocket.map { curlew_socket_local_port($0) } == localPort
         let key = ConnectionRegistry.key(localPort: localPort, remotePort: remotePort)
+        let isNew =
+            previousConnectionKey != key && easy.info(CURLINFO_NUM_CONNECTS) > 0
+            && openedSocket.map { curlew_socket_local_port($0) } == localPort
         guard connections.countUse(of: key, isNewConnection: isNew) >= limit else { return }
         _ = easy.set(CURLOPT_FORBID_REUSE, true)
         // The option stays on the handle: its next transfer must start from a reset handle.
