@@ -34,6 +34,32 @@ struct CurlewClientConnectionUsesTests {
         #expect(requestsPerConnection.count == 10, "\(requestsPerConnection)")
     }
 
+    /// HTTP/2 requests one after another: each stream is the connection's only one when it ends, so libcurl honours
+    /// the last one's `CURLOPT_FORBID_REUSE`. (Concurrent streams are not limited: libcurl keeps a connection open
+    /// while any stream is in use, and new streams may join it until the last of them ends.)
+    @Test(arguments: allLoops)
+    func sequentialHTTP2RequestsAreLimitedToo(loop: CurlewClient.Configuration.EventLoopKind) async throws {
+        let nginx = try await NginxServer.shared()
+        let marker = "/hits/" + UUID().uuidString + "/"
+        try await withClient(
+            loop,
+            configure: {
+                $0.tls.caFile = nginx.caFile
+                $0.maximumUsesPerConnection = 5
+            }
+        ) { client in
+            for index in 0..<20 {
+                let response = try await client.execute(
+                    try CurlewRequest(url: "\(nginx.httpsBaseURL)\(marker)\(index)"))
+                #expect(response.metrics.httpVersion == .http2)
+            }
+        }
+        let hits = try await loggedHits(nginx, marker: marker, atLeast: 20)
+        let requestsPerConnection = Dictionary(grouping: hits, by: \.connection).mapValues(\.count)
+        #expect(requestsPerConnection.values.allSatisfy { $0 <= 5 }, "\(requestsPerConnection)")
+        #expect(requestsPerConnection.count == 4, "\(requestsPerConnection)")
+    }
+
     /// A redirect followed on the connection the transfer opened is that connection's second request, not a new
     /// connection's first.
     @Test(arguments: allLoops)

@@ -122,12 +122,13 @@ extension CurlewClient {
         /// a new connection for every request and closes it after the response (libcurl's `CURLOPT_FRESH_CONNECT`
         /// and `CURLOPT_FORBID_REUSE`), which is what a load test of connection setup wants.
         public var reusesConnections: Bool = true
-        /// The most requests one HTTP/1.1 connection carries before it is closed (AsyncHTTPClient's
+        /// The most requests one connection carries before it is closed (AsyncHTTPClient's
         /// `maximumUsesPerConnection`); values below 1 count as 1. The engine counts the requests on each connection
-        /// and has libcurl close it after the last one (`CURLOPT_FORBID_REUSE` on that transfer). Not enforced on
-        /// HTTP/2, whose streams share a connection that libcurl keeps open while any of them is in use, nor on
-        /// Unix-socket connections; use ``maxConnectionLifetime`` there. `nil` (the default): no limit, and nothing
-        /// is counted.
+        /// and has libcurl close it after the last one (`CURLOPT_FORBID_REUSE` on that transfer). HTTP/2 requests
+        /// sent one after another are limited the same way; concurrent HTTP/2 streams are not: libcurl keeps a
+        /// connection open while any stream is in use, and new streams may join it until the last one ends. Nor are
+        /// Unix-socket connections, which report no ports to tell them apart; use ``maxConnectionLifetime`` there.
+        /// `nil` (the default): no limit, and nothing is counted.
         public var maximumUsesPerConnection: Int? = nil
         /// Connects somewhere else than the URL says while keeping the URL's host for `Host`, TLS SNI and the
         /// certificate check: entries `HOST:PORT:CONNECT-TO-HOST:CONNECT-TO-PORT`, an empty field matching any host
