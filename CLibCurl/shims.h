@@ -36,6 +36,11 @@ static inline CURLcode curlew_easy_setopt_pointer(CURL *handle, CURLoption optio
 static inline CURLcode curlew_easy_setopt_string(CURL *handle, CURLoption option, const char *value) {
     return curl_easy_setopt(handle, option, value);
 }
+/// Hands libcurl bytes from memory (a PEM certificate or key) it copies before returning.
+static inline CURLcode curlew_easy_setopt_blob(CURL *handle, CURLoption option, const void *data, size_t length) {
+    struct curl_blob blob = {(void *)data, length, CURL_BLOB_COPY};
+    return curl_easy_setopt(handle, option, &blob);
+}
 static inline CURLcode curlew_easy_setopt_slist(CURL *handle, CURLoption option, struct curl_slist *value) {
     return curl_easy_setopt(handle, option, value);
 }
@@ -166,6 +171,19 @@ static inline CURLSH *curlew_share_create(void) {
     curl_share_setopt(share, CURLSHOPT_UNLOCKFUNC, curlew_share_unlock);
     curl_share_setopt(share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
     curl_share_setopt(share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
+    return share;
+}
+
+/// A share handle like the process's (DNS, TLS sessions) that also holds a cookie store: one per client that keeps
+/// cookies. Its locks are the process share's mutexes, initialised when that was created (call it first).
+static inline CURLSH *curlew_share_create_with_cookies(void) {
+    CURLSH *share = curl_share_init();
+    if (share == NULL) { return NULL; }
+    curl_share_setopt(share, CURLSHOPT_LOCKFUNC, curlew_share_lock);
+    curl_share_setopt(share, CURLSHOPT_UNLOCKFUNC, curlew_share_unlock);
+    curl_share_setopt(share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
+    curl_share_setopt(share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
+    curl_share_setopt(share, CURLSHOPT_SHARE, CURL_LOCK_DATA_COOKIE);
     return share;
 }
 

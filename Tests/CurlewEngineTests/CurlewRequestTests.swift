@@ -21,6 +21,41 @@ struct CurlewRequestTests {
     }
 
     @Test(arguments: [
+        "unix:///tmp/a.sock", "ftp+unix://%2Ftmp%2Fa.sock/", "http+unixx://%2Ftmp%2Fa.sock/", "ws+unix://x/",
+    ])
+    func unixSchemesOtherThanHTTPAndHTTPSAreRejected(url: String) {
+        #expect(errorCode { try CurlewRequest(url: url) } == .protocolNotAllowed)
+    }
+
+    @Test func anHTTPUnixURLBecomesARequestToLocalhostOverItsSocket() throws {
+        let plain = try CurlewRequest(url: "http+unix://%2Ftmp%2Fapp.sock/a/b?c=d")
+        #expect(plain.url == "http+unix://%2Ftmp%2Fapp.sock/a/b?c=d")
+        #expect(plain.transferURL == "http://localhost/a/b?c=d")
+        #expect(plain.effectiveUnixSocketPath(clientDefault: "/elsewhere") == "/tmp/app.sock")
+        let tls = try CurlewRequest(url: "HTTPS+UNIX://%2Fvar%2Frun%2Fapp.sock")
+        #expect(tls.transferURL == "https://localhost")
+        #expect(tls.effectiveUnixSocketPath(clientDefault: nil) == "/var/run/app.sock")
+    }
+
+    @Test func aRequestsSocketPathOverridesTheClientsAndPlainURLsUseTCPByDefault() throws {
+        var request = try CurlewRequest(url: "http://127.0.0.1:8080/x")
+        #expect(request.transferURL == request.url)
+        #expect(request.effectiveUnixSocketPath(clientDefault: nil) == nil)
+        #expect(request.effectiveUnixSocketPath(clientDefault: "/client.sock") == "/client.sock")
+        request.unixSocketPath = "/request.sock"
+        #expect(request.effectiveUnixSocketPath(clientDefault: "/client.sock") == "/request.sock")
+        #expect(!request.usesClientDefaultsForPlainGET)
+    }
+
+    @Test(arguments: [
+        "http+unix:///path", "http+unix://", "https+unix://%2Ftmp%2F%0Aa.sock/", "http+unix://%zz/",
+        "http+unix://%2F" + String(repeating: "a", count: 107) + "/",
+    ])
+    func unixURLsWithoutAUsableSocketPathAreInvalidRequests(url: String) {
+        #expect(errorCode { try CurlewRequest(url: url) } == .invalidRequest)
+    }
+
+    @Test(arguments: [
         "", "not a url", "http://", "http://exa mple.com/", "http://example.com/\r\nX-Injected: 1",
         "http://example.com/\u{0}", "http:///path-only",
     ])

@@ -45,9 +45,11 @@ public final class NginxServer: Sendable {
     /// Every request to `/dav/` as one line, `METHOD STATUS REQUEST-URI` (the URI as sent, still
     /// percent-encoded), written unbuffered, so tests can count what reached the server.
     public var davAccessLogPath: String { davLog.path }
-    /// Every request to `/hits/` as one line, `MSEC CONNECTION METHOD STATUS REQUEST-URI HOST LENGTH`: when nginx
-    /// logged it in seconds (these requests are answered as they arrive, so that is their arrival), nginx's
-    /// connection serial number, the `Host` the request named and its length in bytes (line, headers, body).
+    /// Every request to `/hits/` as one line, `MSEC CONNECTION METHOD STATUS REQUEST-URI HOST LENGTH TAG ADDRESS`:
+    /// when nginx logged it in seconds (these requests are answered as they arrive, so that is their arrival),
+    /// nginx's connection serial number, the `Host` the request named, its length in bytes (line, headers, body),
+    /// its `X-Test-Tag` ("-" without one) and the client's address (`unix:` over ``httpUnixSocketPath`` and
+    /// ``httpsUnixSocketPath``).
     /// Written unbuffered at the end of each request, so tests count arrivals, connections and targets
     /// server-side (wait for the count: a line may follow its response).
     public var hitsAccessLogPath: String { hitsLog.path }
@@ -56,6 +58,20 @@ public final class NginxServer: Sendable {
     /// ``hitsAccessLogPath``, read as it grows and grouped by `/hits/MARKER/`.
     public let hitsLog: AccessLogIndex
     private let process: SupervisedProcess
+
+    /// A Unix domain socket that serves what ``httpPort`` serves.
+    public var httpUnixSocketPath: String { directory + "/http.sock" }
+    /// A Unix domain socket that serves what ``httpsPort`` serves, with the same certificate.
+    public var httpsUnixSocketPath: String { directory + "/https.sock" }
+    /// A Unix domain socket with ``httpsPort``'s certificate that speaks TLS 1.2 only (`ssl_protocols TLSv1.2`).
+    public var tls12OnlyUnixSocketPath: String { directory + "/tls12.sock" }
+    /// The public-key pin of the certificate of ``httpsPort``: `sha256//` and the base64 SHA-256 of its DER
+    /// SubjectPublicKeyInfo, as `CURLOPT_PINNEDPUBLICKEY` takes it.
+    public var serverPublicKeyPin: String {
+        let digest = FileManager.default.contents(atPath: directory + "/certs/server.spki.sha256") ?? Data()
+        return "sha256//" + digest.base64EncodedString()
+    }
+    private var directory: String { (scratchDirectory as NSString).deletingLastPathComponent }
 
     /// `http://127.0.0.1:httpPort`
     public var httpBaseURL: String { "http://127.0.0.1:\(self.httpPort)" }
@@ -195,7 +211,7 @@ enum NginxConfig {
         http {
             access_log off;
             log_format curlew_dav '$request_method $status $request_uri';
-            log_format curlew_hits '$msec $connection $request_method $status $request_uri $host $request_length $http_x_test_tag';
+            log_format curlew_hits '$msec $connection $request_method $status $request_uri $host $request_length $http_x_test_tag $remote_addr';
             log_format curlew_mtls '$msec $connection $request_method $status $request_uri $ssl_client_s_dn $request_length';
             types {
                 application/json json;
@@ -215,10 +231,19 @@ enum NginxConfig {
 
             server {
                 listen 127.0.0.1:\(ports.http);
+                listen unix:\(prefix)/http.sock;
                 include \(prefix)/locations.conf;
             }
             server {
                 listen 127.0.0.1:\(ports.https) ssl http2;
+                listen unix:\(prefix)/https.sock ssl http2;
+                ssl_certificate \(prefix)/certs/server.pem;
+                ssl_certificate_key \(prefix)/certs/server.key;
+                include \(prefix)/locations.conf;
+            }
+            server {
+                listen unix:\(prefix)/tls12.sock ssl;
+                ssl_protocols TLSv1.2;
                 ssl_certificate \(prefix)/certs/server.pem;
                 ssl_certificate_key \(prefix)/certs/server.key;
                 include \(prefix)/locations.conf;
@@ -382,5 +407,8 @@ enum TestCertificates {
                 path("\(name).pem")
             )
         }
+        // The server key's pin (NginxServer.serverPublicKeyPin): SHA-256 of the DER SubjectPublicKeyInfo.
+        try run("pkey", "-in", path("server.key"), "-pubout", "-outform", "DER", "-out", path("server.spki.der"))
+        try run("dgst", "-sha256", "-binary", "-out", path("server.spki.sha256"), path("server.spki.der"))
     }
 }

@@ -122,11 +122,38 @@ extension CurlewClient {
         /// a new connection for every request and closes it after the response (libcurl's `CURLOPT_FRESH_CONNECT`
         /// and `CURLOPT_FORBID_REUSE`), which is what a load test of connection setup wants.
         public var reusesConnections: Bool = true
+        /// The most requests one connection carries before it is closed (AsyncHTTPClient's
+        /// `maximumUsesPerConnection`); values below 1 count as 1. The engine counts the requests on each connection
+        /// and has libcurl close it after the last one (`CURLOPT_FORBID_REUSE` on that transfer). HTTP/2 requests
+        /// sent one after another are limited the same way; concurrent HTTP/2 streams are not: libcurl keeps a
+        /// connection open while any stream is in use, and new streams may join it until the last one ends. Nor are
+        /// Unix-socket connections, which report no ports to tell them apart; use ``maxConnectionLifetime`` there.
+        /// `nil` (the default): no limit, and nothing is counted.
+        public var maximumUsesPerConnection: Int? = nil
         /// Connects somewhere else than the URL says while keeping the URL's host for `Host`, TLS SNI and the
         /// certificate check: entries `HOST:PORT:CONNECT-TO-HOST:CONNECT-TO-PORT`, an empty field matching any host
         /// or port (libcurl's `CURLOPT_CONNECT_TO`). Reaches a virtual host, or one server of several behind a name,
         /// without DNS.
         public var connectTo: [String] = []
+        /// Sends every request over the Unix domain socket at this path instead of TCP (libcurl's
+        /// `CURLOPT_UNIX_SOCKET_PATH`), unless the request names a socket of its own
+        /// (``CurlewRequest/unixSocketPath``, or an `http+unix` / `https+unix` URL). The URL's host still goes out
+        /// in `Host` and, for https, is what the server's certificate must name. `nil` (the default): TCP.
+        public var unixSocketPath: String? = nil
+        /// The local address or network interface connections are made from (libcurl's `CURLOPT_INTERFACE`):
+        /// `"host!127.0.0.2"` for an address (or a host name, resolved once), `"if!eth0"` for an interface, or a
+        /// bare name libcurl tries as an interface, then as an address. A request can name its own
+        /// (``CurlewRequest/localAddress``). `nil` (the default): the system picks. One that cannot be bound fails
+        /// the request with ``CurlewError/Code/connectFailed``.
+        public var localAddress: String? = nil
+        /// How host names are resolved and connected to; libcurl's defaults unless set.
+        public var dns: DNSConfiguration = DNSConfiguration()
+        /// Whether the client keeps cookies: an in-memory store of its own (libcurl's cookie engine on a share
+        /// handle of the client's), filled from `Set-Cookie` and sent back by libcurl's rules (domain, path,
+        /// `Secure`, expiry), also across redirects, and never to a host the cookie was not set for. Read it with
+        /// ``CurlewClient/cookies()``, empty it with ``CurlewClient/clearCookies()``. `false` (the default, as in
+        /// AsyncHTTPClient): no cookie is kept or sent but those a request's own `Cookie` field carries.
+        public var storesCookies: Bool = false
         /// The tracer that gets a client span per request (see ``CurlewClient``'s "Tracing"). `nil` (the default)
         /// takes the tracer bootstrapped with `InstrumentationSystem` when the client is created, if there is one;
         /// without one, requests pay nothing for tracing.
@@ -284,11 +311,78 @@ extension CurlewClient {
         public var verifyPeer: Bool = true
         /// Whether the certificate must name the host. Turn off only for tests.
         public var verifyHost: Bool = true
+        /// The oldest TLS version a connection may use (`CURLOPT_SSLVERSION`); `nil`: the TLS library's own floor.
+        /// A server that offers only older versions fails the request with ``CurlewError/Code/tls``.
+        public var minimumVersion: TLSVersion?
+        /// The newest TLS version offered (`CURLOPT_SSLVERSION`'s `CURL_SSLVERSION_MAX_*`); `nil`: the newest the
+        /// TLS library has. Below ``minimumVersion``, every request fails with ``CurlewError/Code/invalidRequest``.
+        public var maximumVersion: TLSVersion?
+        /// Public keys the server's must be one of (`CURLOPT_PINNEDPUBLICKEY`), each `sha256//` followed by the
+        /// base64 SHA-256 of a DER SubjectPublicKeyInfo:
+        /// `openssl x509 -pubkey -noout -in cert.pem | openssl pkey -pubin -outform der | openssl dgst -sha256 -binary | base64`.
+        /// Checked on every new connection, in addition to (not instead of) the certificate chain; a key that
+        /// matches none fails the request with ``CurlewError/Code/tlsPinnedKeyMismatch``. Empty (the default):
+        /// no pinning.
+        public var pinnedPublicKeys: [String] = []
+        /// CA certificates (PEM) to trust instead of the system's, from memory (`CURLOPT_CAINFO_BLOB`); takes the
+        /// place of ``caFile`` when both are set.
+        public var caCertificatesPEM: [UInt8]?
+        /// A PEM client certificate for mutual TLS, from memory (`CURLOPT_SSLCERT_BLOB`), in place of
+        /// ``clientCertificateFile``.
+        public var clientCertificatePEM: [UInt8]?
+        /// The PEM private key of the client certificate, from memory (`CURLOPT_SSLKEY_BLOB`), in place of
+        /// ``clientKeyFile``; ``clientKeyPassword`` decrypts it if it is encrypted.
+        public var clientKeyPEM: [UInt8]?
 
         public init(caFile: String? = nil, caDirectory: String? = nil) {
             self.caFile = caFile
             self.caDirectory = caDirectory
         }
+    }
+
+    /// How host names are resolved and their addresses tried. Every field left `nil` (or `false`) is libcurl's
+    /// default, and a client with all defaults sets none of these options on its requests.
+    public struct DNSConfiguration: Sendable, Hashable {
+        /// How long a resolved name stays in the DNS cache (`CURLOPT_DNS_CACHE_TIMEOUT`, whole seconds, rounded
+        /// up); `.zero` resolves every new connection's host afresh. The cache is the process's (shared by every
+        /// client), and each request reads it with its own client's lifetime. `nil`: libcurl's 60 s.
+        public var cacheLifetime: Duration?
+        /// Whether the addresses a name resolves to are tried in random order rather than the resolver's
+        /// (`CURLOPT_DNS_SHUFFLE_ADDRESSES`), spreading new connections over the hosts behind one name.
+        public var shufflesAddresses: Bool
+        /// How long the first address family (IPv6, usually) gets before the other is tried in parallel
+        /// (Happy Eyeballs, RFC 8305; `CURLOPT_HAPPY_EYEBALLS_TIMEOUT_MS`). `nil`: libcurl's 200 ms.
+        public var happyEyeballsTimeout: Duration?
+
+        public init(
+            cacheLifetime: Duration? = nil, shufflesAddresses: Bool = false, happyEyeballsTimeout: Duration? = nil
+        ) {
+            self.cacheLifetime = cacheLifetime
+            self.shufflesAddresses = shufflesAddresses
+            self.happyEyeballsTimeout = happyEyeballsTimeout
+        }
+    }
+
+    /// A TLS protocol version, for ``TLSConfiguration/minimumVersion`` and ``TLSConfiguration/maximumVersion``.
+    public struct TLSVersion: Sendable, Hashable, Comparable, CustomStringConvertible {
+        /// libcurl's `CURL_SSLVERSION_TLSv1_*` value; the maximum is this shifted left by 16.
+        let curlValue: Int
+
+        private init(curlValue: Int) { self.curlValue = curlValue }
+
+        /// TLS 1.0.
+        public static let v1_0 = TLSVersion(curlValue: CURL_SSLVERSION_TLSv1_0)
+        /// TLS 1.1.
+        public static let v1_1 = TLSVersion(curlValue: CURL_SSLVERSION_TLSv1_1)
+        /// TLS 1.2.
+        public static let v1_2 = TLSVersion(curlValue: CURL_SSLVERSION_TLSv1_2)
+        /// TLS 1.3.
+        public static let v1_3 = TLSVersion(curlValue: CURL_SSLVERSION_TLSv1_3)
+
+        public static func < (lhs: TLSVersion, rhs: TLSVersion) -> Bool { lhs.curlValue < rhs.curlValue }
+
+        /// `"TLSv1.0"` … `"TLSv1.3"`.
+        public var description: String { "TLSv1.\(curlValue - CURL_SSLVERSION_TLSv1_0)" }
     }
 
     /// Which proxy requests go through.
@@ -300,29 +394,58 @@ extension CurlewClient {
         enum Storage: Sendable, Hashable {
             case environment
             case none
-            case url(String, noProxy: String?)
+            case url(String, noProxy: String?, credentials: Credentials?)
+        }
+
+        /// A user name and password for the proxy (libcurl's `CURLOPT_PROXYUSERNAME` and
+        /// `CURLOPT_PROXYPASSWORD`): HTTP Basic for an HTTP proxy's CONNECT, RFC 1929 for SOCKS5. Given apart from
+        /// the URL, they need no percent-encoding; neither is ever logged, traced or described.
+        public struct Credentials: Sendable, Hashable, CustomStringConvertible {
+            public var username: String
+            public var password: String
+
+            public init(username: String, password: String) {
+                self.username = username
+                self.password = password
+            }
+
+            /// `"Credentials(redacted)"`: never the user name or password.
+            public var description: String { "Credentials(redacted)" }
         }
 
         let storage: Storage
 
         private init(_ storage: Storage) { self.storage = storage }
 
-        /// libcurl's default: `http_proxy`, `https_proxy`, `all_proxy` and `no_proxy` from the environment.
+        /// libcurl's default: `http_proxy` (lower case only), `HTTPS_PROXY`/`https_proxy`, `ALL_PROXY`/`all_proxy`
+        /// and `NO_PROXY`/`no_proxy` from the environment, read for every request. Credentials in a variable's
+        /// URL are used. AsyncHTTPClient reads no environment; a client that must not be steered by it uses
+        /// ``none`` or ``url(_:noProxy:credentials:)``.
         public static let environment = Proxy(.environment)
         /// No proxy, whatever the environment says.
         public static let none = Proxy(.none)
-        /// This proxy URL (for example `http://127.0.0.1:3128`), except for hosts in `noProxy`
-        /// (a comma-separated list, as in `no_proxy`).
-        public static func url(_ url: String, noProxy: String? = nil) -> Proxy { Proxy(.url(url, noProxy: noProxy)) }
+        /// This proxy URL, except for hosts in `noProxy` (a comma-separated list, as in `no_proxy`): `http://` (CONNECT
+        /// for https targets, forwarding for http), `https://`, `socks5://` (names resolved locally), `socks5h://`
+        /// (names resolved by the proxy), `socks4://`, `socks4a://`. `credentials` log in to it; so do credentials
+        /// in the URL (percent-encoded). A proxy that refuses them fails the request with
+        /// ``CurlewError/Code/proxy``.
+        public static func url(_ url: String, noProxy: String? = nil, credentials: Credentials? = nil) -> Proxy {
+            Proxy(.url(url, noProxy: noProxy, credentials: credentials))
+        }
 
         /// The proxy URL of a ``url(_:noProxy:)`` proxy; `nil` for ``environment`` and ``none``.
         public var url: String? {
-            if case .url(let url, _) = storage { url } else { nil }
+            if case .url(let url, _, _) = storage { url } else { nil }
         }
 
         /// The hosts a ``url(_:noProxy:)`` proxy is bypassed for; `nil` when none are given, and for the others.
         public var noProxy: String? {
-            if case .url(_, let noProxy) = storage { noProxy } else { nil }
+            if case .url(_, let noProxy, _) = storage { noProxy } else { nil }
+        }
+
+        /// The credentials of a ``url(_:noProxy:credentials:)`` proxy given apart from its URL; `nil` otherwise.
+        public var credentials: Credentials? {
+            if case .url(_, _, let credentials) = storage { credentials } else { nil }
         }
 
         /// `"environment"`, `"none"` or `"url"`: the URL is left out, since a proxy URL may carry credentials.

@@ -40,6 +40,8 @@ public struct CurlewError: Error, Sendable, Hashable, CustomStringConvertible {
             case connectFailed
             case timeout(TimeoutKind)
             case tls
+            case tlsPinnedKeyMismatch
+            case proxy
             case tooManyRedirects
             case bodyTooLarge
             case requestBodyFailed
@@ -71,8 +73,15 @@ public struct CurlewError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let connectFailed = Code(.connectFailed)
         /// A timeout fired; which one is attached.
         public static func timeout(_ kind: TimeoutKind) -> Code { Code(.timeout(kind)) }
-        /// TLS failed: handshake, certificate verification, hostname mismatch, bad CA or client certificate.
+        /// TLS failed: handshake (no common TLS version, say), certificate verification, hostname mismatch, bad CA
+        /// or client certificate. A pinned public key that does not match is ``tlsPinnedKeyMismatch``.
         public static let tls = Code(.tls)
+        /// The server's public key is none of ``CurlewClient/TLSConfiguration/pinnedPublicKeys``: the connection
+        /// was closed before anything was sent.
+        public static let tlsPinnedKeyMismatch = Code(.tlsPinnedKeyMismatch)
+        /// The proxy refused the request: wrong or missing credentials (a SOCKS5 authentication failure, or an
+        /// HTTP proxy's 407 to CONNECT), or a target it would not connect to; the detail says which.
+        public static let proxy = Code(.proxy)
         /// More redirects than allowed.
         public static let tooManyRedirects = Code(.tooManyRedirects)
         /// The response body (after decompression) exceeded the configured limit.
@@ -119,6 +128,8 @@ public struct CurlewError: Error, Sendable, Hashable, CustomStringConvertible {
             case .connectFailed: "connectFailed"
             case .timeout(let kind): "timeout.\(kind.name)"
             case .tls: "tls"
+            case .tlsPinnedKeyMismatch: "tlsPinnedKeyMismatch"
+            case .proxy: "proxy"
             case .tooManyRedirects: "tooManyRedirects"
             case .bodyTooLarge: "bodyTooLarge"
             case .requestBodyFailed: "requestBodyFailed"
@@ -176,15 +187,25 @@ public struct CurlewError: Error, Sendable, Hashable, CustomStringConvertible {
 extension CurlewError {
     /// Maps a libcurl result to the case a caller acts on.
     ///
-    /// - Parameter lastStatus: the status of the last response received (0 if none), which tells a refused
-    ///   redirect (a 3xx) from a reply libcurl could not read as HTTP at all; libcurl reports both as
-    ///   `CURLE_UNSUPPORTED_PROTOCOL`.
+    /// - Parameters:
+    ///   - lastStatus: the status of the last response received (0 if none), which tells a refused
+    ///     redirect (a 3xx) from a reply libcurl could not read as HTTP at all; libcurl reports both as
+    ///     `CURLE_UNSUPPORTED_PROTOCOL`.
+    ///   - proxyConnectStatus: an HTTP proxy's answer to CONNECT (0 if none): libcurl reports a refused tunnel as a
+    ///     receive error.
     static func fromCurl(
-        _ result: CURLcode, message: String?, osErrno: Int32, timeoutKind: TimeoutKind, lastStatus: Int = 0
+        _ result: CURLcode, message: String?, osErrno: Int32, timeoutKind: TimeoutKind, lastStatus: Int = 0,
+        proxyConnectStatus: Int = 0
     ) -> CurlewError {
         let code: Code
         let detail: String
         switch result {
+        case _ where proxyConnectStatus == 407:
+            (code, detail) = (.proxy, "the proxy refused the credentials (407 to CONNECT)")
+        case _ where proxyConnectStatus >= 300:
+            (code, detail) = (.proxy, "the proxy refused the tunnel (\(proxyConnectStatus) to CONNECT)")
+        case CURLE_PROXY:
+            (code, detail) = (.proxy, "the proxy refused the request (SOCKS: credentials, or the target)")
         case CURLE_UNSUPPORTED_PROTOCOL where lastStatus == 0:
             (code, detail) = (.invalidResponse, "the server's reply is not HTTP/1.x or HTTP/2")
         case CURLE_UNSUPPORTED_PROTOCOL:
@@ -199,14 +220,18 @@ extension CurlewError {
             } else {
                 (code, detail) = (.connectFailed, "could not connect")
             }
+        case CURLE_INTERFACE_FAILED:
+            (code, detail) = (.connectFailed, "could not bind to the local address or interface")
         case CURLE_OPERATION_TIMEDOUT:
             (code, detail) = (.timeout(timeoutKind), "\(timeoutKind.name) timeout")
         case CURLE_SSL_CONNECT_ERROR, CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CERTPROBLEM, CURLE_SSL_CIPHER,
             CURLE_SSL_CACERT_BADFILE, CURLE_SSL_SHUTDOWN_FAILED, CURLE_SSL_ISSUER_ERROR,
-            CURLE_SSL_PINNEDPUBKEYNOTMATCH, CURLE_SSL_INVALIDCERTSTATUS, CURLE_SSL_ENGINE_NOTFOUND,
+            CURLE_SSL_INVALIDCERTSTATUS, CURLE_SSL_ENGINE_NOTFOUND,
             CURLE_SSL_ENGINE_SETFAILED, CURLE_SSL_ENGINE_INITFAILED, CURLE_USE_SSL_FAILED, CURLE_SSL_CRL_BADFILE,
             CURLE_SSL_CLIENTCERT:
             (code, detail) = (.tls, "TLS failed")
+        case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+            (code, detail) = (.tlsPinnedKeyMismatch, "the server's public key matches none of the pinned keys")
         case CURLE_TOO_MANY_REDIRECTS:
             (code, detail) = (.tooManyRedirects, "too many redirects")
         case CURLE_FILESIZE_EXCEEDED:

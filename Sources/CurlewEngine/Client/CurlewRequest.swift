@@ -87,8 +87,15 @@ public struct CurlewRequest: Sendable {
 
     /// The request method.
     public var method: HTTPRequest.Method
-    /// The absolute http or https URL, as validated.
+    /// The absolute URL, as validated: http or https, or `http+unix` / `https+unix` with a percent-encoded socket
+    /// path as the host (`http+unix://%2Ftmp%2Fapp.sock/path`, AsyncHTTPClient's spelling), which sends the request to
+    /// `localhost` over that Unix domain socket.
     public let url: String
+    /// The http or https URL libcurl is given: ``url`` itself, or for an `http+unix` / `https+unix` URL the same
+    /// request to `localhost`.
+    let transferURL: String
+    /// The socket path an `http+unix` or `https+unix` ``url`` names; nil for every other URL.
+    let urlUnixSocketPath: String?
     /// The header fields to send. Use ``addHeader(_:_:)`` for strings from untrusted sources:
     /// it rejects CR, LF and NUL where `HTTPFields` would silently turn them into spaces.
     public var headerFields: HTTPFields
@@ -118,6 +125,18 @@ public struct CurlewRequest: Sendable {
     public var decompression: CurlewClient.Decompression?
     /// Overrides ``CurlewClient/Configuration/expectContinue`` for this request.
     public var expectContinue: CurlewClient.ExpectContinue?
+    /// Sends this request over the Unix domain socket at this path instead of TCP (libcurl's
+    /// `CURLOPT_UNIX_SOCKET_PATH`), overriding ``CurlewClient/Configuration/unixSocketPath``; the URL's host still
+    /// goes out in `Host` and, for https, is what the server's certificate must name. An `http+unix` or
+    /// `https+unix` ``url`` names its socket itself, which wins over this. A connection over a socket is reused
+    /// only by requests to the same socket, never by TCP requests to the same host. Redirects follow over the
+    /// same socket, whatever host they name.
+    public var unixSocketPath: String?
+    /// Makes this request's connection from this local address or interface, overriding
+    /// ``CurlewClient/Configuration/localAddress`` (same syntax: `"host!127.0.0.2"`, `"if!eth0"`). One that differs
+    /// from the client's gets a new connection, closed after the response: libcurl 8.x would otherwise hand it a
+    /// pooled connection made from another address.
+    public var localAddress: String?
     /// Caps how fast this request's body goes out, in bytes per second (libcurl's `CURLOPT_MAX_SEND_SPEED_LARGE`,
     /// averaged over the transfer); nil sends as fast as the connection allows.
     public var maxSendBytesPerSecond: Int64?
@@ -125,14 +144,16 @@ public struct CurlewRequest: Sendable {
     /// Creates a request, validating the URL.
     ///
     /// - Throws: ``CurlewError`` with code ``CurlewError/Code/protocolNotAllowed`` for schemes other than
-    ///   http and https, and ``CurlewError/Code/invalidRequest`` for malformed URLs, URLs with control
+    ///   http, https, http+unix and https+unix, and ``CurlewError/Code/invalidRequest`` for malformed URLs, URLs with control
     ///   characters, and URLs whose host Swift's and libcurl's parsers read differently.
     public init(
         method: HTTPRequest.Method = .get, url: String, headerFields: HTTPFields = [:], body: Body? = nil
     ) throws {
-        try URLValidation.validate(url)
+        let validated = try URLValidation.validate(url)
         self.method = method
         self.url = url
+        self.transferURL = validated.transferURL
+        self.urlUnixSocketPath = validated.unixSocketPath
         self.headerFields = headerFields
         self.body = body
     }
@@ -201,7 +222,15 @@ public struct CurlewRequest: Sendable {
     var usesClientDefaultsForPlainGET: Bool {
         method == .get && body == nil && headerFields.isEmpty && timeouts.isEmpty && redirects == nil
             && httpVersion == nil && maxResponseBodySize == nil && decompression == nil && expectContinue == nil
-            && onProgress == nil && maxSendBytesPerSecond == nil
+            && onProgress == nil && maxSendBytesPerSecond == nil && unixSocketPath == nil && urlUnixSocketPath == nil
+            && localAddress == nil
+    }
+
+    /// The Unix domain socket this request goes over for a client whose default is `clientDefault`, nil for TCP:
+    /// the URL's own, else the request's, else the client's.
+    @inline(__always)
+    func effectiveUnixSocketPath(clientDefault: String?) -> String? {
+        urlUnixSocketPath ?? unixSocketPath ?? clientDefault
     }
 
     /// Reports this request's progress as an `AsyncSequence`: installs an ``onProgress`` handler that feeds the

@@ -4,6 +4,9 @@
 /// out), and stale entries are bounded by the port space. Loop-only.
 final class ConnectionRegistry {
     @exclusivity(unchecked) private var sockets: [Int: Int32] = [:]
+    /// Requests sent on each connection, kept only for a client with
+    /// ``CurlewClient/Configuration/maximumUsesPerConnection``; bounded by the port space like ``sockets``.
+    @exclusivity(unchecked) private var uses: [Int: Int] = [:]
 
     @inline(__always)
     static func key(localPort: Int32, remotePort: Int32) -> Int {
@@ -11,6 +14,14 @@ final class ConnectionRegistry {
     }
 
     func register(_ socket: Int32, for key: Int) { sockets[key] = socket }
+
+    /// Counts a request about to go out on connection `key` and returns how many it has carried with this one; a
+    /// new connection starts again at one (its ports may be an earlier, closed connection's).
+    func countUse(of key: Int, isNewConnection: Bool) -> Int {
+        let count = isNewConnection ? 1 : (uses[key] ?? 0) + 1
+        uses[key] = count
+        return count
+    }
 
     /// The socket to check before a request goes out on the pooled connection `key`, or nil when it is unknown.
     /// Every reuse is checked, however soon after the last response: a server's own back-to-back writes (a

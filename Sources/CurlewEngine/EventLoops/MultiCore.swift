@@ -374,7 +374,7 @@ final class MultiCore {
         var originOfURL: [String: String] = [:]
         var busyConnections: [String: Set<Int>] = [:]
         running.forEachMember { transfer in
-            let url = transfer.request.url
+            let url = transfer.request.transferURL
             let origin = originOfURL[url] ?? transfer.originKey
             originOfURL[url] = origin
             counts[origin, default: .init()].transfersInFlight += 1

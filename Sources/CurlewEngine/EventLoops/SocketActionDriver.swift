@@ -86,7 +86,7 @@ final class SocketActionDriver: LoopDriver {
         let http1Only =
             partPlan.partCount > 1
             && (transfer.request.httpVersion ?? transfer.settings.httpVersion).isHTTP1Only(
-                for: transfer.request.url)
+                for: transfer.request.transferURL)
         var index = 0
         switch partPlan.choosePart(
             http1Only: http1Only, openParts: parts.count, inFlight: { parts[$0].core.transfersInFlight })

@@ -46,6 +46,13 @@ enum CurlGlobal {
         return curlew_share_create()
     }()
 
+    /// A new share handle with a cookie store of its own, for a client that keeps cookies; nil if libcurl has no
+    /// memory for it. The caller cleans it up once no easy handle uses it.
+    static func makeCookieShare() -> UnsafeMutableRawPointer? {
+        _ = share  // initialises the lock mutexes the new share uses
+        return curlew_share_create_with_cookies()
+    }
+
     static func ensureInitialized() {
         _ = capabilities
         _ = share

@@ -5,8 +5,58 @@ import Foundation
 ///
 /// A host the two parsers read differently (`http://a.example\@b.example/`, odd escapes, userinfo
 /// tricks) is a request-smuggling and SSRF risk: the caller's checks see one host, libcurl connects to another.
+///
+/// The schemes admitted are `http` and `https`, and `http+unix` and `https+unix` as AsyncHTTPClient spells a
+/// request over a Unix domain socket: the socket path percent-encoded as the host
+/// (`http+unix://%2Ftmp%2Fnginx.sock/path`). libcurl never sees those two: it gets the same request to
+/// `http(s)://localhost` and the socket path (`CURLOPT_UNIX_SOCKET_PATH`).
 enum URLValidation {
-    static func validate(_ url: String) throws {
+    /// What a validated URL becomes for libcurl.
+    struct Validated {
+        /// The http or https URL libcurl is given.
+        let transferURL: String
+        /// The socket path of an `http+unix` or `https+unix` URL; nil for every other URL.
+        let unixSocketPath: String?
+    }
+
+    /// The longest socket path the kernel takes (`sun_path` holds 108 bytes with the terminating NUL).
+    static let maximumUnixSocketPathBytes = 107
+
+    static func validate(_ url: String) throws -> Validated {
+        if let validated = try validateUnixSocketURL(url) { return validated }
+        try validateNetworkURL(url)
+        return Validated(transferURL: url, unixSocketPath: nil)
+    }
+
+    /// An `http+unix` or `https+unix` URL's socket path and the http(s) URL to `localhost` that stands for it; nil
+    /// for a URL of another scheme.
+    private static func validateUnixSocketURL(_ url: String) throws -> Validated? {
+        guard let schemeEnd = url.range(of: "://") else { return nil }
+        let scheme = url[..<schemeEnd.lowerBound].lowercased()
+        guard scheme == "http+unix" || scheme == "https+unix" else { return nil }
+        let rest = url[schemeEnd.upperBound...]
+        let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? rest.endIndex
+        let encodedPath = rest[..<authorityEnd]
+        guard !encodedPath.isEmpty, let socketPath = PercentEncoding.decode(encodedPath), !socketPath.isEmpty else {
+            throw CurlewError.invalidRequest(
+                "\(scheme) URLs name the socket path, percent-encoded, as their host (\(scheme)://%2Ftmp%2Fapp.sock/path)"
+            )
+        }
+        if socketPath.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F }) {
+            throw CurlewError.invalidRequest("the socket path of \(scheme) URL contains control characters")
+        }
+        if socketPath.utf8.count > maximumUnixSocketPathBytes {
+            throw CurlewError.invalidRequest(
+                "the socket path is \(socketPath.utf8.count) bytes; Unix domain sockets take at most "
+                    + "\(maximumUnixSocketPathBytes)")
+        }
+        let networkScheme = scheme == "http+unix" ? "http" : "https"
+        let transferURL = "\(networkScheme)://localhost" + String(rest[authorityEnd...])
+        try validateNetworkURL(transferURL)
+        return Validated(transferURL: transferURL, unixSocketPath: socketPath)
+    }
+
+    private static func validateNetworkURL(_ url: String) throws {
         CurlGlobal.ensureInitialized()
         if url.utf8.contains(where: { $0 <= 0x20 || $0 == 0x7F }) {
             throw CurlewError.invalidRequest("the URL contains spaces or control characters")
@@ -17,7 +67,7 @@ enum URLValidation {
         guard scheme == "http" || scheme == "https" else {
             throw CurlewError(
                 code: .protocolNotAllowed,
-                detail: "scheme \(scheme.debugDescription) is not allowed, only http and https")
+                detail: "scheme \(scheme.debugDescription) is not allowed, only http, https, http+unix and https+unix")
         }
         guard let swiftHost = components.host, !swiftHost.isEmpty else {
             throw CurlewError.invalidRequest("the URL has no host")

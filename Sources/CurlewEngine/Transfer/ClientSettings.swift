@@ -26,6 +26,12 @@ final class ClientSettings: Sendable {
     let maxConnectionLifetimeSeconds: Int
     let maxConcurrentStreamsPerConnection: Int
     let reusesConnections: Bool
+    /// `nil` when connections carry any number of requests, so nothing is counted.
+    let maximumUsesPerConnection: Int?
+    let unixSocketPath: String?
+    let localAddress: String?
+    /// `nil` when every DNS setting is libcurl's default, so plain requests skip them all.
+    let dns: DNSOptions?
     /// `connectTo` as the list libcurl reads, built once: every transfer of the client points at it, and it is
     /// freed with the settings, which outlive every transfer and easy handle of the client.
     nonisolated(unsafe) let connectToList: UnsafeMutablePointer<curl_slist>?
@@ -35,8 +41,11 @@ final class ClientSettings: Sendable {
     private let checksPooledConnectionsBeforeWriting: Bool
     /// `CURLEW_LIBCURL_VERBOSE=1` in the environment turns on libcurl's own trace (to stderr) for every transfer.
     let libcurlVerbose: Bool
-    /// The process-wide share handle (DNS cache, TLS sessions); libcurl locks it through the shim's mutexes.
+    /// The process-wide share handle (DNS cache, TLS sessions), or for a client that keeps cookies one of its own
+    /// that also holds them; libcurl locks it through the shim's mutexes.
     nonisolated(unsafe) let share: UnsafeMutableRawPointer?
+    /// Whether requests use libcurl's cookie engine on the client's own share handle.
+    let storesCookies: Bool
 
     init(configuration: CurlewClient.Configuration) {
         CurlGlobal.ensureInitialized()
@@ -60,6 +69,10 @@ final class ClientSettings: Sendable {
             } ?? 0
         maxConcurrentStreamsPerConnection = configuration.maxConcurrentStreamsPerConnection
         reusesConnections = configuration.reusesConnections
+        maximumUsesPerConnection = configuration.maximumUsesPerConnection.map { max($0, 1) }
+        unixSocketPath = configuration.unixSocketPath
+        localAddress = configuration.localAddress
+        dns = configuration.dns == CurlewClient.DNSConfiguration() ? nil : DNSOptions(configuration.dns)
         var connectToList: UnsafeMutablePointer<curl_slist>?
         for entry in configuration.connectTo {
             if let extended = curl_slist_append(connectToList, entry) { connectToList = extended }
@@ -68,7 +81,28 @@ final class ClientSettings: Sendable {
         capabilities = CurlGlobal.capabilities
         checksPooledConnectionsBeforeWriting = !capabilities.libcurl.refusesPooledConnectionsWithPendingInput
         libcurlVerbose = ProcessInfo.processInfo.environment["CURLEW_LIBCURL_VERBOSE"] == "1"
-        share = CurlGlobal.share
+        storesCookies = configuration.storesCookies
+        share = configuration.storesCookies ? CurlGlobal.makeCookieShare() : CurlGlobal.share
+    }
+
+    /// The DNS settings as libcurl takes them; nil fields are libcurl's defaults.
+    struct DNSOptions: Sendable {
+        let cacheTimeoutSeconds: Int?
+        let shufflesAddresses: Bool
+        let happyEyeballsMilliseconds: Int?
+
+        init(_ dns: CurlewClient.DNSConfiguration) {
+            cacheTimeoutSeconds = dns.cacheLifetime.map {
+                // Rounded up, so a sub-second lifetime still caches; never -1, which libcurl reads as "forever".
+                let nanoseconds = $0.saturatingNanoseconds
+                let seconds = nanoseconds / 1_000_000_000 + (nanoseconds % 1_000_000_000 == 0 ? 0 : 1)
+                return Int(min(seconds, UInt64(Int32.max)))
+            }
+            shufflesAddresses = dns.shufflesAddresses
+            happyEyeballsMilliseconds = dns.happyEyeballsTimeout.map {
+                curlMilliseconds(fromNanoseconds: $0.saturatingNanoseconds)
+            }
+        }
     }
 
     /// Whether the engine peeks the pooled connection before a request to `url` is written on it: HTTP/1 only
@@ -79,5 +113,7 @@ final class ClientSettings: Sendable {
 
     deinit {
         if let connectToList { curl_slist_free_all(connectToList) }
+        // Every easy handle of the client is gone by now: the settings outlive them.
+        if storesCookies, let share { curl_share_cleanup(share) }
     }
 }

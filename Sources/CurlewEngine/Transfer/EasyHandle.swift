@@ -54,6 +54,12 @@ struct EasyHandle {
         curlew_easy_setopt_pointer(raw, option, value)
     }
 
+    /// libcurl copies blobs (`CURL_BLOB_COPY`), so the bytes need not outlive the call.
+    @inline(__always)
+    func set(_ option: CURLoption, blob bytes: [UInt8]) -> CURLcode {
+        bytes.withUnsafeBytes { curlew_easy_setopt_blob(raw, option, $0.baseAddress, $0.count) }
+    }
+
     /// libcurl copies string options, so a temporary C string is enough.
     @inline(__always)
     func set(_ option: CURLoption, _ value: String) -> CURLcode {

@@ -45,7 +45,7 @@ extension Transfer {
         apply(easy.set(CURLOPT_SOCKOPTDATA, pointer: userdata))
         apply(easy.set(CURLOPT_NOSIGNAL, true))
         apply(curlew_easy_allow_only_http(easy.raw))
-        apply(easy.set(CURLOPT_URL, request.url))
+        apply(easy.set(CURLOPT_URL, request.transferURL))
         if settings.libcurlVerbose { apply(easy.set(CURLOPT_VERBOSE, true)) }
 
         // Method and body. POST, PUT and PATCH always carry a body, empty if none was given (Content-Length: 0);
@@ -113,6 +113,10 @@ extension Transfer {
             // curl_easy_reset.
             _ = easy.set(CURLOPT_BUFFERSIZE, 256 * 1024)
         }
+        if settings.storesCookies {
+            // "": no file to read; turns on libcurl's cookie engine over the client's shared store.
+            apply(easy.set(CURLOPT_COOKIEFILE, ""))
+        }
         if let userAgent = settings.userAgent, request.headerFields[.userAgent] == nil {
             apply(easy.set(CURLOPT_USERAGENT, userAgent))
         }
@@ -144,6 +148,26 @@ extension Transfer {
         if !settings.reusesConnections {
             apply(easy.set(CURLOPT_FRESH_CONNECT, true))
             apply(easy.set(CURLOPT_FORBID_REUSE, true))
+        }
+        if let socketPath = request.effectiveUnixSocketPath(clientDefault: settings.unixSocketPath) {
+            // libcurl reuses a socket's connection only for the same socket path, and never a TCP one for it.
+            apply(easy.set(CURLOPT_UNIX_SOCKET_PATH, socketPath))
+        }
+        if let localAddress = request.localAddress ?? settings.localAddress {
+            apply(easy.set(CURLOPT_INTERFACE, localAddress))
+            if request.localAddress != nil && request.localAddress != settings.localAddress {
+                // libcurl 8.x hands a pooled connection from another local address to a request that names its own
+                // (7.88 does not): a request that differs from its client gets a connection of its own.
+                apply(easy.set(CURLOPT_FRESH_CONNECT, true))
+                apply(easy.set(CURLOPT_FORBID_REUSE, true))
+            }
+        }
+        if let dns = settings.dns {
+            if let seconds = dns.cacheTimeoutSeconds { apply(easy.set(CURLOPT_DNS_CACHE_TIMEOUT, seconds)) }
+            if dns.shufflesAddresses { apply(easy.set(CURLOPT_DNS_SHUFFLE_ADDRESSES, true)) }
+            if let milliseconds = dns.happyEyeballsMilliseconds {
+                apply(easy.set(CURLOPT_HAPPY_EYEBALLS_TIMEOUT_MS, milliseconds))
+            }
         }
         if let connectTo = settings.connectToList {
             apply(curlew_easy_setopt_slist(easy.raw, CURLOPT_CONNECT_TO, connectTo))
@@ -193,6 +217,27 @@ extension Transfer {
             if let password = tls.clientKeyPassword { apply(easy.set(CURLOPT_KEYPASSWD, password)) }
             if !tls.verifyPeer { apply(easy.set(CURLOPT_SSL_VERIFYPEER, false)) }
             if !tls.verifyHost { apply(easy.set(CURLOPT_SSL_VERIFYHOST, 0)) }
+            if tls.minimumVersion != nil || tls.maximumVersion != nil {
+                switch Self.sslVersion(minimum: tls.minimumVersion, maximum: tls.maximumVersion) {
+                case .success(let value): apply(easy.set(CURLOPT_SSLVERSION, value))
+                case .failure(let error): return .invalidRequest(error)
+                }
+            }
+            if !tls.pinnedPublicKeys.isEmpty {
+                switch Self.pinnedPublicKeyOption(tls.pinnedPublicKeys) {
+                case .success(let value): apply(easy.set(CURLOPT_PINNEDPUBLICKEY, value))
+                case .failure(let error): return .invalidRequest(error)
+                }
+            }
+            if let pem = tls.caCertificatesPEM { apply(easy.set(CURLOPT_CAINFO_BLOB, blob: pem)) }
+            if let pem = tls.clientCertificatePEM {
+                apply(easy.set(CURLOPT_SSLCERT_BLOB, blob: pem))
+                apply(easy.set(CURLOPT_SSLCERTTYPE, "PEM"))
+            }
+            if let pem = tls.clientKeyPEM {
+                apply(easy.set(CURLOPT_SSLKEY_BLOB, blob: pem))
+                apply(easy.set(CURLOPT_SSLKEYTYPE, "PEM"))
+            }
         }
 
         // Proxy.
@@ -201,12 +246,42 @@ extension Transfer {
             break
         case .none:
             apply(easy.set(CURLOPT_PROXY, ""))
-        case .url(let proxy, let noProxy):
+        case .url(let proxy, let noProxy, let credentials):
             apply(easy.set(CURLOPT_PROXY, proxy))
             if let noProxy { apply(easy.set(CURLOPT_NOPROXY, noProxy)) }
+            if let credentials {
+                apply(easy.set(CURLOPT_PROXYUSERNAME, credentials.username))
+                apply(easy.set(CURLOPT_PROXYPASSWORD, credentials.password))
+            }
         }
 
         return Self.optionError(status)
+    }
+
+    /// `CURLOPT_SSLVERSION` for a version range: the minimum, or'd with the maximum shifted left by 16.
+    static func sslVersion(
+        minimum: CurlewClient.TLSVersion?, maximum: CurlewClient.TLSVersion?
+    ) -> Result<Int, CurlewError> {
+        if let minimum, let maximum, maximum < minimum {
+            return .failure(
+                .invalidRequest("the maximum TLS version \(maximum) is below the minimum \(minimum)"))
+        }
+        let floor = minimum?.curlValue ?? CURL_SSLVERSION_DEFAULT
+        return .success(floor | ((maximum?.curlValue ?? 0) << 16))
+    }
+
+    /// `CURLOPT_PINNEDPUBLICKEY` for a list of `sha256//BASE64` pins: joined with `;`, after checking each, so a
+    /// typo fails as a bad request rather than as a key mismatch (or as a file libcurl tries to open).
+    static func pinnedPublicKeyOption(_ pins: [String]) -> Result<String, CurlewError> {
+        for pin in pins {
+            let hash = pin.dropFirst("sha256//".count)
+            guard pin.hasPrefix("sha256//"), hash.count == 44, Data(base64Encoded: String(hash)) != nil else {
+                return .failure(
+                    .invalidRequest(
+                        "pinned public key \(pin.debugDescription) is not sha256// followed by a base64 SHA-256 hash"))
+            }
+        }
+        return .success(pins.joined(separator: ";"))
     }
 
     /// The request's timeouts: its own fields over the client's.
@@ -277,7 +352,7 @@ extension Transfer {
         apply(easy.set(CURLOPT_HEADERDATA, pointer: userdata))
         apply(easy.set(CURLOPT_PREREQDATA, pointer: userdata))
         apply(easy.set(CURLOPT_SOCKOPTDATA, pointer: userdata))
-        apply(easy.set(CURLOPT_URL, request.url))
+        apply(easy.set(CURLOPT_URL, request.transferURL))
         return Self.optionError(status)
     }
 

@@ -66,6 +66,8 @@ extension Transfer {
         var osErrno: Int32
         /// The status of the last response head, 0 for none.
         var lastStatus: Int
+        /// The proxy's answer to CONNECT, 0 for none (`CURLINFO_HTTP_CONNECTCODE`).
+        var proxyConnectStatus: Int
         /// How far the transfer got ("connected, request sent, …"), read for timeouts only.
         var progress: String?
         var metrics: TransferMetrics
@@ -79,7 +81,9 @@ extension Transfer {
             if case .engine(.timeout) = ending { wantsProgress = true }
             return HandleFacts(
                 message: easy.errorMessage, osErrno: Int32(easy.info(CURLINFO_OS_ERRNO)),
-                lastStatus: easy.info(CURLINFO_RESPONSE_CODE), progress: wantsProgress ? progress(easy) : nil,
+                lastStatus: easy.info(CURLINFO_RESPONSE_CODE),
+                proxyConnectStatus: easy.info(CURLINFO_HTTP_CONNECTCODE),
+                progress: wantsProgress ? progress(easy) : nil,
                 metrics: makeMetrics(easy))
         }
         return TransferFailure.error(for: ending, cause: stateMachine.stopCause, handle: facts)
@@ -183,6 +187,6 @@ enum TransferFailure {
         // libcurl enforces only the connect timeout; the total and idle ones are the engine's own.
         return CurlewError.fromCurl(
             result, message: handle?.message, osErrno: handle?.osErrno ?? 0, timeoutKind: .connect,
-            lastStatus: handle?.lastStatus ?? 0)
+            lastStatus: handle?.lastStatus ?? 0, proxyConnectStatus: handle?.proxyConnectStatus ?? 0)
     }
 }

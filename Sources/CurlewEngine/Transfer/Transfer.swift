@@ -70,7 +70,7 @@ final class Transfer: @unchecked Sendable, DeadlineHeapMember {
 
     /// The current request's origin, `scheme://host:port` (``PoolStatistics``): parsed when asked, which is once per
     /// connection opened and per snapshot, never per request.
-    var originKey: String { CredentialPolicy.Origin(request.url)?.key ?? "(unparsed)" }
+    var originKey: String { CredentialPolicy.Origin(request.transferURL)?.key ?? "(unparsed)" }
 
     /// The transfer's place in its loop's deadline heap (`MultiCore`), -1 while it is not in the multi handle.
     var deadlineHeapIndex = -1
@@ -83,7 +83,7 @@ final class Transfer: @unchecked Sendable, DeadlineHeapMember {
         self.submittedAt = submittedAt
         self.sink = sink
         checksReusedConnections = settings.checksPooledConnection(
-            beforeWritingTo: request.url, version: request.httpVersion ?? settings.httpVersion)
+            beforeWritingTo: request.transferURL, version: request.httpVersion ?? settings.httpVersion)
         stateMachine = TransferStateMachine(
             setup: Self.setup(for: request, settings: settings, sink: sink, submittedAt: submittedAt))
     }
@@ -178,11 +178,18 @@ final class Transfer: @unchecked Sendable, DeadlineHeapMember {
     /// whether the connection is refused before anything is written (the bytes belong to no request of ours) and
     /// whether a redirect that left the request's origin goes out without its credentials.
     func requestStarting(localPort: Int32, remotePort: Int32) -> Int32 {
+        let previousConnectionKey = connectionKey
         connectionKey = ConnectionRegistry.key(localPort: localPort, remotePort: remotePort)
         guard let easy else { return CURL_PREREQFUNC_OK }
         let redirectTarget = easy.info(CURLINFO_REDIRECT_COUNT) > 0 ? easy.info(string: CURLINFO_EFFECTIVE_URL) : nil
         let check = checkConnection(easy, localPort: localPort, remotePort: remotePort, redirectTarget: redirectTarget)
-        switch stateMachine.requestStarting(connection: check, redirectTarget: redirectTarget, requestURL: request.url)
+        if let limit = settings.maximumUsesPerConnection {
+            retireConnectionAfterItsLastUse(
+                easy, localPort: localPort, remotePort: remotePort, limit: limit,
+                previousConnectionKey: previousConnectionKey)
+        }
+        switch stateMachine.requestStarting(
+            connection: check, redirectTarget: redirectTarget, requestURL: request.transferURL)
         {
         case .proceed:
             return CURL_PREREQFUNC_OK
@@ -217,6 +224,27 @@ final class Transfer: @unchecked Sendable, DeadlineHeapMember {
         }
         guard let socket = connections.socketToCheck(for: key) else { return .notChecked }
         return curlew_socket_is_quiet(socket) == 1 ? .clean : .unreadBytesOrClosed
+    }
+
+    /// Counts this request on its connection and, when it is the connection's last allowed one, has libcurl close
+    /// the connection once the transfer is done (`CURLOPT_FORBID_REUSE`, read when the transfer ends). Unix-socket
+    /// connections report no ports, so they cannot be told apart and are not counted.
+    ///
+    /// - Parameter previousConnectionKey: the connection of this transfer's previous request (a redirect's last
+    ///   hop), nil for its first: a redirect followed on the transfer's own new connection is that connection's
+    ///   next use, not a new connection.
+    private func retireConnectionAfterItsLastUse(
+        _ easy: EasyHandle, localPort: Int32, remotePort: Int32, limit: Int, previousConnectionKey: Int?
+    ) {
+        guard localPort > 0, let connections = core?.connections else { return }
+        let key = ConnectionRegistry.key(localPort: localPort, remotePort: remotePort)
+        let isNew =
+            previousConnectionKey != key && easy.info(CURLINFO_NUM_CONNECTS) > 0
+            && openedSocket.map { curlew_socket_local_port($0) } == localPort
+        guard connections.countUse(of: key, isNewConnection: isNew) >= limit else { return }
+        _ = easy.set(CURLOPT_FORBID_REUSE, true)
+        // The option stays on the handle: its next transfer must start from a reset handle.
+        self.easy?.isConfiguredForPlainGET = false
     }
 
     /// Swaps in the header list without credentials. libcurl reads the list when it writes the request, right

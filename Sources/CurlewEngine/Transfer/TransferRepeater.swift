@@ -78,7 +78,7 @@ extension Transfer {
             request = requests[index]
             requestIndex = index
             checksReusedConnections = settings.checksPooledConnection(
-                beforeWritingTo: request.url, version: request.httpVersion ?? settings.httpVersion)
+                beforeWritingTo: request.transferURL, version: request.httpVersion ?? settings.httpVersion)
         }
         submittedAt = now
         rawHeaders.removeAll(keepingCapacity: true)

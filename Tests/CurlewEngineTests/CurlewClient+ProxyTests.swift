@@ -1,0 +1,135 @@
+import CurlewEngine
+import CurlewTestSupport
+import Foundation
+import InMemoryLogging
+import Logging
+import Testing
+
+/// SOCKS5 and HTTP CONNECT proxies that demand credentials (pproxy), in front of nginx, which logs what arrived.
+/// Proxies from the environment are not tested here: libcurl reads it for every request of the process, so setting
+/// it would steer the tests running beside these.
+@Suite("Proxies with credentials")
+struct CurlewClientProxyTests {
+    static let password = "pr0xy-s3cret"
+
+    @Test(arguments: allLoops)
+    func socks5hWithCredentialsReachesTheTarget(loop: CurlewClient.Configuration.EventLoopKind) async throws {
+        let nginx = try await NginxServer.shared()
+        let proxy = try await AuthenticatingProxy.start(password: Self.password)
+        defer { proxy.stop() }
+        let marker = "/hits/" + UUID().uuidString + "/"
+        let credentials = CurlewClient.Proxy.Credentials(username: proxy.username, password: proxy.password)
+        try await withClient(
+            loop, configure: { $0.proxy = .url("socks5h://127.0.0.1:\(proxy.port)", credentials: credentials) }
+        ) { client in
+            let response = try await client.execute(try CurlewRequest(url: "\(nginx.httpBaseURL)\(marker)a"))
+            #expect(response.text == "hit\n")
+        }
+        // Credentials in the URL work too, for SOCKS5 with local name resolution.
+        try await withClient(
+            loop,
+            configure: { $0.proxy = .url("socks5://\(proxy.username):\(proxy.password)@127.0.0.1:\(proxy.port)") }
+        ) { client in
+            let response = try await client.execute(try CurlewRequest(url: "\(nginx.httpBaseURL)\(marker)b"))
+            #expect(response.text == "hit\n")
+        }
+        let hits = try await loggedHits(nginx, marker: marker, atLeast: 2)
+        #expect(hits.count == 2)
+    }
+
+    @Test(arguments: allLoops)
+    func socks5WithWrongCredentialsFailsWithAProxyError(loop: CurlewClient.Configuration.EventLoopKind) async throws {
+        let nginx = try await NginxServer.shared()
+        let proxy = try await AuthenticatingProxy.start(password: Self.password)
+        defer { proxy.stop() }
+        let wrong = CurlewClient.Proxy.Credentials(username: proxy.username, password: "wrong")
+        try await withClient(
+            loop, configure: { $0.proxy = .url("socks5h://127.0.0.1:\(proxy.port)", credentials: wrong) }
+        ) { client in
+            let error =
+                await caughtError {
+                    _ = try await client.execute(try CurlewRequest(url: "\(nginx.httpBaseURL)/small"))
+                } as? CurlewError
+            #expect(error?.code == .proxy)
+        }
+    }
+
+    @Test(arguments: allLoops)
+    func anHTTPSRequestTunnelsThroughAnHTTPProxyWithCredentials(
+        loop: CurlewClient.Configuration.EventLoopKind
+    )
+        async throws
+    {
+        let nginx = try await NginxServer.shared()
+        let proxy = try await AuthenticatingProxy.start(password: Self.password)
+        defer { proxy.stop() }
+        let marker = "/hits/" + UUID().uuidString + "/"
+        let credentials = CurlewClient.Proxy.Credentials(username: proxy.username, password: proxy.password)
+        try await withClient(
+            loop,
+            configure: {
+                $0.tls.caFile = nginx.caFile
+                $0.proxy = .url("http://127.0.0.1:\(proxy.port)", credentials: credentials)
+            }
+        ) { client in
+            let response = try await client.execute(try CurlewRequest(url: "\(nginx.httpsBaseURL)\(marker)a"))
+            #expect(response.text == "hit\n")
+        }
+        let hits = try await loggedHits(nginx, marker: marker, atLeast: 1)
+        #expect(hits.count == 1)
+    }
+
+    @Test(arguments: allLoops)
+    func anHTTPProxysRefusalOfTheCredentialsFailsWithAProxyError(
+        loop: CurlewClient.Configuration.EventLoopKind
+    )
+        async throws
+    {
+        let nginx = try await NginxServer.shared()
+        let proxy = try await AuthenticatingProxy.start(password: Self.password)
+        defer { proxy.stop() }
+        let wrong = CurlewClient.Proxy.Credentials(username: proxy.username, password: "wrong")
+        try await withClient(
+            loop,
+            configure: {
+                $0.tls.caFile = nginx.caFile
+                $0.proxy = .url("http://127.0.0.1:\(proxy.port)", credentials: wrong)
+            }
+        ) { client in
+            let error =
+                await caughtError {
+                    _ = try await client.execute(try CurlewRequest(url: "\(nginx.httpsBaseURL)/small"))
+                } as? CurlewError
+            #expect(error?.code == .proxy)
+            #expect(error?.detail.contains("407") == true)
+        }
+    }
+
+    @Test func proxyCredentialsAreNeverLoggedOrDescribed() async throws {
+        let nginx = try await NginxServer.shared()
+        let proxy = try await AuthenticatingProxy.start(password: Self.password)
+        defer { proxy.stop() }
+        let handler = InMemoryLogHandler()
+        var logger = Logger(label: "curlew.tests", factory: { _ in handler })
+        logger.logLevel = .debug
+        for password in [Self.password, "wrong-s3cret"] {
+            let credentials = CurlewClient.Proxy.Credentials(username: proxy.username, password: password)
+            let configured = CurlewClient.Proxy.url("socks5h://127.0.0.1:\(proxy.port)", credentials: credentials)
+            #expect(!"\(configured) \(credentials)".contains(password))
+            try await withClient(
+                .dispatch,
+                configure: {
+                    $0.logger = logger
+                    $0.proxy = configured
+                }
+            ) { client in
+                _ = try? await client.execute(try CurlewRequest(url: "\(nginx.httpBaseURL)/small"))
+            }
+        }
+        let entries = handler.entries
+        // Both the success and the failure were logged, and neither names a password.
+        #expect(entries.contains { $0.message.description == "received response" })
+        #expect(entries.count >= 4)
+        #expect(!entries.contains { "\($0.message) \($0.metadata)".contains("s3cret") })
+    }
+}

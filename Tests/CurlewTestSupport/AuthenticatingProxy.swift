@@ -1,0 +1,54 @@
+import Foundation
+
+/// A real forward proxy that demands a user name and password: pproxy (`pip install pproxy`) serving HTTP (CONNECT
+/// and forwarding, Basic `Proxy-Authorization`) and SOCKS5 (RFC 1929 user name and password) on one loopback port.
+/// `--auth 0` makes it check the credentials of every connection (by default it trusts an address for a month after
+/// one success, which would let a test with wrong credentials pass). Each instance is its own process, stopped by
+/// ``stop()``.
+public final class AuthenticatingProxy: Sendable {
+    /// The port both protocols listen on.
+    public let port: Int
+    public let username: String
+    public let password: String
+    private let process: SupervisedProcess
+
+    private init(port: Int, username: String, password: String, process: SupervisedProcess) {
+        self.port = port
+        self.username = username
+        self.password = password
+        self.process = process
+    }
+
+    /// Starts a proxy on a fresh loopback port that admits `username` and `password` only.
+    public static func start(username: String = "curlew", password: String) async throws -> AuthenticatingProxy {
+        let directory = try TemporaryDirectory.make(prefix: "curlew-auth-proxy")
+        let attempts = 3
+        for attempt in 1...attempts {
+            // pproxy binds the port itself; another process can take it in between, hence the retry.
+            let port = try FreePort.allocate()
+            let process = try await SupervisedProcess.launch(
+                name: "pproxy",
+                program: [
+                    "{python}", "-m", "pproxy", "-l", "http+socks5://127.0.0.1:\(port)#\(username):\(password)",
+                    "--auth", "0",
+                ],
+                listen: 0,
+                stderrPath: directory + "/stderr-\(attempt).log",
+                cleanupDirectory: directory
+            )
+            do {
+                try await process.waitUntilReady { Probe.acceptsConnections(port: port) }
+                return AuthenticatingProxy(port: port, username: username, password: password, process: process)
+            } catch let exited as ServerExited where attempt < attempts {
+                _ = exited
+                continue
+            }
+        }
+        throw TestSupportError("pproxy: could not bind a free port after \(attempts) attempts (pip install pproxy)")
+    }
+
+    /// Stops the proxy (SIGTERM to its supervisor) and waits for it.
+    public func stop() {
+        process.terminate()
+    }
+}
