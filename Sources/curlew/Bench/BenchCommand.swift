@@ -710,7 +710,8 @@ struct BenchCommand: AsyncParsableCommand {
             target: url ?? targetsFile ?? "(embedded server)", method: method.uppercased(), requests: requests,
             durationSeconds: duration?.duration.seconds, rate: rate, stages: stages, connections: connections,
             httpVersion: h2c ? "h2c" : http2 ? "2" : "1.1", targetsOrder: targetsOrder.rawValue, seed: seed,
-            intervalSeconds: interval.duration.seconds, startAt: startAt?.date.timeIntervalSince1970, shards: shards)
+            intervalSeconds: interval.duration.seconds, startAt: startAt?.date.timeIntervalSince1970, shards: shards,
+            checks: checkTexts.isEmpty ? nil : checkTexts)
     }
 
     /// Sleeps until `--start-at`; a time already past starts the run at once, with a warning (the shards' windows
