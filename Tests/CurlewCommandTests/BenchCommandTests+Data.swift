@@ -109,6 +109,11 @@ extension BenchCommandTests {
         let malformed = try await CurlewBinary.run(["bench", nginx.httpBaseURL + marker + "{{seq", "-n", "5"])
         #expect(malformed.status == 64)
         #expect(malformed.stderr.contains("never closed"), "\(malformed.stderr)")
+        let onceWithoutData = try await CurlewBinary.run([
+            "bench", nginx.httpBaseURL + marker + "{{seq}}", "--data-rows", "once", "-n", "5",
+        ])
+        #expect(onceWithoutData.status == 64)
+        #expect(onceWithoutData.stderr.contains("--data-rows once needs --data"), "\(onceWithoutData.stderr)")
         // A request that is sent is logged by nginx once it ends; one control request after the failed runs shows
         // the log is current.
         let control = try await CurlewBinary.run(["bench", nginx.httpBaseURL + marker + "control", "-n", "1"])

@@ -263,6 +263,7 @@ struct BenchCommand: AsyncParsableCommand {
         }
         if dataFile != nil && targetsFile != nil { throw ValidationError("--data fills a single URL: drop --targets") }
         if dataFile != nil && url == nil { throw ValidationError("--data needs a URL with {{column}} placeholders") }
+        if dataRows == .once && dataFile == nil { throw ValidationError("--data-rows once needs --data") }
         if interval.duration < .milliseconds(100) { throw ValidationError("--interval must be at least 100ms") }
         var shape: BenchStages?
         if let stages {
