@@ -42,11 +42,14 @@ package struct BenchRunPlan: Codable, Sendable, Equatable {
     package var intervalSeconds: Double
     package var startAt: Double?
     package var shards: Int
+    /// `--check`, as written and in order: the merge adds check counts up by position, so shards that checked
+    /// other things are not one run. Nil without checks (and in records written before checks were recorded).
+    package var checks: [String]?
 
     package init(
         target: String, method: String, requests: Int? = nil, durationSeconds: Double? = nil, rate: Double? = nil,
         stages: String? = nil, connections: Int? = nil, httpVersion: String, targetsOrder: String, seed: UInt64? = nil,
-        intervalSeconds: Double, startAt: Double? = nil, shards: Int
+        intervalSeconds: Double, startAt: Double? = nil, shards: Int, checks: [String]? = nil
     ) {
         self.target = target
         self.method = method
@@ -61,6 +64,7 @@ package struct BenchRunPlan: Codable, Sendable, Equatable {
         self.intervalSeconds = intervalSeconds
         self.startAt = startAt
         self.shards = shards
+        self.checks = checks
     }
 }
 

@@ -35,6 +35,8 @@ package struct BenchPlan: Sendable {
     package var shard: ShardAssignment = .whole
     /// Assertions on each response (at most 64: their results travel as one bit mask per response).
     package var checks: [LoadCheck] = []
+    /// Requests made anew for each ticket from a template (`--data`, placeholders); nil sends `targets`.
+    package var template: LoadRequestTemplate?
 
     /// Whether latency counts from each request's intended send time rather than from its actual one.
     package var latencyFromIntendedTime: Bool { arrivals != nil }
@@ -309,6 +311,7 @@ package final class BenchRunner: Sendable {
         let concurrency = plan.concurrency
         let shard = plan.shard
         let checks = plan.checks
+        let template = plan.template
         // Bodies are read only for checks that look at them; headers are parsed once per response for all checks.
         let checksReadBody = checks.contains { $0.needsBody }
         let checksReadHeaders = checks.contains { $0.needsHeaders }
@@ -351,16 +354,33 @@ package final class BenchRunner: Sendable {
             }
             let targetIndex =
                 severalTargets ? targetOrder.targetIndex(ofRequest: runTicket, targetCount: targets.count) : 0
-            let outcome: Result<CurlewResponse, any Error>
-            do {
-                // Bodies are counted, never kept: a load generator has no use for them. The request is passed
-                // straight from the array (borrowed), so choosing a target copies nothing.
-                outcome =
-                    checksReadBody
-                    ? .success(try await client.execute(targets[targetIndex]))
-                    : .success(try await client.executeDiscardingBody(targets[targetIndex]))
-            } catch {
-                outcome = .failure(error)
+            var outcome: Result<CurlewResponse, any Error>
+            if let template {
+                // A templated request is made for its ticket: the whole run's number picks its row and `{{seq}}`.
+                guard let made = template.request(ticket: runTicket) else { break }
+                switch made {
+                case .success(let request):
+                    do {
+                        outcome =
+                            checksReadBody
+                            ? .success(try await client.execute(request))
+                            : .success(try await client.executeDiscardingBody(request))
+                    } catch {
+                        outcome = .failure(error)
+                    }
+                case .failure(let error): outcome = .failure(error)
+                }
+            } else {
+                do {
+                    // Bodies are counted, never kept: a load generator has no use for them. The request is passed
+                    // straight from the array (borrowed), so choosing a target copies nothing.
+                    outcome =
+                        checksReadBody
+                        ? .success(try await client.execute(targets[targetIndex]))
+                        : .success(try await client.executeDiscardingBody(targets[targetIndex]))
+                } catch {
+                    outcome = .failure(error)
+                }
             }
             previousEnd = monotonicNanoseconds()
             let latency = (previousEnd &- intended) / 1_000
@@ -383,9 +403,10 @@ package final class BenchRunner: Sendable {
     }
 
     /// Whether workers can hand their requests to the engine as one repeated transfer: the closed model with no
-    /// stages, where each request starts as soon as the last one ended, and no checks (which read whole responses).
+    /// stages, where each request starts as soon as the last one ended, no checks (which read whole responses) and
+    /// no template (whose requests are made one by one).
     private var sendsBackToBack: Bool {
-        plan.arrivals == nil && plan.concurrency == nil && plan.checks.isEmpty
+        plan.arrivals == nil && plan.concurrency == nil && plan.checks.isEmpty && plan.template == nil
     }
 
     /// One connection's worth of requests sent back to back, as ``work(worker:start:tally:)`` sends them, on one

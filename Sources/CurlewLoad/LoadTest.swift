@@ -90,8 +90,12 @@ public struct LoadShape: Sendable, Equatable {
 
 /// What a load test sends, how much and what it must meet.
 public struct LoadPlan: Sendable {
-    /// The requests to send; with several, ``order`` picks one for each request of the run.
+    /// The requests to send; with several, ``order`` picks one for each request of the run. A ``template``
+    /// replaces them.
     public var requests: [CurlewRequest]
+    /// Requests made anew for each request of the run, with placeholders filled from data rows and generators.
+    /// With ``LoadDataRows/once`` the run ends when the rows run out (or earlier, at its count or duration).
+    public var template: LoadRequestTemplate?
     /// Which of ``requests`` each request of the run sends.
     public var order: LoadTargetOrder = .roundRobin
     /// How much load, and when.
@@ -118,6 +122,15 @@ public struct LoadPlan: Sendable {
     public init(requests: [CurlewRequest], shape: LoadShape) {
         self.requests = requests
         self.shape = shape
+    }
+
+    /// A plan sending requests made from `template` with the load of `shape`.
+    public init(template: LoadRequestTemplate, shape: LoadShape) {
+        // `requests` holds the first request (a valid one: the template filled every row when it was made) for
+        // the summary's method and URL.
+        let first: CurlewRequest? = if case .success(let request) = template.request(ticket: 0) { request } else { nil }
+        self.init(requests: first.map { [$0] } ?? [], shape: shape)
+        self.template = template
     }
 
     /// A plan sending `GET url` with the load of `shape`.
@@ -176,9 +189,14 @@ public struct LoadPlan: Sendable {
         if checks.count > 64 { throw LoadTestError("at most 64 checks, not \(checks.count)") }
         if checkBodyLimit < 1 { throw LoadTestError("the check body limit must be at least 1 byte") }
         var requests = requests
+        var template = template
         if checks.contains(where: \.needsBody) {
             for index in requests.indices {
                 requests[index].maxResponseBodySize = min(requests[index].maxResponseBodySize ?? .max, checkBodyLimit)
+            }
+            if var bounded = template {
+                bounded.maxResponseBodySize = min(bounded.maxResponseBodySize ?? .max, checkBodyLimit)
+                template = bounded
             }
         }
         let stop: BenchPlan.Stop =
@@ -188,6 +206,7 @@ public struct LoadPlan: Sendable {
             concurrency: shape.concurrency, rate: shape.rate)
         plan.shard = shard
         plan.checks = checks
+        plan.template = template
         return plan
     }
 }

@@ -140,6 +140,21 @@ import Testing
         #expect(mixed.status == 1)
         #expect(mixed.stderr.contains("different runs"), "\(mixed.stderr)")
 
+        // The same run id and plan but other checks: the merge would add up counts of different checks.
+        let checked = directory + "/checked"
+        _ = try await CurlewBinary.run([
+            "bench", url, "-n", "40", "-c", "2", "--run-id", "a", "--output-dir", checked, "--shard", "1/2",
+            "--check", "status in 200", "--no-progress",
+        ])
+        let otherChecks = try await CurlewBinary.run([
+            "merge", directory + "/bench-shard-0-of-2.json", checked + "/bench-shard-1-of-2.json",
+        ])
+        #expect(otherChecks.status == 1)
+        #expect(
+            otherChecks.stderr.contains("different runs")
+                && otherChecks.stderr.contains("checks (none vs [\"status in 200\"])"),
+            "\(otherChecks.stderr)")
+
         let unsharded = try await CurlewBinary.run(["bench", url, "-n", "10", "-c", "2", "--no-progress", "--json"])
         let summaryOnly = directory + "/bench-stdout.json"
         try unsharded.stdout.split(separator: "\n").last.map(String.init)?.write(

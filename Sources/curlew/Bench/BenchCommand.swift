@@ -51,8 +51,26 @@ struct BenchCommand: AsyncParsableCommand {
         name: .customLong("targets-order"), help: "The order targets are sent in; random is reproducible with --seed.")
     var targetsOrder: TargetsOrderArgument = .roundRobin
 
-    @Option(help: "The seed of --targets-order random (default 1).")
+    @Option(help: "The seed of --targets-order random (default 1), or of shuffling --data rows (default: in order).")
     var seed: UInt64?
+
+    @Option(
+        name: .customLong("data"),
+        help: ArgumentHelp(
+            "A data file whose rows fill the {{column}} placeholders of the URL, -H values and --body-file.",
+            discussion: """
+                CSV with a header row naming the columns (RFC 4180 quoting), or JSON lines (.jsonl, .ndjson: one \
+                object per line). Request k uses row k (shuffled with --seed). Generators need no data: {{seq}} \
+                (the request's number in the run), {{uuid}}, {{randInt MIN MAX}}. Column values are percent-encoded \
+                in the URL.
+                """),
+        completion: .file())
+    var dataFile: String?
+
+    @Option(
+        name: .customLong("data-rows"),
+        help: "Use each --data row once (the run ends when they run out) or cycle through them.")
+    var dataRows: DataRowsArgument = .cycle
 
     @Option(name: [.customShort("c"), .long], help: "Requests in flight at any time (default 16).")
     var connections: Int?
@@ -240,7 +258,12 @@ struct BenchCommand: AsyncParsableCommand {
             throw ValidationError(
                 "with --targets, each target sets its method and body (-m and --body-file apply to a single URL)")
         }
-        if seed != nil && targetsOrder != .random { throw ValidationError("--seed applies to --targets-order random") }
+        if seed != nil && targetsOrder != .random && dataFile == nil {
+            throw ValidationError("--seed applies to --targets-order random or --data")
+        }
+        if dataFile != nil && targetsFile != nil { throw ValidationError("--data fills a single URL: drop --targets") }
+        if dataFile != nil && url == nil { throw ValidationError("--data needs a URL with {{column}} placeholders") }
+        if dataRows == .once && dataFile == nil { throw ValidationError("--data-rows once needs --data") }
         if interval.duration < .milliseconds(100) { throw ValidationError("--interval must be at least 100ms") }
         var shape: BenchStages?
         if let stages {
@@ -336,8 +359,11 @@ struct BenchCommand: AsyncParsableCommand {
             if !json { print("embedded server: \(embedded.baseURL) (SwiftNIO, loopback only)") }
         }
 
+        let template = try makeTemplate(url: target, body: body)
         let requests: [CurlewRequest]
-        if let targetsFile {
+        if template != nil {
+            requests = []
+        } else if let targetsFile {
             requests = try loadTargets(path: targetsFile)
         } else {
             do {
@@ -347,15 +373,18 @@ struct BenchCommand: AsyncParsableCommand {
             }
         }
         let length = duration?.duration ?? .seconds(10)
+        // Each row once without -n/-d: as many requests as rows (the run ends when they run out anyway).
+        let requestCount = self.requests ?? (duration == nil ? template?.rowLimit : nil)
         let loadShape: LoadShape =
             if let shape {
                 LoadShape(shape)
             } else if let rate {
-                self.requests.map { .rate(perSecond: rate, requests: $0) } ?? .rate(perSecond: rate, for: length)
+                requestCount.map { .rate(perSecond: rate, requests: $0) } ?? .rate(perSecond: rate, for: length)
             } else {
-                self.requests.map { .requests($0) } ?? .duration(length)
+                requestCount.map { .requests($0) } ?? .duration(length)
             }
-        var loadPlan = LoadPlan(requests: requests, shape: loadShape)
+        var loadPlan =
+            template.map { LoadPlan(template: $0, shape: loadShape) } ?? LoadPlan(requests: requests, shape: loadShape)
         loadPlan.order = targetsOrder == .random ? .random(seed: seed ?? 1) : .roundRobin
         loadPlan.connections = inFlight
         loadPlan.shard = shard
@@ -441,7 +470,7 @@ struct BenchCommand: AsyncParsableCommand {
 
         var summary = BenchSummary(
             result: result, plan: plan, url: target,
-            method: requests.count == 1 ? requests[0].method.rawValue : "mixed",
+            method: template?.method.rawValue ?? (requests.count == 1 ? requests[0].method.rawValue : "mixed"),
             loops: client.executors.count)
         summary.stages = stages
         summary.loopDriver = configuration.eventLoop.threadDriver?.description ?? "dispatch"
@@ -515,6 +544,45 @@ struct BenchCommand: AsyncParsableCommand {
         request.body = body
         if let timeout { request.timeouts = .init(connect: timeout.duration, total: timeout.duration) }
         return request
+    }
+
+    /// The request template when the run sends one: with --data, or placeholders in the URL, a -H value or a UTF-8
+    /// --body-file. Every placeholder and every row is checked here, before anything is sent.
+    private func makeTemplate(url: String, body: [UInt8]?) throws -> LoadRequestTemplate? {
+        let headerOptions = try parseHeaderOptions(headers)
+        let bodyText = body.flatMap { String(validating: $0, as: UTF8.self) }
+        let templated =
+            dataFile != nil || LoadRequestTemplate.hasPlaceholders(url)
+            || headerOptions.contains { LoadRequestTemplate.hasPlaceholders($0.value) }
+            || bodyText.map(LoadRequestTemplate.hasPlaceholders) == true
+        guard templated, targetsFile == nil else { return nil }
+        if body != nil && bodyText == nil { throw ValidationError("a templated --body-file must be UTF-8 text") }
+        var data: LoadData?
+        if let dataFile {
+            guard let contents = FileManager.default.contents(atPath: dataFile) else {
+                throw ValidationError("cannot read --data \(dataFile.debugDescription)")
+            }
+            let text = String(decoding: contents, as: UTF8.self)
+            do {
+                data =
+                    try dataFile.hasSuffix(".jsonl") || dataFile.hasSuffix(".ndjson")
+                    ? LoadData.jsonLines(text) : LoadData.csv(text)
+            } catch {
+                throw ValidationError("--data \(dataFile.debugDescription): \(error.description)")
+            }
+        }
+        guard let parsedMethod = HTTPRequest.Method(method.uppercased()) else {
+            throw ValidationError("invalid method \(method.debugDescription)")
+        }
+        do {
+            var template = try LoadRequestTemplate(
+                method: parsedMethod, url: url, headers: headerOptions.map { ($0.name, $0.value) }, body: bodyText,
+                data: data, rows: dataRows == .once ? .once : .cycle, seed: dataFile == nil ? nil : seed)
+            if let timeout { template.timeouts = .init(connect: timeout.duration, total: timeout.duration) }
+            return template
+        } catch {
+            throw ValidationError("request template: \(error.description)")
+        }
     }
 
     private static func readBody(path: String) throws -> [UInt8] {
@@ -643,7 +711,8 @@ struct BenchCommand: AsyncParsableCommand {
             target: url ?? targetsFile ?? "(embedded server)", method: method.uppercased(), requests: requests,
             durationSeconds: duration?.duration.seconds, rate: rate, stages: stages, connections: connections,
             httpVersion: h2c ? "h2c" : http2 ? "2" : "1.1", targetsOrder: targetsOrder.rawValue, seed: seed,
-            intervalSeconds: interval.duration.seconds, startAt: startAt?.date.timeIntervalSince1970, shards: shards)
+            intervalSeconds: interval.duration.seconds, startAt: startAt?.date.timeIntervalSince1970, shards: shards,
+            checks: checkTexts.isEmpty ? nil : checkTexts)
     }
 
     /// Sleeps until `--start-at`; a time already past starts the run at once, with a warning (the shards' windows
@@ -672,6 +741,11 @@ struct StartTimeArgument: ExpressibleByArgument, Sendable, CustomStringConvertib
         self.date = date
         description = argument.trimmingCharacters(in: .whitespaces)
     }
+}
+
+enum DataRowsArgument: String, ExpressibleByArgument, CaseIterable, Sendable {
+    case once
+    case cycle
 }
 
 enum TargetsOrderArgument: String, ExpressibleByArgument, CaseIterable, Sendable {

@@ -3,7 +3,8 @@ import CurlewLoad
 import CurlewSharding
 import Foundation
 
-/// The parsers behind `curlew bench` and `curlew upload` options: `--threshold` and `--check`, `--stages`, durations, sizes,
+/// The parsers behind `curlew bench` and `curlew upload` options: `--threshold`, `--check`, request templates and
+/// `--data` CSV, `--stages`, durations, sizes,
 /// `--shard` (and the schedulers' environment variables that stand for it), `--start-at` and `--connect-to`.
 ///
 /// The first byte picks the parser, the rest is the option's text. Garbage is refused (nil, or a thrown error with
@@ -17,7 +18,8 @@ enum LoadOptionsProperty {
         let text = String(decoding: input.rest(), as: UTF8.self)
         switch parser {
         // `--check` shares the thresholds' byte: its grammar is another rule language, and the corpus stays valid.
-        case 0: return checkThresholds(text) ?? checkCheck(text)
+        // So do request templates and `--data` CSV.
+        case 0: return checkThresholds(text) ?? checkCheck(text) ?? checkTemplate(text)
         case 1: return checkStages(text)
         case 2: return checkDuration(text)
         case 3: return checkByteSize(text)
@@ -57,6 +59,33 @@ enum LoadOptionsProperty {
         guard let again = try? LoadCheck(check.text) else { return "\(check.text.debugDescription) reads once" }
         if again.needsBody != check.needsBody || again.text != check.text {
             return "\(check.text.debugDescription) reads back as another check"
+        }
+        return nil
+    }
+
+    /// A template whose URL, header value and body are the text, filled from the text read as CSV (or from a fixed
+    /// row): refused with a message, or accepted making a valid request for every ticket tried.
+    private static func checkTemplate(_ text: String) -> String? {
+        let data: LoadData
+        do {
+            data = try LoadData.csv(text)
+            if let row = data.rows.first(where: { $0.count != data.columns.count }) {
+                return "a CSV row of \(row.count) fields under \(data.columns.count) columns"
+            }
+        } catch {
+            if error.description.isEmpty { return "a CSV refusal without a message" }
+            data = LoadData(columns: ["id"], rows: [["1"]])
+        }
+        let template: LoadRequestTemplate
+        do {
+            template = try LoadRequestTemplate(
+                method: .post, url: "http://127.0.0.1/" + text, headers: [("X-T", text)], body: text, data: data,
+                rows: .once, seed: 1)
+        } catch {
+            return error.description.isEmpty ? "a template refusal without a message" : nil
+        }
+        for ticket in 0..<min(data.rows.count, 4) {
+            guard case .success = template.request(ticket: ticket) else { return "ticket \(ticket) made no request" }
         }
         return nil
     }

@@ -1,0 +1,96 @@
+import CurlewEngine
+import Testing
+
+@testable import CurlewLoad
+
+/// Request templates: placeholders checked up front, rows chosen by request number, generators.
+struct LoadRequestTemplateTests {
+    private static let users = LoadData(
+        columns: ["id", "name"], rows: [["1", "Ann"], ["2", "Bob Smith"], ["3", "Cy"]])
+
+    private func request(_ template: LoadRequestTemplate, _ ticket: Int) throws -> CurlewRequest {
+        try #require(template.request(ticket: ticket)).get()
+    }
+
+    @Test func columnsFillTheURLPercentEncodedAndHeadersAndBodyAsTheyAre() throws {
+        let template = try LoadRequestTemplate(
+            method: .post, url: "http://127.0.0.1/users/{{ name }}?id={{id}}", headers: [("X-User", "{{name}}")],
+            body: "{\"id\": {{id}}}", data: Self.users)
+        let second = try request(template, 1)
+        #expect(second.url == "http://127.0.0.1/users/Bob%20Smith?id=2")
+        #expect(second.header("X-User") == "Bob Smith")
+        #expect(second.body?.bytes == Array("{\"id\": 2}".utf8))
+        #expect(second.method == .post)
+    }
+
+    @Test func onceEndsAfterTheLastRowAndCycleStartsOver() throws {
+        let once = try LoadRequestTemplate(url: "http://127.0.0.1/{{id}}", data: Self.users, rows: .once)
+        #expect(once.rowLimit == 3)
+        #expect(try request(once, 2).url == "http://127.0.0.1/3")
+        #expect(once.request(ticket: 3) == nil)
+        let cycle = try LoadRequestTemplate(url: "http://127.0.0.1/{{id}}", data: Self.users)
+        #expect(cycle.rowLimit == nil)
+        #expect(try request(cycle, 4).url == "http://127.0.0.1/2")
+    }
+
+    @Test func aSeedShufflesTheRowsTheSameWayEveryTime() throws {
+        let rows = (0..<50).map { [String($0)] as [String?] }
+        let data = LoadData(columns: ["n"], rows: rows)
+        let first = try LoadRequestTemplate(url: "http://127.0.0.1/{{n}}", data: data, rows: .once, seed: 7)
+        let again = try LoadRequestTemplate(url: "http://127.0.0.1/{{n}}", data: data, rows: .once, seed: 7)
+        let urls = try (0..<50).map { try request(first, $0).url }
+        #expect(try urls == (0..<50).map { try request(again, $0).url })
+        #expect(Set(urls).count == 50)
+        #expect(urls != (0..<50).map { "http://127.0.0.1/\($0)" })
+    }
+
+    @Test func generatorsNeedNoData() throws {
+        let template = try LoadRequestTemplate(
+            url: "http://127.0.0.1/{{seq}}/{{randInt 5 7}}", headers: [("X-Id", "{{uuid}}")], seed: 1)
+        for ticket in [0, 1, 41] {
+            let made = try request(template, ticket)
+            let parts = made.url.split(separator: "/")
+            #expect(parts[2] == Substring(String(ticket)))
+            #expect((5...7).contains(Int(parts[3]) ?? 0))
+            #expect(made.header("X-Id")?.count == 36)
+        }
+        let uuids = try Set((0..<20).map { try request(template, $0).header("X-Id") })
+        #expect(uuids.count == 20)
+    }
+
+    @Test(arguments: [
+        ("http://127.0.0.1/{{nope}}", "unknown placeholder {{nope}} (data columns: id, name;"),
+        ("http://127.0.0.1/{{id", "never closed"), ("http://127.0.0.1/{{}}", "empty placeholder"),
+        ("http://127.0.0.1/{{randInt 9 1}}", "MIN <= MAX"), ("http://127.0.0.1/{{randInt x 1}}", "randInt MIN MAX"),
+        ("http://127.0.0.1/{{seq 1}}", "unknown placeholder"), ("ftp://127.0.0.1/{{id}}", "data row 1:"),
+    ])
+    func badTemplatesAreTypedErrorsBeforeAnythingIsSent(_ url: String, _ expected: String) {
+        #expect {
+            _ = try LoadRequestTemplate(url: url, data: Self.users)
+        } throws: { error in
+            (error as? LoadRequestTemplate.ParseError)?.description.contains(expected) == true
+        }
+    }
+
+    @Test func aRowThatCannotMakeARequestIsNamedUpFront() {
+        let data = LoadData(columns: ["v"], rows: [["fine"], ["bad\r\nInjected: 1"]])
+        #expect {
+            _ = try LoadRequestTemplate(url: "http://127.0.0.1/", headers: [("X-V", "{{v}}")], data: data)
+        } throws: { error in
+            (error as? LoadRequestTemplate.ParseError)?.description.hasPrefix("data row 2:") == true
+        }
+        let missing = LoadData(columns: ["a", "b"], rows: [["1", nil]])
+        #expect(throws: LoadRequestTemplate.ParseError.self) {
+            _ = try LoadRequestTemplate(url: "http://127.0.0.1/{{b}}", data: missing)
+        }
+    }
+
+    @Test func columnsWithoutDataAndOnceWithoutRowsAreErrors() {
+        #expect(throws: LoadRequestTemplate.ParseError.self) {
+            _ = try LoadRequestTemplate(url: "http://127.0.0.1/{{id}}")
+        }
+        #expect(throws: LoadRequestTemplate.ParseError.self) {
+            _ = try LoadRequestTemplate(url: "http://127.0.0.1/{{seq}}", rows: .once)
+        }
+    }
+}
