@@ -48,9 +48,10 @@ package struct SyncPlan: Sendable, Equatable {
 
     /// Whether `path` is a plain relative path: no empty, `.` or `..` segment, no leading `/`.
     package static func isAddressable(_ path: String) -> Bool {
-        !path.isEmpty && path.split(separator: "/", omittingEmptySubsequences: false).allSatisfy {
-            !$0.isEmpty && $0 != "." && $0 != ".."
-        }
+        !path.isEmpty
+            && path.split(separator: "/", omittingEmptySubsequences: false).allSatisfy {
+                !$0.isEmpty && $0 != "." && $0 != ".."
+            }
     }
 
     /// - Parameters:

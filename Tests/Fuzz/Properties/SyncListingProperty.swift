@@ -37,7 +37,8 @@ enum SyncListingProperty {
 
     private static func roundTrip(_ input: inout FuzzInput) -> String? {
         var expected: [String: Int64] = [:]
-        var xml = "<D:multistatus xmlns:D=\"DAV:\"><D:response><D:href>/dav/t/</D:href><D:propstat><D:prop>"
+        var xml =
+            "<D:multistatus xmlns:D=\"DAV:\"><D:response><D:href>/dav/t/</D:href><D:propstat><D:prop>"
             + "<D:resourcetype><D:collection/></D:resourcetype></D:prop></D:propstat></D:response>"
         for _ in 0..<input.number(below: 5) {
             let path = name(&input)
@@ -45,7 +46,8 @@ enum SyncListingProperty {
             guard !path.unicodeScalars.contains(where: { $0.value < 0x20 || $0 == "\u{FFFD}" }) else { continue }
             let size = Int64(input.number(below: 1 << 16))
             expected[path] = size
-            xml += "<D:response><D:href>/dav/t/\(PercentEncoding.encodeEachSegment(of: path))</D:href><D:propstat>"
+            xml +=
+                "<D:response><D:href>/dav/t/\(PercentEncoding.encodeEachSegment(of: path))</D:href><D:propstat>"
                 + "<D:prop><D:resourcetype></D:resourcetype><D:getcontentlength>\(size)</D:getcontentlength>"
                 + "</D:prop></D:propstat></D:response>"
         }
@@ -97,7 +99,9 @@ enum SyncListingProperty {
             if listed.contains(path) { return "deletes \(path), which the source lists" }
             if excludes.contains(path) { return "deletes the excluded \(path)" }
             if !shard.owns(relativePath: path) { return "shard \(shard) deletes \(path), another's" }
-            if !destination.contains(where: { $0.relativePath == path }) { return "deletes \(path), not on the destination" }
+            if !destination.contains(where: { $0.relativePath == path }) {
+                return "deletes \(path), not on the destination"
+            }
         }
         return nil
     }
