@@ -11,6 +11,9 @@ struct CurlewCommand: AsyncParsableCommand {
             of files, resumable through a journal. `curlew version` shows the libcurl in use.
             """,
         version: "curlew \(CurlewVersion.curlew) (libcurl \(CurlewVersion.libcurl))",
-        subcommands: [BenchCommand.self, UploadCommand.self, SyncCommand.self, MergeCommand.self, VersionCommand.self]
+        subcommands: [
+            BenchCommand.self, UploadCommand.self, SyncCommand.self, MergeCommand.self, CompareCommand.self,
+            VersionCommand.self,
+        ]
     )
 }
