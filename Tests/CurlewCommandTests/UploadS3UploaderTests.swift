@@ -69,6 +69,22 @@ import Musl
         }
     }
 
+    /// Waits (up to an hour) for `running` to exit, reading its peak resident set (VmHWM) meanwhile, in KiB: what a
+    /// constant-memory test compares with the bytes it sent.
+    static func peakResidentKiB(untilExitOf running: RunningCommand) async throws -> Int {
+        var peakKiB = 0
+        try await waitUntil(timeout: .seconds(3600), pollInterval: .milliseconds(200), "curlew to finish") {
+            let status = (try? String(contentsOfFile: "/proc/\(running.pid)/status", encoding: .utf8)) ?? ""
+            if let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+                let kib = line.split(whereSeparator: { $0 == " " || $0 == "\t" }).dropFirst().first.flatMap({ Int($0) })
+            {
+                peakKiB = max(peakKiB, kib)
+            }
+            return !running.isRunning
+        }
+        return peakKiB
+    }
+
     /// UploadPart requests moto answered with 2xx, per part number, for one bucket.
     static func acceptedParts(_ moto: MotoServer, bucket: String) -> [Int: Int] {
         var counts: [Int: Int] = [:]
@@ -178,16 +194,7 @@ import Musl
             ],
             environment: moto.credentialEnvironment.merging(["HOME": "/nonexistent"]) { $1 })
         // Constant memory: the process's peak resident set, read while it runs, stays far below the file's size.
-        var peakKiB = 0
-        try await waitUntil(timeout: .seconds(3600), pollInterval: .milliseconds(200), "curlew to finish") {
-            let status = (try? String(contentsOfFile: "/proc/\(running.pid)/status", encoding: .utf8)) ?? ""
-            if let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
-                let kib = line.split(whereSeparator: { $0 == " " || $0 == "\t" }).dropFirst().first.flatMap({ Int($0) })
-            {
-                peakKiB = max(peakKiB, kib)
-            }
-            return !running.isRunning
-        }
+        let peakKiB = try await Self.peakResidentKiB(untilExitOf: running)
         let output = try await running.finish()
         #expect(output.status == 0, "\(output.stdout)\n\(output.stderr)")
         #expect(peakKiB > 0 && peakKiB < 200 << 10, "peak RSS \(peakKiB) KiB")
@@ -216,16 +223,7 @@ import Musl
             environment: moto.credentialEnvironment.merging(["HOME": "/nonexistent"]) { $1 })
         async let writer = CurlewBinary.runProgram(
             ["/bin/sh", "-c", "cat '\(input)' > '\(fifo)'"], timeout: .seconds(3600))
-        var peakKiB = 0
-        try await waitUntil(timeout: .seconds(3600), pollInterval: .milliseconds(200), "curlew to finish") {
-            let status = (try? String(contentsOfFile: "/proc/\(running.pid)/status", encoding: .utf8)) ?? ""
-            if let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
-                let kib = line.split(whereSeparator: { $0 == " " || $0 == "\t" }).dropFirst().first.flatMap({ Int($0) })
-            {
-                peakKiB = max(peakKiB, kib)
-            }
-            return !running.isRunning
-        }
+        let peakKiB = try await Self.peakResidentKiB(untilExitOf: running)
         let output = try await running.finish()
         #expect(try await writer.status == 0)
         #expect(output.status == 0, "\(output.stdout)\n\(output.stderr)")
