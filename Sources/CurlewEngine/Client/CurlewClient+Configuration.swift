@@ -371,18 +371,18 @@ extension CurlewClient {
         private init(curlValue: Int) { self.curlValue = curlValue }
 
         /// TLS 1.0.
-        public static let v1_0 = TLSVersion(curlValue: CURL_SSLVERSION_TLSv1_0)
+        public static let v1_0 = TLSVersion(curlValue: Int(CURL_SSLVERSION_TLSv1_0))
         /// TLS 1.1.
-        public static let v1_1 = TLSVersion(curlValue: CURL_SSLVERSION_TLSv1_1)
+        public static let v1_1 = TLSVersion(curlValue: Int(CURL_SSLVERSION_TLSv1_1))
         /// TLS 1.2.
-        public static let v1_2 = TLSVersion(curlValue: CURL_SSLVERSION_TLSv1_2)
+        public static let v1_2 = TLSVersion(curlValue: Int(CURL_SSLVERSION_TLSv1_2))
         /// TLS 1.3.
-        public static let v1_3 = TLSVersion(curlValue: CURL_SSLVERSION_TLSv1_3)
+        public static let v1_3 = TLSVersion(curlValue: Int(CURL_SSLVERSION_TLSv1_3))
 
         public static func < (lhs: TLSVersion, rhs: TLSVersion) -> Bool { lhs.curlValue < rhs.curlValue }
 
         /// `"TLSv1.0"` … `"TLSv1.3"`.
-        public var description: String { "TLSv1.\(curlValue - CURL_SSLVERSION_TLSv1_0)" }
+        public var description: String { "TLSv1.\(curlValue - Int(CURL_SSLVERSION_TLSv1_0))" }
     }
 
     /// Which proxy requests go through.

@@ -266,7 +266,7 @@ extension Transfer {
             return .failure(
                 .invalidRequest("the maximum TLS version \(maximum) is below the minimum \(minimum)"))
         }
-        let floor = minimum?.curlValue ?? CURL_SSLVERSION_DEFAULT
+        let floor = minimum?.curlValue ?? Int(CURL_SSLVERSION_DEFAULT)
         return .success(floor | ((maximum?.curlValue ?? 0) << 16))
     }
 
