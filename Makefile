@@ -27,7 +27,7 @@ TEST_LOG_DIR := .build/test-logs
 MAIN_TEST_RUN := --skip FileDescriptorTests --skip ConnectionScaleTests --skip MemoryTests --skip BenchStagesCommandTests \
 	--skip UploadBandwidthLimitTests --skip TracingBootstrapTests --skip SlurmShardedRunTests --skip SlurmClusterTests \
 	--skip DeployManifestTests --skip NamespaceHostsTests --skip CurlewLoadTests --skip CurlewUploadTests --skip CurlewS3Tests \
-	--skip CompareCommandTests
+	--skip CompareCommandTests --skip ProxyEnvironmentTests
 
 # The second libcurl CI tests: this Debian release's backports suite (Debian 12: 8.14.1, Debian 13's), extracted into
 # a prefix beside the system's own (CLibCurl/backports/extract-backports-libcurl.sh) and linked by path and rpath, in
@@ -94,6 +94,8 @@ test: deps format-check check-warnings readme-check
 	$(call swift_test,load-latency-accuracy,--filter LoadLatencyAccuracyTests)
 	# Bootstrapping the tracing system is process-wide and once only: that suite runs in a process of its own.
 	$(call swift_test,tracing-bootstrap,--filter TracingBootstrapTests)
+	# Proxy variables steer every request of the process: the default proxy setting is tested in a process of its own.
+	$(call swift_test,proxy-environment,--filter ProxyEnvironmentTests)
 	# Latencies of a 5 ms and a 50 ms server told apart by `curlew compare`: on a machine the main run loads, the
 	# embedded server's own scheduling delays swamped the difference (seen in CI).
 	$(call swift_test,compare,--filter CompareCommandTests)
@@ -123,6 +125,8 @@ test-libcurl-backports: deps
 	$(call fail_on_warnings,$(BACKPORTS_BUILD_LOG))
 	@mkdir -p $(TEST_LOG_DIR)
 	$(SWIFT) test --skip-build $(BACKPORTS_LIBCURL_FLAGS) $(MAIN_TEST_RUN) 2>&1 | tee $(TEST_LOG_DIR)/libcurl-backports.log
+	$(SWIFT) test --skip-build $(BACKPORTS_LIBCURL_FLAGS) --filter ProxyEnvironmentTests 2>&1 \
+		| tee $(TEST_LOG_DIR)/libcurl-backports-proxy-environment.log
 	@echo "== the tests above ran on: $$($$($(SWIFT) build $(BACKPORTS_LIBCURL_FLAGS) --show-bin-path)/curlew --version)"
 
 ## test-large: the S3 upload proofs at full size (minutes, GiBs of disk): a 1 GiB multipart upload killed with

@@ -1,3 +1,5 @@
+import CurlewEngine
+
 /// Content types by file extension: the formats a bucket most often serves to browsers and tools. Anything else is
 /// `application/octet-stream`; `--content-type` overrides the table for every file.
 package enum UploadContentType {
@@ -17,7 +19,7 @@ package enum UploadContentType {
 
     /// The type for a relative path, by its last extension, case-insensitively.
     package static func forPath(_ path: String) -> String {
-        let name = path.split(separator: "/").last ?? Substring(path)
+        let name = PercentEncoding.segments(of: path, omittingEmpty: true).last ?? Substring(path)
         guard let dot = name.lastIndex(of: "."), dot != name.startIndex else { return fallback }
         return byExtension[name[name.index(after: dot)...].lowercased()] ?? fallback
     }

@@ -135,10 +135,8 @@ package struct SigV4Signer: Sendable {
     /// Each segment percent-encoded (RFC 3986 unreserved characters kept), `/` kept between them, empty segments
     /// kept too (`a//b` is a different key from `a/b`).
     package static func canonicalURI(_ path: String) -> String {
-        let absolute = path.hasPrefix("/") ? path : "/" + path
-        return absolute.split(separator: "/", omittingEmptySubsequences: false).map(PercentEncoding.encodeComponent)
-            .joined(
-                separator: "/")
+        let absolute = PercentEncoding.startsWithSlash(path) ? path : "/" + path
+        return PercentEncoding.segments(of: absolute).map(PercentEncoding.encodeComponent).joined(separator: "/")
     }
 
     /// Names and values encoded (including `/` and `=`), sorted by encoded name, then value; `name=` for an empty value.

@@ -49,7 +49,7 @@ package struct SyncPlan: Sendable, Equatable {
     /// Whether `path` is a plain relative path: no empty, `.` or `..` segment, no leading `/`.
     package static func isAddressable(_ path: String) -> Bool {
         !path.isEmpty
-            && path.split(separator: "/", omittingEmptySubsequences: false).allSatisfy {
+            && PercentEncoding.segments(of: path).allSatisfy {
                 !$0.isEmpty && $0 != "." && $0 != ".."
             }
     }

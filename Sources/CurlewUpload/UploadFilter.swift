@@ -1,3 +1,4 @@
+import CurlewEngine
 package import CurlewS3
 import Foundation
 
@@ -75,7 +76,9 @@ package struct UploadFilter: Sendable {
 
     package static func matches(_ pattern: String, _ relativePath: String) -> Bool {
         let anchored = pattern.hasPrefix("/") ? String(pattern.dropFirst()) : pattern
-        let subject = anchored.contains("/") ? relativePath : String(relativePath.split(separator: "/").last ?? "")
+        let subject =
+            anchored.contains("/")
+            ? relativePath : String(PercentEncoding.segments(of: relativePath, omittingEmpty: true).last ?? "")
         // `**` means the same as `*` here: without FNM_PATHNAME, `*` already crosses `/`.
         return fnmatch(anchored.replacingOccurrences(of: "**", with: "*"), subject, 0) == 0
     }

@@ -399,7 +399,9 @@ package final class UploadRunner: Sendable {
             var form = MultipartForm()
             form.append(value: item.relativePath, forKey: "path")
             for (name, value) in plan.fields { form.append(value: value, forKey: name) }
-            let fileName = item.relativePath.split(separator: "/").last.map(String.init) ?? item.relativePath
+            let fileName =
+                PercentEncoding.segments(of: item.relativePath, omittingEmpty: true).last.map(String.init)
+                ?? item.relativePath
             form.append(fileAt: item.absolutePath, forKey: "file", fileName: fileName)
             request = try CurlewRequest(method: .post, url: plan.url(for: item), body: .multipart(form))
         }

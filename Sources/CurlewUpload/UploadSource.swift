@@ -1,3 +1,4 @@
+import CurlewEngine
 package import CurlewS3
 import Foundation
 
@@ -192,6 +193,7 @@ public struct UploadSource: Sendable, Hashable, CustomStringConvertible {
 
     /// Drops empty and `.` segments; `..` is kept out of server names, which must stay under the target URL.
     private static func normalized(_ path: String) -> String {
-        path.split(separator: "/").filter { $0 != "." && $0 != ".." }.joined(separator: "/")
+        PercentEncoding.segments(of: path, omittingEmpty: true).filter { $0 != "." && $0 != ".." }.joined(
+            separator: "/")
     }
 }

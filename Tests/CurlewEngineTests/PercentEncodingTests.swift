@@ -58,6 +58,17 @@ import Testing
         #expect(PercentEncoding.encodeEachSegment(of: "") == "")
     }
 
+    /// `String.split(separator: "/")` splits Characters: a `/` fused with a mark (`/\u{301}`, `\u{600}/`) is no
+    /// separator there. Segments are split at the byte.
+    @Test func segmentsSplitAtEverySlashByteEvenInsideAGrapheme() {
+        #expect(PercentEncoding.segments(of: "x\u{600}/../y") == ["x\u{600}", "..", "y"])
+        #expect(PercentEncoding.segments(of: "/\u{301}a//b") == ["", "\u{301}a", "", "b"])
+        #expect(PercentEncoding.segments(of: "/\u{301}a//b", omittingEmpty: true) == ["\u{301}a", "b"])
+        #expect(PercentEncoding.encodeEachSegment(of: "a/\u{301}b") == "a/%CC%81b")
+        #expect(PercentEncoding.startsWithSlash("/\u{301}"))
+        #expect(!PercentEncoding.startsWithSlash("a/"))
+    }
+
     @Test func decodingUndoesEveryEncodingAndRefusesBrokenEscapes() {
         #expect(PercentEncoding.decode("na%C3%AFve%20%231.txt") == "naïve #1.txt")
         #expect(PercentEncoding.decode("%c3%a9") == "é", "lower-case hex")

@@ -144,6 +144,16 @@ import Testing
                 == "/bucket/dir/a%20b%2Bc%25d/%C3%BCn%C3%AF//x")
     }
 
+    /// A key's `/` followed by a combining mark (one Character with it) was encoded as `%2F`, which the store reads
+    /// as a separator, and a leading one got a second `/` (found by the sigv4 fuzz target).
+    @Test func aSlashFusedWithACombiningMarkStillSeparatesSegments() {
+        let request = SigV4Signer.Request(
+            method: "PUT", path: "/\u{301}a/\u{301}b", headers: [], payloadHash: "UNSIGNED-PAYLOAD")
+        #expect(request.encodedPathAndQuery == "/%CC%81a/%CC%81b")
+        let canonical = SigV4Signer.canonicalRequest(request).text
+        #expect(canonical.split(separator: "\n", omittingEmptySubsequences: false)[1] == "/%CC%81a/%CC%81b")
+    }
+
     /// A tab inside a value was signed as it is while S3 (as botocore and the AWS SDKs) collapses it: metadata like
     /// `a<TAB>b` got SignatureDoesNotMatch (found by the sigv4 fuzz target).
     @Test func tabsAndRunsOfWhitespaceInAHeaderValueCollapseToOneSpace() {

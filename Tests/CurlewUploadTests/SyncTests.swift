@@ -72,6 +72,22 @@ import Testing
         #expect(withoutDelete.deletions.isEmpty)
     }
 
+    /// A `/` fused into one Character with a mark before it (U+0600 is a prepended mark) hid a `..` segment from a
+    /// split by Characters; paths are split by bytes.
+    @Test func aListingCannotHideADotDotSegmentInsideAGrapheme() {
+        for path in ["x\u{600}/../escape", "x\u{600}/./y", "\u{301}/..", "a/\u{600}/", "/\u{301}x"] {
+            #expect(!SyncPlan.isAddressable(path), "\(path.debugDescription)")
+        }
+        #expect(SyncPlan.isAddressable("x\u{600}/y\u{301}"))
+        let destination: [SyncPlan.DestinationFile] = ["x\u{600}/../escape", "gone"]
+            .map { .init(relativePath: $0, size: 1, modified: nil) }
+        let plan = SyncPlan.make(
+            selection: Self.selection([], listed: []), destination: destination, comparesChecksums: true,
+            filter: UploadFilter(includes: [], excludes: []), shard: .whole, deletes: true)
+        #expect(plan.deletions == ["gone"])
+        #expect(plan.unaddressable == ["x\u{600}/../escape"])
+    }
+
     @Test func aShardDeletesOnlyWhatItOwns() {
         let gone = (0..<40).map { "gone\($0)" }
         let destination = gone.map { SyncPlan.DestinationFile(relativePath: $0, size: 1, modified: nil) }

@@ -163,7 +163,7 @@ public struct MultipartForm: Sendable {
         fileAt path: String, forKey name: String, fileName: String? = nil, mimeType: String? = nil,
         headerFields: HTTPFields = [:]
     ) {
-        let lastComponent = path.split(separator: "/").last.map(String.init) ?? path
+        let lastComponent = PercentEncoding.segments(of: path, omittingEmpty: true).last.map(String.init) ?? path
         append(
             file: .path(path), forKey: name, fileName: fileName ?? lastComponent, mimeType: mimeType,
             headerFields: headerFields)

@@ -191,7 +191,7 @@ public struct CurlewRequest: Sendable {
         let rest = schemeEnd.map { url[$0.upperBound...] } ?? url[...]
         let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? rest.endIndex
         var path = String(rest[authorityEnd...].prefix { $0 != "#" })
-        if !path.hasPrefix("/") { path = "/" + path }
+        if !PercentEncoding.startsWithSlash(path) { path = "/" + path }
         return HTTPRequest(
             method: method, scheme: scheme, authority: String(rest[..<authorityEnd]), path: path,
             headerFields: headerFields)

@@ -58,7 +58,24 @@ package enum PercentEncoding {
     /// spaces, quotes and non-ASCII names reach the server as the same name; empty segments (`a//b`, a leading or
     /// trailing `/`) are dropped.
     package static func encodeEachSegment(of relativePath: String) -> String {
-        relativePath.split(separator: "/", omittingEmptySubsequences: true).map(encodeComponent).joined(separator: "/")
+        segments(of: relativePath, omittingEmpty: true).map(encodeComponent).joined(separator: "/")
+    }
+
+    /// The path's segments, split at each `/` byte.
+    ///
+    /// Never split a path with `String.split(separator: "/")`: that splits Characters, and a `/` fused into one
+    /// grapheme with a combining mark after it (`/\u{301}`) or a prepended mark before it (`\u{600}/`) is no
+    /// separator there. `a\u{600}/../b` would keep its `..` hidden inside one segment, and a signer would encode
+    /// the `/` as `%2F`, which the server reads as a separator.
+    package static func segments(of path: some StringProtocol, omittingEmpty: Bool = false) -> [Substring] {
+        String(path).utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: omittingEmpty).map {
+            Substring($0)
+        }
+    }
+
+    /// Whether the path's first byte is `/` (`hasPrefix("/")` compares Characters: `/\u{301}` is not `/`).
+    package static func startsWithSlash(_ path: some StringProtocol) -> Bool {
+        path.utf8.first == UInt8(ascii: "/")
     }
 
     /// The text with every `%XX` escape decoded; `nil` when an escape is incomplete or not hex, or the bytes are not

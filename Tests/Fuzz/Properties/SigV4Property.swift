@@ -94,7 +94,7 @@ enum SigV4Property {
             headers: [(name: String, value: String)], payloadHash: String
         ) -> (text: String, signedHeaders: String) {
             // S3: the absolute path, each segment URI-encoded once, `/` kept, nothing normalised.
-            let absolute = path.hasPrefix("/") ? path : "/" + path
+            let absolute = path.utf8.first == UInt8(ascii: "/") ? path : "/" + path
             let canonicalURI = uriEncode(absolute, keepingSlash: true)
             // Names and values URI-encoded, then sorted by name, then by value, byte by byte.
             let pairs = query.map { (name: Array(uriEncode($0.name).utf8), value: Array(uriEncode($0.value).utf8)) }

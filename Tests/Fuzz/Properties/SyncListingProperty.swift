@@ -20,7 +20,8 @@ enum SyncListingProperty {
         if let failure = plan(&input) { return failure }
         // Whatever is left, as a server's body: no crash, and every path relative to the base.
         let raw = String(decoding: input.rest(), as: UTF8.self)
-        for entry in WebDAVFolder.parse(raw, basePath: "/dav/t/") where entry.relativePath.hasPrefix("/") {
+        for entry in WebDAVFolder.parse(raw, basePath: "/dav/t/")
+        where entry.relativePath.utf8.first == UInt8(ascii: "/") {
             return "a listed path escaped the base: \(entry.relativePath.debugDescription)"
         }
         _ = S3XML.parseObjectListing(raw)
@@ -59,7 +60,10 @@ enum SyncListingProperty {
     }
 
     private static func plan(_ input: inout FuzzInput) -> String? {
-        let pool = (0..<8).map { index in index == 7 ? "../escape" : index == 6 ? "a//b" : "f\(index)" }
+        // Hostile names too: a `..` behind a prepended mark fused with its `/` into one Character (U+0600), and a
+        // `/` fused with the combining mark after it.
+        let hostile = ["../escape", "a//b", "x\u{600}/../escape", "/\u{301}x"]
+        let pool = (0..<8).map { index in index >= 4 ? hostile[index - 4] : "f\(index)" }
         var source: [UploadItem] = []
         var listed = Set<String>()
         var destination: [SyncPlan.DestinationFile] = []
@@ -95,7 +99,13 @@ enum SyncListingProperty {
             return "source \(source.map(\.relativePath)) decided as \(decided)"
         }
         for path in plan.deletions {
-            if !SyncPlan.isAddressable(path) { return "deletes the unaddressable \(path)" }
+            // Byte by byte, independently of `isAddressable`, which splits the same way as the plan.
+            let segments = path.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false)
+            if path.isEmpty
+                || segments.contains(where: { $0.isEmpty || $0.elementsEqual(".".utf8) || $0.elementsEqual("..".utf8) })
+            {
+                return "deletes the unaddressable \(path.debugDescription)"
+            }
             if listed.contains(path) { return "deletes \(path), which the source lists" }
             if excludes.contains(path) { return "deletes the excluded \(path)" }
             if !shard.owns(relativePath: path) { return "shard \(shard) deletes \(path), another's" }
