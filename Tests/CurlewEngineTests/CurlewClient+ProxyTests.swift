@@ -5,9 +5,9 @@ import InMemoryLogging
 import Logging
 import Testing
 
-/// SOCKS5 and HTTP CONNECT proxies that demand credentials (pproxy), in front of nginx, which logs what arrived.
-/// Proxies from the environment are not tested here: libcurl reads it for every request of the process, so setting
-/// it would steer the tests running beside these.
+/// Proxies that demand credentials in front of nginx, which logs what arrived: SOCKS5 by Dante (`danted`, RFC 1929
+/// user name and password), HTTP CONNECT and forwarding by pproxy. Proxies from the environment are tested in a
+/// process of their own (``ProxyEnvironmentTests``): libcurl reads the variables for every request of the process.
 @Suite("Proxies with credentials")
 struct CurlewClientProxyTests {
     static let password = "pr0xy-s3cret"
@@ -15,7 +15,7 @@ struct CurlewClientProxyTests {
     @Test(arguments: allLoops)
     func socks5hWithCredentialsReachesTheTarget(loop: CurlewClient.Configuration.EventLoopKind) async throws {
         let nginx = try await NginxServer.shared()
-        let proxy = try await AuthenticatingProxy.start(password: Self.password)
+        let proxy = try await DanteSocksProxy.start(password: Self.password)
         defer { proxy.stop() }
         let marker = "/hits/" + UUID().uuidString + "/"
         let credentials = CurlewClient.Proxy.Credentials(username: proxy.username, password: proxy.password)
@@ -40,7 +40,7 @@ struct CurlewClientProxyTests {
     @Test(arguments: allLoops)
     func socks5WithWrongCredentialsFailsWithAProxyError(loop: CurlewClient.Configuration.EventLoopKind) async throws {
         let nginx = try await NginxServer.shared()
-        let proxy = try await AuthenticatingProxy.start(password: Self.password)
+        let proxy = try await DanteSocksProxy.start(password: Self.password)
         defer { proxy.stop() }
         let wrong = CurlewClient.Proxy.Credentials(username: proxy.username, password: "wrong")
         try await withClient(
