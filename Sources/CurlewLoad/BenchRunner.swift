@@ -37,6 +37,15 @@ package struct BenchPlan: Sendable {
     package var checks: [LoadCheck] = []
     /// Requests made anew for each ticket from a template (`--data`, placeholders); nil sends `targets`.
     package var template: LoadRequestTemplate?
+    /// Whether the summary counts each target apart (a targets file's). False when `targets` are a template's
+    /// requests made up front, one per data row: those are one request, as a template is.
+    package var countsEachTarget = true
+    /// The whole run's requests end at this number (a template's rows used once, made up front); nil: no limit
+    /// beyond `stop`.
+    package var runRequestLimit: Int?
+
+    /// The number of targets the tallies count apart: 1 when they are not counted apart.
+    package var countedTargets: Int { countsEachTarget ? targets.count : 1 }
 
     /// Whether latency counts from each request's intended send time rather than from its actual one.
     package var latencyFromIntendedTime: Bool { arrivals != nil }
@@ -223,7 +232,7 @@ package final class BenchRunner: Sendable {
     package init(client: CurlewClient, plan: BenchPlan) {
         self.client = client
         self.plan = plan
-        self.tallies = (0..<max(client.executors.count, 1)).map { _ in SharedTally(targetCount: plan.targets.count) }
+        self.tallies = (0..<max(client.executors.count, 1)).map { _ in SharedTally(targetCount: plan.countedTargets) }
     }
 
     /// Stops claiming new requests (Ctrl-C); those in flight finish and are counted.
@@ -233,7 +242,7 @@ package final class BenchRunner: Sendable {
 
     /// The counts of every loop so far, added up.
     package func snapshot() -> BenchTally {
-        var total = BenchTally(targetCount: plan.targets.count)
+        var total = BenchTally(targetCount: plan.countedTargets)
         for tally in tallies { total.add(tally.snapshot) }
         return total
     }
@@ -275,7 +284,7 @@ package final class BenchRunner: Sendable {
                 }
             }
         }
-        var total = BenchTally(targetCount: plan.targets.count)
+        var total = BenchTally(targetCount: plan.countedTargets)
         for tally in tallies { tally.state.withLock { total.add($0) } }
         let elapsed = clock.now - start
         let progressEnds = progressEnds.withLock { ends in
@@ -304,6 +313,8 @@ package final class BenchRunner: Sendable {
         let targets = plan.targets
         let targetOrder = plan.targetOrder
         let severalTargets = targets.count > 1
+        let countsTargets = severalTargets && plan.countsEachTarget
+        let runRequestLimit = plan.runRequestLimit
         let deadline: UInt64? =
             if case .duration(let duration) = plan.stop { start + duration.nanoseconds } else { nil }
         let limit: Int? = if case .count(let count) = plan.stop { count } else { nil }
@@ -338,6 +349,7 @@ package final class BenchRunner: Sendable {
             let ticket = nextTicket.wrappingAdd(1, ordering: .relaxed).oldValue
             if let limit, ticket >= limit { break }
             let runTicket = shard.globalNumber(ofLocal: ticket)
+            if let runRequestLimit, runTicket >= runRequestLimit { break }
             let intended: UInt64
             if let arrivals {
                 // The schedule is fixed in advance: a late request keeps its intended time, so its wait for a free
@@ -393,7 +405,7 @@ package final class BenchRunner: Sendable {
                 }
             }
             tally.state.withLock { tally in
-                tally.record(outcome.map(RepeatedResponse.init), target: severalTargets ? targetIndex : nil)
+                tally.record(outcome.map(RepeatedResponse.init), target: countsTargets ? targetIndex : nil)
                 if !checks.isEmpty, case .success = outcome {
                     tally.recordChecks(passed: checksPassed, count: checks.count)
                 }
@@ -403,10 +415,13 @@ package final class BenchRunner: Sendable {
     }
 
     /// Whether workers can hand their requests to the engine as one repeated transfer: the closed model with no
-    /// stages, where each request starts as soon as the last one ended, no checks (which read whole responses) and
-    /// no template (whose requests are made one by one).
+    /// stages, where each request starts as soon as the last one ended, and no checks (which read whole
+    /// responses). A template's requests are made on the loop for each request number, when making one cannot
+    /// fail (its URLs need no parsing once its rows were validated); otherwise each worker makes and sends them one
+    /// by one, so that a request that cannot be made is counted as a failure.
     private var sendsBackToBack: Bool {
-        plan.arrivals == nil && plan.concurrency == nil && plan.checks.isEmpty && plan.template == nil
+        plan.arrivals == nil && plan.concurrency == nil && plan.checks.isEmpty
+            && (plan.template?.fillsWithoutParsing ?? true)
     }
 
     /// One connection's worth of requests sent back to back, as ``work(worker:start:tally:)`` sends them, on one
@@ -414,23 +429,41 @@ package final class BenchRunner: Sendable {
     /// the loop's thread as the last one ends, with no task switch between them.
     nonisolated(nonsending) private func workBackToBack(start: UInt64, tally: SharedTally) async {
         let chooser = BackToBackChooser(runner: self, start: start, tally: tally)
-        guard !stopRequested.load(ordering: .relaxed), let first = chooser.claimTarget(at: monotonicNanoseconds())
+        guard !stopRequested.load(ordering: .relaxed), let first = chooser.claim(at: monotonicNanoseconds())
         else { return }
-        await client.executeRepeatedly(plan.targets, startingAt: first) { outcome in
-            chooser.requestEnded(outcome)
+        if let template = plan.template {
+            // Each request is made for its number on the loop, as the last one ends.
+            await client.executeRepeatedly(
+                making: { runTicket in
+                    if case .success(let request) = template.request(ticket: runTicket) { request } else { nil }
+                }, startingAt: first
+            ) { outcome in
+                chooser.requestEnded(outcome)
+            }
+        } else {
+            await client.executeRepeatedly(plan.targets, startingAt: first) { outcome in
+                chooser.requestEnded(outcome)
+            }
         }
     }
 
-    /// Claims the next ticket of the run and names its target, or nil when the run is over (stop, count or
-    /// duration reached).
-    fileprivate func claimTarget(intendedAt intended: UInt64, start: UInt64) -> Int? {
+    /// Claims the next ticket of the run and returns its number in the whole run, or nil when the run is over
+    /// (stop, count, duration or rows reached).
+    fileprivate func claimRunTicket(intendedAt intended: UInt64, start: UInt64) -> Int? {
         if stopRequested.load(ordering: .relaxed) { return nil }
         if case .duration(let duration) = plan.stop, intended >= start + duration.nanoseconds { return nil }
         let ticket = nextTicket.wrappingAdd(1, ordering: .relaxed).oldValue
         if case .count(let count) = plan.stop, ticket >= count { return nil }
+        let runTicket = plan.shard.globalNumber(ofLocal: ticket)
+        if let limit = plan.runRequestLimit, runTicket >= limit { return nil }
+        return runTicket
+    }
+
+    /// Claims the next ticket of the run and names its target, or nil when the run is over.
+    fileprivate func claimTarget(intendedAt intended: UInt64, start: UInt64) -> Int? {
+        guard let runTicket = claimRunTicket(intendedAt: intended, start: start) else { return nil }
         guard plan.targets.count > 1 else { return 0 }
-        return plan.targetOrder.targetIndex(
-            ofRequest: plan.shard.globalNumber(ofLocal: ticket), targetCount: plan.targets.count)
+        return plan.targetOrder.targetIndex(ofRequest: runTicket, targetCount: plan.targets.count)
     }
 
     /// Intervals of the run every `interval` while it goes on (progress), each transformed off the workers' path;
@@ -470,6 +503,8 @@ private final class BackToBackChooser: @unchecked Sendable {
     let start: UInt64
     let tally: SharedTally
     let countsTargets: Bool
+    /// Whether requests are made from a template: `claim` then names the request's number in the whole run.
+    let makesRequests: Bool
     /// When the request under way was meant to start: when the last one ended (one clock read per request).
     var intended: UInt64 = 0
     var target = 0
@@ -478,11 +513,15 @@ private final class BackToBackChooser: @unchecked Sendable {
         self.runner = runner
         self.start = start
         self.tally = tally
-        countsTargets = runner.plan.targets.count > 1
+        countsTargets = runner.plan.targets.count > 1 && runner.plan.countsEachTarget
+        makesRequests = runner.plan.template != nil
     }
 
-    func claimTarget(at now: UInt64) -> Int? {
+    /// The next request: its target's index, or with a template its number in the whole run; nil when the run
+    /// is over.
+    func claim(at now: UInt64) -> Int? {
         intended = now
+        if makesRequests { return runner.claimRunTicket(intendedAt: now, start: start) }
         guard let target = runner.claimTarget(intendedAt: now, start: start) else { return nil }
         self.target = target
         return target
@@ -497,6 +536,6 @@ private final class BackToBackChooser: @unchecked Sendable {
             tally.record(outcome, target: target)
             tally.histogram.record(latency)
         }
-        return claimTarget(at: end)
+        return claim(at: end)
     }
 }

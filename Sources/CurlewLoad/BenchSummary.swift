@@ -138,7 +138,8 @@ package struct BenchSummary: Codable {
         self.init(
             result: result, url: url, method: method, connections: plan.connections, loops: loops,
             latencyFromIntendedTime: plan.latencyFromIntendedTime, rate: plan.rate,
-            targets: plan.targets.count > 1 ? plan.targets.map { ($0.method.rawValue, $0.url) } : nil)
+            targets: plan.targets.count > 1 && plan.countsEachTarget
+                ? plan.targets.map { ($0.method.rawValue, $0.url) } : nil)
         checks = Check.list(plan.checks.map(\.text), tally: result.tally)
     }
 

@@ -65,6 +65,8 @@ public struct LoadRequestTemplate: Sendable {
     public var timeouts = CurlewRequest.TimeoutOverrides()
     /// The largest response body read (checks on bodies set it).
     package var maxResponseBodySize: Int?
+    /// Whether a request's URL, once every row's was validated, needs no parsing: see ``urlNeedsNoParsing(_:)``.
+    package let fillsWithoutParsing: Bool
 
     /// The number of requests the data allows with ``LoadDataRows/once``, nil when rows are cycled or there are
     /// none.
@@ -98,6 +100,7 @@ public struct LoadRequestTemplate: Sendable {
         self.rows = rows
         self.columns = columns
         self.order = seed.map { Self.shuffledIndices(count: rows.count, seed: $0) }
+        self.fillsWithoutParsing = Self.urlNeedsNoParsing(self.url)
         let usesColumns = ([self.url] + parsedHeaders.map(\.value) + (self.body.map { [$0] } ?? [])).contains {
             $0.pieces.contains { if case .column = $0 { true } else { false } }
         }
@@ -108,7 +111,7 @@ public struct LoadRequestTemplate: Sendable {
         // Every row is filled once up front, so a bad row stops the run before anything is sent.
         for index in 0..<max(rows.count, 1) {
             do {
-                _ = try makeRequest(ticket: index)
+                _ = try makeRequest(ticket: index, parsingURL: true)
             } catch {
                 let which = rows.isEmpty ? "" : "data row \(rowIndex(ticket: index) + 1): "
                 throw ParseError(description: "\(which)\(error.detail)")
@@ -119,17 +122,86 @@ public struct LoadRequestTemplate: Sendable {
     /// Whether `text` holds a placeholder (`{{`): a command sends it as a template only then.
     public static func hasPlaceholders(_ text: String) -> Bool { text.contains("{{") }
 
+    /// The most data rows whose requests are made up front (about 1 KiB each): 64 Ki rows, 64 MiB at most.
+    package static let rowsMadeUpFront = 1 << 16
+
+    /// Every request of the run, made once, when they repeat: no generator (`{{seq}}`, `{{uuid}}`, `{{randInt}}`)
+    /// and at most ``rowsMadeUpFront`` rows. Request k of the run is element `k % count`, as ``request(ticket:)``
+    /// makes it. Nil when requests must be made one by one.
+    package func requestsMadeUpFront() -> [CurlewRequest]? {
+        let texts = [url] + headers.map(\.value) + (body.map { [$0] } ?? [])
+        let generates = texts.contains { text in
+            text.pieces.contains {
+                switch $0 {
+                case .literal, .column: false
+                case .sequence, .uuid, .randomInteger: true
+                }
+            }
+        }
+        guard !generates, rows.count <= Self.rowsMadeUpFront else { return nil }
+        var made: [CurlewRequest] = []
+        made.reserveCapacity(max(rows.count, 1))
+        for ticket in 0..<max(rows.count, 1) {
+            // Every row was filled when the template was made: none fails here.
+            guard case .success(let request) = request(ticket: ticket) else { return nil }
+            made.append(request)
+        }
+        return made
+    }
+
     /// Request `ticket` of the whole run, or nil when the rows have run out (``LoadDataRows/once``).
     package func request(ticket: Int) -> Result<CurlewRequest, CurlewError>? {
         if rowMode.usesEachRowOnce && ticket >= rows.count { return nil }
-        do { return .success(try makeRequest(ticket: ticket)) } catch { return .failure(error) }
+        do {
+            return .success(try makeRequest(ticket: ticket, parsingURL: !fillsWithoutParsing))
+        } catch {
+            return .failure(error)
+        }
     }
 
-    private func makeRequest(ticket: Int) throws(CurlewError) -> CurlewRequest {
+    /// Whether every URL the template makes has the scheme and host of one validated up front, and nothing a
+    /// parser could read otherwise, so a filled URL needs only the cheap checks (`CurlewRequest(filledURL:)`):
+    ///
+    /// - it starts with a literal `http://` or `https://` (never a socket's `http+unix://`);
+    /// - generators (`{{seq}}`, `{{uuid}}`, `{{randInt}}`: digits, hex letters and `-` only) come after a literal
+    ///   `/`, `?` or `#` that ends the authority; columns may come anywhere, since every row's URL was validated
+    ///   and a column's value fills the same request whatever the request number;
+    /// - every `%` of a literal is a whole escape within it, so no generated character completes one.
+    static func urlNeedsNoParsing(_ url: Text) -> Bool {
+        guard case .literal(let head)? = url.pieces.first,
+            ["http://", "https://"].contains(where: { head.lowercased().hasPrefix($0) })
+        else { return false }
+        var authorityEnded = false
+        for (index, piece) in url.pieces.enumerated() {
+            switch piece {
+            case .literal(let text):
+                let bytes = Array(text.utf8)
+                for (position, byte) in bytes.enumerated() where byte == UInt8(ascii: "%") {
+                    guard position + 2 < bytes.count, bytes[position + 1].isHexDigit, bytes[position + 2].isHexDigit
+                    else { return false }
+                }
+                let afterScheme = index == 0 ? Array(bytes.drop { $0 != UInt8(ascii: ":") }.dropFirst(3)) : bytes
+                if afterScheme.contains(where: {
+                    $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#")
+                }) {
+                    authorityEnded = true
+                }
+            case .column: break
+            case .sequence, .uuid, .randomInteger:
+                if !authorityEnded { return false }
+            }
+        }
+        return true
+    }
+
+    private func makeRequest(ticket: Int, parsingURL: Bool) throws(CurlewError) -> CurlewRequest {
         let row: [String?] = rows.isEmpty ? [] : rows[rowIndex(ticket: ticket)]
         var request: CurlewRequest
         do {
-            request = try CurlewRequest(method: method, url: fill(url, row: row, ticket: ticket, encoded: true))
+            let filled = try fill(url, row: row, ticket: ticket, encoded: true)
+            request =
+                parsingURL
+                ? try CurlewRequest(method: method, url: filled) : try CurlewRequest(method: method, filledURL: filled)
             for (name, value) in headers {
                 try request.addHeader(name, try fill(value, row: row, ticket: ticket, encoded: false))
             }
@@ -149,9 +221,6 @@ public struct LoadRequestTemplate: Sendable {
         return order?[position] ?? position
     }
 
-    private static let unreserved = CharacterSet(
-        charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
-
     private func fill(_ text: Text, row: [String?], ticket: Int, encoded: Bool) throws(CurlewError) -> String {
         var result = ""
         for (index, piece) in text.pieces.enumerated() {
@@ -161,7 +230,7 @@ public struct LoadRequestTemplate: Sendable {
                 guard let value = row[column] else {
                     throw CurlewError(code: .invalidRequest, detail: "no value for {{\(columns[column])}}")
                 }
-                result += encoded ? value.addingPercentEncoding(withAllowedCharacters: Self.unreserved) ?? value : value
+                result += encoded ? PercentEncoding.encodeComponent(value) : value
             case .sequence: result += String(ticket)
             case .uuid: result += UUID().uuidString.lowercased()
             case .randomInteger(let range):
@@ -234,4 +303,10 @@ private func splitMix(_ value: UInt64) -> UInt64 {
     z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
     z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
     return z ^ (z >> 31)
+}
+
+extension UInt8 {
+    fileprivate var isHexDigit: Bool {
+        (0x30...0x39).contains(self) || (0x41...0x46).contains(self) || (0x61...0x66).contains(self)
+    }
 }

@@ -206,7 +206,20 @@ public struct LoadPlan: Sendable {
             concurrency: shape.concurrency, rate: shape.rate)
         plan.shard = shard
         plan.checks = checks
-        plan.template = template
+        if let template, let made = template.requestsMadeUpFront() {
+            // Each data row's request made once: the run sends them as a targets file's, by request number, on
+            // the engine's repeated transfers (back to back, no task switch per request), so a template costs
+            // what a fixed request does.
+            plan = BenchPlan(
+                targets: made, targetOrder: .roundRobin, connections: workers, stop: stop, arrivals: shape.arrivals,
+                concurrency: shape.concurrency, rate: shape.rate)
+            plan.shard = shard
+            plan.checks = checks
+            plan.countsEachTarget = false
+            plan.runRequestLimit = template.rowLimit
+        } else {
+            plan.template = template
+        }
         return plan
     }
 }

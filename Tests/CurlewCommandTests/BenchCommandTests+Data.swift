@@ -31,6 +31,28 @@ extension BenchCommandTests {
         #expect(Set(hits.map { "\($0.uri) \($0.tag)" }) == Set(rows.map { "\(marker)\($0.0) \($0.1)" }))
     }
 
+    /// Rows cycled over a count that is not a multiple of them, through the requests made up front: request k uses
+    /// row k mod 7 (shuffled by the seed), so each row is sent 14 or 15 times, counted by nginx.
+    @Test func cycledRowsAreEachSentInTurn() async throws {
+        let nginx = try await NginxServer.shared()
+        let marker = NginxHit.makeMarker()
+        let path = try Self.writeDataFile("id\n" + (0..<7).map { "r\($0)" }.joined(separator: "\n"), name: "ids.csv")
+        defer { try? FileManager.default.removeItem(atPath: (path as NSString).deletingLastPathComponent) }
+        let output = try await CurlewBinary.run([
+            "bench", nginx.httpBaseURL + marker + "{{id}}", "--data", path, "--seed", "5", "-n", "100", "-c", "3",
+            "--json",
+        ])
+        #expect(output.status == 0, "\(output.stderr)")
+        let json = try output.json()
+        #expect(json["requests"] as? Int == 100)
+        #expect(json["targets"] == nil, "the rows are one request, not targets counted apart")
+        let hits = try await NginxHit.read(nginx, marker: marker, atLeast: 100)
+        #expect(hits.count == 100)
+        let perRow = Dictionary(grouping: hits, by: \.uri).mapValues(\.count)
+        #expect(Set(perRow.keys) == Set((0..<7).map { marker + "r\($0)" }))
+        #expect(perRow.values.sorted() == [14, 14, 14, 14, 14, 15, 15])
+    }
+
     @Test func shardsOfARunWithDataRowsOnceShareTheRowsByRequestNumber() async throws {
         let nginx = try await NginxServer.shared()
         let marker = NginxHit.makeMarker()

@@ -74,6 +74,34 @@ struct CurlewClientRepeatingTests {
         }
     }
 
+    /// Requests made for each number the chooser returns (a template's): every one reaches the server once, in
+    /// order, with its own target and header; a request with a body that can be read only once ends the repeat
+    /// instead of going out, and so does the maker's nil.
+    @Test(arguments: allLoops)
+    func madeRequestsGoOutOneByOneUntilTheMakerHasNone(loop: CurlewClient.Configuration.EventLoopKind) async throws {
+        try await withWireScriptServer({ [.response(body: Self.echo($0))] }) { server in
+            let baseURL = server.baseURL
+            let numbers = [7, 8, 9, 100, 101, 3]
+            let plan = Plan(numbers)
+            @Sendable func make(_ number: Int) -> CurlewRequest? {
+                guard number < 1000 else { return nil }
+                var request = try? CurlewRequest(method: .get, filledURL: "\(baseURL)/n/\(number)")
+                try? request?.addHeader("X-Number", String(number))
+                if number == 3 { request?.body = .stream(RequestBodyStream(AsyncStream<[UInt8]> { $0.finish() })) }
+                return request
+            }
+            try await withClient(loop) { client in
+                await client.executeRepeatedly(making: make, startingAt: numbers[0], next: plan.next)
+            }
+            // The last number's request has a one-shot body: it never went out, and the repeat ended.
+            #expect(server.requests.map(\.target) == numbers.dropLast().map { "/n/\($0)" })
+            #expect(server.requests.map { $0.header("X-Number") } == numbers.dropLast().map(String.init))
+            #expect(server.connectionCount == 1)
+            #expect(plan.recorded.count == numbers.count - 1)
+            #expect(try plan.recorded.allSatisfy { try $0.get().status == 200 })
+        }
+    }
+
     /// The response-queue poisoning of `CurlewClientConnectionReuseTests`, on a repeated transfer, which reuses the
     /// connection as soon as the last response ends: a complete fake response behind a real one (on the socket when
     /// the real one ends: one write, and a body longer than libcurl's first read) never answers the next request.

@@ -44,6 +44,70 @@ struct LoadRequestTemplateTests {
         #expect(urls != (0..<50).map { "http://127.0.0.1/\($0)" })
     }
 
+    /// Without generators each row's request is made once, and request k of the run is element k modulo the rows,
+    /// exactly as the template makes it; with a generator, or more rows than are made up front, none are.
+    @Test func requestsWithoutGeneratorsAreMadeOnceAndRepeatInRunOrder() throws {
+        let rows = (0..<50).map { [String($0)] as [String?] }
+        let data = LoadData(columns: ["n"], rows: rows)
+        let template = try LoadRequestTemplate(
+            url: "http://127.0.0.1/{{n}}", headers: [("X-N", "n={{n}}")], data: data, seed: 7)
+        let made = try #require(template.requestsMadeUpFront())
+        #expect(made.count == 50)
+        for ticket in [0, 1, 49, 50, 51, 123] {
+            let expected = try request(template, ticket)
+            #expect(made[ticket % made.count].url == expected.url)
+            #expect(made[ticket % made.count].headerFields == expected.headerFields)
+        }
+        let constant = try LoadRequestTemplate(url: "http://127.0.0.1/fixed")
+        #expect(constant.requestsMadeUpFront()?.map(\.url) == ["http://127.0.0.1/fixed"])
+        for generated in [
+            "http://127.0.0.1/{{n}}/{{seq}}", "http://127.0.0.1/{{uuid}}", "http://127.0.0.1/{{randInt 1 2}}",
+        ] {
+            #expect(try LoadRequestTemplate(url: generated, data: data).requestsMadeUpFront() == nil, "\(generated)")
+        }
+        let many = LoadData(
+            columns: ["n"], rows: (0...LoadRequestTemplate.rowsMadeUpFront).map { [String($0)] as [String?] })
+        #expect(try LoadRequestTemplate(url: "http://127.0.0.1/{{n}}", data: many).requestsMadeUpFront() == nil)
+    }
+
+    /// A filled URL skips the two parsers only when nothing generated can change how it parses: generators after
+    /// a literal end of the authority, whole `%` escapes in literals, a literal http(s) scheme.
+    @Test(arguments: [
+        ("http://h/{{seq}}", true), ("HTTPS://h:8443/a?x={{uuid}}&y={{randInt -5 5}}", true),
+        ("http://{{host}}/p/{{seq}}", true), ("http://h/%41{{seq}}", true), ("http://h/{{host}}", true),
+        ("http://[::1]:8080/{{seq}}", true), ("http://h?{{seq}}", true),
+        ("http://h{{seq}}/", false), ("http://h:{{randInt 1 9}}/", false), ("{{host}}/{{seq}}", false),
+        ("http+unix://%2Fs.sock/{{seq}}", false), ("http://h/%{{seq}}", false), ("http://h/%4{{seq}}", false),
+        ("http://{{host}}{{seq}}/", false),
+    ])
+    func filledURLsSkipParsingOnlyWhenGeneratorsCannotChangeIt(url: String, skips: Bool) throws {
+        let data = LoadData(columns: ["host"], rows: [["example.test"]])
+        let template = try LoadRequestTemplate.parse(url, in: "the URL", columns: data.columns)
+        #expect(LoadRequestTemplate.urlNeedsNoParsing(template) == skips)
+    }
+
+    /// Requests made without parsing are the ones parsing would make: same URL, headers and body.
+    @Test func aRequestFilledWithoutParsingEqualsAParsedOne() throws {
+        let data = LoadData(columns: ["id"], rows: [["a b"], ["ü/x"]])
+        let template = try LoadRequestTemplate(
+            method: .post, url: "http://127.0.0.1:8080/u/{{id}}?n={{seq}}", headers: [("X-Seq", "{{seq}}")],
+            body: "{{id}}-{{seq}}", data: data)
+        #expect(template.fillsWithoutParsing)
+        for ticket in 0..<4 {
+            let made = try request(template, ticket)
+            let parsed = try CurlewRequest(
+                method: .post, url: made.url, headers: [("X-Seq", String(ticket))],
+                body: .bytes(Array("\(ticket % 2 == 0 ? "a b" : "ü/x")-\(ticket)".utf8)))
+            #expect(
+                made.url
+                    == ["http://127.0.0.1:8080/u/a%20b?n=\(ticket)", "http://127.0.0.1:8080/u/%C3%BC%2Fx?n=\(ticket)"][
+                        ticket % 2])
+            #expect(made.headerFields == parsed.headerFields)
+            #expect(made.body?.bytes != nil)
+            #expect(made.body?.bytes == parsed.body?.bytes)
+        }
+    }
+
     @Test func generatorsNeedNoData() throws {
         let template = try LoadRequestTemplate(
             url: "http://127.0.0.1/{{seq}}/{{randInt 5 7}}", headers: [("X-Id", "{{uuid}}")], seed: 1)

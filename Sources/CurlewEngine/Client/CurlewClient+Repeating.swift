@@ -20,15 +20,31 @@ extension CurlewClient {
         next: @escaping @Sendable (Result<RepeatedResponse, any Error>) -> Int?
     ) async {
         guard requests.indices.contains(first) else { return }
-        guard logger == nil, tracer == nil,
-            requests.allSatisfy({ $0.logger == nil && ($0.body?.isReplayable ?? true) }),
-            let loop = pickLoop()
-        else {
-            await executeRepeatedlyOneByOne(requests, startingAt: first, next: next)
+        let repeatable = requests.allSatisfy(\.isRepeatable)
+        await executeRepeatedly(.list(requests), startingAt: first, allRepeatable: repeatable, next: next)
+    }
+
+    /// ``executeRepeatedly(_:startingAt:next:)`` with each request made on the loop for the number `next` returns
+    /// (a load test's request number): `make` fills a template, for instance. `make` returning nil ends the repeat;
+    /// so does a request with a logger or a body that can be read only once.
+    nonisolated(nonsending) package func executeRepeatedly(
+        making make: @escaping @Sendable (Int) -> CurlewRequest?, startingAt first: Int,
+        next: @escaping @Sendable (Result<RepeatedResponse, any Error>) -> Int?
+    ) async {
+        await executeRepeatedly(.made(make), startingAt: first, allRepeatable: true, next: next)
+    }
+
+    nonisolated(nonsending) private func executeRepeatedly(
+        _ requests: RepeatedRequests, startingAt first: Int, allRepeatable: Bool,
+        next: @escaping @Sendable (Result<RepeatedResponse, any Error>) -> Int?
+    ) async {
+        guard let firstRequest = requests.request(first) else { return }
+        guard logger == nil, tracer == nil, allRepeatable, let loop = pickLoop() else {
+            await executeRepeatedlyOneByOne(requests, first: firstRequest, next: next)
             return
         }
         let transfer = Transfer(
-            request: requests[first], settings: settings, submittedAt: loop.submissionTime, sink: .discard)
+            request: firstRequest, settings: settings, submittedAt: loop.submissionTime, sink: .discard)
         transfer.requestIndex = first
         transfer.repeater = TransferRepeater(requests: requests, next: next)
         transfer.loop = loop
@@ -38,19 +54,19 @@ extension CurlewClient {
 
     /// ``executeRepeatedly(_:startingAt:next:)`` as a loop of single requests.
     nonisolated(nonsending) private func executeRepeatedlyOneByOne(
-        _ requests: [CurlewRequest], startingAt first: Int,
+        _ requests: RepeatedRequests, first: CurlewRequest,
         next: @Sendable (Result<RepeatedResponse, any Error>) -> Int?
     ) async {
-        var index = first
+        var request = first
         while true {
             let outcome: Result<RepeatedResponse, any Error>
             do {
-                outcome = .success(RepeatedResponse(try await executeDiscardingBody(requests[index])))
+                outcome = .success(RepeatedResponse(try await executeDiscardingBody(request)))
             } catch {
                 outcome = .failure(error)
             }
-            guard let following = next(outcome), requests.indices.contains(following) else { return }
-            index = following
+            guard let following = next(outcome).flatMap(requests.request) else { return }
+            request = following
         }
     }
 }

@@ -158,6 +158,18 @@ public struct CurlewRequest: Sendable {
         self.body = body
     }
 
+    /// A request whose URL was filled from a template another of whose URLs passed the full validation, with only
+    /// the checks ``URLValidation/validateFilled(_:)`` keeps (see there what the caller must prove).
+    package init(method: HTTPRequest.Method, filledURL url: String) throws {
+        let validated = try URLValidation.validateFilled(url)
+        self.method = method
+        self.url = url
+        self.transferURL = validated.transferURL
+        self.urlUnixSocketPath = nil
+        self.headerFields = [:]
+        self.body = nil
+    }
+
     /// Creates a request with header fields given as strings, each validated like ``addHeader(_:_:)``.
     public init(
         method: HTTPRequest.Method = .get, url: String, headers: [(String, String)], body: Body? = nil

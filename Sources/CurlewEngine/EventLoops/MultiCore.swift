@@ -234,11 +234,13 @@ final class MultiCore {
     ) -> Bool {
         var outcome = outcome
         while let index = repeater.next(outcome), mayContinue, !isShuttingDown {
-            guard repeater.requests.indices.contains(index) else { return false }
+            guard let request = repeater.requests.request(index) else { return false }
             let userdata = Unmanaged.passUnretained(transfer).toOpaque()
             let now = monotonicNanoseconds()
             if let failure = transfer.prepareRepeat(
-                of: index, requests: repeater.requests, easy: easy, userdata: userdata, now: now)
+                of: index, request: request,
+                indexNamesTheSameRequest: repeater.requests.indexNamesTheSameRequest, easy: easy,
+                userdata: userdata, now: now)
             {
                 _ = transfer.stateMachine.startFailed()
                 outcome = .failure(transfer.error(for: .engine(failure)))

@@ -39,15 +39,48 @@ package struct RepeatedResponse: Sendable, Hashable {
     }
 }
 
+/// Where a repeated transfer's requests come from (``CurlewClient/executeRepeatedly(_:startingAt:next:)``).
+package enum RepeatedRequests: Sendable {
+    /// A fixed list: `next` returns an index in it.
+    case list([CurlewRequest])
+    /// Made on the loop for each number `next` returns (a load test's request number, filling a template); nil
+    /// ends the repeat. Each must have no logger and a replayable body, like a list's; one that has not ends the
+    /// repeat too.
+    case made(@Sendable (Int) -> CurlewRequest?)
+
+    /// Request `index`, or nil when there is none.
+    func request(_ index: Int) -> CurlewRequest? {
+        switch self {
+        case .list(let requests):
+            return requests.indices.contains(index) ? requests[index] : nil
+        case .made(let make):
+            guard let request = make(index), request.isRepeatable else { return nil }
+            return request
+        }
+    }
+
+    /// Whether the same index names the same request (a list's), so a handle configured for it can be re-added
+    /// as it is.
+    var indexNamesTheSameRequest: Bool {
+        if case .list = self { true } else { false }
+    }
+}
+
+extension CurlewRequest {
+    /// Whether the request can go out on a repeated transfer: no logger (which logs per request) and a body that
+    /// can be read again.
+    var isRepeatable: Bool { logger == nil && (body?.isReplayable ?? true) }
+}
+
 /// Chooses, on the loop, a repeated transfer's next request as each one ends.
 final class TransferRepeater: Sendable {
     /// The requests the transfer chooses from; all replayable.
-    let requests: [CurlewRequest]
+    let requests: RepeatedRequests
     /// Called on the loop with each request's outcome, outside libcurl; returns the index of the next request, or
     /// nil to stop.
     let next: @Sendable (Result<RepeatedResponse, any Error>) -> Int?
 
-    init(requests: [CurlewRequest], next: @escaping @Sendable (Result<RepeatedResponse, any Error>) -> Int?) {
+    init(requests: RepeatedRequests, next: @escaping @Sendable (Result<RepeatedResponse, any Error>) -> Int?) {
         self.requests = requests
         self.next = next
     }
@@ -71,11 +104,12 @@ extension Transfer {
     ///
     /// - Returns: why the request cannot start, if it cannot.
     func prepareRepeat(
-        of index: Int, requests: [CurlewRequest], easy: EasyHandle, userdata: UnsafeMutableRawPointer, now: UInt64
+        of index: Int, request next: CurlewRequest, indexNamesTheSameRequest: Bool, easy: EasyHandle,
+        userdata: UnsafeMutableRawPointer, now: UInt64
     ) -> TransferStateMachine.Failure? {
-        let sameRequest = index == requestIndex
+        let sameRequest = indexNamesTheSameRequest && index == requestIndex
         if !sameRequest {
-            request = requests[index]
+            request = next
             requestIndex = index
             checksReusedConnections = settings.checksPooledConnection(
                 beforeWritingTo: request.transferURL, version: request.httpVersion ?? settings.httpVersion)
