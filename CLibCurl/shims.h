@@ -160,11 +160,8 @@ static inline void curlew_share_unlock(CURL *handle, curl_lock_data data, void *
     pthread_mutex_unlock(curlew_share_mutex(data));
 }
 
-/// Creates a share handle that shares DNS and TLS sessions between multi handles on different threads.
-static inline CURLSH *curlew_share_create(void) {
-    for (int index = 0; index < CURL_LOCK_DATA_LAST; index++) {
-        pthread_mutex_init(curlew_share_mutex((curl_lock_data)index), NULL);
-    }
+/// A share handle with the process-wide locks that shares DNS and TLS sessions; NULL if libcurl has no memory.
+static inline CURLSH *curlew_share_make(void) {
     CURLSH *share = curl_share_init();
     if (share == NULL) { return NULL; }
     curl_share_setopt(share, CURLSHOPT_LOCKFUNC, curlew_share_lock);
@@ -174,15 +171,19 @@ static inline CURLSH *curlew_share_create(void) {
     return share;
 }
 
+/// Creates a share handle that shares DNS and TLS sessions between multi handles on different threads.
+static inline CURLSH *curlew_share_create(void) {
+    for (int index = 0; index < CURL_LOCK_DATA_LAST; index++) {
+        pthread_mutex_init(curlew_share_mutex((curl_lock_data)index), NULL);
+    }
+    return curlew_share_make();
+}
+
 /// A share handle like the process's (DNS, TLS sessions) that also holds a cookie store: one per client that keeps
 /// cookies. Its locks are the process share's mutexes, initialised when that was created (call it first).
 static inline CURLSH *curlew_share_create_with_cookies(void) {
-    CURLSH *share = curl_share_init();
+    CURLSH *share = curlew_share_make();
     if (share == NULL) { return NULL; }
-    curl_share_setopt(share, CURLSHOPT_LOCKFUNC, curlew_share_lock);
-    curl_share_setopt(share, CURLSHOPT_UNLOCKFUNC, curlew_share_unlock);
-    curl_share_setopt(share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
-    curl_share_setopt(share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
     curl_share_setopt(share, CURLSHOPT_SHARE, CURL_LOCK_DATA_COOKIE);
     return share;
 }
