@@ -7,9 +7,10 @@ import Synchronization
 /// Publishes a running ``LoadTest``'s counts and latencies into a swift-prometheus registry, for `/metrics`.
 ///
 /// The workers keep counting exactly as without an exporter: one tally and one HdrHistogram per event loop. The
-/// exporter samples those tallies (on ``sample()``: on a timer, ``run(every:)``, and on each scrape) and adds the
-/// difference since its last sample to the registry's counters and histogram, so a run with an exporter does no
-/// work per request that a run without one does not (docs/design/0026-bench-live-metrics.md).
+/// exporter samples those tallies (``sample()``: on each scrape through ``emit(into:)``, or on a timer with
+/// ``run(every:)`` when the registry is emitted by other means) and adds the difference since its last sample to the
+/// registry's counters and histogram, so a run with an exporter does no work per request that a run without one does
+/// not (docs/design/0026-bench-live-metrics.md).
 ///
 /// Metrics (every series also carries the ``labels`` given, and `shard="I/N"` when the plan is a shard):
 /// - `curlew_bench_requests_total{outcome="ok|failed"}`: requests completed; failed are transport failures and

@@ -184,8 +184,9 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(
         name: .customLong("prometheus-hold"),
         help: ArgumentHelp(
-            "Keep /metrics up this long after the run, so a last scrape sees the final counts (default 0s).",
-            discussion: "Set it to at least the scrape interval. Ctrl-C ends the hold.",
+            "Keep /metrics up this long after the run, so a last scrape sees the final counts.",
+            discussion:
+                "Set it to at least the scrape interval. Ctrl-C or SIGTERM ends it; the exit status stays the run's.",
             valueName: "duration"))
     var prometheusHold: DurationArgument = DurationArgument(.zero, text: "0s")
 
@@ -490,8 +491,6 @@ struct BenchCommand: AsyncParsableCommand {
             throw CommandFailure(error.description)
         }
         let recording = Task { await recorder.record() }
-        let exporter = metrics?.exporter
-        let exporting = Task { await exporter?.run() }
         let startedAt = Date()
         let loadSummary: LoadSummary
         do {
@@ -504,11 +503,10 @@ struct BenchCommand: AsyncParsableCommand {
         let interruptsDuringRun = interrupts.count
         reporter.cancel()
         recording.cancel()
-        exporting.cancel()
         _ = await reporter.value
         _ = await recording.value
-        // Its last sample is taken after the run ended: /metrics now shows the final counts.
-        _ = await exporting.value
+        // Each scrape samples the run; this last sample, after the run ended, leaves the final counts in the registry.
+        metrics?.exporter.sample()
         progress.finish()
         // With a hold, Ctrl-C and SIGTERM still reach the monitor: they end the hold, and the exit status is the run's.
         if metrics == nil { interrupts.stop() }
