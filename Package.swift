@@ -25,6 +25,8 @@ let package = Package(
         .library(name: "CurlewUpload", targets: ["CurlewUpload"]),
         // The load generator behind `curlew bench`: shapes, thresholds, the runner, HdrHistogram summaries, merges.
         .library(name: "CurlewLoad", targets: ["CurlewLoad"]),
+        // `curlew bench --prometheus`: a running load test's counts and latencies at /metrics (swift-prometheus).
+        .library(name: "CurlewLoadPrometheus", targets: ["CurlewLoadPrometheus"]),
         .executable(name: "curlew", targets: ["curlew"]),
     ],
     dependencies: [
@@ -45,7 +47,8 @@ let package = Package(
         .package(url: "https://github.com/swiftlang/swift-docc-plugin.git", from: "1.5.0"),
         // SHA-256, HMAC and MD5: CurlewS3's SigV4 signer and checksums; the tests' independent digests.
         .package(url: "https://github.com/apple/swift-crypto.git", from: "3.12.3"),
-        // Tests only: a real Prometheus backend for swift-metrics, whose exposition the pool-metrics tests scrape.
+        // CurlewLoadPrometheus (`curlew bench --prometheus`); in the tests, a real Prometheus backend for
+        // swift-metrics, whose exposition the pool-metrics tests scrape.
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         // Tests only: an independent multipart parser.
         .package(url: "https://github.com/vapor/multipart-kit.git", from: "4.7.1"),
@@ -166,6 +169,19 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        .target(
+            name: "CurlewLoadPrometheus",
+            dependencies: [
+                "CurlewLoad",
+                "CurlewSharding",
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Histogram", package: "hdrhistogram-swift"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            swiftSettings: strictSettings
+        ),
         .executableTarget(
             name: "curlew",
             dependencies: [
@@ -174,6 +190,7 @@ let package = Package(
                 "CurlewS3",
                 "CurlewUpload",
                 "CurlewLoad",
+                "CurlewLoadPrometheus",
                 // libcurl's version info for `curlew version`.
                 "CLibCurl",
                 "CurlewLoopbackServer",
@@ -346,6 +363,18 @@ let package = Package(
                 "CLibCurl",
                 "CurlewTestSupport",
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "CurlewLoadPrometheusTests",
+            dependencies: [
+                "CurlewLoadPrometheus",
+                "CurlewLoad",
+                "CurlewEngine",
+                "CurlewTestSupport",
+                "CurlewLoopbackServer",
+                .product(name: "Prometheus", package: "swift-prometheus"),
             ],
             swiftSettings: strictSettings
         ),

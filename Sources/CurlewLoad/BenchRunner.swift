@@ -247,6 +247,17 @@ package final class BenchRunner: Sendable {
         return total
     }
 
+    /// Requests claimed so far: sent, in flight, or (open model) waiting for their scheduled time; at most the run's
+    /// `-n`. One relaxed load of the counter the workers claim requests from: nothing is added to their path.
+    package var claimedRequests: Int {
+        let claimed = nextTicket.load(ordering: .relaxed)
+        if case .count(let count) = plan.stop { return min(claimed, count) }
+        return claimed
+    }
+
+    /// Whether ``run()`` has returned its result: the tallies hold the run's final counts.
+    package var hasFinished: Bool { finished.load(ordering: .relaxed) }
+
     /// Seconds since the run started (0 before).
     package var elapsedSeconds: Double {
         let start = startNanoseconds.load(ordering: .relaxed)

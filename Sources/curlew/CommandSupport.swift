@@ -115,6 +115,9 @@ final class InterruptMonitor: Sendable {
 
     var wasInterrupted: Bool { presses.value.load(ordering: .relaxed) > 0 }
 
+    /// Interrupts so far.
+    var count: Int { presses.value.load(ordering: .relaxed) }
+
     func stop() {
         for source in sources { source.cancel() }
         for number in Self.signals { signal(number, SIG_DFL) }

@@ -298,7 +298,7 @@ enum Spawn {
 /// Blocking one-shot probes used while a server starts up (run them off the cooperative pool).
 enum Probe {
     /// Connects to 127.0.0.1:`port` with a short timeout; `body` may use the socket.
-    private static func withConnection<R>(port: Int, timeoutSeconds: Int, _ body: (Int32) -> R?) -> R? {
+    static func withConnection<R>(port: Int, timeoutSeconds: Int, _ body: (Int32) -> R?) -> R? {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { return nil }
         defer { close(fd) }

@@ -28,7 +28,7 @@ MARKER = re.compile(r"<!--\s*readme-check:\s*(.*?)\s*-->")
 SECTION_IMPORTS = {
     "Routes and providers": ["Curlew"],
     "The upload library": ["CurlewUpload", "CurlewS3", "CurlewSharding", "CurlewEngine"],
-    "The load-generation library": ["CurlewLoad", "CurlewSharding", "CurlewEngine"],
+    "The load-generation library": ["CurlewLoad", "CurlewLoadPrometheus", "CurlewSharding", "CurlewEngine"],
 }
 DEFAULT_IMPORT = ["CurlewEngine"]
 

@@ -1,6 +1,7 @@
 import ArgumentParser
 import CurlewEngine
 import CurlewLoad
+import CurlewLoadPrometheus
 import CurlewLoopbackServer
 import CurlewSharding
 import Foundation
@@ -166,6 +167,29 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(help: "The length of the intervals of --hdr-log and --report.")
     var interval: DurationArgument = DurationArgument(.seconds(1), text: "1s")
 
+    @Option(
+        name: .customLong("prometheus"),
+        help: ArgumentHelp(
+            "Serve the run's counts and latencies at http://HOST:PORT/metrics for Prometheus while it runs.",
+            discussion: """
+                A bare PORT or :PORT listens on 127.0.0.1 only; give 0.0.0.0:PORT (or another address of this \
+                host) for scrapers elsewhere. Counters of requests by outcome, failures by kind, responses by \
+                status, bytes, connections and checks, a latency histogram and the requests in flight, labelled \
+                shard="I/N" with --shard (give each shard on a machine a port of its own). An address that cannot \
+                be bound is a usage error (64) before anything is sent.
+                """,
+            valueName: "[host:]port"))
+    var prometheus: PrometheusAddressArgument?
+
+    @Option(
+        name: .customLong("prometheus-hold"),
+        help: ArgumentHelp(
+            "Keep /metrics up this long after the run, so a last scrape sees the final counts.",
+            discussion:
+                "Set it to at least the scrape interval. Ctrl-C or SIGTERM ends it; the exit status stays the run's.",
+            valueName: "duration"))
+    var prometheusHold: DurationArgument = DurationArgument(.zero, text: "0s")
+
     @Flag(help: "Print the summary as one JSON object on stdout.")
     var json = false
 
@@ -265,6 +289,9 @@ struct BenchCommand: AsyncParsableCommand {
         if dataFile != nil && url == nil { throw ValidationError("--data needs a URL with {{column}} placeholders") }
         if dataRows == .once && dataFile == nil { throw ValidationError("--data-rows once needs --data") }
         if interval.duration < .milliseconds(100) { throw ValidationError("--interval must be at least 100ms") }
+        if prometheusHold.duration > .zero && prometheus == nil {
+            throw ValidationError("--prometheus-hold keeps --prometheus's endpoint up: give --prometheus")
+        }
         var shape: BenchStages?
         if let stages {
             if rate != nil { throw ValidationError("give --rate or --stages, not both") }
@@ -418,6 +445,23 @@ struct BenchCommand: AsyncParsableCommand {
             throw CommandFailure(error.description)
         }
         let plan = load.runnerPlan
+        // The endpoint is bound before anything is sent: a port in use is a usage error, not a run without metrics.
+        let metrics: (exporter: LoadTestPrometheusExporter, endpoint: PrometheusEndpoint)?
+        if let prometheus {
+            let exporter = LoadTestPrometheusExporter(load)
+            do {
+                let endpoint = try await PrometheusEndpoint.start(host: prometheus.host, port: prometheus.port) {
+                    exporter.emit(into: &$0)
+                }
+                metrics = (exporter, endpoint)
+            } catch {
+                await client.shutdown()
+                try? await server?.shutdown()
+                throw ValidationError("--prometheus \(prometheus): \(error.description)")
+            }
+        } else {
+            metrics = nil
+        }
         let progress = ProgressOutput(enabled: !shared.noProgress)
         if !json {
             print("curlew bench \(target)")
@@ -428,6 +472,7 @@ struct BenchCommand: AsyncParsableCommand {
                         + ": the run's requests \(shard.index), \(shard.index + shard.count), \(shard.index + 2 * shard.count), …"
                 )
             }
+            if let metrics { print("  prometheus: \(metrics.endpoint.url)") }
         }
         if let startAt { try await waitUntil(startAt) }
 
@@ -454,12 +499,17 @@ struct BenchCommand: AsyncParsableCommand {
             throw CommandFailure(error.description)
         }
         let result = loadSummary.result
+        // Interrupts after this one end the --prometheus-hold, not the run.
+        let interruptsDuringRun = interrupts.count
         reporter.cancel()
         recording.cancel()
         _ = await reporter.value
         _ = await recording.value
+        // Each scrape samples the run; this last sample, after the run ended, leaves the final counts in the registry.
+        metrics?.exporter.sample()
         progress.finish()
-        interrupts.stop()
+        // With a hold, Ctrl-C and SIGTERM still reach the monitor: they end the hold, and the exit status is the run's.
+        if metrics == nil { interrupts.stop() }
         await client.shutdown()
 
         do {
@@ -513,6 +563,17 @@ struct BenchCommand: AsyncParsableCommand {
             print(try jsonLine(summary))
         } else {
             print(summary.text)
+        }
+        if let metrics {
+            if prometheusHold.duration > .zero {
+                fflush(nil)
+                let end = ContinuousClock.now + prometheusHold.duration
+                while ContinuousClock.now < end && interrupts.count == interruptsDuringRun {
+                    try? await Task.sleep(for: min(.milliseconds(50), end - ContinuousClock.now))
+                }
+            }
+            interrupts.stop()
+            await metrics.endpoint.shutdown()
         }
         if summary.exitStatus != BenchExitStatus.success { throw ExitCode(summary.exitStatus) }
     }

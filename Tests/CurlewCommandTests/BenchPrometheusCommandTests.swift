@@ -1,0 +1,82 @@
+import CurlewTestSupport
+import Foundation
+import Testing
+
+/// `curlew bench --prometheus` scraped by a real Prometheus (Debian's package): two shards of one run, each with
+/// its endpoint, seen live while they run, and in the end the counts the runs reported and nginx logged.
+///
+/// A suite of its own (`make test`'s `prometheus` step): Prometheus' start-up and the shards' paced load are kept
+/// off the main run's timing-sensitive tests.
+@Suite(.serialized) struct BenchPrometheusCommandTests {
+    @Test func prometheusScrapesEachShardLiveAndEndsWithTheRunsAndTheServersCounts() async throws {
+        let nginx = try await NginxServer.shared()
+        let marker = NginxHit.makeMarker()
+        let total = 3000
+        let ports = try [FreePort.allocate(), FreePort.allocate()]
+        let prometheus = try await PrometheusServer.start(
+            scraping: ports.map { "127.0.0.1:\($0)" }, every: .milliseconds(250))
+        defer { prometheus.stop() }
+
+        // The whole run: 3,000 requests at 1,000/s (about 3 s), in two shards; the hold is four scrape intervals.
+        let shards = try (0..<2).map { index in
+            try CurlewBinary.start([
+                "bench", nginx.httpBaseURL + marker + "p", "-n", "\(total)", "--rate", "1000", "-c", "8", "--shard",
+                "\(index)/2", "--prometheus", ":\(ports[index])", "--prometheus-hold", "1s", "--json",
+                "--no-progress",
+            ])
+        }
+        defer { for shard in shards where shard.isRunning { shard.signal(SIGKILL) } }
+
+        // Live: while the shards run, Prometheus has each shard's counts so far, labelled with the shard (the counts
+        // and `running` of one evaluation, so of the same scrapes).
+        var live: [String: Double] = [:]
+        var up: [String: Double] = [:]
+        try await waitUntil(
+            timeout: .seconds(20), pollInterval: .milliseconds(100),
+            "Prometheus to scrape both shards mid-run (last seen: \(live), up: \(up); shards running: \(shards.map(\.isRunning)), stderr: \(shards.map(\.currentStderr)))"
+        ) {
+            up = Dictionary(
+                try await prometheus.query("up").map { ($0.labels["instance"] ?? "", $0.value) }, uniquingKeysWith: max)
+            let counts = try await prometheus.query(
+                "sum by (shard) (curlew_bench_requests_total) and on (shard) (curlew_bench_running == 1)")
+            live = Dictionary(
+                counts.compactMap { series in series.labels["shard"].map { ($0, series.value) } }, uniquingKeysWith: max
+            )
+            return Set(live.keys) == ["0/2", "1/2"] && live.values.allSatisfy { $0 > 0 }
+        }
+        #expect(live.values.allSatisfy { $0 < Double(total / 2) }, "\(live)")
+
+        var reported: [String: Int] = [:]
+        for (index, shard) in shards.enumerated() {
+            let output = try await shard.finish(timeout: .seconds(60))
+            #expect(output.status == 0, "\(output.stderr)")
+            reported["\(index)/2"] = try output.json()["requests"] as? Int
+        }
+        #expect(reported.values.reduce(0, +) == total)
+
+        // In the end: the last scrape (during the hold) has each shard's final count. The endpoints are gone now, so
+        // the series are stale; max_over_time still reads their samples.
+        var scraped: [String: Double] = [:]
+        try await waitUntil(
+            timeout: .seconds(20), pollInterval: .milliseconds(100), "Prometheus to have the final counts"
+        ) {
+            let series = try await prometheus.query(
+                "sum by (shard) (max_over_time(curlew_bench_requests_total[5m]))")
+            scraped = Dictionary(
+                series.compactMap { series in series.labels["shard"].map { ($0, series.value) } }, uniquingKeysWith: max
+            )
+            return scraped.count == 2 && scraped.allSatisfy { Int($0.value) == reported[$0.key] }
+        }
+        let histogramCount = try await prometheus.query(
+            "sum(max_over_time(curlew_bench_request_duration_seconds_count[5m]))")
+        #expect(histogramCount.first?.value == Double(total))
+        let failed = try await prometheus.query(
+            "sum(max_over_time(curlew_bench_requests_total{outcome=\"failed\"}[5m]))")
+        #expect(failed.first?.value == 0)
+
+        // And the server's count: nginx logged every request, no more.
+        let hits = try await NginxHit.read(nginx, marker: marker, atLeast: total)
+        #expect(hits.count == total)
+        #expect(scraped.values.reduce(0, +) == Double(hits.count))
+    }
+}
