@@ -22,29 +22,16 @@ public final class AuthenticatingProxy: Sendable {
     /// Starts a proxy on a fresh loopback port that admits `username` and `password` only.
     public static func start(username: String = "curlew", password: String) async throws -> AuthenticatingProxy {
         let directory = try TemporaryDirectory.make(prefix: "curlew-auth-proxy")
-        let attempts = 3
-        for attempt in 1...attempts {
-            // pproxy binds the port itself; another process can take it in between, hence the retry.
-            let port = try FreePort.allocate()
-            let process = try await SupervisedProcess.launch(
-                name: "pproxy",
-                program: [
+        let (process, port) = try await SupervisedProcess.launchBindingFreePort(
+            name: "pproxy", directory: directory,
+            program: { port, _ in
+                [
                     "{python}", "-m", "pproxy", "-l", "http+socks5://127.0.0.1:\(port)#\(username):\(password)",
                     "--auth", "0",
-                ],
-                listen: 0,
-                stderrPath: directory + "/stderr-\(attempt).log",
-                cleanupDirectory: directory
-            )
-            do {
-                try await process.waitUntilReady { Probe.acceptsConnections(port: port) }
-                return AuthenticatingProxy(port: port, username: username, password: password, process: process)
-            } catch let exited as ServerExited where attempt < attempts {
-                _ = exited
-                continue
-            }
-        }
-        throw TestSupportError("pproxy: could not bind a free port after \(attempts) attempts (pip install pproxy)")
+                ]
+            },
+            isReady: { Probe.acceptsConnections(port: $0) })
+        return AuthenticatingProxy(port: port, username: username, password: password, process: process)
     }
 
     /// Stops the proxy (SIGTERM to its supervisor) and waits for it.

@@ -29,42 +29,33 @@ public final class DanteSocksProxy: Sendable {
         }
         let directory = try TemporaryDirectory.make(prefix: "curlew-dante")
         try writeAccounts(in: directory, username: username, password: password)
-        let attempts = 3
-        for attempt in 1...attempts {
-            // danted binds the port itself; another process can take it in between, hence the retry.
-            let port = try FreePort.allocate()
-            let configuration = """
-                logoutput: stderr
-                internal: 127.0.0.1 port = \(port)
-                external: 127.0.0.1
-                socksmethod: username
-                user.privileged: root
-                user.unprivileged: nobody
-                client pass { from: 127.0.0.0/8 to: 0.0.0.0/0 }
-                socks pass { from: 127.0.0.0/8 to: 0.0.0.0/0 socksmethod: username }
+        let (process, port) = try await SupervisedProcess.launchBindingFreePort(
+            name: "danted", directory: directory,
+            program: { port, attempt in
+                let configurationPath = directory + "/danted-\(attempt).conf"
+                try Self.configuration(port: port).write(toFile: configurationPath, atomically: true, encoding: .utf8)
+                let script =
+                    "mount --bind '\(directory)/passwd' /etc/passwd && mount --bind '\(directory)/shadow' /etc/shadow"
+                    + " && exec /usr/sbin/danted -f '\(configurationPath)' -p '\(directory)/danted-\(attempt).pid'"
+                return ["unshare", "--mount", "--propagation", "private", "sh", "-c", script]
+            },
+            isReady: { Probe.acceptsConnections(port: $0) })
+        return DanteSocksProxy(port: port, username: username, password: password, process: process)
+    }
 
-                """
-            let configurationPath = directory + "/danted-\(attempt).conf"
-            try configuration.write(toFile: configurationPath, atomically: true, encoding: .utf8)
-            let script =
-                "mount --bind '\(directory)/passwd' /etc/passwd && mount --bind '\(directory)/shadow' /etc/shadow"
-                + " && exec /usr/sbin/danted -f '\(configurationPath)' -p '\(directory)/danted-\(attempt).pid'"
-            let process = try await SupervisedProcess.launch(
-                name: "danted",
-                program: ["unshare", "--mount", "--propagation", "private", "sh", "-c", script],
-                listen: 0,
-                stderrPath: directory + "/stderr-\(attempt).log",
-                cleanupDirectory: directory
-            )
-            do {
-                try await process.waitUntilReady { Probe.acceptsConnections(port: port) }
-                return DanteSocksProxy(port: port, username: username, password: password, process: process)
-            } catch let exited as ServerExited where attempt < attempts {
-                _ = exited
-                continue
-            }
-        }
-        throw TestSupportError("danted: could not bind a free port after \(attempts) attempts")
+    /// Dante on 127.0.0.1:`port`, admitting loopback clients that log in with a user name and password.
+    private static func configuration(port: Int) -> String {
+        """
+        logoutput: stderr
+        internal: 127.0.0.1 port = \(port)
+        external: 127.0.0.1
+        socksmethod: username
+        user.privileged: root
+        user.unprivileged: nobody
+        client pass { from: 127.0.0.0/8 to: 0.0.0.0/0 }
+        socks pass { from: 127.0.0.0/8 to: 0.0.0.0/0 socksmethod: username }
+
+        """
     }
 
     /// Copies of the system's account files with the test user added; its password hashed by `openssl passwd -6`.

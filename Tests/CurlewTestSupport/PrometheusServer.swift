@@ -49,45 +49,29 @@ public final class PrometheusServer: Sendable {
                   - targets: [\(targets.map { "'\($0)'" }.joined(separator: ", "))]
             """
         try configuration.write(toFile: directory + "/prometheus.yml", atomically: true, encoding: .utf8)
-        let attempts = 3
-        for attempt in 1...attempts {
-            // Prometheus binds its port itself; another process can take it in between, hence the retry.
-            let port = try FreePort.allocate()
-            let process = try await SupervisedProcess.launch(
-                name: "prometheus",
-                program: [
+        let (process, port) = try await SupervisedProcess.launchBindingFreePort(
+            name: "prometheus", directory: directory, readyTimeout: .seconds(60),
+            program: { port, attempt in
+                [
                     prometheus, "--config.file=\(directory)/prometheus.yml",
                     "--storage.tsdb.path=\(directory)/data-\(attempt)", "--web.listen-address=127.0.0.1:\(port)",
-                ],
-                listen: 0,
-                stderrPath: directory + "/stderr-\(attempt).log",
-                cleanupDirectory: directory
-            )
-            do {
-                try await process.waitUntilReady(timeout: .seconds(60)) {
-                    Probe.httpStatus(port: port, path: "/-/ready") == 200
-                }
-                let server = PrometheusServer(port: port, process: process)
-                // Ready is not yet scraping: Prometheus applies discovered targets on a 5 s tick. Once every target
-                // has an `up` series (0 while nothing listens there), each is scraped every interval.
-                do {
-                    try await waitUntil(
-                        timeout: .seconds(30), pollInterval: .milliseconds(100), "Prometheus to scrape \(targets)"
-                    ) {
-                        try await server.query("up").count == targets.count
-                    }
-                } catch {
-                    server.stop()
-                    throw error
-                }
-                return server
-            } catch let exited as ServerExited
-                where exited.tail.contains("address already in use") && attempt < attempts
-            {
-                continue
+                ]
+            },
+            isReady: { Probe.httpStatus(port: $0, path: "/-/ready") == 200 })
+        let server = PrometheusServer(port: port, process: process)
+        // Ready is not yet scraping: Prometheus applies discovered targets on a 5 s tick. Once every target has an
+        // `up` series (0 while nothing listens there), each is scraped every interval.
+        do {
+            try await waitUntil(
+                timeout: .seconds(30), pollInterval: .milliseconds(100), "Prometheus to scrape \(targets)"
+            ) {
+                try await server.query("up").count == targets.count
             }
+        } catch {
+            server.stop()
+            throw error
         }
-        throw TestSupportError("prometheus: could not bind a free port after \(attempts) attempts")
+        return server
     }
 
     /// One series of an instant query's result: its labels and value.

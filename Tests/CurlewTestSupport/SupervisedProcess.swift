@@ -176,6 +176,35 @@ struct ServerExited: Error, CustomStringConvertible {
 
 /// posix_spawn with exactly the descriptors we intend: everything this file opens is
 /// close-on-exec, and dup2 onto 0/1/2 is the only way a descriptor reaches the child.
+extension SupervisedProcess {
+    /// Starts a server that binds its loopback port itself (pproxy, danted, Prometheus) on a fresh port, and waits
+    /// until `isReady(port)`. Another process can take the port between ``FreePort/allocate()`` and the server's
+    /// bind, so a server that exits before it is ready is started again on another port, three times at most.
+    ///
+    /// - Parameter program: the command line for a port and an attempt number (for files of its own per attempt).
+    static func launchBindingFreePort(
+        name: String, directory: String, readyTimeout: Duration = .seconds(30),
+        program: (_ port: Int, _ attempt: Int) throws -> [String],
+        isReady: @escaping @Sendable (_ port: Int) -> Bool
+    ) async throws -> (process: SupervisedProcess, port: Int) {
+        let attempts = 3
+        for attempt in 1...attempts {
+            let port = try FreePort.allocate()
+            let process = try await launch(
+                name: name, program: try program(port, attempt), listen: 0,
+                stderrPath: directory + "/stderr-\(attempt).log", cleanupDirectory: directory)
+            do {
+                try await process.waitUntilReady(timeout: readyTimeout) { isReady(port) }
+                return (process, port)
+            } catch let exited as ServerExited where attempt < attempts {
+                _ = exited
+                continue
+            }
+        }
+        throw TestSupportError("\(name): could not bind a free port after \(attempts) attempts")
+    }
+}
+
 enum Spawn {
     struct Started {
         let pid: pid_t
