@@ -119,8 +119,9 @@ public final class LoadTestPrometheusExporter: Sendable {
                         descriptor: checks, labels: labels + [("check", check.text), ("result", "fail")])
                 )
             },
-            targets: plan.targets.count > 1
-                ? (1...plan.targets.count).map { number in
+            // Targets counted apart only: a template's rows made up front are one request, not targets.
+            targets: plan.countedTargets > 1
+                ? (1...plan.countedTargets).map { number in
                     (
                         registry.makeCounter(
                             descriptor: targets, labels: labels + [("target", "\(number)"), ("outcome", "ok")]),
@@ -129,7 +130,7 @@ public final class LoadTestPrometheusExporter: Sendable {
                     )
                 } : [])
         metrics.running.set(to: 1)
-        state = Mutex(State(previous: BenchTally(targetCount: plan.targets.count)))
+        state = Mutex(State(previous: BenchTally(targetCount: plan.countedTargets)))
     }
 
     /// Adds what the run counted since the last sample to the registry. Cheap next to the run: a copy of each

@@ -96,6 +96,31 @@ import Testing
         #expect(sum > 200 * 0.002)
     }
 
+    /// A template's data rows are made into requests up front and sent like a targets file's, but they are one
+    /// request: no series per row.
+    @Test func aTemplatesRowsAreNotSeriesOfTheirOwn() async throws {
+        let server = try await LoopbackServer.start()
+        let data = LoadData(columns: ["n"], rows: (0..<50).map { [String($0)] as [String?] })
+        let template = try LoadRequestTemplate(url: server.baseURL + "/small?n={{n}}", data: data)
+        var plan = LoadPlan(template: template, shape: .requests(200))
+        plan.connections = 4
+        plan.progressInterval = nil
+        let client = CurlewClient(configuration: plan.clientConfiguration())
+        let load = try LoadTest(plan, client: client)
+        let exporter = LoadTestPrometheusExporter(load)
+        let summary = try await load.run()
+        await client.shutdown()
+        let served = server.requestsServed
+        try await server.shutdown()
+        var buffer: [UInt8] = []
+        exporter.emit(into: &buffer)
+        let samples = try ExpositionSample.parse(String(decoding: buffer, as: UTF8.self))
+        #expect(served == 200)
+        #expect(summary.requests == 200)
+        #expect(samples.value("curlew_bench_requests_total", ["outcome": "ok"]) == 200)
+        #expect(!samples.contains { $0.name.hasPrefix("curlew_bench_target_requests") })
+    }
+
     @Test func aShardsSeriesAreLabelledWithTheShard() async throws {
         try await withLoopbackServer { server in
             var plan = try LoadPlan(target: server.baseURL + "/small", shape: .requests(90))

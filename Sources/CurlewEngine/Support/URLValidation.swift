@@ -70,7 +70,8 @@ enum URLValidation {
             throw CurlewError.invalidRequest("the URL contains spaces or control characters")
         }
         guard startsWith(url, oneOf: ["http://", "https://"]) else {
-            throw CurlewError(code: .protocolNotAllowed, detail: "a filled URL must be http or https: \(url)")
+            // Not the URL itself: it may carry credentials.
+            throw CurlewError(code: .protocolNotAllowed, detail: "a filled URL must be http or https")
         }
         return Validated(transferURL: url, unixSocketPath: nil)
     }

@@ -704,7 +704,7 @@ struct BenchCommand: AsyncParsableCommand {
             }
         let pace = rate.map { String(format: ", %.0f requests/s scheduled", $0) } ?? ""
         let shape = stages.map { ", stages \($0)" } ?? ""
-        let targets = plan.targets.count > 1 ? ", \(plan.targets.count) targets" : ""
+        let targets = plan.countedTargets > 1 ? ", \(plan.countedTargets) targets" : ""
         let reuse = noKeepalive ? ", a new connection per request" : ""
         let loopDriver =
             driver.threadDriver == nil ? " (dispatch)" : driver.threadDriver == .socketAction ? " (socket-action)" : ""
