@@ -1,3 +1,4 @@
+import CurlewLoopbackServer
 import CurlewTestSupport
 import Foundation
 import Testing
@@ -5,8 +6,10 @@ import Testing
 /// `curlew bench --prometheus` scraped by a real Prometheus (Debian's package): two shards of one run, each with
 /// its endpoint, seen live while they run, and in the end the counts the runs reported and nginx logged.
 ///
-/// A suite of its own (`make test`'s `prometheus` step): Prometheus' start-up and the shards' paced load are kept
-/// off the main run's timing-sensitive tests.
+/// Also the endpoint's own life: live counts while a run goes, the final ones during the hold.
+///
+/// A suite of its own (`make test`'s `prometheus` step): Prometheus' start-up, the paced runs and their scrapes are
+/// kept off the main run, whose load they could not rely on and whose timing-sensitive tests they would load.
 @Suite(.serialized) struct BenchPrometheusCommandTests {
     @Test func prometheusScrapesEachShardLiveAndEndsWithTheRunsAndTheServersCounts() async throws {
         let nginx = try await NginxServer.shared()
@@ -78,5 +81,56 @@ import Testing
         let hits = try await NginxHit.read(nginx, marker: marker, atLeast: total)
         #expect(hits.count == total)
         #expect(scraped.values.reduce(0, +) == Double(hits.count))
+    }
+
+    /// While the run goes on, a scrape has the counts so far; the hold keeps the endpoint up after it with the
+    /// final ones, which are the run's.
+    ///
+    /// Here, in the `prometheus` step's process, not in the main run: there, under the other suites' load, a 2 s run
+    /// and then a 10 s one ended before a scrape (a `curl` process each) saw it running. The run is paced over 10 s.
+    @Test func theEndpointServesTheRunAndItsFinalCountsDuringTheHold() async throws {
+        try await withLoopbackServer { server in
+            let port = try FreePort.allocate()
+            let running = try CurlewBinary.start([
+                "bench", server.baseURL + "/small", "-n", "3000", "--rate", "300", "-c", "4", "--prometheus",
+                ":\(port)", "--prometheus-hold", "60s", "--json", "--no-progress",
+            ])
+            defer { running.signal(SIGKILL) }
+            var live = -1.0
+            try await waitUntil(timeout: .seconds(20), "a scrape during the run") {
+                guard let samples = try? await BenchCommandTests.scrape(port: port) else { return false }
+                if samples.value("curlew_bench_running") == 0 {
+                    throw TestSupportError("the 10 s run ended before a scrape saw it running")
+                }
+                guard let ok = samples.value("curlew_bench_requests_total", ["outcome": "ok"]), ok > 0 else {
+                    return false
+                }
+                live = ok
+                return true
+            }
+            #expect(live > 0 && live < 3000)
+            var final: [ExpositionSample] = []
+            try await waitUntil(timeout: .seconds(20), "the run to end") {
+                guard let samples = try? await BenchCommandTests.scrape(port: port),
+                    samples.value("curlew_bench_running") == 0
+                else { return false }
+                final = samples
+                return true
+            }
+            #expect(final.value("curlew_bench_requests_total", ["outcome": "ok"]) == 3000)
+            #expect(final.value("curlew_bench_request_duration_seconds_count") == 3000)
+            #expect(final.value("curlew_bench_in_flight") == 0)
+            #expect(server.requestsServed == 3000)
+            // Still holding, with the summary printed: SIGTERM (or Ctrl-C) cuts the hold short.
+            #expect(running.isRunning)
+            try await waitUntil(timeout: .seconds(20), "the summary on stdout") {
+                (try? String(contentsOfFile: running.stdoutPath, encoding: .utf8))?.hasSuffix("\n") == true
+            }
+            running.signal(SIGTERM)
+            let output = try await running.finish(timeout: .seconds(20))
+            // The hold ended by SIGTERM; the exit status is the run's.
+            #expect(output.status == 0, "\(output.stderr)")
+            #expect(try output.json()["requests"] as? Int == 3000)
+        }
     }
 }

@@ -151,7 +151,8 @@ struct RequestBodyStreamTests {
                 let (stream, writer) = RequestBodyStream.makeStream(length: 3, bufferLimit: 1)
                 let request = try CurlewRequest(method: .post, url: "\(server.baseURL)/upload", body: .stream(stream))
                 async let code = curlewErrorCode { _ = try await client.execute(request) }
-                try await withTimeout(.seconds(10), "the writer") {
+                // A bound against a hang, not a measure: 10 s ran out in CI's main run when the machine stalled.
+                try await withTimeout(.seconds(30), "the writer") {
                     for byte in Array("abcd".utf8) { try? await writer.write([byte]) }
                 }
                 #expect(await code == .requestBodyFailed)
