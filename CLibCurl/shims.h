@@ -73,6 +73,11 @@ static inline CURLcode curlew_easy_setopt_sockopt_callback(CURL *handle, curl_so
     return curl_easy_setopt(handle, CURLOPT_SOCKOPTFUNCTION, cb);
 }
 
+typedef int (*curlew_resolver_start_callback)(void *resolver_state, void *reserved, void *userdata);
+static inline CURLcode curlew_easy_setopt_resolver_start_callback(CURL *handle, curlew_resolver_start_callback cb) {
+    return curl_easy_setopt(handle, CURLOPT_RESOLVER_START_FUNCTION, cb);
+}
+
 /// The local port of a socket (IPv4 or IPv6), or -1. Tells a connection a transfer opened from a pooled one that
 /// libcurl handed it on a later attempt of the same transfer.
 static inline int curlew_socket_local_port(int fd) {

@@ -106,6 +106,43 @@ struct CurlewClientTimeoutsTests {
         }
     }
 
+    /// The connect timeout bounds getting a connection, the wait for a free one included, on every libcurl: 7.88
+    /// restarts its own timer when the wait ends, 8.x counts the wait but looks only once a connection is free (here
+    /// 10 s later). The engine fails the waiting request on time, as waiting, and the server never sees it.
+    @Test(arguments: allLoops)
+    func aRequestWaitingForAFreeConnectionPastTheConnectTimeoutFailsAsWaiting(
+        loop: CurlewClient.Configuration.EventLoopKind
+    ) async throws {
+        let server = try await LoopbackServer.start()
+        defer { Task { try? await server.shutdown() } }
+        try await withClient(
+            loop,
+            configure: {
+                $0.loopCount = 1
+                $0.maxConnectionsPerHost = 1
+            }
+        ) { client in
+            let occupying = Task { try await client.execute(try CurlewRequest(url: "\(server.baseURL)/delay/10000")) }
+            defer { occupying.cancel() }
+            try await waitUntil(timeout: .seconds(30)) { server.requestsServed >= 1 }
+            var waiting = try CurlewRequest(url: "\(server.baseURL)/small")
+            waiting.timeouts = .init(connect: .milliseconds(300))
+            let queued = waiting
+            let (error, elapsed) = try await measured {
+                do {
+                    _ = try await client.execute(queued)
+                    return nil as CurlewError?
+                } catch {
+                    return error as? CurlewError
+                }
+            }
+            #expect(error?.code == .timeout(.waitingForConnection), "\(String(describing: error))")
+            #expect(error?.detail.contains("maxConnectionsPerHost") == true)
+            #expect(elapsed >= .milliseconds(290) && elapsed < .seconds(5))
+            #expect(server.requestsServed == 1)
+        }
+    }
+
     @Test(arguments: [CurlewClient.Configuration.EventLoopKind.thread])
     func waitingForAFreeConnectionIsNotIdleness(loop: CurlewClient.Configuration.EventLoopKind) async throws {
         let server = try await LoopbackServer.start()

@@ -98,11 +98,11 @@ struct CurlewErrorCodeTests {
     }
 
     @Test func timeoutKindsHaveStableNamesThatEndTheirCodesName() {
-        let kinds: [CurlewError.TimeoutKind] = [.connect, .total, .idle]
-        #expect(kinds.map(\.name) == ["connect", "total", "idle"])
-        #expect(kinds.map(\.description) == ["connect", "total", "idle"])
-        #expect(Set(kinds).count == 3)
-        #expect(
-            kinds.map { CurlewError.Code.timeout($0).name } == ["timeout.connect", "timeout.total", "timeout.idle"])
+        let kinds: [CurlewError.TimeoutKind] = [.connect, .waitingForConnection, .total, .idle]
+        let names = ["connect", "waitingForConnection", "total", "idle"]
+        #expect(kinds.map(\.name) == names)
+        #expect(kinds.map(\.description) == names)
+        #expect(Set(kinds).count == 4)
+        #expect(kinds.map { CurlewError.Code.timeout($0).name } == names.map { "timeout.\($0)" })
     }
 }

@@ -23,6 +23,9 @@ struct PoolStatisticsTests {
                     $0.loopCount = 1
                     $0.maxConnectionsPerHost = 2
                     $0.httpVersion = .http1_1
+                    // Two requests wait for a connection until the server lets go, however slow a loaded machine
+                    // makes that: the connect timeout counts the wait.
+                    $0.timeouts.connect = .seconds(300)
                 }
             ) { client in
                 let origin = "http://127.0.0.1:\(server.port)"

@@ -10,7 +10,8 @@ import Testing
     /// Every code a transfer can fail with, for tables of decisions.
     private static let allCodes: [CurlewError.Code] = [
         .invalidRequest, .protocolNotAllowed, .dnsFailure, .connectionRefused, .connectFailed, .timeout(.connect),
-        .timeout(.total), .timeout(.idle), .tls, .tooManyRedirects, .bodyTooLarge, .requestBodyFailed,
+        .timeout(.waitingForConnection), .timeout(.total), .timeout(.idle), .tls, .tooManyRedirects, .bodyTooLarge,
+        .requestBodyFailed,
         .requestBodyNotReplayable, .downloadFailed, .connectionClosed, .invalidResponse, .http2, .cancelled,
         .clientShutdown, .unsupportedLibcurl, .transport,
     ]
@@ -109,6 +110,7 @@ import Testing
     @Test func theRouteLayerRetriesTransientFailuresOfIdempotentRequests() {
         let retried: Set<CurlewError.Code> = [
             .connectionRefused, .connectFailed, .connectionClosed, .timeout(.connect), .dnsFailure,
+            .timeout(.waitingForConnection),
         ]
         for code in Self.allCodes {
             let delay = RetryRules.routeLayer.delayBeforeRetry(
@@ -123,7 +125,9 @@ import Testing
     }
 
     @Test func theUploadRetriesUnsentFailuresOfEveryRequestAndLostConnectionsOfIdempotentOnes() {
-        let unsent: Set<CurlewError.Code> = [.connectionRefused, .connectFailed, .dnsFailure, .timeout(.connect)]
+        let unsent: Set<CurlewError.Code> = [
+            .connectionRefused, .connectFailed, .dnsFailure, .timeout(.connect), .timeout(.waitingForConnection),
+        ]
         let lostMidway: Set<CurlewError.Code> = [.connectionClosed, .timeout(.idle), .timeout(.total), .http2]
         for code in Self.allCodes {
             for idempotent in [true, false] {

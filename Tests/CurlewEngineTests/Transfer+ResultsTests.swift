@@ -46,4 +46,21 @@ struct TransferFailureTests {
         // Without a cause of the engine's, libcurl's code speaks.
         #expect(Self.error(.curl(CURLE_COULDNT_CONNECT))?.code == .connectFailed)
     }
+
+    /// libcurl 8 counts the wait for a free connection in its connect timeout: its code 28 for a transfer that never
+    /// left that wait is the same timeout the engine reports when it sees it first.
+    @Test func libcurlsTimeoutBeforeAnyConnectionAttemptIsTheWaitForOne() {
+        func timedOut(waitingForConnection: Bool) -> CurlewError? {
+            let facts = Transfer.HandleFacts(
+                message: nil, osErrno: 0, lastStatus: 0, proxyConnectStatus: 0, progress: nil,
+                metrics: TransferMetrics(), waitingForConnection: waitingForConnection)
+            return TransferFailure.error(for: .curl(CURLE_OPERATION_TIMEDOUT), cause: nil, handle: facts)
+                as? CurlewError
+        }
+        let waiting = timedOut(waitingForConnection: true)
+        #expect(waiting?.code == .timeout(.waitingForConnection))
+        #expect(waiting?.curlCode == Int(CURLE_OPERATION_TIMEDOUT.rawValue))
+        #expect(waiting?.detail == Self.error(.engine(.timeout(.waitingForConnection)))?.detail)
+        #expect(timedOut(waitingForConnection: false)?.code == .timeout(.connect))
+    }
 }

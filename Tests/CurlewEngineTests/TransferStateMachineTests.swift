@@ -63,6 +63,46 @@ struct TransferStateMachineTests {
         #expect(shutdown.shutdown() == .removeAndFail(.abortedByShutdown))
     }
 
+    @Test func aTransferStillWaitingForAConnectionAtItsConnectDeadlineFailsAsWaiting() {
+        var machine = TransferStateMachine(setup: .init(connectionDeadline: 100))
+        _ = machine.submitted(now: 0, loopIsShuttingDown: false)
+        #expect(machine.nextDeadline == 100)
+        #expect(machine.deadlineCheck(now: 99, requestSent: false) == .checkAgain(at: 100))
+        #expect(
+            machine.deadlineCheck(now: 100, requestSent: false) == .removeAndFail(.timeout(.waitingForConnection)))
+        #expect(machine.isFinished)
+    }
+
+    @Test func aTransferConnectingAtItsConnectDeadlineLeavesLibcurlAMomentThenFailsAsConnect() {
+        let grace = TransferStateMachine.connectTimerGrace
+        var machine = TransferStateMachine(setup: .init(connectionDeadline: 100))
+        _ = machine.submitted(now: 0, loopIsShuttingDown: false)
+        #expect(
+            machine.deadlineCheck(now: 100, requestSent: false, connectionAttemptStarted: true)
+                == .checkAgain(at: 100 + grace))
+        #expect(
+            machine.deadlineCheck(now: 99 + grace, requestSent: false, connectionAttemptStarted: true)
+                == .checkAgain(at: 100 + grace))
+        #expect(
+            machine.deadlineCheck(now: 100 + grace, requestSent: false, connectionAttemptStarted: true)
+                == .removeAndFail(.timeout(.connect)))
+    }
+
+    @Test func aRequestStartingOnAConnectionEndsTheConnectDeadlineForGood() {
+        var machine = TransferStateMachine(setup: .init(totalDeadline: 1_000, connectionDeadline: 100))
+        _ = machine.submitted(now: 0, loopIsShuttingDown: false)
+        #expect(machine.requestStarting(connection: .notChecked) == .proceed)
+        #expect(machine.nextDeadline == 1_000)
+        #expect(machine.deadlineCheck(now: 500, requestSent: true) == .checkAgain(at: 1_000))
+        // A retry on a fresh connection does not bring it back.
+        #expect(
+            machine.curlCompleted(
+                failure: .init(
+                    connectionFailed: true, usedPooledConnection: true, requestBytesWritten: 0, isIdempotent: true,
+                    bodyIsReplayable: true)) == .retryOnFreshConnection)
+        #expect(machine.deadlineCheck(now: 600, requestSent: false) == .checkAgain(at: 1_000))
+    }
+
     @Test func aTotalDeadlinePassedBeforeTheLoopPickedTheTransferUpFailsItWithoutStarting() {
         var machine = TransferStateMachine(setup: .init(totalDeadline: 10))
         #expect(machine.submitted(now: 10, loopIsShuttingDown: false) == .fail(.totalTimeoutBeforeStart))

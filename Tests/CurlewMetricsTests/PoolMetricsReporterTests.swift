@@ -35,6 +35,9 @@ struct PoolMetricsReporterTests {
             // Not the 4 s default: a loaded machine can leave this test that long between requests, and a retired
             // idle connection would change the counts asserted below.
             configuration.maxConnectionIdleAge = .seconds(120)
+            // Two requests wait for a connection until the server lets go, however slow a loaded machine makes that:
+            // the connect timeout counts the wait.
+            configuration.timeouts.connect = .seconds(300)
             let client = CurlewClient(configuration: configuration)
             defer { Task { await client.shutdown() } }
             let registry = PrometheusCollectorRegistry()

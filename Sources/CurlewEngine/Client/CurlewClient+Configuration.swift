@@ -204,7 +204,12 @@ extension CurlewClient {
     /// Connect, total and idle timeouts, kept in nanoseconds end to end and rounded up (never down) to
     /// libcurl's milliseconds.
     public struct Timeouts: Sendable, Hashable {
-        /// Time to establish a connection: DNS, TCP and TLS. `nil` means libcurl's default (300 s).
+        /// Time to get a connection, counted from submission: waiting for a free one (when every connection
+        /// ``maxConnectionsPerHost`` or ``maxConnectionsTotal`` allows is busy), then DNS, TCP and TLS for a new one.
+        /// A request still waiting when it runs out fails with ``CurlewError/TimeoutKind/waitingForConnection``,
+        /// one connecting with ``CurlewError/TimeoutKind/connect``. The same on every libcurl (7.88 would restart
+        /// its own timer when the wait ends; the engine does not). `nil` means libcurl's default (300 s), which
+        /// libcurl 8 counts from submission too.
         public var connect: Duration?
         /// Time for the whole request, counted from submission, including any wait for a free connection
         /// and every redirect. `nil` means none.

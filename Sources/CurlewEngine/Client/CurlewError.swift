@@ -11,13 +11,18 @@ public struct CurlewError: Error, Sendable, Hashable, CustomStringConvertible {
     /// A struct rather than an enum, so that timeouts (a first-byte or a send timeout, say) can be added without
     /// breaking a caller's `switch`. ``name`` is stable; it ends ``Code/name`` of a timeout (`"timeout.idle"`).
     public struct TimeoutKind: Sendable, Hashable, CustomStringConvertible {
-        /// `"connect"`, `"total"` or `"idle"`: the static member's name.
+        /// `"connect"`, `"waitingForConnection"`, `"total"` or `"idle"`: the static member's name.
         public let name: String
 
         private init(name: String) { self.name = name }
 
-        /// Establishing the connection (DNS, TCP, TLS) took longer than ``Timeouts/connect``.
+        /// Establishing the connection (DNS, TCP, TLS) took longer than ``Timeouts/connect``, counted from
+        /// submission.
         public static let connect = TimeoutKind(name: "connect")
+        /// The request waited for a free connection (every one ``CurlewClient/Configuration/maxConnectionsPerHost``
+        /// or ``CurlewClient/Configuration/maxConnectionsTotal`` allows was busy) for longer than
+        /// ``Timeouts/connect``, the bound on getting a connection. The request never reached the server.
+        public static let waitingForConnection = TimeoutKind(name: "waitingForConnection")
         /// The whole request, counted from submission, took longer than ``Timeouts/total``.
         public static let total = TimeoutKind(name: "total")
         /// No byte moved in either direction for longer than ``Timeouts/idle``.
@@ -182,6 +187,11 @@ public struct CurlewError: Error, Sendable, Hashable, CustomStringConvertible {
     static func invalidRequest(_ detail: String) -> CurlewError {
         CurlewError(code: .invalidRequest, detail: detail)
     }
+
+    /// The detail of a ``TimeoutKind/waitingForConnection`` timeout, whether the engine or libcurl saw it first.
+    static let waitingForConnectionDetail =
+        "waited longer than the connect timeout for a free connection "
+        + "(every connection maxConnectionsPerHost or maxConnectionsTotal allows was busy)"
 }
 
 extension CurlewError {
@@ -222,6 +232,8 @@ extension CurlewError {
             }
         case CURLE_INTERFACE_FAILED:
             (code, detail) = (.connectFailed, "could not bind to the local address or interface")
+        case CURLE_OPERATION_TIMEDOUT where timeoutKind == .waitingForConnection:
+            (code, detail) = (.timeout(timeoutKind), waitingForConnectionDetail)
         case CURLE_OPERATION_TIMEDOUT:
             (code, detail) = (.timeout(timeoutKind), "\(timeoutKind.name) timeout")
         case CURLE_SSL_CONNECT_ERROR, CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CERTPROBLEM, CURLE_SSL_CIPHER,

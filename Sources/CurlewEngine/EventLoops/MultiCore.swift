@@ -334,12 +334,17 @@ final class MultiCore {
     ///
     /// libcurl enforces the total timeout only once a transfer has a connection; one waiting for a free
     /// connection (``CurlewClient/Configuration/maxConnectionsPerHost``) would wait past it, so the engine
-    /// checks total deadlines too. Only transfers whose stored deadline has passed are looked at: one whose idle
-    /// deadline moved since (activity in a callback) is re-keyed with the time its machine gives, later than now.
+    /// checks total deadlines too, and the connect deadline of a transfer still waiting (libcurl 7.88 restarts its
+    /// connect timer when the wait ends; 8.x counts the wait but looks only once a connection is free). Only
+    /// transfers whose stored deadline has passed are looked at: one whose idle deadline moved since (activity in a
+    /// callback) is re-keyed with the time its machine gives, later than now.
     func checkDeadlines(now: UInt64) {
         while let earliest = running.earliest, earliest.deadline <= now {
             let transfer = earliest.member
-            switch transfer.stateMachine.deadlineCheck(now: now, requestSent: transfer.requestWasSent()) {
+            let check = transfer.stateMachine.deadlineCheck(
+                now: now, requestSent: transfer.requestWasSent(),
+                connectionAttemptStarted: transfer.connectionAttemptStarted || transfer.connectionKey != nil)
+            switch check {
             case .checkAgain(let time):
                 running.update(transfer, deadline: time)
             case .removeAndFail(let failure):

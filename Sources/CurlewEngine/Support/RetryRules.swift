@@ -77,7 +77,7 @@ package struct RetryRules: Sendable {
     /// Failures before the request reached the server (no connection was made): safe to retry whatever the request.
     package static func failedBeforeSending(_ code: CurlewError.Code) -> Bool {
         switch code {
-        case .connectionRefused, .connectFailed, .dnsFailure, .timeout(.connect): true
+        case .connectionRefused, .connectFailed, .dnsFailure, .timeout(.connect), .timeout(.waitingForConnection): true
         default: false
         }
     }

@@ -16,6 +16,7 @@ extension Transfer {
     {
         startedAt = now
         connectionKey = nil
+        connectionAttemptStarted = false
         let settings = settings
         var isPlainGET = request.usesClientDefaultsForPlainGET
         if !sink.usesCollectingOptions { isPlainGET = false }
@@ -43,6 +44,8 @@ extension Transfer {
         apply(easy.set(CURLOPT_PREREQDATA, pointer: userdata))
         apply(curlew_easy_setopt_sockopt_callback(easy.raw, transferSocketOptionCallback))
         apply(easy.set(CURLOPT_SOCKOPTDATA, pointer: userdata))
+        apply(curlew_easy_setopt_resolver_start_callback(easy.raw, transferResolverStartCallback))
+        apply(easy.set(CURLOPT_RESOLVER_START_DATA, pointer: userdata))
         apply(easy.set(CURLOPT_NOSIGNAL, true))
         apply(curlew_easy_allow_only_http(easy.raw))
         apply(easy.set(CURLOPT_URL, request.transferURL))
@@ -302,6 +305,11 @@ extension Transfer {
         {
             setup.totalDeadline = deadline
         }
+        if let connect = timeouts.connect,
+            case (let deadline, false) = submittedAt.addingReportingOverflow(connect.saturatingNanoseconds)
+        {
+            setup.connectionDeadline = deadline
+        }
         // Idle timeouts beyond a century are no idle timeout, so deadline arithmetic cannot overflow.
         setup.idleTimeout =
             timeouts.idle.map { $0.saturatingNanoseconds }.flatMap { $0 > 3_155_760_000_000_000_000 ? nil : max($0, 1) }
@@ -352,6 +360,7 @@ extension Transfer {
         apply(easy.set(CURLOPT_HEADERDATA, pointer: userdata))
         apply(easy.set(CURLOPT_PREREQDATA, pointer: userdata))
         apply(easy.set(CURLOPT_SOCKOPTDATA, pointer: userdata))
+        apply(easy.set(CURLOPT_RESOLVER_START_DATA, pointer: userdata))
         apply(easy.set(CURLOPT_URL, request.transferURL))
         return Self.optionError(status)
     }

@@ -71,6 +71,9 @@ extension Transfer {
         /// How far the transfer got ("connected, request sent, …"), read for timeouts only.
         var progress: String?
         var metrics: TransferMetrics
+        /// Whether the transfer was still waiting for a free connection: no connection, and libcurl had neither
+        /// resolved a name nor opened a socket for it.
+        var waitingForConnection = false
     }
 
     /// The error the caller of a failed transfer sees (see ``TransferFailure/error(for:cause:handle:)``), with
@@ -84,7 +87,8 @@ extension Transfer {
                 lastStatus: easy.info(CURLINFO_RESPONSE_CODE),
                 proxyConnectStatus: easy.info(CURLINFO_HTTP_CONNECTCODE),
                 progress: wantsProgress ? progress(easy) : nil,
-                metrics: makeMetrics(easy))
+                metrics: makeMetrics(easy),
+                waitingForConnection: !connectionAttemptStarted && connectionKey == nil)
         }
         return TransferFailure.error(for: ending, cause: stateMachine.stopCause, handle: facts)
     }
@@ -124,6 +128,8 @@ enum TransferFailure {
             return CurlewError(code: .unsupportedLibcurl, detail: reason)
         case .abortedByShutdown:
             return CurlewError(code: .cancelled, detail: "the client was shut down while the request was running")
+        case .timeout(.waitingForConnection):
+            return CurlewError(code: .timeout(.waitingForConnection), detail: CurlewError.waitingForConnectionDetail)
         case .timeout(let kind):
             // How far the transfer got is what tells a slow server from a dead one.
             if let progress {
@@ -184,9 +190,11 @@ enum TransferFailure {
         default:
             break
         }
-        // libcurl enforces only the connect timeout; the total and idle ones are the engine's own.
+        // libcurl enforces only the connect timeout; the total and idle ones are the engine's own. libcurl 8 counts
+        // the wait for a free connection in it.
         return CurlewError.fromCurl(
-            result, message: handle?.message, osErrno: handle?.osErrno ?? 0, timeoutKind: .connect,
+            result, message: handle?.message, osErrno: handle?.osErrno ?? 0,
+            timeoutKind: handle?.waitingForConnection == true ? .waitingForConnection : .connect,
             lastStatus: handle?.lastStatus ?? 0, proxyConnectStatus: handle?.proxyConnectStatus ?? 0)
     }
 }

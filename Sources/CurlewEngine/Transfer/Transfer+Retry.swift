@@ -38,6 +38,7 @@ extension Transfer {
         rawHeaders.removeAll(keepingCapacity: true)
         responseBody.removeAll(keepingCapacity: true)
         connectionKey = nil
+        connectionAttemptStarted = false
         if let headerList, headerListWithoutCredentials != nil {
             // Start again from the original origin with the full list.
             _ = curlew_easy_setopt_slist(easy.raw, CURLOPT_HTTPHEADER, headerList)

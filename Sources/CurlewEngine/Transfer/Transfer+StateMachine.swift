@@ -34,6 +34,10 @@ struct TransferStateMachine: Sendable, Equatable {
         var idleTimeout: UInt64 = 0
         /// When the total timeout falls, on the loop's clock; `.max` for none.
         var totalDeadline: UInt64 = .max
+        /// When the connect timeout falls for a transfer that has no connection yet, counted from submission like
+        /// libcurl 8's own connect timer (7.88's restarts when a transfer leaves the queue for a free connection);
+        /// `.max` for none.
+        var connectionDeadline: UInt64 = .max
         /// Whether the request carries the engine's own `Expect: 100-continue`.
         var sentExpectContinue = false
         /// Whether libcurl follows redirects for this request (a 3xx head is then not the final one).
@@ -286,6 +290,8 @@ struct TransferStateMachine: Sendable, Equatable {
     private(set) var state: State = .created(cancelRequested: false)
     /// How many times the request went out again on a fresh connection (at most once).
     private(set) var freshConnectionRetries = 0
+    /// ``Setup/connectionDeadline`` until the transfer's first request starts on a connection, then `.max`.
+    private(set) var connectionDeadline: UInt64 = .max
 
     init(setup: Setup = Setup()) {
         self.setup = setup
@@ -337,6 +343,7 @@ struct TransferStateMachine: Sendable, Equatable {
             if cancelRequested { return .fail(.cancelled) }
             if loopIsShuttingDown { return .fail(.clientShutdown) }
             if setup.totalDeadline <= now { return .fail(.totalTimeoutBeforeStart) }
+            connectionDeadline = setup.connectionDeadline
             state = .running(Attempt(setup: setup, idle: IdleClock(timeout: setup.idleTimeout, now: now)))
             return .start
         case .running, .finished:
@@ -427,10 +434,15 @@ struct TransferStateMachine: Sendable, Equatable {
 
     // MARK: deadlines
 
-    /// The earliest of the idle and total deadlines, as of the last activity.
+    /// The earliest of the connection, idle and total deadlines, as of the last activity.
     var nextDeadline: UInt64 {
-        min(setup.totalDeadline, attempt?.idle.deadline ?? .max)
+        min(setup.totalDeadline, connectionDeadline, attempt?.idle.deadline ?? .max)
     }
+
+    /// How long libcurl's own connect timer may report a connect timeout after the engine's connection deadline
+    /// (it starts when libcurl first runs the transfer, a moment after submission), so libcurl's own words reach
+    /// the caller whenever it keeps the same bound.
+    static let connectTimerGrace: UInt64 = 200_000_000
 
     /// The loop's deadline check found `now` at or past ``nextDeadline`` as it last read it.
     ///
@@ -439,11 +451,31 @@ struct TransferStateMachine: Sendable, Equatable {
     /// held back, since waiting for a connection is not idleness. A silent server is thus detected between 1 and
     /// 1.25 idle periods after the request went out. Waiting for our own producer or consumer is not the server
     /// being silent either.
-    mutating func deadlineCheck(now: UInt64, requestSent: Bool) -> DeadlineAction {
+    ///
+    /// The connect timeout bounds getting a connection, the wait for a free one included (as libcurl 8 counts it;
+    /// 7.88 restarts its timer when the wait ends): a transfer still waiting when it falls fails with
+    /// ``CurlewError/TimeoutKind/waitingForConnection``; one libcurl is resolving or connecting for
+    /// (`connectionAttemptStarted`) fails with ``CurlewError/TimeoutKind/connect``, unless libcurl reports that
+    /// itself within ``connectTimerGrace``.
+    mutating func deadlineCheck(
+        now: UInt64, requestSent: Bool, connectionAttemptStarted: Bool = false
+    )
+        -> DeadlineAction
+    {
         guard case .running(var attempt) = state else { return .checkAgain(at: .max) }
         if setup.totalDeadline <= now {
             finish()
             return .removeAndFail(.timeout(.total))
+        }
+        if connectionDeadline <= now {
+            if !connectionAttemptStarted {
+                finish()
+                return .removeAndFail(.timeout(.waitingForConnection))
+            }
+            if connectionDeadline &+ Self.connectTimerGrace <= now {
+                finish()
+                return .removeAndFail(.timeout(.connect))
+            }
         }
         if attempt.idle.deadline <= now {
             if attempt.receive == .bodyWaitingForConsumer
@@ -465,7 +497,9 @@ struct TransferStateMachine: Sendable, Equatable {
             state = .running(attempt)
         }
         // Later than now whatever the idle timeout (one of a few nanoseconds included), so a check loop ends.
-        return .checkAgain(at: max(min(setup.totalDeadline, attempt.idle.deadline), now + 1))
+        let connectionCheck =
+            connectionDeadline > now ? connectionDeadline : connectionDeadline &+ Self.connectTimerGrace
+        return .checkAgain(at: max(min(setup.totalDeadline, connectionCheck, attempt.idle.deadline), now + 1))
     }
 
     /// Bytes moved (a callback ran).
@@ -488,6 +522,7 @@ struct TransferStateMachine: Sendable, Equatable {
         connection: ConnectionCheck, redirectTarget: String? = nil, requestURL: String = ""
     ) -> RequestStartAction {
         let carriesCredentials = setup.carriesCredentials
+        if case .running = state { connectionDeadline = .max }
         return withAttempt(otherwise: .abandonConnection) { attempt in
             attempt.send = .sending
             attempt.receive = .awaitingHead

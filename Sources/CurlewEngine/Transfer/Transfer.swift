@@ -64,6 +64,9 @@ final class Transfer: @unchecked Sendable, DeadlineHeapMember {
     var startedAt: UInt64 = 0
     /// The socket libcurl opened last for this transfer.
     var openedSocket: Int32?
+    /// Whether libcurl started resolving a name or opened a socket for the current attempt: it has left the queue
+    /// of transfers waiting for a free connection, so a timeout before the connection is a connect timeout.
+    var connectionAttemptStarted = false
     /// The connection (``ConnectionRegistry/key(localPort:remotePort:)``) the current request went out on, nil until
     /// libcurl picked one: a snapshot's busy connections and transfers waiting for one (``PoolStatistics``).
     var connectionKey: Int?
@@ -315,9 +318,17 @@ let transferPrereqCallback: curlew_prereq_callback = { userdata, _, _, remotePor
 let transferSocketOptionCallback: curl_sockopt_callback = { userdata, socket, _ in
     withTransfer(userdata) { transfer in
         transfer.openedSocket = socket
+        transfer.connectionAttemptStarted = true
         transfer.core?.connectionBook.opened(socket, origin: transfer.originKey)
     }
     return CURL_SOCKOPT_OK
+}
+
+/// Called when libcurl starts resolving a name for the transfer (not for one its DNS cache holds): the transfer is
+/// no longer waiting for a free connection. Resolving goes on (0).
+let transferResolverStartCallback: curlew_resolver_start_callback = { _, _, userdata in
+    withTransfer(userdata) { $0.connectionAttemptStarted = true }
+    return 0
 }
 
 let transferSeekCallback: curl_seek_callback = { userdata, offset, origin in

@@ -119,6 +119,7 @@ extension Transfer {
         responseBody.removeAll(keepingCapacity: true)
         openedSocket = nil
         connectionKey = nil
+        connectionAttemptStarted = false
         finalProgress = nil
         lastProgressReport = 0
         stateMachine = TransferStateMachine(
