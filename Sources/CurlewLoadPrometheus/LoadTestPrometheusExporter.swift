@@ -59,6 +59,18 @@ public final class LoadTestPrometheusExporter: Sendable {
         var previous: BenchTally
         var failureKinds: [String: Counter] = [:]
         var statusCodes: [Int: Counter] = [:]
+
+        /// The counter of `key` in `counters`, made in `registry` with `label` the first time (series whose labels
+        /// only requests reveal: failures by kind, responses by status code).
+        static func counter<Key: Hashable>(
+            _ key: Key, in counters: inout [Key: Counter], registry: PrometheusCollectorRegistry,
+            descriptor: @autoclosure () -> MetricNameDescriptor, labels: [(String, String)], label: (String, String)
+        ) -> Counter {
+            if let counter = counters[key] { return counter }
+            let counter = registry.makeCounter(descriptor: descriptor(), labels: labels + [label])
+            counters[key] = counter
+            return counter
+        }
     }
 
     private let metrics: Metrics
@@ -81,35 +93,32 @@ public final class LoadTestPrometheusExporter: Sendable {
         if !plan.shard.isWhole { labels.append(("shard", plan.shard.description)) }
         self.labels = labels
 
-        func descriptor(_ name: String, unit: String, _ help: String) -> MetricNameDescriptor {
-            MetricNameDescriptor(
-                namespace: "curlew", subsystem: "bench", metricName: name, unitName: unit, helpText: help)
-        }
-        let requests = descriptor(
+        let requests = Self.descriptor(
             "requests", unit: "total",
             "Requests completed, by outcome (failed: no response, or a status of 400 or more).")
-        let checks = descriptor("checks", unit: "total", "Check results on checked responses, by check.")
-        let targets = descriptor("target_requests", unit: "total", "Requests completed per target, by outcome.")
+        let checks = Self.descriptor("checks", unit: "total", "Check results on checked responses, by check.")
+        let targets = Self.descriptor("target_requests", unit: "total", "Requests completed per target, by outcome.")
         self.metrics = Metrics(
             ok: registry.makeCounter(descriptor: requests, labels: labels + [("outcome", "ok")]),
             failed: registry.makeCounter(descriptor: requests, labels: labels + [("outcome", "failed")]),
             bytesReceived: registry.makeCounter(
-                descriptor: descriptor("bytes_received", unit: "total", "Bytes received, headers included."),
+                descriptor: Self.descriptor("bytes_received", unit: "total", "Bytes received, headers included."),
                 labels: labels),
             bytesSent: registry.makeCounter(
-                descriptor: descriptor("bytes_sent", unit: "total", "Bytes sent, headers included."), labels: labels),
+                descriptor: Self.descriptor("bytes_sent", unit: "total", "Bytes sent, headers included."),
+                labels: labels),
             connectionsOpened: registry.makeCounter(
-                descriptor: descriptor("connections_opened", unit: "total", "Connections opened."), labels: labels),
+                descriptor: Self.descriptor("connections_opened", unit: "total", "Connections opened."), labels: labels),
             latency: registry.makeValueHistogram(
-                descriptor: descriptor(
+                descriptor: Self.descriptor(
                     "request_duration", unit: "seconds",
                     "Request latency (from the intended send time in the open model)."),
                 labels: labels, buckets: latencyBuckets),
             inFlight: registry.makeGauge(
-                descriptor: descriptor("in_flight", unit: "", "Requests claimed and not yet completed."),
+                descriptor: Self.descriptor("in_flight", unit: "", "Requests claimed and not yet completed."),
                 labels: labels),
             running: registry.makeGauge(
-                descriptor: descriptor("running", unit: "", "1 while the run goes on, 0 once it has ended."),
+                descriptor: Self.descriptor("running", unit: "", "1 while the run goes on, 0 once it has ended."),
                 labels: labels),
             checks: plan.checks.map { check in
                 (
@@ -133,6 +142,11 @@ public final class LoadTestPrometheusExporter: Sendable {
         state = Mutex(State(previous: BenchTally(targetCount: plan.countedTargets)))
     }
 
+    /// A series of the exporter's: `curlew_bench_` then its name and unit.
+    private static func descriptor(_ name: String, unit: String, _ help: String) -> MetricNameDescriptor {
+        MetricNameDescriptor(namespace: "curlew", subsystem: "bench", metricName: name, unitName: unit, helpText: help)
+    }
+
     /// Adds what the run counted since the last sample to the registry. Cheap next to the run: a copy of each
     /// loop's tally (taken under its lock, as the progress line does) and work in proportion to the distinct
     /// latencies recorded since.
@@ -152,26 +166,18 @@ public final class LoadTestPrometheusExporter: Sendable {
             metrics.bytesSent.increment(by: current.bytesSent - previous.bytesSent)
             metrics.connectionsOpened.increment(by: Int64(current.connectionsOpened - previous.connectionsOpened))
             for (kind, count) in current.failures where count != previous.failures[kind, default: 0] {
-                let counter =
-                    state.failureKinds[kind]
-                    ?? registry.makeCounter(
-                        descriptor: MetricNameDescriptor(
-                            namespace: "curlew", subsystem: "bench", metricName: "failures", unitName: "total",
-                            helpText: "Failed requests, by kind."),
-                        labels: labels + [("kind", kind)])
-                state.failureKinds[kind] = counter
-                counter.increment(by: Int64(count - previous.failures[kind, default: 0]))
+                State.counter(
+                    kind, in: &state.failureKinds, registry: registry,
+                    descriptor: Self.descriptor("failures", unit: "total", "Failed requests, by kind."), labels: labels,
+                    label: ("kind", kind)
+                ).increment(by: Int64(count - previous.failures[kind, default: 0]))
             }
             for code in current.statusCounts.indices where current.statusCounts[code] != previous.statusCounts[code] {
-                let counter =
-                    state.statusCodes[code]
-                    ?? registry.makeCounter(
-                        descriptor: MetricNameDescriptor(
-                            namespace: "curlew", subsystem: "bench", metricName: "responses", unitName: "total",
-                            helpText: "Responses, by status code."),
-                        labels: labels + [("code", "\(code)")])
-                state.statusCodes[code] = counter
-                counter.increment(by: Int64(current.statusCounts[code] - previous.statusCounts[code]))
+                State.counter(
+                    code, in: &state.statusCodes, registry: registry,
+                    descriptor: Self.descriptor("responses", unit: "total", "Responses, by status code."),
+                    labels: labels, label: ("code", "\(code)")
+                ).increment(by: Int64(current.statusCounts[code] - previous.statusCounts[code]))
             }
             if current.requests > previous.requests {
                 // One record per request since the last sample: swift-prometheus histograms take values one at a

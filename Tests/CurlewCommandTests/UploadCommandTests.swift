@@ -4,6 +4,8 @@ import CurlewTestSupport
 import Foundation
 import Testing
 
+@testable import curlew
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -23,6 +25,17 @@ import Musl
         "empty.bin",
         "deep/empty too",
     ]
+
+    /// Every part of one file goes out from its worker's event loop, and each loop gets an equal share of the
+    /// per-host connection limit: each share must hold every request in flight, or some parts would wait in libcurl's
+    /// queue (and fail as `timeout.waitingForConnection` on a slow link) while another loop's share stood idle.
+    @Test(arguments: [1, 4, 8, 100])
+    func eachLoopMayOpenAConnectionForEveryRequestInFlight(concurrency: Int) {
+        let configuration = UploadCommand.clientConfiguration(concurrency: concurrency)
+        let loops = max(configuration.loopCount, 1)
+        let share = configuration.maxConnectionsPerHost.map { ($0 + loops - 1) / loops }
+        #expect(share == concurrency)
+    }
 
     @Test func putsAwkwardNamesAndEmptyFilesToWebDAVIntact() async throws {
         let nginx = try await NginxServer.shared()

@@ -34,6 +34,18 @@ struct TransferSetupTests {
         #expect(setup.idleTimeout == 0)
     }
 
+    /// The connect timeout counts from submission (note 0028); none is libcurl's 300 s, counted the same way.
+    @Test func theConnectionDeadlineIsTheConnectTimeoutFromSubmission() throws {
+        var request = try CurlewRequest(url: "http://127.0.0.1:1/")
+        #expect(Self.setup(request).connectionDeadline == 1_000 + 10_000_000_000)
+        request.timeouts.connect = .some(.milliseconds(1500))
+        #expect(Self.setup(request).connectionDeadline == 1_000 + 1_500_000_000)
+        request.timeouts.connect = .some(nil)
+        #expect(Self.setup(request).connectionDeadline == 1_000 + 300_000_000_000)
+        request.timeouts.connect = .some(.seconds(Int64.max))
+        #expect(Self.setup(request).connectionDeadline == .max)
+    }
+
     @Test func theClientsBodyLimitBoundsMemoryOnly() throws {
         let request = try CurlewRequest(url: "http://127.0.0.1:1/")
         let configure: (inout CurlewClient.Configuration) -> Void = { $0.maxResponseBodySize = 1_000 }

@@ -208,8 +208,9 @@ extension CurlewClient {
         /// ``maxConnectionsPerHost`` or ``maxConnectionsTotal`` allows is busy), then DNS, TCP and TLS for a new one.
         /// A request still waiting when it runs out fails with ``CurlewError/TimeoutKind/waitingForConnection``,
         /// one connecting with ``CurlewError/TimeoutKind/connect``. The same on every libcurl (7.88 would restart
-        /// its own timer when the wait ends; the engine does not). `nil` means libcurl's default (300 s), which
-        /// libcurl 8 counts from submission too.
+        /// its own timer when the wait ends; the engine does not). `nil` means libcurl's default, 300 s, counted the
+        /// same way. It bounds a request's first connection; a fresh connection for a retry or a redirect to another
+        /// origin has libcurl's own connect timer.
         public var connect: Duration?
         /// Time for the whole request, counted from submission, including any wait for a free connection
         /// and every redirect. `nil` means none.

@@ -19,9 +19,11 @@ public struct CurlewError: Error, Sendable, Hashable, CustomStringConvertible {
         /// Establishing the connection (DNS, TCP, TLS) took longer than ``Timeouts/connect``, counted from
         /// submission.
         public static let connect = TimeoutKind(name: "connect")
-        /// The request waited for a free connection (every one ``CurlewClient/Configuration/maxConnectionsPerHost``
-        /// or ``CurlewClient/Configuration/maxConnectionsTotal`` allows was busy) for longer than
-        /// ``Timeouts/connect``, the bound on getting a connection. The request never reached the server.
+        /// The request waited for a free connection for longer than ``Timeouts/connect``, the bound on getting a
+        /// connection: every connection its event loop's share of
+        /// ``CurlewClient/Configuration/maxConnectionsPerHost`` and ``CurlewClient/Configuration/maxConnectionsTotal``
+        /// allows was busy (or an HTTP/2 connection it may share was still being opened). The request never reached
+        /// the server.
         public static let waitingForConnection = TimeoutKind(name: "waitingForConnection")
         /// The whole request, counted from submission, took longer than ``Timeouts/total``.
         public static let total = TimeoutKind(name: "total")
@@ -190,8 +192,8 @@ public struct CurlewError: Error, Sendable, Hashable, CustomStringConvertible {
 
     /// The detail of a ``TimeoutKind/waitingForConnection`` timeout, whether the engine or libcurl saw it first.
     static let waitingForConnectionDetail =
-        "waited longer than the connect timeout for a free connection "
-        + "(every connection maxConnectionsPerHost or maxConnectionsTotal allows was busy)"
+        "waited longer than the connect timeout for a free connection (every connection its event loop's share of "
+        + "maxConnectionsPerHost and maxConnectionsTotal allows was busy, or an HTTP/2 one was still being opened)"
 }
 
 extension CurlewError {

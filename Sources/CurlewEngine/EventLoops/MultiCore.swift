@@ -22,7 +22,7 @@ final class MultiCore {
     /// Set by loops that open and close connection sockets themselves (the Dispatch loop).
     var socketOwner: SocketOwner?
 
-    /// Every transfer in the multi handle, keyed by its earliest idle or total deadline as last checked
+    /// Every transfer in the multi handle, keyed by its earliest connection, idle or total deadline as last checked
     /// (libcurl 7.88 has no `curl_multi_get_handles`). The earliest is read in O(1); nothing walks the transfers.
     @exclusivity(unchecked) private var running = DeadlineHeap<Transfer>()
     /// The handles (and results) of one batch of completion messages; kept to reuse its storage.
@@ -31,7 +31,7 @@ final class MultiCore {
     /// How many transfers are in the multi handle.
     var transfersInFlight: Int { running.count }
 
-    /// No idle or total deadline falls before this.
+    /// No connection, idle or total deadline falls before this.
     var nextDeadlineCheck: UInt64 { running.earliestDeadline }
 
     /// A multi handle with `limits`. Several cores of one loop share its `load` and `clock`.

@@ -177,8 +177,8 @@ extension Transfer {
         }
 
         // Timeouts. libcurl enforces only the connect timeout: the total and idle deadlines are the engine's own
-        // (MultiCore.checkDeadlines), so a libcurl timeout always means connect, and the engine knows which of its
-        // deadlines fired.
+        // (MultiCore.checkDeadlines), so a libcurl timeout always means getting a connection (connecting, or on
+        // libcurl 8 waiting for a free one), and the engine knows which of its deadlines fired.
         if let connect = timeouts.connect {
             apply(easy.set(CURLOPT_CONNECTTIMEOUT_MS, curlMilliseconds(fromNanoseconds: connect.saturatingNanoseconds)))
         }
@@ -287,6 +287,9 @@ extension Transfer {
         return .success(pins.joined(separator: ";"))
     }
 
+    /// libcurl's connect timeout when none is set (`DEFAULT_CONNECT_TIMEOUT`).
+    static let libcurlDefaultConnectTimeout = Duration.seconds(300)
+
     /// The request's timeouts: its own fields over the client's.
     private static func timeouts(of request: CurlewRequest, settings: ClientSettings) -> CurlewClient.Timeouts {
         request.timeouts.isEmpty ? settings.timeouts : request.timeouts.applied(to: settings.timeouts)
@@ -305,9 +308,9 @@ extension Transfer {
         {
             setup.totalDeadline = deadline
         }
-        if let connect = timeouts.connect,
-            case (let deadline, false) = submittedAt.addingReportingOverflow(connect.saturatingNanoseconds)
-        {
+        // No connect timeout is libcurl's default, which libcurl 8 counts from submission too.
+        let connect = timeouts.connect ?? Self.libcurlDefaultConnectTimeout
+        if case (let deadline, false) = submittedAt.addingReportingOverflow(connect.saturatingNanoseconds) {
             setup.connectionDeadline = deadline
         }
         // Idle timeouts beyond a century are no idle timeout, so deadline arithmetic cannot overflow.

@@ -362,13 +362,27 @@ struct UploadCommand: AsyncParsableCommand {
         if summary.failed > 0 { throw ExitCode(1) }
     }
 
+    /// The engine client's connection limits for `--concurrency` requests in flight (files, or an S3 run's
+    /// `TransferSlots`).
+    ///
+    /// Each event loop gets an equal share of the per-host limit, and every part of one file is sent from its
+    /// worker's loop, so a limit of `concurrency` in all would leave part of a big file's parts waiting in one loop's
+    /// queue while the other loop's share stood idle: half the parallelism on two cores, and parts that fail as
+    /// `timeout.waitingForConnection` once a slow link makes the wait longer than the connect timeout. The requests in
+    /// flight are bounded by the workers and the slots; the connection limit only keeps libcurl from opening more,
+    /// so each loop may have as many as all the requests.
+    static func clientConfiguration(concurrency: Int) -> CurlewClient.Configuration {
+        var configuration = CurlewClient.Configuration()
+        configuration.maxConnectionsPerHost = concurrency * max(configuration.loopCount, 1)
+        return configuration
+    }
+
     /// The engine client, where the files go (and a line saying so, printed once the run could start), and the
     /// embedded server when no URL was given.
     private func openDestination() async throws -> (
         client: CurlewClient, destination: UploadDestination, destinationLine: String?, server: LoopbackServer?
     ) {
-        var clientConfiguration = CurlewClient.Configuration()
-        clientConfiguration.maxConnectionsPerHost = concurrency
+        var clientConfiguration = Self.clientConfiguration(concurrency: concurrency)
         clientConfiguration.proxy = .none
         shared.applyTLS(to: &clientConfiguration)
         let client = CurlewClient(configuration: clientConfiguration)
