@@ -330,7 +330,7 @@ final class MultiCore {
         running.remove(transfer)
     }
 
-    /// Fails transfers past their idle or total deadline.
+    /// Fails transfers past their connection, idle or total deadline.
     ///
     /// libcurl enforces the total timeout only once a transfer has a connection; one waiting for a free
     /// connection (``CurlewClient/Configuration/maxConnectionsPerHost``) would wait past it, so the engine

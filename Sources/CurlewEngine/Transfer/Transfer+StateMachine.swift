@@ -8,8 +8,8 @@ import CLibCurl
 /// Besides the lifecycle it owns every decision libcurl's callbacks used to make on their own, each returned as an
 /// action that carries what the callback tells libcurl: the body limits, pausing either direction, the framing
 /// checks on each header block, when a streaming caller gets the head, withholding credentials from another
-/// origin, the idle and total deadlines, why the engine stopped a transfer (``StopCause``, including a failed
-/// request body or response sink), and whether a failed transfer goes out once more on a fresh connection. The
+/// origin, the connection, idle and total deadlines, why the engine stopped a transfer (``StopCause``, including a
+/// failed request body or response sink), and whether a failed transfer goes out once more on a fresh connection. The
 /// shell (`Transfer`, `MultiCore`) reads libcurl's facts, feeds them in, and carries out what comes back. See
 /// `docs/design/0007-connection-reuse-and-transfer-state.md`.
 struct TransferStateMachine: Sendable, Equatable {
