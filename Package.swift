@@ -27,7 +27,16 @@ let package = Package(
         .library(name: "CurlewLoad", targets: ["CurlewLoad"]),
         // `curlew bench --prometheus`: a running load test's counts and latencies at /metrics (swift-prometheus).
         .library(name: "CurlewLoadPrometheus", targets: ["CurlewLoadPrometheus"]),
+        // `curlew bench --otlp`: the same counts and latencies pushed to an OpenTelemetry collector (swift-otel).
+        // Empty without the OTLP trait.
+        .library(name: "CurlewLoadOTLP", targets: ["CurlewLoadOTLP"]),
         .executable(name: "curlew", targets: ["curlew"]),
+    ],
+    traits: [
+        // swift-otel and what it needs (AsyncHTTPClient, swift-nio-ssl, swift-protobuf) take minutes to build: CI's
+        // second build, on the backports suite's libcurl, leaves them out with --disable-default-traits.
+        .trait(name: "OTLP", description: "`curlew bench --otlp` and the CurlewLoadOTLP library (swift-otel)."),
+        .default(enabledTraits: ["OTLP"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
@@ -50,6 +59,8 @@ let package = Package(
         // CurlewLoadPrometheus (`curlew bench --prometheus`); in the tests, a real Prometheus backend for
         // swift-metrics, whose exposition the pool-metrics tests scrape.
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
+        // CurlewLoadOTLP only, and only its OTLP/HTTP exporter: gRPC would add minutes of build for a second protocol.
+        .package(url: "https://github.com/swift-otel/swift-otel.git", from: "1.6.0", traits: ["OTLPHTTP"]),
         // Tests only: an independent multipart parser.
         .package(url: "https://github.com/vapor/multipart-kit.git", from: "4.7.1"),
     ],
@@ -182,6 +193,17 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        .target(
+            name: "CurlewLoadOTLP",
+            dependencies: [
+                "CurlewLoad",
+                .product(name: "OTel", package: "swift-otel", condition: .when(traits: ["OTLP"])),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strictSettings
+        ),
         .executableTarget(
             name: "curlew",
             dependencies: [
@@ -191,6 +213,9 @@ let package = Package(
                 "CurlewUpload",
                 "CurlewLoad",
                 "CurlewLoadPrometheus",
+                "CurlewLoadOTLP",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 // libcurl's version info for `curlew version`.
                 "CLibCurl",
                 "CurlewLoopbackServer",
@@ -375,6 +400,19 @@ let package = Package(
                 "CurlewTestSupport",
                 "CurlewLoopbackServer",
                 .product(name: "Prometheus", package: "swift-prometheus"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "CurlewLoadOTLPTests",
+            dependencies: [
+                "CurlewLoadOTLP",
+                "CurlewLoad",
+                "CurlewEngine",
+                "CurlewTestSupport",
+                "CurlewLoopbackServer",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strictSettings
         ),

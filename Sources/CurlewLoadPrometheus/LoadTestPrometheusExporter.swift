@@ -1,6 +1,4 @@
 public import CurlewLoad
-import CurlewSharding
-import Histogram
 public import Prometheus
 import Synchronization
 
@@ -27,53 +25,46 @@ import Synchronization
 ///   (numbered from 1 as the targets file lists them).
 public final class LoadTestPrometheusExporter: Sendable {
     /// Latency bucket bounds in seconds when none are given: 100 µs to 10 s.
-    public static let defaultLatencyBuckets: [Double] = [
-        0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
-    ]
+    public static let defaultLatencyBuckets: [Double] = BenchMetricsSampler.defaultLatencyBuckets
 
     /// The registry the metrics live in; ``emit(into:)`` samples the run first, then writes it.
     public let registry: PrometheusCollectorRegistry
     /// The labels every series carries: those given, then `shard` for a shard of a run.
     public let labels: [(String, String)]
 
-    private let runner: BenchRunner
-    private let state: Mutex<State>
+    /// The run's counts, and what of them is published so far.
+    private let state: Mutex<(sampler: BenchMetricsSampler, publisher: BenchMetricsPublisher<Backend>)>
 
-    private struct Metrics: Sendable {
-        let ok: Counter
-        let failed: Counter
-        let bytesReceived: Counter
-        let bytesSent: Counter
-        let connectionsOpened: Counter
-        let latency: ValueHistogram
-        let inFlight: Gauge
-        let running: Gauge
-        /// Pass and fail counters per check, indexed like the plan's checks.
-        let checks: [(pass: Counter, fail: Counter)]
-        /// Ok and failed counters per target; empty with a single target.
-        let targets: [(ok: Counter, failed: Counter)]
-    }
+    /// swift-prometheus' metric types, in `registry`, named `curlew_bench_…`.
+    private struct Backend: BenchMetricsBackend {
+        let registry: PrometheusCollectorRegistry
+        let latencyBuckets: [Double]
 
-    private struct State: Sendable {
-        /// The counts published so far.
-        var previous: BenchTally
-        var failureKinds: [String: Counter] = [:]
-        var statusCodes: [Int: Counter] = [:]
-
-        /// The counter of `key` in `counters`, made in `registry` with `label` the first time (series whose labels
-        /// only requests reveal: failures by kind, responses by status code).
-        static func counter<Key: Hashable>(
-            _ key: Key, in counters: inout [Key: Counter], registry: PrometheusCollectorRegistry,
-            descriptor: @autoclosure () -> MetricNameDescriptor, labels: [(String, String)], label: (String, String)
-        ) -> Counter {
-            if let counter = counters[key] { return counter }
-            let counter = registry.makeCounter(descriptor: descriptor(), labels: labels + [label])
-            counters[key] = counter
-            return counter
+        /// `curlew_bench_` then the series' name and unit.
+        private func descriptor(_ series: BenchSeries, unit: String) -> MetricNameDescriptor {
+            MetricNameDescriptor(
+                namespace: "curlew", subsystem: "bench", metricName: series.rawValue, unitName: unit,
+                helpText: series.help)
         }
-    }
 
-    private let metrics: Metrics
+        func counter(_ series: BenchSeries, labels: [(String, String)]) -> Counter {
+            registry.makeCounter(descriptor: descriptor(series, unit: "total"), labels: labels)
+        }
+
+        func gauge(_ series: BenchSeries, labels: [(String, String)]) -> Gauge {
+            registry.makeGauge(descriptor: descriptor(series, unit: ""), labels: labels)
+        }
+
+        func histogram(_ series: BenchSeries, labels: [(String, String)]) -> ValueHistogram {
+            registry.makeValueHistogram(
+                descriptor: descriptor(series, unit: "seconds"), labels: labels, buckets: latencyBuckets)
+        }
+
+        func add(_ amount: Int64, to counter: Counter) { counter.increment(by: amount) }
+        func set(_ value: Double, on gauge: Gauge) { gauge.set(to: value) }
+        // swift-prometheus histograms take values one at a time: one record per request since the last sample.
+        func record(seconds: Double, in histogram: ValueHistogram) { histogram.record(seconds) }
+    }
 
     /// An exporter of `load`'s counts into `registry`.
     ///
@@ -86,126 +77,19 @@ public final class LoadTestPrometheusExporter: Sendable {
         _ load: LoadTest, registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry(),
         labels: [(String, String)] = [], latencyBuckets: [Double] = LoadTestPrometheusExporter.defaultLatencyBuckets
     ) {
-        self.runner = load.runner
         self.registry = registry
-        let plan = load.runnerPlan
-        var labels = labels
-        if !plan.shard.isWhole { labels.append(("shard", plan.shard.description)) }
+        let labels = BenchMetricsSampler.labels(labels, of: load)
         self.labels = labels
-
-        let requests = Self.descriptor(
-            "requests", unit: "total",
-            "Requests completed, by outcome (failed: no response, or a status of 400 or more).")
-        let checks = Self.descriptor("checks", unit: "total", "Check results on checked responses, by check.")
-        let targets = Self.descriptor("target_requests", unit: "total", "Requests completed per target, by outcome.")
-        self.metrics = Metrics(
-            ok: registry.makeCounter(descriptor: requests, labels: labels + [("outcome", "ok")]),
-            failed: registry.makeCounter(descriptor: requests, labels: labels + [("outcome", "failed")]),
-            bytesReceived: registry.makeCounter(
-                descriptor: Self.descriptor("bytes_received", unit: "total", "Bytes received, headers included."),
-                labels: labels),
-            bytesSent: registry.makeCounter(
-                descriptor: Self.descriptor("bytes_sent", unit: "total", "Bytes sent, headers included."),
-                labels: labels),
-            connectionsOpened: registry.makeCounter(
-                descriptor: Self.descriptor("connections_opened", unit: "total", "Connections opened."), labels: labels),
-            latency: registry.makeValueHistogram(
-                descriptor: Self.descriptor(
-                    "request_duration", unit: "seconds",
-                    "Request latency (from the intended send time in the open model)."),
-                labels: labels, buckets: latencyBuckets),
-            inFlight: registry.makeGauge(
-                descriptor: Self.descriptor("in_flight", unit: "", "Requests claimed and not yet completed."),
-                labels: labels),
-            running: registry.makeGauge(
-                descriptor: Self.descriptor("running", unit: "", "1 while the run goes on, 0 once it has ended."),
-                labels: labels),
-            checks: plan.checks.map { check in
-                (
-                    registry.makeCounter(
-                        descriptor: checks, labels: labels + [("check", check.text), ("result", "pass")]),
-                    registry.makeCounter(
-                        descriptor: checks, labels: labels + [("check", check.text), ("result", "fail")])
-                )
-            },
-            // Targets counted apart only: a template's rows made up front are one request, not targets.
-            targets: plan.countedTargets > 1
-                ? (1...plan.countedTargets).map { number in
-                    (
-                        registry.makeCounter(
-                            descriptor: targets, labels: labels + [("target", "\(number)"), ("outcome", "ok")]),
-                        registry.makeCounter(
-                            descriptor: targets, labels: labels + [("target", "\(number)"), ("outcome", "failed")])
-                    )
-                } : [])
-        metrics.running.set(to: 1)
-        state = Mutex(State(previous: BenchTally(targetCount: plan.countedTargets)))
-    }
-
-    /// A series of the exporter's: `curlew_bench_` then its name and unit.
-    private static func descriptor(_ name: String, unit: String, _ help: String) -> MetricNameDescriptor {
-        MetricNameDescriptor(namespace: "curlew", subsystem: "bench", metricName: name, unitName: unit, helpText: help)
+        let publisher = BenchMetricsPublisher(
+            load, labels: labels, backend: Backend(registry: registry, latencyBuckets: latencyBuckets))
+        state = Mutex((BenchMetricsSampler(load), publisher))
     }
 
     /// Adds what the run counted since the last sample to the registry. Cheap next to the run: a copy of each
-    /// loop's tally (taken under its lock, as the progress line does) and work in proportion to the distinct
-    /// latencies recorded since.
+    /// loop's tally (taken under its lock, as the progress line does) and work in proportion to the requests
+    /// counted since.
     public func sample() {
-        let runner = runner
-        let metrics = metrics
-        let labels = labels
-        let registry = registry
-        state.withLock { state in
-            // Whether the run had ended is read before its counts: then the counts are final.
-            let finished = runner.hasFinished
-            let current = runner.snapshot()
-            let previous = state.previous
-            metrics.ok.increment(by: Int64(current.succeeded - previous.succeeded))
-            metrics.failed.increment(by: Int64(current.failed - previous.failed))
-            metrics.bytesReceived.increment(by: current.bytesReceived - previous.bytesReceived)
-            metrics.bytesSent.increment(by: current.bytesSent - previous.bytesSent)
-            metrics.connectionsOpened.increment(by: Int64(current.connectionsOpened - previous.connectionsOpened))
-            for (kind, count) in current.failures where count != previous.failures[kind, default: 0] {
-                State.counter(
-                    kind, in: &state.failureKinds, registry: registry,
-                    descriptor: Self.descriptor("failures", unit: "total", "Failed requests, by kind."), labels: labels,
-                    label: ("kind", kind)
-                ).increment(by: Int64(count - previous.failures[kind, default: 0]))
-            }
-            for code in current.statusCounts.indices where current.statusCounts[code] != previous.statusCounts[code] {
-                State.counter(
-                    code, in: &state.statusCodes, registry: registry,
-                    descriptor: Self.descriptor("responses", unit: "total", "Responses, by status code."),
-                    labels: labels, label: ("code", "\(code)")
-                ).increment(by: Int64(current.statusCounts[code] - previous.statusCounts[code]))
-            }
-            if current.requests > previous.requests {
-                // One record per request since the last sample: swift-prometheus histograms take values one at a
-                // time. Each HdrHistogram bucket's values go in at its highest equivalent value.
-                let added = BenchIntervalSampler.difference(current.histogram, minus: previous.histogram)
-                for bucket in added.recordedValues() {
-                    let seconds = Double(bucket.value) / 1e6
-                    for _ in 0..<bucket.count { metrics.latency.record(seconds) }
-                }
-            }
-            for index in metrics.checks.indices {
-                let passes = current.checkPasses.indices.contains(index) ? current.checkPasses[index] : 0
-                let passedBefore = previous.checkPasses.indices.contains(index) ? previous.checkPasses[index] : 0
-                metrics.checks[index].pass.increment(by: Int64(passes - passedBefore))
-                metrics.checks[index].fail.increment(
-                    by: Int64(
-                        (current.checkedResponses - passes) - (previous.checkedResponses - passedBefore)))
-            }
-            for index in metrics.targets.indices where index < current.targetRequests.count {
-                let requests = current.targetRequests[index] - previous.targetRequests[index]
-                let failures = current.targetFailures[index] - previous.targetFailures[index]
-                metrics.targets[index].ok.increment(by: Int64(requests - failures))
-                metrics.targets[index].failed.increment(by: Int64(failures))
-            }
-            metrics.inFlight.set(to: finished ? 0 : Double(max(0, runner.claimedRequests - current.requests)))
-            metrics.running.set(to: finished ? 0 : 1)
-            state.previous = current
-        }
+        state.withLock { state in state.publisher.publish(state.sampler.next()) }
     }
 
     /// Samples every `interval` until the task is cancelled, then once more (so the registry ends with the counts

@@ -32,9 +32,7 @@ import Musl
     @Test(arguments: [1, 4, 8, 100])
     func eachLoopMayOpenAConnectionForEveryRequestInFlight(concurrency: Int) {
         let configuration = UploadCommand.clientConfiguration(concurrency: concurrency)
-        let loops = max(configuration.loopCount, 1)
-        let share = configuration.maxConnectionsPerHost.map { ($0 + loops - 1) / loops }
-        #expect(share == concurrency)
+        #expect(configuration.maxConnectionsPerHostPerLoop == concurrency)
     }
 
     @Test func putsAwkwardNamesAndEmptyFilesToWebDAVIntact() async throws {

@@ -174,8 +174,6 @@ struct ServerExited: Error, CustomStringConvertible {
     var description: String { "\(self.name) exited during startup.\n\(self.tail)" }
 }
 
-/// posix_spawn with exactly the descriptors we intend: everything this file opens is
-/// close-on-exec, and dup2 onto 0/1/2 is the only way a descriptor reaches the child.
 extension SupervisedProcess {
     /// Starts a server that binds its loopback port itself (pproxy, danted, Prometheus) on a fresh port, and waits
     /// until `isReady(port)`. Another process can take the port between ``FreePort/allocate()`` and the server's
@@ -205,6 +203,8 @@ extension SupervisedProcess {
     }
 }
 
+/// posix_spawn with exactly the descriptors we intend: everything this file opens is
+/// close-on-exec, and dup2 onto 0/1/2 is the only way a descriptor reaches the child.
 enum Spawn {
     struct Started {
         let pid: pid_t

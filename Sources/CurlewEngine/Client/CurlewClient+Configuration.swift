@@ -508,3 +508,11 @@ enum ProcessInfoCores {
         return allowed > 0 ? allowed : max(1, ProcessInfo.processInfo.activeProcessorCount)
     }
 }
+
+extension CurlewClient.Configuration {
+    /// The connections to one host each event loop may open: its equal share of ``maxConnectionsPerHost``, rounded
+    /// up (nil: no limit). A request waits for a connection of its own loop's share, never another loop's.
+    package var maxConnectionsPerHostPerLoop: Int? {
+        MultiPartPlan.loopShare(of: maxConnectionsPerHost, loopCount: loopCount)
+    }
+}

@@ -343,7 +343,7 @@ final class MultiCore {
             let transfer = earliest.member
             let check = transfer.stateMachine.deadlineCheck(
                 now: now, requestSent: transfer.requestWasSent(),
-                connectionAttemptStarted: transfer.connectionAttemptStarted || transfer.connectionKey != nil)
+                connectionAttemptStarted: transfer.hasLeftConnectionQueue)
             switch check {
             case .checkAgain(let time):
                 running.update(transfer, deadline: time)

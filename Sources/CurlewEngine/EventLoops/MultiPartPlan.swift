@@ -38,13 +38,17 @@ struct MultiPartPlan: Equatable {
     private let cachedConnections: Int
     private let concurrentStreams: Int
 
+    /// One loop's share of a client's connection limit: an equal share, rounded up (nil: no limit).
+    static func loopShare(of limit: Int?, loopCount: Int) -> Int? {
+        let loops = max(loopCount, 1)
+        return limit.map { ($0 + loops - 1) / loops }
+    }
+
     /// The plan of one of `loopCount` loops: each loop gets an equal share of the client's limits, rounded up.
     /// `spreadsTransfers` is false for drivers that drive one multi handle (poll, Dispatch).
     init(settings: ClientSettings, loopCount: Int, spreadsTransfers: Bool) {
-        let loops = max(loopCount, 1)
-        func share(_ limit: Int?) -> Int { limit.map { ($0 + loops - 1) / loops } ?? 0 }
-        hostConnections = share(settings.maxConnectionsPerHost)
-        totalConnections = share(settings.maxConnectionsTotal)
+        hostConnections = Self.loopShare(of: settings.maxConnectionsPerHost, loopCount: loopCount) ?? 0
+        totalConnections = Self.loopShare(of: settings.maxConnectionsTotal, loopCount: loopCount) ?? 0
         cachedConnections = max(settings.maxCachedConnectionsPerLoop, 1)
         concurrentStreams = max(settings.maxConcurrentStreamsPerConnection, 1)
         guard spreadsTransfers else {

@@ -88,7 +88,7 @@ extension Transfer {
                 proxyConnectStatus: easy.info(CURLINFO_HTTP_CONNECTCODE),
                 progress: wantsProgress ? progress(easy) : nil,
                 metrics: makeMetrics(easy),
-                waitingForConnection: !connectionAttemptStarted && connectionKey == nil)
+                waitingForConnection: !hasLeftConnectionQueue)
         }
         return TransferFailure.error(for: ending, cause: stateMachine.stopCause, handle: facts)
     }

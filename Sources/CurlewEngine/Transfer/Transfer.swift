@@ -70,6 +70,10 @@ final class Transfer: @unchecked Sendable, DeadlineHeapMember {
     /// The connection (``ConnectionRegistry/key(localPort:remotePort:)``) the current request went out on, nil until
     /// libcurl picked one: a snapshot's busy connections and transfers waiting for one (``PoolStatistics``).
     var connectionKey: Int?
+    /// Whether the current attempt has left libcurl's queue of transfers waiting for a free connection: libcurl is
+    /// resolving or connecting for it, or it has a connection. The one rule for the engine's connection deadline
+    /// and for naming a libcurl timeout (design note 0028).
+    var hasLeftConnectionQueue: Bool { connectionAttemptStarted || connectionKey != nil }
 
     /// The current request's origin, `scheme://host:port` (``PoolStatistics``): parsed when asked, which is once per
     /// connection opened and per snapshot, never per request.

@@ -7,6 +7,12 @@ import CurlewSharding
 import Foundation
 import HTTPTypes
 
+#if OTLP
+import CurlewLoadOTLP
+import Logging
+import ServiceLifecycle
+#endif
+
 struct BenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bench",
@@ -190,6 +196,27 @@ struct BenchCommand: AsyncParsableCommand {
             valueName: "duration"))
     var prometheusHold: DurationArgument = DurationArgument(.zero, text: "0s")
 
+    #if OTLP
+    @Option(
+        name: .customLong("otlp"),
+        help: ArgumentHelp(
+            "Push the run's counts and latencies to an OpenTelemetry collector (OTLP/HTTP) while it runs.",
+            discussion: """
+                http:// or https://; without a path, /v1/metrics is appended. The series of --prometheus under \
+                OpenTelemetry names (curlew.bench.requests …), sent every --otlp-interval and once more after the \
+                run with the final counts, with shard="I/N" under --shard. Headers (credentials), certificates and \
+                compression come from the OpenTelemetry variables (OTEL_EXPORTER_OTLP_HEADERS …); an \
+                OTEL_EXPORTER_OTLP_[METRICS_]ENDPOINT naming another endpoint is a usage error (64). Each send may \
+                take up to the interval (10 s at most); a collector that cannot be reached or refuses is reported \
+                on stderr and does not change the run's exit status.
+                """,
+            valueName: "url"))
+    var otlp: String?
+
+    @Option(name: .customLong("otlp-interval"), help: "How often --otlp sends the metrics while the run goes.")
+    var otlpInterval: DurationArgument = DurationArgument(.seconds(10), text: "10s")
+    #endif
+
     @Flag(help: "Print the summary as one JSON object on stdout.")
     var json = false
 
@@ -292,6 +319,11 @@ struct BenchCommand: AsyncParsableCommand {
         if prometheusHold.duration > .zero && prometheus == nil {
             throw ValidationError("--prometheus-hold keeps --prometheus's endpoint up: give --prometheus")
         }
+        #if OTLP
+        if otlpInterval.duration < .milliseconds(100) {
+            throw ValidationError("--otlp-interval must be at least 100ms")
+        }
+        #endif
         var shape: BenchStages?
         if let stages {
             if rate != nil { throw ValidationError("give --rate or --stages, not both") }
@@ -445,6 +477,32 @@ struct BenchCommand: AsyncParsableCommand {
             throw CommandFailure(error.description)
         }
         let plan = load.runnerPlan
+        #if OTLP
+        // Made before anything is sent or bound: an endpoint it cannot send to is a usage error, not a run without
+        // metrics.
+        let otlpPush: (exporter: LoadTestOTLPExporter, group: ServiceGroup, task: Task<Void, any Error>)?
+        if let otlp {
+            do {
+                var logger = Logger(label: "curlew.otlp") { StreamLogHandler.standardError(label: $0) }
+                logger.logLevel = .warning
+                // A send that takes longer than the interval is late for the next one anyway; bounding it so also
+                // bounds how long an unreachable collector delays the end of the run.
+                let exporter = try LoadTestOTLPExporter(
+                    load, endpoint: otlp, exportInterval: otlpInterval.duration,
+                    exportTimeout: min(otlpInterval.duration, .seconds(10)), logger: logger)
+                let group = ServiceGroup(
+                    services: [exporter],
+                    logger: Logger(label: "curlew.otlp", factory: { _ in SwiftLogNoOpLogHandler() }))
+                otlpPush = (exporter, group, Task { try await group.run() })
+            } catch {
+                await client.shutdown()
+                try? await server?.shutdown()
+                throw ValidationError("--otlp: \(error)")
+            }
+        } else {
+            otlpPush = nil
+        }
+        #endif
         // The endpoint is bound before anything is sent: a port in use is a usage error, not a run without metrics.
         let metrics: (exporter: LoadTestPrometheusExporter, endpoint: PrometheusEndpoint)?
         if let prometheus {
@@ -455,6 +513,9 @@ struct BenchCommand: AsyncParsableCommand {
                 }
                 metrics = (exporter, endpoint)
             } catch {
+                #if OTLP
+                otlpPush?.task.cancel()
+                #endif
                 await client.shutdown()
                 try? await server?.shutdown()
                 throw ValidationError("--prometheus \(prometheus): \(error.description)")
@@ -473,6 +534,9 @@ struct BenchCommand: AsyncParsableCommand {
                 )
             }
             if let metrics { print("  prometheus: \(metrics.endpoint.url)") }
+            #if OTLP
+            if let otlpPush { print("  otlp: \(otlpPush.exporter.endpoint.absoluteString) every \(otlpInterval)") }
+            #endif
         }
         if let startAt { try await waitUntil(startAt) }
 
@@ -507,6 +571,13 @@ struct BenchCommand: AsyncParsableCommand {
         _ = await recording.value
         // Each scrape samples the run; this last sample, after the run ended, leaves the final counts in the registry.
         metrics?.exporter.sample()
+        #if OTLP
+        // The exporter's graceful shutdown samples the final counts and sends them (within its export timeout).
+        if let otlpPush {
+            await otlpPush.group.triggerGracefulShutdown()
+            _ = try? await otlpPush.task.value
+        }
+        #endif
         progress.finish()
         // With a hold, Ctrl-C and SIGTERM still reach the monitor: they end the hold, and the exit status is the run's.
         if metrics == nil { interrupts.stop() }

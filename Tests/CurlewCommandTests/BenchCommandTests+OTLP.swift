@@ -1,0 +1,79 @@
+#if OTLP
+import CurlewLoopbackServer
+import CurlewTestSupport
+import Foundation
+import Testing
+
+/// `--otlp`: the run's metrics reach an OTLP receiver while it goes and once more at the end, with the counts the
+/// server served; an endpoint it cannot send to is a usage error before anything is sent.
+extension BenchCommandTests {
+    @Test func anOTLPRunsLastExportHasTheCountsTheServerServed() async throws {
+        let receiver = try await OTLPReceiver.start()
+        defer { receiver.stop() }
+        try await withLoopbackServer { server in
+            // 1,500 requests at 1,000/s: about 1.5 s, several exports 200 ms apart while it goes.
+            let output = try await CurlewBinary.run([
+                "bench", server.baseURL + "/small", "-n", "1500", "--rate", "1000", "-c", "8", "--json",
+                "--otlp", receiver.baseURL, "--otlp-interval", "200ms",
+            ])
+            #expect(output.status == 0, "\(output.stderr)")
+            let json = try output.json()
+            let requests = try #require(json["requests"] as? Int)
+            #expect(requests == 1500)
+            #expect(server.requestsServed == 1500)
+            let exports = try receiver.exports()
+            #expect(exports.allSatisfy { $0.error == nil && $0.path == "/v1/metrics" })
+            #expect(
+                exports.contains { $0.total("curlew.bench.running") == 1 && $0.total("curlew.bench.requests") > 0 },
+                "no export while the run went: \(exports.count) exports")
+            let last = try #require(exports.last)
+            #expect(last.total("curlew.bench.requests") == Double(server.requestsServed))
+            #expect(last.total("curlew.bench.requests", ["outcome": "ok"]) == Double(json["succeeded"] as? Int ?? -1))
+            #expect(last.total("curlew.bench.running") == 0)
+            #expect(last.points("curlew.bench.request.duration").first?.count == 1500)
+            #expect(!output.stderr.contains("curlew.otlp"), "\(output.stderr)")
+        }
+    }
+
+    /// A collector that refuses the exports is reported on stderr; the run and its exit status are its own.
+    @Test func aRefusingCollectorIsReportedAndTheRunSucceeds() async throws {
+        let receiver = try await OTLPReceiver.start(status: 503)
+        defer { receiver.stop() }
+        try await withLoopbackServer { server in
+            let output = try await CurlewBinary.run([
+                "bench", server.baseURL + "/small", "-n", "200", "-c", "4", "--otlp", receiver.baseURL,
+                "--otlp-interval", "1s",
+            ])
+            #expect(output.status == 0, "\(output.stderr)")
+            #expect(server.requestsServed == 200)
+            #expect(output.stderr.contains("curlew.otlp") && output.stderr.contains("export"), "\(output.stderr)")
+        }
+    }
+
+    @Test(
+        arguments: [
+            (
+                ["--otlp", "ftp://127.0.0.1:4318"], [:],
+                "--otlp: \"ftp://127.0.0.1:4318\" is not an http:// or https:// URL"
+            ),
+            (["--otlp", "http://user:hunter2@127.0.0.1:4318"], [:], "OTEL_EXPORTER_OTLP_HEADERS"),
+            (["--otlp", "http://127.0.0.1:4318", "--otlp-interval", "10ms"], [:], "--otlp-interval must be at least"),
+            (
+                ["--otlp", "http://127.0.0.1:4318"], ["OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4319"],
+                "OTEL_EXPORTER_OTLP_ENDPOINT in the environment names another endpoint"
+            ),
+        ] as [([String], [String: String], String)])
+    func badOTLPOptionsAreUsageErrorsAndNothingIsSent(
+        arguments: [String], environment: [String: String], mention: String
+    ) async throws {
+        try await withLoopbackServer { server in
+            let output = try await CurlewBinary.run(
+                ["bench", server.baseURL + "/small", "-n", "20"] + arguments, environment: environment)
+            #expect(output.status == 64)
+            #expect(output.stderr.contains(mention), "\(output.stderr)")
+            #expect(!output.stderr.contains("hunter2"), "\(output.stderr)")
+            #expect(server.requestsServed == 0)
+        }
+    }
+}
+#endif
