@@ -409,10 +409,12 @@ let package = Package(
                 "CurlewLoadOTLP",
                 "CurlewLoad",
                 "CurlewEngine",
+                "CurlewSharding",
                 "CurlewTestSupport",
                 "CurlewLoopbackServer",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "InMemoryLogging", package: "swift-log"),
             ],
             swiftSettings: strictSettings
         ),

@@ -1,3 +1,5 @@
+import CurlewSharding
+
 /// A series of a load test's live metrics: what it counts and the labels it may carry. Exporters name it in their
 /// own format (`curlew_bench_requests_total` for Prometheus, `curlew.bench.requests` for OpenTelemetry).
 package enum BenchSeries: String, CaseIterable, Sendable {
@@ -12,6 +14,17 @@ package enum BenchSeries: String, CaseIterable, Sendable {
     case running
     case checks
     case targetRequests = "target_requests"
+
+    /// Latency bucket bounds in seconds when an exporter is given none: 100 µs to 10 s.
+    package static let defaultLatencyBuckets: [Double] = [
+        0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
+    ]
+
+    /// The labels every series of `load` carries: `labels`, then `shard="I/N"` when the run is a shard.
+    package static func labels(_ labels: [(String, String)], of load: LoadTest) -> [(String, String)] {
+        let shard = load.runnerPlan.shard
+        return shard.isWhole ? labels : labels + [("shard", shard.description)]
+    }
 
     /// The series' help text (Prometheus' HELP, OpenTelemetry's description).
     package var help: String {
@@ -40,12 +53,16 @@ package protocol BenchMetricsBackend: Sendable {
 
     /// The counter of `series` with `labels` (the exporter's own, then the series' own, such as `outcome`).
     func counter(_ series: BenchSeries, labels: [(String, String)]) -> Counter
+    /// The gauge of `series` with `labels`.
     func gauge(_ series: BenchSeries, labels: [(String, String)]) -> Gauge
     /// The latency histogram, in seconds.
     func histogram(_ series: BenchSeries, labels: [(String, String)]) -> Histogram
 
+    /// Adds `amount` (0 or more) to `counter`.
     func add(_ amount: Int64, to counter: Counter)
+    /// Sets `gauge` to `value`.
     func set(_ value: Double, on gauge: Gauge)
+    /// Records one request's latency.
     func record(seconds: Double, in histogram: Histogram)
 }
 
@@ -72,7 +89,7 @@ package struct BenchMetricsPublisher<Backend: BenchMetricsBackend>: Sendable {
     private var statusCodes: [Int: Backend.Counter] = [:]
 
     /// The series of `load`, each carrying `labels` (with `shard` added for a shard of a run, as
-    /// ``BenchMetricsSampler/labels(_:of:)`` gives them).
+    /// ``BenchSeries/labels(_:of:)`` gives them).
     package init(_ load: LoadTest, labels: [(String, String)], backend: Backend) {
         self.backend = backend
         self.labels = labels

@@ -1,4 +1,3 @@
-import CurlewSharding
 import Histogram
 
 /// What a run counted between two samples: the amounts an exporter adds to its counters and histogram.
@@ -47,17 +46,6 @@ package struct BenchMetricsIncrement: Sendable {
 /// work to the requests' path; the cost of a sample is a copy per loop and work in proportion to the distinct
 /// latencies recorded since the previous one.
 package struct BenchMetricsSampler: Sendable {
-    /// Latency bucket bounds in seconds when an exporter is given none: 100 µs to 10 s.
-    package static let defaultLatencyBuckets: [Double] = [
-        0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
-    ]
-
-    /// The labels every series of `load` carries: `labels`, then `shard="I/N"` when the run is a shard.
-    package static func labels(_ labels: [(String, String)], of load: LoadTest) -> [(String, String)] {
-        let shard = load.runnerPlan.shard
-        return shard.isWhole ? labels : labels + [("shard", shard.description)]
-    }
-
     private let runner: BenchRunner
     private let checkCount: Int
     private var previous: BenchTally

@@ -35,7 +35,7 @@ import Synchronization
 /// `OTEL_EXPORTER_OTLP_COMPRESSION`, `OTEL_SERVICE_NAME`, `OTEL_RESOURCE_ATTRIBUTES` and the others.
 public final class LoadTestOTLPExporter: Service, Sendable {
     /// Latency bucket bounds in seconds when none are given: 100 µs to 10 s, as the Prometheus exporter's.
-    public static let defaultLatencyBuckets: [Double] = BenchMetricsSampler.defaultLatencyBuckets
+    public static let defaultLatencyBuckets: [Double] = BenchSeries.defaultLatencyBuckets
     /// The path appended to an endpoint given without one: OTLP/HTTP's metrics path.
     public static let metricsPath = "/v1/metrics"
 
@@ -48,6 +48,7 @@ public final class LoadTestOTLPExporter: Service, Sendable {
     /// The run's counts, and what of them is published so far.
     private let state: Mutex<(sampler: BenchMetricsSampler, publisher: BenchMetricsPublisher<Instruments>)>
     private let samplingInterval: Duration
+    private let exportTimeout: Duration
 
     /// swift-metrics' metric types, made by swift-otel's factory (never the process-wide `MetricsSystem`), named
     /// `curlew.bench.…`; swift-otel reads `unit` and `description` from the dimensions.
@@ -91,12 +92,13 @@ public final class LoadTestOTLPExporter: Service, Sendable {
     ///   - exportInterval: How often the metrics are sent while the run goes.
     ///   - exportTimeout: How long one send may take, the last one included.
     ///   - attributes: Attributes every series carries, such as a run name; `shard` is added for a shard of a run.
+    ///     `unit` and `description` are refused: swift-otel reads those as the metric's own.
     ///   - serviceName: The resource's `service.name` (`OTEL_SERVICE_NAME` overrides it).
     ///   - latencyBuckets: The upper bounds of the latency histogram's buckets, in seconds, ascending.
     ///   - logger: Where swift-otel reports what goes wrong, such as a send the collector refused.
-    /// - Throws: ``LoadTestOTLPError`` for an endpoint that is not an `http`/`https` URL, one that differs from an
-    ///   `OTEL_EXPORTER_OTLP_METRICS_ENDPOINT` or `OTEL_EXPORTER_OTLP_ENDPOINT` in the environment (which swift-otel
-    ///   would send to instead), or an environment that swift-otel cannot export metrics with.
+    /// - Throws: ``LoadTestOTLPError`` for an endpoint that is not an `http`/`https` URL or has credentials in it,
+    ///   and for OpenTelemetry variables in the environment that swift-otel would follow instead of these settings:
+    ///   another endpoint, protocol, exporter, interval, timeout or temporality, or the SDK turned off.
     public init(
         _ load: LoadTest, endpoint: String, exportInterval: Duration = .seconds(10),
         exportTimeout: Duration = .seconds(10), attributes: [(String, String)] = [],
@@ -104,14 +106,25 @@ public final class LoadTestOTLPExporter: Service, Sendable {
         logger: Logger = Logger(label: "curlew.otlp", factory: { _ in SwiftLogNoOpLogHandler() })
     ) throws(LoadTestOTLPError) {
         let endpoint = try Self.metricsEndpoint(endpoint)
-        try Self.checkEnvironment(agreesWith: endpoint, ProcessInfo.processInfo.environment)
+        try Self.checkEnvironment(
+            agreesWith: endpoint, interval: exportInterval, timeout: exportTimeout, ProcessInfo.processInfo.environment)
+        if let taken = attributes.first(where: { ["unit", "description"].contains($0.0) }) {
+            throw LoadTestOTLPError(
+                "an attribute named \(taken.0.debugDescription) would be read by swift-otel as the metrics' own: rename it"
+            )
+        }
         self.endpoint = endpoint
-        let attributes = BenchMetricsSampler.labels(attributes, of: load)
+        let attributes = BenchSeries.labels(attributes, of: load)
         self.attributes = attributes
 
         var configuration = OTel.Configuration.default
         configuration.serviceName = serviceName
-        configuration.diagnosticLogger = .custom(logger)
+        // swift-otel logs each OpenTelemetry variable it applies with its value, OTEL_EXPORTER_OTLP_HEADERS (where
+        // credentials live) included: those values never reach the logger given.
+        var diagnostics = logger
+        diagnostics.handler = EnvironmentValueRedactingLogHandler(wrapping: logger.handler)
+        configuration.diagnosticLogger = .custom(diagnostics)
+        configuration.diagnosticLogLevel = .warning
         configuration.traces.enabled = false
         configuration.logs.enabled = false
         configuration.metrics.exportInterval = exportInterval
@@ -120,6 +133,7 @@ public final class LoadTestOTLPExporter: Service, Sendable {
         configuration.metrics.otlpExporter.protocol = .httpProtobuf
         configuration.metrics.otlpExporter.timeout = exportTimeout
         configuration.metrics.valueHistogramBuckets = [Self.name(.requestDuration): latencyBuckets]
+        configuration.metrics.histogramTypes = [Self.name(.requestDuration): .explicitBucket]
         let factory: any MetricsFactory
         do {
             let made = try OTel.makeMetricsBackend(configuration: configuration)
@@ -130,23 +144,29 @@ public final class LoadTestOTLPExporter: Service, Sendable {
         }
         // Samples a few times per export, so each export carries counts at most a quarter interval old.
         samplingInterval = max(.milliseconds(50), min(.seconds(1), exportInterval / 4))
+        self.exportTimeout = exportTimeout
         let publisher = BenchMetricsPublisher(load, labels: attributes, backend: Instruments(factory: factory))
         state = Mutex((BenchMetricsSampler(load), publisher))
     }
 
     /// `text` as the URL to send metrics to, or why it cannot be one.
     package static func metricsEndpoint(_ text: String) throws(LoadTestOTLPError) -> URL {
-        guard var components = URLComponents(string: text), let scheme = components.scheme?.lowercased(),
-            scheme == "http" || scheme == "https", let host = components.host, !host.isEmpty
+        guard var components = URLComponents(string: text) else {
+            throw LoadTestOTLPError("the endpoint is not an http:// or https:// URL with a host")
+        }
+        // Credentials go in OTEL_EXPORTER_OTLP_HEADERS, which is never printed; a URL is printed and logged, so no
+        // error repeats one that has them.
+        if components.user != nil || components.password != nil {
+            throw LoadTestOTLPError(
+                "the endpoint has credentials in it: give them in OTEL_EXPORTER_OTLP_HEADERS instead")
+        }
+        guard let scheme = components.scheme?.lowercased(), scheme == "http" || scheme == "https",
+            let host = components.host, !host.isEmpty
         else {
             throw LoadTestOTLPError("\(text.debugDescription) is not an http:// or https:// URL with a host")
         }
-        // Credentials go in OTEL_EXPORTER_OTLP_HEADERS, which is never printed; a URL is printed and logged, so
-        // this error does not repeat it.
-        if components.user != nil || components.password != nil {
-            throw LoadTestOTLPError(
-                "the URL of \(host) has credentials in it: give them in OTEL_EXPORTER_OTLP_HEADERS instead")
-        }
+        // swift-otel tells TLS from the scheme as written: `HTTPS://` would lose its certificate settings.
+        components.scheme = scheme
         if components.path.isEmpty || components.path == "/" { components.path = metricsPath }
         guard let url = components.url else {
             throw LoadTestOTLPError("\(text.debugDescription) is not an http:// or https:// URL with a host")
@@ -154,22 +174,57 @@ public final class LoadTestOTLPExporter: Service, Sendable {
         return url
     }
 
-    /// Throws when the environment names another endpoint: swift-otel applies the environment over the
-    /// configuration, so the run would send its metrics somewhere other than where it says it does. The variables
-    /// are read as OpenTelemetry reads them: the metrics endpoint as it is, the shared one as a base for `v1/metrics`.
+    /// Throws when an OpenTelemetry variable in `environment` would make swift-otel do other than the exporter was
+    /// told: swift-otel applies the environment over its configuration, so the run would send its metrics elsewhere,
+    /// otherwise or not at all while saying it does. (`OTEL_EXPORTER_OTLP_PROTOCOL=grpc` would even stop the
+    /// process: this build has no gRPC exporter.) Variables are read as swift-otel reads them: the metrics-specific
+    /// one before the shared one, an empty value as a value.
     package static func checkEnvironment(
-        agreesWith endpoint: URL, _ environment: [String: String]
+        agreesWith endpoint: URL, interval: Duration, timeout: Duration, _ environment: [String: String]
     ) throws(LoadTestOTLPError) {
-        let variables: [(name: String, target: (String) -> String)] = [
-            ("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", { $0 }),
-            ("OTEL_EXPORTER_OTLP_ENDPOINT", { $0.hasSuffix("/") ? $0 + "v1/metrics" : $0 + metricsPath }),
+        func milliseconds(_ duration: Duration) -> String {
+            String(duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000)
+        }
+        let otlp = "OTEL_EXPORTER_OTLP_"
+        let rules: [(names: [String], accepts: (String) -> Bool, problem: String)] = [
+            (
+                [otlp + "METRICS_ENDPOINT"], { URL(string: $0) == endpoint },
+                "names another endpoint than \(endpoint.absoluteString)"
+            ),
+            (
+                [otlp + "ENDPOINT"],
+                { URL(string: $0.hasSuffix("/") ? $0 + "v1/metrics" : $0 + metricsPath) == endpoint },
+                "names another endpoint than \(endpoint.absoluteString)"
+            ),
+            (
+                [otlp + "METRICS_PROTOCOL", otlp + "PROTOCOL"], { ["http/protobuf", "http/json"].contains($0) },
+                "asks for another protocol than OTLP/HTTP, which is what this exporter sends"
+            ),
+            (["OTEL_METRICS_EXPORTER"], { $0 == "otlp" }, "asks for another metrics exporter than OTLP"),
+            (["OTEL_SDK_DISABLED"], { $0.lowercased() != "true" }, "turns OpenTelemetry off"),
+            (
+                ["OTEL_METRIC_EXPORT_INTERVAL"], { $0 == milliseconds(interval) },
+                "sets another export interval than the exporter's \(interval)"
+            ),
+            (
+                ["OTEL_METRIC_EXPORT_TIMEOUT", otlp + "METRICS_TIMEOUT", otlp + "TIMEOUT"],
+                { $0 == milliseconds(timeout) }, "sets another export timeout than the exporter's \(timeout)"
+            ),
+            (
+                [otlp + "METRICS_TEMPORALITY_PREFERENCE"], { $0.lowercased() == "cumulative" },
+                "asks for other sums than cumulative ones"
+            ),
         ]
-        for (name, target) in variables {
-            guard let value = environment[name], !value.isEmpty else { continue }
-            guard URL(string: target(value)) == endpoint else {
-                throw LoadTestOTLPError(
-                    "\(name) in the environment names another endpoint than \(endpoint.absoluteString): "
-                        + "unset it, or give the same one")
+        for rule in rules {
+            // The first variable of a rule that is set is the one swift-otel takes; values are not repeated here,
+            // since an endpoint may hold credentials.
+            guard let name = rule.names.first(where: { environment[$0] != nil }), let value = environment[name] else {
+                continue
+            }
+            // The shared endpoint counts only when the metrics one is not set.
+            if name == otlp + "ENDPOINT" && environment[otlp + "METRICS_ENDPOINT"] != nil { continue }
+            if !rule.accepts(value) {
+                throw LoadTestOTLPError("\(name) in the environment \(rule.problem): unset it")
             }
         }
     }
@@ -180,13 +235,19 @@ public final class LoadTestOTLPExporter: Service, Sendable {
     }
 
     /// Samples the run and sends its metrics every export interval until graceful shutdown; then samples the
-    /// final counts and sends them once more before returning.
+    /// final counts and sends them once more before returning: within the export timeout, or twice it when a send
+    /// was under way at shutdown.
     public func run() async throws {
         // swift-otel's own service sends once more at its graceful shutdown. It runs in a group of its own, shut down
         // only after the last sample so that last send carries the final counts, and in a detached task: a nested
         // group would inherit the caller's graceful shutdown and send before that sample.
-        let backendGroup = ServiceGroup(
-            services: [backend], logger: Logger(label: "curlew.otlp.group") { _ in SwiftLogNoOpLogHandler() })
+        var group = ServiceGroupConfiguration(
+            services: [.init(service: backend)],
+            logger: Logger(label: "curlew.otlp.group") { _ in SwiftLogNoOpLogHandler() })
+        // A backstop, should swift-otel not keep to its timeouts: a send in progress at shutdown, then the last one.
+        group.maximumGracefulShutdownDuration = exportTimeout * 2 + .seconds(1)
+        group.maximumCancellationDuration = .seconds(1)
+        let backendGroup = ServiceGroup(configuration: group)
         let backendRun = Task.detached { try await backendGroup.run() }
         try await withTaskCancellationHandler {
             await withTaskGroup(of: Void.self) { sampling in
@@ -206,6 +267,41 @@ public final class LoadTestOTLPExporter: Service, Sendable {
         } onCancel: {
             backendRun.cancel()
         }
+    }
+}
+
+/// Hands swift-otel's diagnostics to the handler it wraps, without the values swift-otel logs of the OpenTelemetry
+/// variables it applies (`environment_value`, `previous_value`, `new_value`): OTEL_EXPORTER_OTLP_HEADERS is one.
+package struct EnvironmentValueRedactingLogHandler: LogHandler {
+    static let redactedKeys: Set<String> = ["environment_value", "previous_value", "new_value"]
+    private var wrapped: any LogHandler
+
+    package init(wrapping handler: any LogHandler) { wrapped = handler }
+
+    package var metadataProvider: Logger.MetadataProvider? {
+        get { wrapped.metadataProvider }
+        set { wrapped.metadataProvider = newValue }
+    }
+
+    package var metadata: Logger.Metadata {
+        get { wrapped.metadata }
+        set { wrapped.metadata = newValue.filter { !Self.redactedKeys.contains($0.key) } }
+    }
+
+    package var logLevel: Logger.Level {
+        get { wrapped.logLevel }
+        set { wrapped.logLevel = newValue }
+    }
+
+    package subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { wrapped[metadataKey: key] }
+        set { wrapped[metadataKey: key] = Self.redactedKeys.contains(key) ? nil : newValue }
+    }
+
+    package func log(event: LogEvent) {
+        var event = event
+        event.metadata = event.metadata?.filter { !Self.redactedKeys.contains($0.key) }
+        wrapped.log(event: event)
     }
 }
 

@@ -25,7 +25,7 @@ import Synchronization
 ///   (numbered from 1 as the targets file lists them).
 public final class LoadTestPrometheusExporter: Sendable {
     /// Latency bucket bounds in seconds when none are given: 100 µs to 10 s.
-    public static let defaultLatencyBuckets: [Double] = BenchMetricsSampler.defaultLatencyBuckets
+    public static let defaultLatencyBuckets: [Double] = BenchSeries.defaultLatencyBuckets
 
     /// The registry the metrics live in; ``emit(into:)`` samples the run first, then writes it.
     public let registry: PrometheusCollectorRegistry
@@ -78,7 +78,7 @@ public final class LoadTestPrometheusExporter: Sendable {
         labels: [(String, String)] = [], latencyBuckets: [Double] = LoadTestPrometheusExporter.defaultLatencyBuckets
     ) {
         self.registry = registry
-        let labels = BenchMetricsSampler.labels(labels, of: load)
+        let labels = BenchSeries.labels(labels, of: load)
         self.labels = labels
         let publisher = BenchMetricsPublisher(
             load, labels: labels, backend: Backend(registry: registry, latencyBuckets: latencyBuckets))

@@ -12,10 +12,14 @@ extension BenchCommandTests {
         defer { receiver.stop() }
         try await withLoopbackServer { server in
             // 1,500 requests at 1,000/s: about 1.5 s, several exports 200 ms apart while it goes.
-            let output = try await CurlewBinary.run([
-                "bench", server.baseURL + "/small", "-n", "1500", "--rate", "1000", "-c", "8", "--json",
-                "--otlp", receiver.baseURL, "--otlp-interval", "200ms",
-            ])
+            // Credentials in OTEL_EXPORTER_OTLP_HEADERS reach the collector and no log, even at swift-otel's most
+            // talkative level, where it logs every variable it applies.
+            let output = try await CurlewBinary.run(
+                [
+                    "bench", server.baseURL + "/small", "-n", "1500", "--rate", "1000", "-c", "8", "--json",
+                    "--otlp", receiver.baseURL, "--otlp-interval", "200ms",
+                ],
+                environment: ["OTEL_EXPORTER_OTLP_HEADERS": "Authorization=Bearer hunter3", "OTEL_LOG_LEVEL": "trace"])
             #expect(output.status == 0, "\(output.stderr)")
             let json = try output.json()
             let requests = try #require(json["requests"] as? Int)
@@ -23,6 +27,8 @@ extension BenchCommandTests {
             #expect(server.requestsServed == 1500)
             let exports = try receiver.exports()
             #expect(exports.allSatisfy { $0.error == nil && $0.path == "/v1/metrics" })
+            #expect(exports.allSatisfy { $0.authorization == "Bearer hunter3" })
+            #expect(!output.stderr.contains("hunter3"), "\(output.stderr)")
             #expect(
                 exports.contains { $0.total("curlew.bench.running") == 1 && $0.total("curlew.bench.requests") > 0 },
                 "no export while the run went: \(exports.count) exports")
@@ -31,7 +37,7 @@ extension BenchCommandTests {
             #expect(last.total("curlew.bench.requests", ["outcome": "ok"]) == Double(json["succeeded"] as? Int ?? -1))
             #expect(last.total("curlew.bench.running") == 0)
             #expect(last.points("curlew.bench.request.duration").first?.count == 1500)
-            #expect(!output.stderr.contains("curlew.otlp"), "\(output.stderr)")
+            #expect(!output.stderr.contains("Failed to export"), "\(output.stderr)")
         }
     }
 
@@ -47,6 +53,8 @@ extension BenchCommandTests {
             #expect(output.status == 0, "\(output.stderr)")
             #expect(server.requestsServed == 200)
             #expect(output.stderr.contains("curlew.otlp") && output.stderr.contains("export"), "\(output.stderr)")
+            // Server-side: the receiver was asked, and refused.
+            #expect(try receiver.exports().contains { $0.refused == 503 })
         }
     }
 
@@ -57,6 +65,11 @@ extension BenchCommandTests {
                 "--otlp: \"ftp://127.0.0.1:4318\" is not an http:// or https:// URL"
             ),
             (["--otlp", "http://user:hunter2@127.0.0.1:4318"], [:], "OTEL_EXPORTER_OTLP_HEADERS"),
+            (["--otlp", "ftp://user:hunter2@127.0.0.1:4318"], [:], "OTEL_EXPORTER_OTLP_HEADERS"),
+            (
+                ["--otlp", "http://127.0.0.1:4318"], ["OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"],
+                "OTEL_EXPORTER_OTLP_PROTOCOL in the environment asks for another protocol"
+            ),
             (["--otlp", "http://127.0.0.1:4318", "--otlp-interval", "10ms"], [:], "--otlp-interval must be at least"),
             (
                 ["--otlp", "http://127.0.0.1:4318"], ["OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4319"],

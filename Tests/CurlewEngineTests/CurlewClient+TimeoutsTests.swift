@@ -14,9 +14,7 @@ struct CurlewClientTimeoutsTests {
         let httpbin = try await HTTPBinServer.shared()
         try await withClient(loop, configure: { $0.timeouts.total = .milliseconds(400) }) { client in
             let url = "\(httpbin.baseURL)/delay/3"
-            let (code, elapsed) = try await measured {
-                await curlewErrorCode { _ = try await client.execute(try CurlewRequest(url: url)) }
-            }
+            let (code, elapsed) = try await timedFailure(get: url, on: client)
             #expect(code == .timeout(.total))
             #expect(elapsed >= .milliseconds(390))
             #expect(elapsed < .milliseconds(2500))
@@ -41,9 +39,7 @@ struct CurlewClientTimeoutsTests {
         defer { Task { try? await server.shutdown() } }
         try await withClient(loop, configure: { $0.timeouts.idle = .milliseconds(300) }) { client in
             let url = "\(server.baseURL)/fault/never-answer"
-            let (code, elapsed) = try await measured {
-                await curlewErrorCode { _ = try await client.execute(try CurlewRequest(url: url)) }
-            }
+            let (code, elapsed) = try await timedFailure(get: url, on: client)
             #expect(code == .timeout(.idle))
             #expect(elapsed >= .milliseconds(290))
             #expect(elapsed < .milliseconds(2000))
@@ -67,9 +63,7 @@ struct CurlewClientTimeoutsTests {
         let listener = try StalledListener()
         try await withClient(loop, configure: { $0.timeouts.connect = .milliseconds(300) }) { client in
             let url = "http://127.0.0.1:\(listener.port)/"
-            let (code, elapsed) = try await measured {
-                await curlewErrorCode { _ = try await client.execute(try CurlewRequest(url: url)) }
-            }
+            let (code, elapsed) = try await timedFailure(get: url, on: client)
             #expect(code == .timeout(.connect))
             #expect(elapsed < .milliseconds(2000))
         }
@@ -176,6 +170,12 @@ struct CurlewClientTimeoutsTests {
             #expect(code == .connectionRefused)
         }
     }
+}
+
+/// The error code a GET of `url` fails with on `client` (nil if it succeeds), and how long it took, timed as
+/// ``measured(_:)`` times.
+private func timedFailure(get url: String, on client: CurlewClient) async throws -> (CurlewError.Code?, Duration) {
+    try await measured { await curlewErrorCode { _ = try await client.execute(try CurlewRequest(url: url)) } }
 }
 
 /// Runs `operation` on a thread of its own and times it there, so the figure is the engine's and not the

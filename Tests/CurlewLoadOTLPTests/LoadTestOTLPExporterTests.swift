@@ -145,10 +145,39 @@ import Testing
             #expect(summary.succeeded == 50)
             #expect(server.requestsServed == 50)
         }
-        #expect(try receiver.exports().isEmpty)
+        // The receiver saw the sends it refused: the last one at least.
+        let attempts = try receiver.exports()
+        #expect(!attempts.isEmpty && attempts.allSatisfy { $0.refused == 503 && $0.points == nil })
         #expect(
             logs.entries.contains { $0.level >= .warning && $0.message.description.contains("export") },
             "\(logs.entries.map(\.message))")
+    }
+
+    @Test(arguments: ["unit", "description"])
+    func anAttributeSwiftOTelWouldTakeAsTheMetricsOwnIsRefused(name: String) async throws {
+        let plan = try LoadPlan(target: "http://127.0.0.1:9/", shape: .requests(1))
+        let client = CurlewClient(configuration: plan.clientConfiguration())
+        let load = try LoadTest(plan, client: client)
+        #expect(throws: LoadTestOTLPError.self) {
+            try LoadTestOTLPExporter(load, endpoint: "http://127.0.0.1:4318", attributes: [(name, "x")])
+        }
+        await client.shutdown()
+    }
+
+    /// swift-otel logs each OpenTelemetry variable it applies with its value; the exporter's logger never gets
+    /// those values, and OTEL_EXPORTER_OTLP_HEADERS is where credentials live.
+    @Test func theValuesOfOpenTelemetryVariablesNeverReachTheLogger() {
+        let logs = InMemoryLogHandler()
+        var logger = Logger(label: "otlp") { _ in EnvironmentValueRedactingLogHandler(wrapping: logs) }
+        logger.logLevel = .trace
+        logger[metadataKey: "environment_key"] = "OTEL_EXPORTER_OTLP_HEADERS"
+        logger[metadataKey: "environment_value"] = "Authorization=Bearer hunter3"
+        logger[metadataKey: "new_value"] = "[(Authorization, Bearer hunter3)]"
+        logger.info("Configuration updated from environment", metadata: ["previous_value": "[]"])
+        let entry = logs.entries.first
+        #expect(entry?.metadata["environment_key"] == "OTEL_EXPORTER_OTLP_HEADERS")
+        #expect(!"\(logs.entries)".contains("hunter3"))
+        #expect(entry?.metadata["previous_value"] == nil)
     }
 
     /// Runs `plan` with the exporter `makeExporter` makes, as a service does: in a service group shut down
@@ -172,7 +201,7 @@ import Testing
         ("http://127.0.0.1:4318", "http://127.0.0.1:4318/v1/metrics"),
         ("http://127.0.0.1:4318/", "http://127.0.0.1:4318/v1/metrics"),
         ("https://collector.example:443/otlp/v1/metrics", "https://collector.example:443/otlp/v1/metrics"),
-        ("HTTP://[::1]:4318", "HTTP://[::1]:4318/v1/metrics"),
+        ("HTTPS://[::1]:4318", "https://[::1]:4318/v1/metrics"),
     ])
     func anEndpointWithoutAPathGetsTheMetricsPath(text: String, expected: String) throws {
         #expect(try LoadTestOTLPExporter.metricsEndpoint(text).absoluteString == expected)
@@ -183,6 +212,7 @@ import Testing
         ("127.0.0.1:4318", "is not an http:// or https:// URL"),
         ("http://", "is not an http:// or https:// URL"),
         ("http://user:secret@127.0.0.1:4318", "has credentials in it"),
+        ("ftp://user:secret@127.0.0.1:4318", "has credentials in it"),
         ("", "is not an http:// or https:// URL"),
     ])
     func anEndpointThatIsNotAPlainHTTPURLIsRefused(text: String, mention: String) {
@@ -194,19 +224,51 @@ import Testing
         }
     }
 
-    @Test func anEnvironmentNamingAnotherEndpointIsRefusedAndTheSameOneIsNot() throws {
+    @Test(arguments: [
+        ["OTEL_EXPORTER_OTLP_METRICS_ENDPOINT": "http://127.0.0.1:9999/v1/metrics"],
+        ["OTEL_EXPORTER_OTLP_METRICS_ENDPOINT": "http://127.0.0.1:4318"],
+        ["OTEL_EXPORTER_OTLP_METRICS_ENDPOINT": ""],
+        ["OTEL_EXPORTER_OTLP_ENDPOINT": "http://elsewhere:4318"],
+        ["OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"],
+        ["OTEL_EXPORTER_OTLP_METRICS_PROTOCOL": "grpc", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf"],
+        ["OTEL_METRICS_EXPORTER": "none"],
+        ["OTEL_SDK_DISABLED": "TRUE"],
+        ["OTEL_METRIC_EXPORT_INTERVAL": "60000"],
+        ["OTEL_EXPORTER_OTLP_TIMEOUT": "30000"],
+        ["OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE": "delta"],
+    ])
+    func anEnvironmentThatSwiftOTelWouldFollowElsewhereIsRefused(environment: [String: String]) throws {
         let endpoint = try LoadTestOTLPExporter.metricsEndpoint("http://127.0.0.1:4318")
-        #expect(throws: LoadTestOTLPError.self) {
+        #expect {
             try LoadTestOTLPExporter.checkEnvironment(
-                agreesWith: endpoint, ["OTEL_EXPORTER_OTLP_METRICS_ENDPOINT": "http://127.0.0.1:9999/v1/metrics"])
+                agreesWith: endpoint, interval: .seconds(10), timeout: .seconds(2), environment)
+        } throws: { error in
+            // The message names the variable and never repeats its value.
+            let description = (error as? LoadTestOTLPError)?.description ?? ""
+            return environment.keys.contains { description.hasPrefix($0 + " in the environment") }
+                && !environment.values.contains { value in
+                    !value.isEmpty && !endpoint.absoluteString.contains(value) && description.contains(value)
+                }
         }
-        #expect(throws: LoadTestOTLPError.self) {
-            try LoadTestOTLPExporter.checkEnvironment(
-                agreesWith: endpoint, ["OTEL_EXPORTER_OTLP_ENDPOINT": "http://elsewhere:4318"])
-        }
+    }
+
+    @Test(arguments: [
+        [:],
+        ["OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318", "OTEL_SERVICE_NAME": "x"],
+        ["OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318/"],
+        // The metrics endpoint is the one swift-otel follows; the shared one is then for other signals.
+        [
+            "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT": "http://127.0.0.1:4318/v1/metrics",
+            "OTEL_EXPORTER_OTLP_ENDPOINT": "http://traces:4318",
+        ],
+        ["OTEL_EXPORTER_OTLP_PROTOCOL": "http/json", "OTEL_METRICS_EXPORTER": "otlp", "OTEL_SDK_DISABLED": "false"],
+        ["OTEL_METRIC_EXPORT_INTERVAL": "10000", "OTEL_METRIC_EXPORT_TIMEOUT": "2000"],
+        ["OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE": "Cumulative", "OTEL_EXPORTER_OTLP_HEADERS": "a=b"],
+    ])
+    func anEnvironmentThatAgreesIsAccepted(environment: [String: String]) throws {
+        let endpoint = try LoadTestOTLPExporter.metricsEndpoint("http://127.0.0.1:4318")
         try LoadTestOTLPExporter.checkEnvironment(
-            agreesWith: endpoint, ["OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318", "OTEL_SERVICE_NAME": "x"])
-        try LoadTestOTLPExporter.checkEnvironment(agreesWith: endpoint, [:])
+            agreesWith: endpoint, interval: .seconds(10), timeout: .seconds(2), environment)
     }
 }
 #endif

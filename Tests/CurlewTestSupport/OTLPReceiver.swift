@@ -23,10 +23,14 @@ public final class OTLPReceiver: Sendable {
         public let counts: [Int]?
     }
 
-    /// One export request's metrics, with its resource's attributes; `error` when the body did not decode.
+    /// One export request's metrics, with its resource's attributes; `error` when the body did not decode,
+    /// `refused` (the status answered) when the receiver was started to refuse.
     public struct Export: Decodable, Sendable {
         public let path: String
         public let contentType: String?
+        /// The request's `Authorization` header, as the receiver got it.
+        public let authorization: String?
+        public let refused: Int?
         public let resource: [String: String]?
         public let points: [Point]?
         public let error: String?

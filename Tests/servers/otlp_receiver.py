@@ -12,8 +12,9 @@ not. One JSON line per export is appended to EXPORTS_FILE:
                  "temporality": "cumulative", "value": N}                       # sum and gauge
                 {..., "count": N, "sum": S, "bounds": [...], "counts": [...]}]}  # histogram
 
-and the export is answered 200 with an empty `ExportMetricsServiceResponse`. A body that does not decode is answered
-400 and logged as {"error": ...}. --status CODE answers every export with CODE instead (a collector that refuses).
+with the request's Content-Type and Authorization headers, and the export is answered 200 with an empty
+`ExportMetricsServiceResponse`. A body that does not decode is answered 400 and logged as {"error": ...}.
+--status CODE answers every export with CODE instead, logged as {"refused": CODE} (a collector that refuses).
 """
 
 import gzip
@@ -89,6 +90,7 @@ def make_handler(exports_path, status, lock):
         def do_POST(self):
             body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
             if status != 200:
+                self.record({"path": self.path, "refused": status})
                 self.answer(status, b"refused", "text/plain")
                 return
             try:
@@ -104,6 +106,7 @@ def make_handler(exports_path, status, lock):
                 self.record({
                     "path": self.path,
                     "contentType": self.headers.get("Content-Type", ""),
+                    "authorization": self.headers.get("Authorization"),
                     "resource": attributes(resource_metrics.resource.attributes),
                     "points": [point for scope in resource_metrics.scope_metrics for metric in scope.metrics
                                for point in points(metric)],

@@ -480,20 +480,20 @@ struct BenchCommand: AsyncParsableCommand {
         #if OTLP
         // Made before anything is sent or bound: an endpoint it cannot send to is a usage error, not a run without
         // metrics.
-        let otlpPush: (exporter: LoadTestOTLPExporter, group: ServiceGroup, task: Task<Void, any Error>)?
+        let otlpPush: (exporter: LoadTestOTLPExporter, group: ServiceGroup)?
         if let otlp {
             do {
                 var logger = Logger(label: "curlew.otlp") { StreamLogHandler.standardError(label: $0) }
                 logger.logLevel = .warning
-                // A send that takes longer than the interval is late for the next one anyway; bounding it so also
-                // bounds how long an unreachable collector delays the end of the run.
+                // The last send, the one with the final counts, gets at least 2 s even at a short interval; no send
+                // gets more than 10 s, which bounds how long an unreachable collector delays the end of the run.
                 let exporter = try LoadTestOTLPExporter(
                     load, endpoint: otlp, exportInterval: otlpInterval.duration,
-                    exportTimeout: min(otlpInterval.duration, .seconds(10)), logger: logger)
+                    exportTimeout: min(max(otlpInterval.duration, .seconds(2)), .seconds(10)), logger: logger)
                 let group = ServiceGroup(
                     services: [exporter],
                     logger: Logger(label: "curlew.otlp", factory: { _ in SwiftLogNoOpLogHandler() }))
-                otlpPush = (exporter, group, Task { try await group.run() })
+                otlpPush = (exporter, group)
             } catch {
                 await client.shutdown()
                 try? await server?.shutdown()
@@ -513,9 +513,6 @@ struct BenchCommand: AsyncParsableCommand {
                 }
                 metrics = (exporter, endpoint)
             } catch {
-                #if OTLP
-                otlpPush?.task.cancel()
-                #endif
                 await client.shutdown()
                 try? await server?.shutdown()
                 throw ValidationError("--prometheus \(prometheus): \(error.description)")
@@ -555,6 +552,10 @@ struct BenchCommand: AsyncParsableCommand {
             throw CommandFailure(error.description)
         }
         let recording = Task { await recorder.record() }
+        #if OTLP
+        // Started last, once nothing can fail before the run: sends begin with the run.
+        let otlpSending = otlpPush.map { push in Task { try await push.group.run() } }
+        #endif
         let startedAt = Date()
         let loadSummary: LoadSummary
         do {
@@ -572,10 +573,19 @@ struct BenchCommand: AsyncParsableCommand {
         // Each scrape samples the run; this last sample, after the run ended, leaves the final counts in the registry.
         metrics?.exporter.sample()
         #if OTLP
-        // The exporter's graceful shutdown samples the final counts and sends them (within its export timeout).
-        if let otlpPush {
+        // The exporter's graceful shutdown samples the final counts and sends them (within its export timeout, twice
+        // it if a send was under way). Ctrl-C or SIGTERM meanwhile gives up on that last send.
+        if let otlpPush, let otlpSending {
             await otlpPush.group.triggerGracefulShutdown()
-            _ = try? await otlpPush.task.value
+            let interruptsBefore = interrupts.count
+            let giveUp = Task {
+                while !Task.isCancelled && interrupts.count == interruptsBefore {
+                    try? await Task.sleep(for: .milliseconds(50))
+                }
+                if !Task.isCancelled { otlpSending.cancel() }
+            }
+            _ = try? await otlpSending.value
+            giveUp.cancel()
         }
         #endif
         progress.finish()
@@ -606,9 +616,10 @@ struct BenchCommand: AsyncParsableCommand {
             summary.embeddedServer = .init(requests: server.requestsServed, connections: server.acceptedConnections)
             try? await server.shutdown()
         }
-        summary.interrupted = interrupts.wasInterrupted
+        // Interrupted means the run was: a Ctrl-C during --otlp's last send only gives up that send.
+        summary.interrupted = interruptsDuringRun > 0
         summary.exitStatus = BenchExitStatus.of(
-            interrupted: interrupts.wasInterrupted, requests: summary.requests, succeeded: summary.succeeded,
+            interrupted: summary.interrupted, requests: summary.requests, succeeded: summary.succeeded,
             thresholds: summary.thresholds)
         if let histogramOut {
             try writeHistogram(result.histogram, to: histogramOut, option: "--histogram-out")
