@@ -18,7 +18,8 @@ import Synchronization
 ///
 /// It is a `Service`: run it in a `ServiceGroup` beside the load test and trigger the group's graceful shutdown once
 /// ``LoadTest/run()`` has returned. The exporter then samples the final counts and sends them before ``run()``
-/// returns (bounded by the export timeout). Cancelling it instead ends it without that last push.
+/// returns (within the export timeout, or twice it when a send was under way). Cancelling it instead ends it
+/// without that last push.
 ///
 /// Metrics (cumulative; every series also carries the ``attributes`` given, and `shard="I/N"` for a shard of a run):
 /// - `curlew.bench.requests{outcome="ok|failed"}`: requests completed; failed are transport failures and responses
@@ -122,7 +123,8 @@ public final class LoadTestOTLPExporter: Service, Sendable {
         // swift-otel logs each OpenTelemetry variable it applies with its value, OTEL_EXPORTER_OTLP_HEADERS (where
         // credentials live) included: those values never reach the logger given.
         var diagnostics = logger
-        diagnostics.handler = EnvironmentValueRedactingLogHandler(wrapping: logger.handler)
+        diagnostics.handler = EnvironmentValueRedactingLogHandler(
+            wrapping: logger.handler, environment: ProcessInfo.processInfo.environment)
         configuration.diagnosticLogger = .custom(diagnostics)
         configuration.diagnosticLogLevel = .warning
         configuration.traces.enabled = false
@@ -163,13 +165,14 @@ public final class LoadTestOTLPExporter: Service, Sendable {
         guard let scheme = components.scheme?.lowercased(), scheme == "http" || scheme == "https",
             let host = components.host, !host.isEmpty
         else {
-            throw LoadTestOTLPError("\(text.debugDescription) is not an http:// or https:// URL with a host")
+            // Not repeated: text that does not parse as intended may still hold credentials (`user:pw@host:4318`).
+            throw LoadTestOTLPError("the endpoint is not an http:// or https:// URL with a host")
         }
         // swift-otel tells TLS from the scheme as written: `HTTPS://` would lose its certificate settings.
         components.scheme = scheme
         if components.path.isEmpty || components.path == "/" { components.path = metricsPath }
         guard let url = components.url else {
-            throw LoadTestOTLPError("\(text.debugDescription) is not an http:// or https:// URL with a host")
+            throw LoadTestOTLPError("the endpoint is not an http:// or https:// URL with a host")
         }
         return url
     }
@@ -182,38 +185,48 @@ public final class LoadTestOTLPExporter: Service, Sendable {
     package static func checkEnvironment(
         agreesWith endpoint: URL, interval: Duration, timeout: Duration, _ environment: [String: String]
     ) throws(LoadTestOTLPError) {
-        func milliseconds(_ duration: Duration) -> String {
-            String(duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000)
+        // A duration variable that swift-otel would apply (whole milliseconds; anything else it ignores) and that
+        // differs from `duration`.
+        func differs(_ value: String, from duration: Duration) -> Bool {
+            guard let milliseconds = Int(value), milliseconds >= 0 else { return false }
+            return Duration.milliseconds(milliseconds) != duration
         }
         let otlp = "OTEL_EXPORTER_OTLP_"
-        let rules: [(names: [String], accepts: (String) -> Bool, problem: String)] = [
+        // swift-otel matches names case-sensitively and ignores values it does not know (logging a warning); only
+        // values it would apply are refused.
+        let rules: [(names: [String], refuses: (String) -> Bool, problem: String)] = [
             (
-                [otlp + "METRICS_ENDPOINT"], { URL(string: $0) == endpoint },
+                [otlp + "METRICS_ENDPOINT"], { URL(string: $0) != endpoint },
                 "names another endpoint than \(endpoint.absoluteString)"
             ),
             (
                 [otlp + "ENDPOINT"],
-                { URL(string: $0.hasSuffix("/") ? $0 + "v1/metrics" : $0 + metricsPath) == endpoint },
+                { URL(string: $0.hasSuffix("/") ? $0 + "v1/metrics" : $0 + metricsPath) != endpoint },
                 "names another endpoint than \(endpoint.absoluteString)"
             ),
             (
-                [otlp + "METRICS_PROTOCOL", otlp + "PROTOCOL"], { ["http/protobuf", "http/json"].contains($0) },
-                "asks for another protocol than OTLP/HTTP, which is what this exporter sends"
+                [otlp + "METRICS_PROTOCOL", otlp + "PROTOCOL"], { $0 == "grpc" },
+                "asks for OTLP/gRPC, which this build does not have (it sends OTLP/HTTP)"
             ),
-            (["OTEL_METRICS_EXPORTER"], { $0 == "otlp" }, "asks for another metrics exporter than OTLP"),
-            (["OTEL_SDK_DISABLED"], { $0.lowercased() != "true" }, "turns OpenTelemetry off"),
             (
-                ["OTEL_METRIC_EXPORT_INTERVAL"], { $0 == milliseconds(interval) },
+                ["OTEL_METRICS_EXPORTER"], { ["prometheus", "console", "none"].contains($0) },
+                "asks for another metrics exporter than OTLP"
+            ),
+            (["OTEL_SDK_DISABLED"], { $0.lowercased() == "true" }, "turns OpenTelemetry off"),
+            (
+                ["OTEL_METRIC_EXPORT_INTERVAL"], { differs($0, from: interval) },
                 "sets another export interval than the exporter's \(interval)"
             ),
+            // Two timeouts: the export's as a whole, and each HTTP request's.
             (
-                ["OTEL_METRIC_EXPORT_TIMEOUT", otlp + "METRICS_TIMEOUT", otlp + "TIMEOUT"],
-                { $0 == milliseconds(timeout) }, "sets another export timeout than the exporter's \(timeout)"
+                ["OTEL_METRIC_EXPORT_TIMEOUT"], { differs($0, from: timeout) },
+                "sets another export timeout than the exporter's \(timeout)"
             ),
             (
-                [otlp + "METRICS_TEMPORALITY_PREFERENCE"], { $0.lowercased() == "cumulative" },
-                "asks for other sums than cumulative ones"
+                [otlp + "METRICS_TIMEOUT", otlp + "TIMEOUT"], { differs($0, from: timeout) },
+                "sets another request timeout than the exporter's \(timeout)"
             ),
+            ([otlp + "METRICS_TEMPORALITY_PREFERENCE"], { $0 == "delta" }, "asks for other sums than cumulative ones"),
         ]
         for rule in rules {
             // The first variable of a rule that is set is the one swift-otel takes; values are not repeated here,
@@ -223,7 +236,7 @@ public final class LoadTestOTLPExporter: Service, Sendable {
             }
             // The shared endpoint counts only when the metrics one is not set.
             if name == otlp + "ENDPOINT" && environment[otlp + "METRICS_ENDPOINT"] != nil { continue }
-            if !rule.accepts(value) {
+            if rule.refuses(value) {
                 throw LoadTestOTLPError("\(name) in the environment \(rule.problem): unset it")
             }
         }
@@ -244,9 +257,10 @@ public final class LoadTestOTLPExporter: Service, Sendable {
         var group = ServiceGroupConfiguration(
             services: [.init(service: backend)],
             logger: Logger(label: "curlew.otlp.group") { _ in SwiftLogNoOpLogHandler() })
-        // A backstop, should swift-otel not keep to its timeouts: a send in progress at shutdown, then the last one.
+        // Should swift-otel not keep to its timeouts (a send in progress at shutdown, then the last one), its service
+        // is cancelled. No limit on the cancellation: swift-service-lifecycle traps past one, and AsyncHTTPClient's
+        // shutdown, which swift-otel awaits, waits out a connection still opening whatever the cancellation.
         group.maximumGracefulShutdownDuration = exportTimeout * 2 + .seconds(1)
-        group.maximumCancellationDuration = .seconds(1)
         let backendGroup = ServiceGroup(configuration: group)
         let backendRun = Task.detached { try await backendGroup.run() }
         try await withTaskCancellationHandler {
@@ -270,13 +284,45 @@ public final class LoadTestOTLPExporter: Service, Sendable {
     }
 }
 
-/// Hands swift-otel's diagnostics to the handler it wraps, without the values swift-otel logs of the OpenTelemetry
-/// variables it applies (`environment_value`, `previous_value`, `new_value`): OTEL_EXPORTER_OTLP_HEADERS is one.
+/// Hands swift-otel's diagnostics to the handler it wraps, without the values of the OpenTelemetry variables it
+/// applies (`environment_value`, `previous_value`, `new_value`: OTEL_EXPORTER_OTLP_HEADERS is one), and with the
+/// header values themselves replaced wherever else they turn up: an error can quote one (AsyncHTTPClient's
+/// `invalidHeaderFieldValues` does).
 package struct EnvironmentValueRedactingLogHandler: LogHandler {
     static let redactedKeys: Set<String> = ["environment_value", "previous_value", "new_value"]
     private var wrapped: any LogHandler
+    /// The values of the OTLP header variables, as written and percent-decoded.
+    private let secrets: [String]
 
-    package init(wrapping handler: any LogHandler) { wrapped = handler }
+    /// A handler that passes on to `handler`, with the header values of `environment`'s
+    /// `OTEL_EXPORTER_OTLP_[SIGNAL_]HEADERS` variables redacted.
+    package init(wrapping handler: any LogHandler, environment: [String: String]) {
+        wrapped = handler
+        var secrets: Set<String> = []
+        for (name, value) in environment where name.hasPrefix("OTEL_EXPORTER_OTLP_") && name.hasSuffix("HEADERS") {
+            for header in value.split(separator: ",") {
+                let pair = header.split(separator: "=", maxSplits: 1)
+                guard pair.count == 2 else { continue }
+                let secret = pair[1].trimmingCharacters(in: .whitespaces)
+                secrets.formUnion([secret, secret.removingPercentEncoding ?? secret].filter { !$0.isEmpty })
+            }
+        }
+        self.secrets = secrets.sorted { $0.count > $1.count }
+    }
+
+    /// `text` with every header value in it replaced.
+    private func redacted(_ text: String) -> String {
+        secrets.reduce(text) { $0.replacingOccurrences(of: $1, with: "<redacted>") }
+    }
+
+    private func redacted(_ value: Logger.Metadata.Value) -> Logger.Metadata.Value {
+        let text = value.description
+        return secrets.contains(where: text.contains) ? .string(redacted(text)) : value
+    }
+
+    private func redacted(_ metadata: Logger.Metadata) -> Logger.Metadata {
+        metadata.filter { !Self.redactedKeys.contains($0.key) }.mapValues(redacted)
+    }
 
     package var metadataProvider: Logger.MetadataProvider? {
         get { wrapped.metadataProvider }
@@ -285,7 +331,7 @@ package struct EnvironmentValueRedactingLogHandler: LogHandler {
 
     package var metadata: Logger.Metadata {
         get { wrapped.metadata }
-        set { wrapped.metadata = newValue.filter { !Self.redactedKeys.contains($0.key) } }
+        set { wrapped.metadata = redacted(newValue) }
     }
 
     package var logLevel: Logger.Level {
@@ -295,13 +341,28 @@ package struct EnvironmentValueRedactingLogHandler: LogHandler {
 
     package subscript(metadataKey key: String) -> Logger.Metadata.Value? {
         get { wrapped[metadataKey: key] }
-        set { wrapped[metadataKey: key] = Self.redactedKeys.contains(key) ? nil : newValue }
+        set { wrapped[metadataKey: key] = Self.redactedKeys.contains(key) ? nil : newValue.map(redacted) }
     }
 
     package func log(event: LogEvent) {
         var event = event
-        event.metadata = event.metadata?.filter { !Self.redactedKeys.contains($0.key) }
+        event.metadata = event.metadata.map(redacted)
+        if !secrets.isEmpty {
+            let message = event.message.description
+            if secrets.contains(where: message.contains) { event.message = "\(redacted(message))" }
+            if let error = event.error {
+                let description = String(describing: error)
+                if secrets.contains(where: description.contains) {
+                    event.error = RedactedError(description: redacted(description))
+                }
+            }
+        }
         wrapped.log(event: event)
+    }
+
+    /// An error whose description had a header value in it, with that value replaced.
+    struct RedactedError: Error, CustomStringConvertible {
+        let description: String
     }
 }
 

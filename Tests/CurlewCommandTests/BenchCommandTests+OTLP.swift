@@ -62,13 +62,13 @@ extension BenchCommandTests {
         arguments: [
             (
                 ["--otlp", "ftp://127.0.0.1:4318"], [:],
-                "--otlp: \"ftp://127.0.0.1:4318\" is not an http:// or https:// URL"
+                "--otlp: the endpoint is not an http:// or https:// URL"
             ),
             (["--otlp", "http://user:hunter2@127.0.0.1:4318"], [:], "OTEL_EXPORTER_OTLP_HEADERS"),
             (["--otlp", "ftp://user:hunter2@127.0.0.1:4318"], [:], "OTEL_EXPORTER_OTLP_HEADERS"),
             (
                 ["--otlp", "http://127.0.0.1:4318"], ["OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"],
-                "OTEL_EXPORTER_OTLP_PROTOCOL in the environment asks for another protocol"
+                "OTEL_EXPORTER_OTLP_PROTOCOL in the environment asks for OTLP/gRPC"
             ),
             (["--otlp", "http://127.0.0.1:4318", "--otlp-interval", "10ms"], [:], "--otlp-interval must be at least"),
             (

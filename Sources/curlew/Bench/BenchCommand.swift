@@ -206,9 +206,10 @@ struct BenchCommand: AsyncParsableCommand {
                 OpenTelemetry names (curlew.bench.requests …), sent every --otlp-interval and once more after the \
                 run with the final counts, with shard="I/N" under --shard. Headers (credentials), certificates and \
                 compression come from the OpenTelemetry variables (OTEL_EXPORTER_OTLP_HEADERS …); an \
-                OTEL_EXPORTER_OTLP_[METRICS_]ENDPOINT naming another endpoint is a usage error (64). Each send may \
-                take up to the interval (10 s at most); a collector that cannot be reached or refuses is reported \
-                on stderr and does not change the run's exit status.
+                OpenTelemetry variable that swift-otel would follow instead of these options (another endpoint, \
+                protocol, exporter, interval or timeout) is a usage error (64). Each send gets the interval, 2 s to \
+                10 s; the last may wait for one under way, and Ctrl-C gives it up. A collector that cannot be \
+                reached or refuses is reported on stderr and does not change the run's exit status.
                 """,
             valueName: "url"))
     var otlp: String?
@@ -480,20 +481,21 @@ struct BenchCommand: AsyncParsableCommand {
         #if OTLP
         // Made before anything is sent or bound: an endpoint it cannot send to is a usage error, not a run without
         // metrics.
-        let otlpPush: (exporter: LoadTestOTLPExporter, group: ServiceGroup)?
+        let otlpPush: (exporter: LoadTestOTLPExporter, group: ServiceGroup, exportTimeout: Duration)?
         if let otlp {
             do {
                 var logger = Logger(label: "curlew.otlp") { StreamLogHandler.standardError(label: $0) }
                 logger.logLevel = .warning
                 // The last send, the one with the final counts, gets at least 2 s even at a short interval; no send
                 // gets more than 10 s, which bounds how long an unreachable collector delays the end of the run.
+                let exportTimeout = min(max(otlpInterval.duration, .seconds(2)), .seconds(10))
                 let exporter = try LoadTestOTLPExporter(
-                    load, endpoint: otlp, exportInterval: otlpInterval.duration,
-                    exportTimeout: min(max(otlpInterval.duration, .seconds(2)), .seconds(10)), logger: logger)
+                    load, endpoint: otlp, exportInterval: otlpInterval.duration, exportTimeout: exportTimeout,
+                    logger: logger)
                 let group = ServiceGroup(
                     services: [exporter],
                     logger: Logger(label: "curlew.otlp", factory: { _ in SwiftLogNoOpLogHandler() }))
-                otlpPush = (exporter, group)
+                otlpPush = (exporter, group, exportTimeout)
             } catch {
                 await client.shutdown()
                 try? await server?.shutdown()
@@ -564,7 +566,7 @@ struct BenchCommand: AsyncParsableCommand {
             throw CommandFailure(error.description)
         }
         let result = loadSummary.result
-        // Interrupts after this one end the --prometheus-hold, not the run.
+        // The run's interrupts: later ones end --otlp's last send or the --prometheus-hold, not the run.
         let interruptsDuringRun = interrupts.count
         reporter.cancel()
         recording.cancel()
@@ -573,21 +575,32 @@ struct BenchCommand: AsyncParsableCommand {
         // Each scrape samples the run; this last sample, after the run ended, leaves the final counts in the registry.
         metrics?.exporter.sample()
         #if OTLP
-        // The exporter's graceful shutdown samples the final counts and sends them (within its export timeout, twice
-        // it if a send was under way). Ctrl-C or SIGTERM meanwhile gives up on that last send.
+        // The exporter's graceful shutdown samples the final counts and sends them: within the send time, twice it if
+        // a send was under way. The command waits no longer than that and a second (swift-otel's own limits are not
+        // enforced on AsyncHTTPClient's shutdown), and Ctrl-C or SIGTERM meanwhile stops the waiting at once.
         if let otlpPush, let otlpSending {
             await otlpPush.group.triggerGracefulShutdown()
             let interruptsBefore = interrupts.count
-            let giveUp = Task {
-                while !Task.isCancelled && interrupts.count == interruptsBefore {
+            let deadline = ContinuousClock.now + otlpPush.exportTimeout * 2 + .seconds(1)
+            let (ended, ending) = AsyncStream<Void>.makeStream()
+            let sent = Task {
+                _ = try? await otlpSending.value
+                ending.yield()
+            }
+            let givenUp = Task {
+                while !Task.isCancelled && interrupts.count == interruptsBefore && ContinuousClock.now < deadline {
                     try? await Task.sleep(for: .milliseconds(50))
                 }
-                if !Task.isCancelled { otlpSending.cancel() }
+                ending.yield()
             }
-            _ = try? await otlpSending.value
-            giveUp.cancel()
+            for await _ in ended { break }
+            givenUp.cancel()
+            sent.cancel()
+            otlpSending.cancel()
         }
         #endif
+        // Interrupts after this one end the --prometheus-hold.
+        let interruptsBeforeHold = interrupts.count
         progress.finish()
         // With a hold, Ctrl-C and SIGTERM still reach the monitor: they end the hold, and the exit status is the run's.
         if metrics == nil { interrupts.stop() }
@@ -650,7 +663,7 @@ struct BenchCommand: AsyncParsableCommand {
             if prometheusHold.duration > .zero {
                 fflush(nil)
                 let end = ContinuousClock.now + prometheusHold.duration
-                while ContinuousClock.now < end && interrupts.count == interruptsDuringRun {
+                while ContinuousClock.now < end && interrupts.count == interruptsBeforeHold {
                     try? await Task.sleep(for: min(.milliseconds(50), end - ContinuousClock.now))
                 }
             }
