@@ -54,15 +54,14 @@ package struct BenchIntervalSampler {
     }
 
     package mutating func next(_ current: BenchTally, at seconds: Double) -> BenchInterval {
+        let delta = current.subtracting(previous)
         var statusCounts: [Int: Int] = [:]
-        for code in current.statusCounts.indices where current.statusCounts[code] != previous.statusCounts[code] {
-            statusCounts[code] = current.statusCounts[code] - previous.statusCounts[code]
+        for code in delta.statusCounts.indices where delta.statusCounts[code] != 0 {
+            statusCounts[code] = delta.statusCounts[code]
         }
         let interval = BenchInterval(
-            startSeconds: previousSeconds, endSeconds: seconds,
-            histogram: Self.difference(current.histogram, minus: previous.histogram),
-            failed: current.failed - previous.failed, statusCounts: statusCounts, totalRequests: current.requests,
-            totalFailed: current.failed)
+            startSeconds: previousSeconds, endSeconds: seconds, histogram: delta.histogram, failed: delta.failed,
+            statusCounts: statusCounts, totalRequests: current.requests, totalFailed: current.failed)
         previous = current
         previousSeconds = seconds
         return interval

@@ -125,31 +125,33 @@ package struct BenchMetricsPublisher<Backend: BenchMetricsBackend>: Sendable {
 
     /// Adds `increment` to the series.
     package mutating func publish(_ increment: BenchMetricsIncrement) {
-        backend.add(Int64(increment.succeeded), to: ok)
-        backend.add(Int64(increment.failed), to: failed)
-        backend.add(increment.bytesReceived, to: bytesReceived)
-        backend.add(increment.bytesSent, to: bytesSent)
-        backend.add(Int64(increment.connectionsOpened), to: connectionsOpened)
-        for (kind, count) in increment.failuresByKind {
+        let counts = increment.counts
+        backend.add(Int64(counts.succeeded), to: ok)
+        backend.add(Int64(counts.failed), to: failed)
+        backend.add(counts.bytesReceived, to: bytesReceived)
+        backend.add(counts.bytesSent, to: bytesSent)
+        backend.add(Int64(counts.connectionsOpened), to: connectionsOpened)
+        for (kind, count) in counts.failures.sorted(by: { $0.key < $1.key }) where count > 0 {
             let counter = failureKinds[kind] ?? backend.counter(.failures, labels: labels + [("kind", kind)])
             failureKinds[kind] = counter
             backend.add(Int64(count), to: counter)
         }
-        for (code, count) in increment.responsesByCode {
+        for code in counts.statusCounts.indices where counts.statusCounts[code] > 0 {
             let counter = statusCodes[code] ?? backend.counter(.responses, labels: labels + [("code", "\(code)")])
             statusCodes[code] = counter
-            backend.add(Int64(count), to: counter)
+            backend.add(Int64(counts.statusCounts[code]), to: counter)
         }
         let backend = backend
         let latency = latency
         increment.forEachLatencySeconds { backend.record(seconds: $0, in: latency) }
-        for (counters, counts) in zip(checks, increment.checks) {
-            backend.add(Int64(counts.pass), to: counters.pass)
-            backend.add(Int64(counts.fail), to: counters.fail)
+        for (index, counters) in checks.enumerated() {
+            let passes = counts.checkPasses.indices.contains(index) ? counts.checkPasses[index] : 0
+            backend.add(Int64(passes), to: counters.pass)
+            backend.add(Int64(counts.checkedResponses - passes), to: counters.fail)
         }
-        for (counters, counts) in zip(targets, increment.targets) {
-            backend.add(Int64(counts.ok), to: counters.ok)
-            backend.add(Int64(counts.failed), to: counters.failed)
+        for (index, counters) in targets.enumerated() where index < counts.targetRequests.count {
+            backend.add(Int64(counts.targetRequests[index] - counts.targetFailures[index]), to: counters.ok)
+            backend.add(Int64(counts.targetFailures[index]), to: counters.failed)
         }
         backend.set(Double(increment.inFlight), on: inFlight)
         backend.set(increment.running ? 1 : 0, on: running)

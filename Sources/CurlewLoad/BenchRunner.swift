@@ -131,6 +131,28 @@ package struct BenchTally: Sendable {
         }
     }
 
+    /// What `self` counted beyond `previous`, where `self` is `previous` plus more requests (two snapshots of one
+    /// run): the counts of the time between them, for intervals and live metrics.
+    package func subtracting(_ previous: BenchTally) -> BenchTally {
+        func before(_ counts: [Int], _ index: Int) -> Int { counts.indices.contains(index) ? counts[index] : 0 }
+        var delta = BenchTally()
+        delta.histogram = BenchIntervalSampler.difference(histogram, minus: previous.histogram)
+        delta.succeeded = succeeded - previous.succeeded
+        for (kind, count) in failures where count != previous.failures[kind, default: 0] {
+            delta.failures[kind] = count - previous.failures[kind, default: 0]
+        }
+        for code in statusCounts.indices { delta.statusCounts[code] = statusCounts[code] - previous.statusCounts[code] }
+        delta.bytesSent = bytesSent - previous.bytesSent
+        delta.bytesReceived = bytesReceived - previous.bytesReceived
+        delta.connectionsOpened = connectionsOpened - previous.connectionsOpened
+        delta.freshConnectionRetries = freshConnectionRetries - previous.freshConnectionRetries
+        delta.checkedResponses = checkedResponses - previous.checkedResponses
+        delta.checkPasses = checkPasses.indices.map { checkPasses[$0] - before(previous.checkPasses, $0) }
+        delta.targetRequests = targetRequests.indices.map { targetRequests[$0] - before(previous.targetRequests, $0) }
+        delta.targetFailures = targetFailures.indices.map { targetFailures[$0] - before(previous.targetFailures, $0) }
+        return delta
+    }
+
     mutating func record(_ response: RepeatedResponse) {
         statusCounts[min(max(response.status, 0), 999)] += 1
         bytesSent += response.bytesSent

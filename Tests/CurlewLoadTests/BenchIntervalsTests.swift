@@ -37,4 +37,44 @@ import Testing
         #expect(intervals[0].latencyMicroseconds(percentile: 100) >= 2_000)
         #expect(intervals[1].latencyMicroseconds(percentile: 99) == 0)
     }
+
+    /// Two snapshots of one run: the later one minus the earlier holds exactly what was counted in between, and
+    /// adding it back gives the later one (intervals and live metrics are cut this way).
+    @Test func aTallyMinusAnEarlierOneIsWhatWasCountedInBetween() {
+        var before = BenchTally(targetCount: 2)
+        _ = before.histogram.record(1_000)
+        before.succeeded = 1
+        before.statusCounts[200] = 1
+        before.failures = ["http5xx": 2]
+        before.bytesReceived = 100
+        before.checkedResponses = 1
+        before.targetRequests = [1, 0]
+        var after = before
+        _ = after.histogram.record(7_000)
+        _ = after.histogram.record(7_000)
+        after.succeeded += 1
+        after.statusCounts[200] += 1
+        after.statusCounts[503] += 1
+        after.failures["http5xx", default: 0] += 1
+        after.failures["timeout.total"] = 1
+        after.bytesReceived += 50
+        after.connectionsOpened += 1
+        after.checkedResponses += 2
+        after.checkPasses = [1]
+        after.targetRequests = [1, 2]
+        after.targetFailures = [0, 1]
+        let delta = after.subtracting(before)
+        #expect(delta.requests == 2 && delta.histogram.countForValue(7_000) == 2)
+        #expect(delta.succeeded == 1 && delta.failed == 1)
+        #expect(delta.statusCounts[200] == 1 && delta.statusCounts[503] == 1 && delta.statusCounts.reduce(0, +) == 2)
+        #expect(delta.failures == ["http5xx": 1, "timeout.total": 1])
+        #expect(delta.bytesReceived == 50 && delta.connectionsOpened == 1)
+        #expect(delta.checkedResponses == 2 && delta.checkPasses == [1])
+        #expect(delta.targetRequests == [0, 2] && delta.targetFailures == [0, 1])
+        var sum = before
+        sum.add(delta)
+        #expect(
+            sum.requests == after.requests && sum.failures == after.failures && sum.statusCounts == after.statusCounts)
+        #expect(sum.targetRequests == after.targetRequests && sum.checkPasses == after.checkPasses)
+    }
 }
