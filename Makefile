@@ -61,7 +61,7 @@ define swift_test
 	$(SWIFT) test --skip-build $(2) 2>&1 | tee $(TEST_LOG_DIR)/$(1).log || echo $(1) >> $(TEST_LOG_DIR)/failed
 endef
 
-.PHONY: soak bench-accuracy bench-peers fuzz demo test format format-check test-libcurl-backports test-large build deps deps-system deps-python bench bench-libcurl-backports clean check-warnings readme-check docs
+.PHONY: soak bench-accuracy bench-peers bench-checks fuzz demo test format format-check test-libcurl-backports test-large build deps deps-system deps-python bench bench-libcurl-backports clean check-warnings readme-check docs
 
 DEMO_DIR := .build/demo-upload
 
@@ -227,6 +227,12 @@ bench-peers: deps
 	$(call apt_install,$(BENCH_APT_PACKAGES))
 	$(call bench_pip_install)
 	BENCH_COMMAND_SCENARIOS=s8peers bash Benchmarks/command/run_command.sh
+
+## bench-checks: S8-checks alone: what each of Curlew's per-request checks costs, curlew bench with one switched off
+## at a time by a preloaded shim, beside raw libcurl (Benchmarks/README.md); BENCH_CHECKS, BENCH_REPS as for bench
+bench-checks: deps
+	$(call apt_install,$(BENCH_APT_PACKAGES))
+	BENCH_COMMAND_SCENARIOS=s8checks bash Benchmarks/command/run_command.sh
 
 ## bench-libcurl-backports: the same benchmarks with every client built against the backports suite's libcurl
 ## (Debian 12: 8.14.1); scenarios as for bench (BENCH_SCENARIOS, BENCH_COMMAND_SCENARIOS=s8scale …)

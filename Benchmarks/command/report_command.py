@@ -78,6 +78,7 @@ def main():
                 out.append(f"| {client} | **FAILED**: {reasons[0] if reasons else 'no runs'} | | | | | |")
         out.append("")
     out += scale_section(rows, meta, runs, rate, ok)
+    out += checks_section(rows, meta, runs, rate, ok)
     out += peers_section(rows, meta, runs, rate, ok)
     out += ["## Notes", "",
             "- curlew-bench: `curlew bench URL -c 64 --requests N --json` (one event loop per core it may run on: one when pinned).",
@@ -91,6 +92,62 @@ def main():
             "is compared with `diff -r` against nginx's WebDAV folder; the folder is then removed. rclone-webdav: `rclone copy "
             "SOURCE :webdav:TARGET --webdav-url URL --transfers 16` (Debian's rclone); it needs PROPFIND, which nginx-light lacks.", ""]
     print("\n".join(out))
+
+
+CHECK_NAMES = {
+    "peek": "the peek of a reused connection (one `recv(MSG_PEEK)` per request)",
+    "prereq": "the whole pre-request callback (connection check, connection registry, credentials on redirects)",
+    "headers": "the header callback (framing checks, the parsed head)",
+    "maxage": "`CURLOPT_MAXAGE_CONN` (4 s idle age)",
+}
+
+
+def checks_section(rows, meta, runs, rate, ok):
+    """S8-checks: curlew bench with each check switched off, as a share of raw libcurl and of curlew bench.
+
+    Beside the medians, the best run of each client: other tenants of a virtual machine only ever slow a run down,
+    so the fastest of several is the steadiest estimate of what a client costs when a check is worth a few percent
+    and the runs spread by tens of percent."""
+    clients = ["raw-libcurl", "curlew-bench"] + [f"curlew-bench-without-{name}" for name in meta.get("checks", "").split()]
+    clients.append("curlew-bench-without-all")
+    if not any(row["scenario"] == "s8checks" for row in rows):
+        return []
+    figures = {}
+    for client in clients:
+        client_runs = runs("s8checks", client)
+        if client_runs and not any(ok(row, "s8") for row in client_runs):
+            rates = [rate(row, "s8") for row in client_runs]
+            figures[client] = (statistics.median(rates), max(rates),
+                               statistics.median(float(r["user"]) + float(r["sys"]) for r in client_runs),
+                               len(client_runs))
+    out = ["## S8-checks: what each per-request check costs, GET /small, 64 connections, client pinned", "",
+           f"N = {int(meta.get('n_c64', 0)):,} requests per run. The same `curlew` binary throughout; a preloaded shim "
+           "(`command/without_checks.c`) switches one check off per row, for this measurement only. Best: the fastest "
+           "run (neighbours on a shared machine only ever slow a run down).", "",
+           "| client | switched off | req/s median | req/s best | CPU s median | ÷ raw-libcurl, median / best "
+           "| ÷ curlew-bench, median / best | runs |",
+           "|---|---|---:|---:|---:|---:|---:|---:|"]
+    raw = figures.get("raw-libcurl")
+    whole = figures.get("curlew-bench")
+
+    def ratios(figure, base):
+        return f"{figure[0] / base[0]:.2f} / {figure[1] / base[1]:.2f}" if base else "–"
+
+    for client in clients:
+        if client not in figures:
+            if runs("s8checks", client):
+                out.append(f"| {client} | | **FAILED** | | | | | |")
+            continue
+        figure = figures[client]
+        name = client.removeprefix("curlew-bench-without-") if client.startswith("curlew-bench-without-") else ""
+        what = "every check above" if name == "all" else CHECK_NAMES.get(name, name or "nothing")
+        if client == "raw-libcurl":
+            what = "(the bar)"
+        out.append(f"| {client} | {what} | {figure[0]:,.0f} | {figure[1]:,.0f} | {figure[2]:.2f} | {ratios(figure, raw)} "
+                   f"| {ratios(figure, whole)} | {figure[3]} |")
+    out += ["", "A check costs what its row gains over curlew-bench; what curlew-bench-without-all still lacks of "
+            "raw libcurl is Curlew's own bookkeeping (the loop, the state machine, deadlines, the tally and histogram).", ""]
+    return out
 
 
 SCALE_CLIENTS = ["raw-libcurl", "raw-libcurl-socket", "raw-libcurl-socket-parts", "curlew-bench-poll",

@@ -18,6 +18,11 @@
 #       response bodies discarded), the same N requests each (wrk: a duration), alternating, every client on the same
 #       core. Figures: requests/s, CPU per request, and non-2xx/failed requests as each tool reports them. Alone:
 #       BENCH_COMMAND_SCENARIOS=s8peers (make bench-peers), report in results/peers-latest.md.
+#   S8-checks  what each of Curlew's per-request checks costs: S8's curlew bench run as it is, and with one check
+#       switched off at a time by a preloaded shim (command/without_checks.c: the connection check's peek, the whole
+#       pre-request callback, the header callback, the idle-age option; BENCH_CHECKS lists them), and with all of
+#       them off, beside raw libcurl, alternating. Measurement only: Curlew itself cannot turn a check off. Alone:
+#       BENCH_COMMAND_SCENARIOS=s8checks (make bench-checks), report in results/checks-latest.md.
 #
 #   Benchmarks/command/run_command.sh      or   BENCH_SCENARIOS="S7 S8" Benchmarks/run.sh
 #
@@ -25,7 +30,7 @@
 # quick 1000), BENCH_N_C64 (120000; quick 10000), BENCH_N_SCALE (150000; quick 12000), BENCH_SCALE_CONNECTIONS,
 # BENCH_SCALE_CLIENTS (S8-scale's clients, default all), BENCH_WRK_SECONDS (3; quick 1), BENCH_CLIENT_CPU (1), NGINX_CPU (0),
 # BENCH_LIBCURL_PREFIX (build every client against that libcurl instead of the system's: Benchmarks/libcurl.sh),
-# BENCH_COMMAND_SCENARIOS (default "s7 s8 s8peers"), BENCH_PEERS_CONNECTIONS (64 1000), BENCH_PEERS_CLIENTS (all), BENCH_CURLEW_BIN (a curlew binary to use instead of building one
+# BENCH_COMMAND_SCENARIOS (default "s7 s8 s8peers"), BENCH_PEERS_CONNECTIONS (64 1000), BENCH_PEERS_CLIENTS (all), BENCH_CHECKS (S8-checks' checks, default "peek prereq headers maxage"), BENCH_CURLEW_BIN (a curlew binary to use instead of building one
 # with the flags `make demo` uses: `swift build -c release --product curlew --static-swift-stdlib -Xswiftc -use-ld=lld`),
 # BENCH_TIMEOUT (seconds per run, 300).
 #
@@ -48,6 +53,7 @@ fi
 SCALE_CONNECTIONS=${BENCH_SCALE_CONNECTIONS:-"64 1000 4000"}
 PEERS_CONNECTIONS=${BENCH_PEERS_CONNECTIONS:-"64 1000"}
 PEERS_CLIENTS=${BENCH_PEERS_CLIENTS:-"raw-libcurl curlew-bench wrk h2load ab hey k6"}
+CHECKS=${BENCH_CHECKS:-"peek prereq headers maxage"}
 SCALE_CLIENTS=${BENCH_SCALE_CLIENTS:-"raw-libcurl raw-libcurl-socket raw-libcurl-socket-parts curlew-bench-poll curlew-bench-socket-action wrk"}
 CLIENT_CPU=${BENCH_CLIENT_CPU:-1}
 export NGINX_CPU=${NGINX_CPU:-0}
@@ -79,6 +85,8 @@ mkdir -p "$C_BIN_DIR"
 cc -O2 -Wall -o "$C_BIN" "$BENCH_DIR/raw-libcurl/bench_curl.c" $LIBCURL_CC_FLAGS
 C_SOCKET_BIN=$C_BIN_DIR/bench_curl_socket
 cc -O2 -Wall -o "$C_SOCKET_BIN" "$BENCH_DIR/raw-libcurl/bench_curl_socket.c" $LIBCURL_CC_FLAGS
+WITHOUT_CHECKS_LIB=$C_BIN_DIR/without_checks.so
+cc -O2 -Wall -shared -fPIC -o "$WITHOUT_CHECKS_LIB" "$COMMAND_DIR/without_checks.c" $LIBCURL_CC_FLAGS -ldl
 if [[ " $SCENARIOS " == *" s8scale "* ]] || [[ " $SCENARIOS " == *" s8peers "* ]]; then
     # Each client connection is a descriptor of the client's (and of nginx's, which raises its own limit).
     largest=$(printf '%s\n' $SCALE_CONNECTIONS $PEERS_CONNECTIONS | sort -n | tail -1)
@@ -205,6 +213,25 @@ sum() {
 # One S8-peers point per connection count, as scenario s8peers-cC: every client of PEERS_CLIENTS in turn, N requests
 # (N_C64 at 64 connections, N_SCALE above; wrk runs WRK_SECONDS). Each tool's own count of requests that did not get a
 # 2xx goes in the `verified` column (0 when all succeeded).
+# S8-checks: raw libcurl, curlew bench, curlew bench without each check of $CHECKS, and without all of them.
+run_s8checks() {
+    local rep=$1 url=$BASE_URL/small rc json without client
+    rc=$(timed "s8checks.raw-libcurl.$rep" "$C_BIN" --url "$url" --concurrency 64 --requests "$N_C64")
+    json=$(grep '^{' "$RAW_DIR/s8checks.raw-libcurl.$rep.out" || echo '{}')
+    record s8checks raw-libcurl "$rep" "$rc" "$(jq_field "$json" requests)" "$(jq_field "$json" seconds)" \
+        "$(jq_field "$json" failures)" ""
+    for without in "" $CHECKS "$CHECKS"; do
+        client=curlew-bench
+        if [ "$without" = "$CHECKS" ]; then client=curlew-bench-without-all
+        elif [ -n "$without" ]; then client=curlew-bench-without-$without; fi
+        rc=$(WITHOUT_CHECKS="$without" LD_PRELOAD="$WITHOUT_CHECKS_LIB" timed "s8checks.$client.$rep" \
+            "$CURLEW" bench "$url" -c 64 --requests "$N_C64" --json --no-progress)
+        json=$(grep '^{' "$RAW_DIR/s8checks.$client.$rep.out" || echo '{}')
+        record s8checks "$client" "$rep" "$rc" "$(jq_field "$json" requests)" "$(jq_field "$json" durationSeconds)" \
+            "$(jq_field "$json" failed)" "without: ${without:-nothing}"
+    done
+}
+
 run_s8peers() {
     local rep=$1 url=$BASE_URL/small connections requests client rc out json count seconds bad scenario
     for connections in $PEERS_CONNECTIONS; do
@@ -334,6 +361,7 @@ for rep in $(seq 1 "$REPS"); do
             s8) run_s8 "$rep" ;;
             s8scale) run_s8scale "$rep" ;;
             s8peers) run_s8peers "$rep" ;;
+            s8checks) run_s8checks "$rep" ;;
             *) echo "run_command.sh: unknown scenario $scenario" >&2; exit 2 ;;
         esac
     done
@@ -352,6 +380,7 @@ done
     echo "n_scale=$N_SCALE"
     echo "scale_connections=$SCALE_CONNECTIONS"
     echo "peers_connections=$PEERS_CONNECTIONS"
+    echo "checks=$CHECKS"
     for peer in h2load ab hey k6; do
         command -v "$peer" >/dev/null || continue
         case "$peer" in
@@ -375,5 +404,8 @@ if { [ "$QUICK" != "1" ] && [[ " $SCENARIOS " == *" s7 "* ]] && [[ " $SCENARIOS 
 elif [ "$QUICK" != "1" ] && [ "$(echo $SCENARIOS)" = s8peers ]; then
     cp "$RAW_DIR/report.md" "$BENCH_DIR/results/peers-latest.md"
     log "wrote $BENCH_DIR/results/peers-latest.md"
+elif [ "$QUICK" != "1" ] && [ "$(echo $SCENARIOS)" = s8checks ]; then
+    cp "$RAW_DIR/report.md" "$BENCH_DIR/results/checks-latest.md"
+    log "wrote $BENCH_DIR/results/checks-latest.md"
 fi
 cat "$RAW_DIR/report.md"

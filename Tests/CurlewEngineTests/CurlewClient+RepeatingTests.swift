@@ -171,6 +171,31 @@ struct CurlewClientRepeatingTests {
         }
     }
 
+    /// A repeated transfer keeps no response head, except for the check a decoded-size limit needs: a gzip body past
+    /// the limit fails every time, while the same client's uncompressed body of that size does not.
+    @Test(arguments: allLoops)
+    func aDecodedSizeLimitHoldsOnEveryRepeat(loop: CurlewClient.Configuration.EventLoopKind) async throws {
+        let httpbin = try await HTTPBinServer.shared()
+        try await withClient(loop, configure: { $0.decompression = .enabledWithLimit(64) }) { client in
+            let requests = [
+                try CurlewRequest(url: "\(httpbin.baseURL)/gzip"),
+                try CurlewRequest(url: "\(httpbin.baseURL)/bytes/1000"),
+            ]
+            let order = [0, 0, 1, 1, 0, 1, 0, 0]
+            let plan = Plan(order)
+            await client.executeRepeatedly(requests, startingAt: 0, next: plan.next)
+            let outcomes = plan.recorded
+            try #require(outcomes.count == order.count)
+            for (index, outcome) in outcomes.enumerated() {
+                if order[index] == 0 {
+                    #expect((outcome.failure as? CurlewError)?.code == .bodyTooLarge, "request \(index): \(outcome)")
+                } else {
+                    #expect((try? outcome.get())?.bytesReceived == 1000, "request \(index): \(outcome)")
+                }
+            }
+        }
+    }
+
     @Test(arguments: allLoops)
     func aFailedRequestIsReportedAndTheNextOneGoesOut(loop: CurlewClient.Configuration.EventLoopKind) async throws {
         try await withWireScriptServer({ request in

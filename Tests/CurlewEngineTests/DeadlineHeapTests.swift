@@ -63,6 +63,29 @@ struct DeadlineHeapTests {
         #expect(drain(&heap, members: members) == expected)
     }
 
+    /// A repeated transfer's next request only ever lowers its stored deadline: a later one is left as the lower
+    /// bound the heap allows, an earlier one is stored and sifted up.
+    @Test func loweringStoresOnlyAnEarlierDeadline() {
+        let members = (0..<50).map(Member.init)
+        var heap = DeadlineHeap<Member>()
+        for member in members { heap.insert(member, deadline: UInt64(member.name) * 10) }
+        heap.lower(members[0], to: 1_000)
+        #expect(heap.earliest?.member === members[0], "a later deadline leaves the stored one")
+        #expect(heap.earliestDeadline == 0)
+        heap.lower(members[40], to: 5)
+        #expect(heap.earliest?.member === members[0])
+        heap.lower(members[40], to: 5)
+        heap.remove(members[0])
+        heap.lower(members[49], to: 1)
+        #expect(heap.earliest?.member === members[49])
+        var expected = (1..<49).filter { $0 != 40 }.map { UInt64($0) * 10 }
+        expected.insert(contentsOf: [1, 5], at: 0)
+        #expect(drain(&heap, members: members) == expected.sorted())
+        // A member in no heap is left alone.
+        heap.lower(members[3], to: 0)
+        #expect(heap.isEmpty)
+    }
+
     @Test func anyMemberEmptiesTheHeap() {
         let members = (0..<20).map(Member.init)
         var heap = DeadlineHeap<Member>()

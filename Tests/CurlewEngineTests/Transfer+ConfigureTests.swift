@@ -46,6 +46,27 @@ struct TransferSetupTests {
         #expect(Self.setup(request).connectionDeadline == .max)
     }
 
+    /// A repeated transfer's next request reuses the last setup with its deadlines moved to the new submission:
+    /// the same as computing it again there, for every timeout, none and one too far to represent.
+    @Test func aResubmittedSetupIsTheSetupComputedAtTheNewSubmission() throws {
+        var request = try CurlewRequest(url: "http://127.0.0.1:1/")
+        let overrides: [CurlewRequest.TimeoutOverrides] = [
+            .init(), .init(total: .milliseconds(1900), idle: .milliseconds(250)),
+            .init(connect: .milliseconds(1500), total: .seconds(Int64.max)), .init(connect: .some(nil)),
+            .init(connect: .seconds(Int64.max), total: .seconds(3)),
+        ]
+        let submissions: [(earlier: UInt64, now: UInt64)] = [
+            (1_000, 1_000), (1_000, 5_000_000_000), (0, UInt64.max - 2_000_000_000),
+        ]
+        for timeout in overrides {
+            request.timeouts = timeout
+            for (earlier, now) in submissions {
+                let resubmitted = Self.setup(request, submittedAt: earlier).resubmitted(from: earlier, at: now)
+                #expect(resubmitted == Self.setup(request, submittedAt: now), "\(timeout) from \(earlier) to \(now)")
+            }
+        }
+    }
+
     @Test func theClientsBodyLimitBoundsMemoryOnly() throws {
         let request = try CurlewRequest(url: "http://127.0.0.1:1/")
         let configure: (inout CurlewClient.Configuration) -> Void = { $0.maxResponseBodySize = 1_000 }

@@ -234,13 +234,17 @@ final class MultiCore {
     ) -> Bool {
         var outcome = outcome
         while let index = repeater.next(outcome), mayContinue, !isShuttingDown {
-            guard let request = repeater.requests.request(index) else { return false }
+            // The request the transfer already carries needs no copy out of the list (a copy retains every field).
+            let isTheSameRequest = repeater.requests.indexNamesTheSameRequest && index == transfer.requestIndex
+            var request: CurlewRequest?
+            if !isTheSameRequest {
+                guard let next = repeater.requests.request(index) else { return false }
+                request = next
+            }
             let userdata = Unmanaged.passUnretained(transfer).toOpaque()
             let now = monotonicNanoseconds()
             if let failure = transfer.prepareRepeat(
-                of: index, request: request,
-                indexNamesTheSameRequest: repeater.requests.indexNamesTheSameRequest, easy: easy,
-                userdata: userdata, now: now)
+                of: index, request: request, easy: easy, userdata: userdata, now: now)
             {
                 _ = transfer.stateMachine.startFailed()
                 outcome = .failure(transfer.error(for: .engine(failure)))
@@ -254,7 +258,7 @@ final class MultiCore {
                 continue
             }
             if transfer.isLinked {
-                running.update(transfer, deadline: transfer.stateMachine.nextDeadline)
+                running.lower(transfer, to: transfer.stateMachine.nextDeadline)
             } else {
                 link(transfer)
             }

@@ -24,7 +24,7 @@ enum HeaderLine: Equatable {
             return .statusLine
         }
         if first == UInt8(ascii: "c"), hasNamePrefix(line, contentLengthName) {
-            return .contentLength(parseLength(line, from: contentLengthName.count))
+            return .contentLength(parseLength(line, from: contentLengthName.utf8CodeUnitCount))
         }
         if first == UInt8(ascii: "t"), hasNamePrefix(line, transferEncodingName) {
             return .transferEncoding
@@ -32,14 +32,17 @@ enum HeaderLine: Equatable {
         return .otherField
     }
 
-    private static let contentLengthName: [UInt8] = Array("content-length:".utf8)
-    private static let transferEncodingName: [UInt8] = Array("transfer-encoding:".utf8)
+    // Static strings, not arrays: no lazy global to check and no bounds check per byte, for every C… and T… field.
+    private static let contentLengthName: StaticString = "content-length:"
+    private static let transferEncodingName: StaticString = "transfer-encoding:"
 
-    private static func hasNamePrefix(_ line: UnsafeRawBufferPointer, _ name: [UInt8]) -> Bool {
-        guard line.count > name.count else { return false }
-        for index in 0..<name.count {
+    private static func hasNamePrefix(_ line: UnsafeRawBufferPointer, _ name: StaticString) -> Bool {
+        let count = name.utf8CodeUnitCount
+        guard line.count > count else { return false }
+        let expectedBytes = name.utf8Start
+        for index in 0..<count {
             let byte = line[index]
-            let expected = name[index]
+            let expected = expectedBytes[index]
             if byte == expected { continue }
             // Only letters fold: `| 0x20` alone would also read 0x1A as ':' and CR as '-' (found by `make fuzz`).
             guard expected >= UInt8(ascii: "a"), expected <= UInt8(ascii: "z"), byte | 0x20 == expected else {

@@ -345,7 +345,28 @@ extension Transfer {
         if case .stream = sink { setup.streamsResponse = true }
         return setup
     }
+}
 
+extension TransferStateMachine.Setup {
+    /// The same setup for the same request submitted again at `now` instead of at `earlier`: each deadline counts
+    /// the same time from the new submission, as ``Transfer/setup(for:settings:sink:submittedAt:)`` would make it,
+    /// without reading the request's timeouts again (a repeated transfer does this once per request).
+    func resubmitted(from earlier: UInt64, at now: UInt64) -> Self {
+        var setup = self
+        setup.totalDeadline = Self.deadline(totalDeadline, resubmittedFrom: earlier, at: now)
+        setup.connectionDeadline = Self.deadline(connectionDeadline, resubmittedFrom: earlier, at: now)
+        return setup
+    }
+
+    /// `.max` (none) stays none; one past the clock's range becomes none, as it does when first computed.
+    private static func deadline(_ deadline: UInt64, resubmittedFrom earlier: UInt64, at now: UInt64) -> UInt64 {
+        guard deadline != .max, deadline >= earlier else { return deadline }
+        let (moved, overflow) = now.addingReportingOverflow(deadline - earlier)
+        return overflow ? .max : moved
+    }
+}
+
+extension Transfer {
     /// A plain GET on a handle whose previous transfer was one too: every option but the per-transfer ones is
     /// already what it must be (the pool belongs to one client, so the defaults are the same), so the handle is
     /// neither reset nor configured again. That is libcurl's own reuse pattern, and it saves about half a

@@ -287,7 +287,27 @@ struct TransferStateMachine: Sendable, Equatable {
     }
 
     let setup: Setup
-    private(set) var state: State = .created(cancelRequested: false)
+    /// Where the transfer is in its life; with ``current``, what ``state`` reads.
+    private var phase: Phase = .created(cancelRequested: false)
+    /// The attempt under way while running; once finished, the last one (its stop cause explains the failure).
+    /// Kept apart from the phase so each event changes it in place: as an enum's payload it was copied out and
+    /// back for every header line and body callback, some 1,000 instructions per request in a profile of S8.
+    private var current: Attempt
+
+    private enum Phase: Sendable, Equatable {
+        case created(cancelRequested: Bool)
+        case running
+        case finished
+    }
+
+    /// The transfer's state, as the machine's tests and the shell see it.
+    var state: State {
+        switch phase {
+        case .created(let cancelRequested): .created(cancelRequested: cancelRequested)
+        case .running: .running(current)
+        case .finished: .finished(stopCause: current.stopCause)
+        }
+    }
     /// How many times the request went out again on a fresh connection (at most once).
     private(set) var freshConnectionRetries = 0
     /// ``Setup/connectionDeadline`` until the transfer's first request starts on a connection, then `.max`.
@@ -295,31 +315,37 @@ struct TransferStateMachine: Sendable, Equatable {
 
     init(setup: Setup = Setup()) {
         self.setup = setup
+        current = Attempt(setup: setup, idle: IdleClock(timeout: setup.idleTimeout, now: 0))
+    }
+
+    /// Machines are equal when what they decide with is: the attempt of a machine that never ran is a placeholder.
+    static func == (lhs: Self, rhs: Self) -> Bool {
+        lhs.setup == rhs.setup && lhs.state == rhs.state && lhs.freshConnectionRetries == rhs.freshConnectionRetries
+            && lhs.connectionDeadline == rhs.connectionDeadline
     }
 
     /// Why the engine stopped the transfer from inside a callback, if it did: the attempt under way's cause, or the
     /// last attempt's once finished.
     var stopCause: StopCause? {
-        switch state {
-        case .running(let attempt): attempt.stopCause
-        case .finished(let stopCause): stopCause
+        switch phase {
+        case .running, .finished: current.stopCause
         case .created: nil
         }
     }
 
     /// Whether the transfer is resolved.
     var isFinished: Bool {
-        if case .finished = state { true } else { false }
+        phase == .finished
     }
 
     /// Resolves the transfer, keeping the cause of a stop.
     private mutating func finish() {
-        state = .finished(stopCause: stopCause)
+        phase = .finished
     }
 
     /// The attempt under way; nil unless running.
     var attempt: Attempt? {
-        if case .running(let attempt) = state { attempt } else { nil }
+        phase == .running ? current : nil
     }
 
     /// Runs `change` on the attempt under way; `otherwise` when the transfer is not running.
@@ -327,24 +353,23 @@ struct TransferStateMachine: Sendable, Equatable {
     private mutating func withAttempt<Result>(
         otherwise: Result, _ change: (inout Attempt) -> Result
     ) -> Result {
-        guard case .running(var attempt) = state else { return otherwise }
-        let result = change(&attempt)
-        state = .running(attempt)
-        return result
+        guard phase == .running else { return otherwise }
+        return change(&current)
     }
 
     // MARK: lifecycle
 
     /// The loop picked the transfer up at `now` (its clock).
     mutating func submitted(now: UInt64, loopIsShuttingDown: Bool) -> StartAction {
-        switch state {
+        switch phase {
         case .created(let cancelRequested):
             finish()
             if cancelRequested { return .fail(.cancelled) }
             if loopIsShuttingDown { return .fail(.clientShutdown) }
             if setup.totalDeadline <= now { return .fail(.totalTimeoutBeforeStart) }
             connectionDeadline = setup.connectionDeadline
-            state = .running(Attempt(setup: setup, idle: IdleClock(timeout: setup.idleTimeout, now: now)))
+            current = Attempt(setup: setup, idle: IdleClock(timeout: setup.idleTimeout, now: now))
+            phase = .running
             return .start
         case .running, .finished:
             // A transfer is submitted once; a second submission must not resume or restart it.
@@ -355,7 +380,7 @@ struct TransferStateMachine: Sendable, Equatable {
     /// The transfer never reached a loop (the client or its loop had stopped, or never started): it ends here,
     /// with `reason` unless the caller had already cancelled.
     mutating func rejected(because reason: Failure = .clientShutdown) -> StartAction {
-        switch state {
+        switch phase {
         case .created(let cancelRequested):
             finish()
             return .fail(cancelRequested ? .cancelled : reason)
@@ -366,7 +391,7 @@ struct TransferStateMachine: Sendable, Equatable {
 
     /// Configuring or adding the easy handle failed, or a retry could not go out: the caller gets the failure.
     mutating func startFailed() -> CompletionAction {
-        guard case .running = state else { return .ignore }
+        guard phase == .running else { return .ignore }
         finish()
         return .finish
     }
@@ -401,7 +426,8 @@ struct TransferStateMachine: Sendable, Equatable {
     /// again too: the engine still holds that head, the caller has seen nothing. Never twice, never once a body
     /// byte arrived or a streamed head was handed over.
     mutating func curlCompleted(failure facts: CompletionFacts? = nil) -> CompletionAction {
-        guard case .running(let attempt) = state else { return .ignore }
+        guard phase == .running else { return .ignore }
+        let attempt = current
         if let facts, freshConnectionRetries == 0, !attempt.bodyBytesSeen, !attempt.headDelivered {
             let connectionWasUnusable = attempt.stopCause == .staleConnection
             let deadPooledConnection = attempt.stopCause == nil && facts.connectionFailed && facts.usedPooledConnection
@@ -411,7 +437,7 @@ struct TransferStateMachine: Sendable, Equatable {
             if (connectionWasUnusable || deadPooledConnection) && (serverCannotHaveActed || safeToRepeat) {
                 freshConnectionRetries += 1
                 // A new attempt forgets what the last one saw; the idle clock runs on.
-                state = .running(Attempt(setup: setup, idle: attempt.idle))
+                current = Attempt(setup: setup, idle: attempt.idle)
                 return .retryOnFreshConnection
             }
         }
@@ -420,9 +446,9 @@ struct TransferStateMachine: Sendable, Equatable {
     }
 
     private mutating func stop(with failure: Failure, markIfCreated: Bool) -> StopAction {
-        switch state {
+        switch phase {
         case .created:
-            if markIfCreated { state = .created(cancelRequested: true) }
+            if markIfCreated { phase = .created(cancelRequested: true) }
             return .none
         case .running:
             finish()
@@ -462,7 +488,7 @@ struct TransferStateMachine: Sendable, Equatable {
     )
         -> DeadlineAction
     {
-        guard case .running(var attempt) = state else { return .checkAgain(at: .max) }
+        guard phase == .running else { return .checkAgain(at: .max) }
         if setup.totalDeadline <= now {
             finish()
             return .removeAndFail(.timeout(.total))
@@ -477,29 +503,28 @@ struct TransferStateMachine: Sendable, Equatable {
                 return .removeAndFail(.timeout(.connect))
             }
         }
-        if attempt.idle.deadline <= now {
-            if attempt.receive == .bodyWaitingForConsumer
-                || (attempt.send == .waitingForProducer && attempt.receive == .awaitingHead)
+        if current.idle.deadline <= now {
+            if current.receive == .bodyWaitingForConsumer
+                || (current.send == .waitingForProducer && current.receive == .awaitingHead)
             {
-                attempt.idle.lastActivity = now
-            } else if !attempt.idle.started {
+                current.idle.lastActivity = now
+            } else if !current.idle.started {
                 if requestSent {
-                    attempt.idle.started = true
-                    attempt.idle.lastActivity = now
+                    current.idle.started = true
+                    current.idle.lastActivity = now
                 } else {
                     // Look again in a quarter period, so the clock starts at most that late.
-                    attempt.idle.lookAgainInAQuarterPeriod(now: now)
+                    current.idle.lookAgainInAQuarterPeriod(now: now)
                 }
             } else {
                 finish()
                 return .removeAndFail(.timeout(.idle))
             }
-            state = .running(attempt)
         }
         // Later than now whatever the idle timeout (one of a few nanoseconds included), so a check loop ends.
         let connectionCheck =
             connectionDeadline > now ? connectionDeadline : connectionDeadline &+ Self.connectTimerGrace
-        return .checkAgain(at: max(min(setup.totalDeadline, connectionCheck, attempt.idle.deadline), now + 1))
+        return .checkAgain(at: max(min(setup.totalDeadline, connectionCheck, current.idle.deadline), now + 1))
     }
 
     /// Bytes moved (a callback ran).
@@ -522,7 +547,7 @@ struct TransferStateMachine: Sendable, Equatable {
         connection: ConnectionCheck, redirectTarget: String? = nil, requestURL: String = ""
     ) -> RequestStartAction {
         let carriesCredentials = setup.carriesCredentials
-        if case .running = state { connectionDeadline = .max }
+        if phase == .running { connectionDeadline = .max }
         return withAttempt(otherwise: .abandonConnection) { attempt in
             attempt.send = .sending
             attempt.receive = .awaitingHead
@@ -578,7 +603,8 @@ struct TransferStateMachine: Sendable, Equatable {
         case .endOfBlock:
             // Only uploads, streamed responses, the engine's 417 check and a decoded-size limit care about the
             // status (a getinfo call the plain GET path does without).
-            guard case .running(let attempt) = state else { return .accept }
+            guard phase == .running else { return .accept }
+            let attempt = current
             let decodes = setup.decodedBodyLimit != nil
             if decodes || setup.sentExpectContinue || setup.hasRequestBody
                 || (setup.streamsResponse && !attempt.headDelivered)

@@ -127,8 +127,10 @@ final class Transfer: @unchecked Sendable, DeadlineHeapMember {
         switch kind {
         case .statusLine:
             // A new status line starts a new header block (100 Continue, redirects): keep only the last.
-            rawHeaders.removeAll(keepingCapacity: true)
-            if rawHeaders.capacity == 0 { rawHeaders.reserveCapacity(512) }
+            if keepsHeaderLines {
+                rawHeaders.removeAll(keepingCapacity: true)
+                if rawHeaders.capacity == 0 { rawHeaders.reserveCapacity(512) }
+            }
             recordActivity()
         case .endOfBlock:
             recordActivity()
@@ -143,9 +145,15 @@ final class Transfer: @unchecked Sendable, DeadlineHeapMember {
         case .readHead(let contentEncoding):
             if !headEnded(readingContentEncoding: contentEncoding) { return 0 }
         }
-        rawHeaders.append(contentsOf: line)
+        if keepsHeaderLines { rawHeaders.append(contentsOf: line) }
         return count
     }
+
+    /// Whether header lines are kept in ``rawHeaders``: for the response or streamed head a caller gets, and for the
+    /// content-coding check of a decoded-size limit. A repeated transfer's outcomes carry no head, so its requests
+    /// keep them only for that check.
+    @inline(__always)
+    private var keepsHeaderLines: Bool { repeater == nil || stateMachine.setup.decodedBodyLimit != nil }
 
     /// At the end of a header block the machine asked about: it reads the status (and the content coding) and
     /// says whether to go on, resume an upload paused for its producer (libcurl 7.88 does not report a transfer

@@ -102,28 +102,33 @@ extension Transfer {
     /// handle: a new state machine whose deadlines count from `now`, and the request's options set again only when
     /// they can differ from the last request's (raw libcurl's own loop re-adds a handle as it is).
     ///
+    /// - Parameter next: the request, or nil when it is the one the transfer carries (a list's same index).
     /// - Returns: why the request cannot start, if it cannot.
     func prepareRepeat(
-        of index: Int, request next: CurlewRequest, indexNamesTheSameRequest: Bool, easy: EasyHandle,
-        userdata: UnsafeMutableRawPointer, now: UInt64
+        of index: Int, request next: CurlewRequest?, easy: EasyHandle, userdata: UnsafeMutableRawPointer, now: UInt64
     ) -> TransferStateMachine.Failure? {
-        let sameRequest = indexNamesTheSameRequest && index == requestIndex
-        if !sameRequest {
+        let sameRequest = next == nil
+        let setup: TransferStateMachine.Setup
+        if let next {
             request = next
             requestIndex = index
             checksReusedConnections = settings.checksPooledConnection(
                 beforeWritingTo: request.transferURL, version: request.httpVersion ?? settings.httpVersion)
+            setup = Self.setup(for: request, settings: settings, sink: sink, submittedAt: now)
+        } else {
+            // The same request's limits and facts, its deadlines moved from the last submission to this one.
+            setup = stateMachine.setup.resubmitted(from: submittedAt, at: now)
         }
         submittedAt = now
-        rawHeaders.removeAll(keepingCapacity: true)
-        responseBody.removeAll(keepingCapacity: true)
+        // Usually empty already (no head is kept, a discarded body is not stored): emptying an empty array is a call.
+        if !rawHeaders.isEmpty { rawHeaders.removeAll(keepingCapacity: true) }
+        if !responseBody.isEmpty { responseBody.removeAll(keepingCapacity: true) }
         openedSocket = nil
         connectionKey = nil
         connectionAttemptStarted = false
         finalProgress = nil
         lastProgressReport = 0
-        stateMachine = TransferStateMachine(
-            setup: Self.setup(for: request, settings: settings, sink: sink, submittedAt: now))
+        stateMachine = TransferStateMachine(setup: setup)
         switch stateMachine.submitted(now: now, loopIsShuttingDown: false) {
         case .start: break
         case .fail(let failure): return failure
