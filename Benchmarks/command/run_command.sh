@@ -54,6 +54,12 @@ SCALE_CONNECTIONS=${BENCH_SCALE_CONNECTIONS:-"64 1000 4000"}
 PEERS_CONNECTIONS=${BENCH_PEERS_CONNECTIONS:-"64 1000"}
 PEERS_CLIENTS=${BENCH_PEERS_CLIENTS:-"raw-libcurl curlew-bench wrk h2load ab hey k6"}
 CHECKS=${BENCH_CHECKS:-"peek prereq headers maxage"}
+for check in $CHECKS; do
+    case "$check" in
+        peek | prereq | headers | maxage) ;;
+        *) echo "run_command.sh: BENCH_CHECKS: no check named $check (peek, prereq, headers, maxage)" >&2; exit 2 ;;
+    esac
+done
 SCALE_CLIENTS=${BENCH_SCALE_CLIENTS:-"raw-libcurl raw-libcurl-socket raw-libcurl-socket-parts curlew-bench-poll curlew-bench-socket-action wrk"}
 CLIENT_CPU=${BENCH_CLIENT_CPU:-1}
 export NGINX_CPU=${NGINX_CPU:-0}
@@ -210,20 +216,19 @@ sum() {
     echo "$total"
 }
 
-# One S8-peers point per connection count, as scenario s8peers-cC: every client of PEERS_CLIENTS in turn, N requests
-# (N_C64 at 64 connections, N_SCALE above; wrk runs WRK_SECONDS). Each tool's own count of requests that did not get a
-# 2xx goes in the `verified` column (0 when all succeeded).
 # S8-checks: raw libcurl, curlew bench, curlew bench without each check of $CHECKS, and without all of them.
 run_s8checks() {
-    local rep=$1 url=$BASE_URL/small rc json without client
+    local rep=$1 url=$BASE_URL/small rc json variant without client
     rc=$(timed "s8checks.raw-libcurl.$rep" "$C_BIN" --url "$url" --concurrency 64 --requests "$N_C64")
     json=$(grep '^{' "$RAW_DIR/s8checks.raw-libcurl.$rep.out" || echo '{}')
     record s8checks raw-libcurl "$rep" "$rc" "$(jq_field "$json" requests)" "$(jq_field "$json" seconds)" \
         "$(jq_field "$json" failures)" ""
-    for without in "" $CHECKS "$CHECKS"; do
-        client=curlew-bench
-        if [ "$without" = "$CHECKS" ]; then client=curlew-bench-without-all
-        elif [ -n "$without" ]; then client=curlew-bench-without-$without; fi
+    for variant in none $CHECKS all; do
+        case "$variant" in
+            none) without=""; client=curlew-bench ;;
+            all) without=$CHECKS; client=curlew-bench-without-all ;;
+            *) without=$variant; client=curlew-bench-without-$variant ;;
+        esac
         rc=$(WITHOUT_CHECKS="$without" LD_PRELOAD="$WITHOUT_CHECKS_LIB" timed "s8checks.$client.$rep" \
             "$CURLEW" bench "$url" -c 64 --requests "$N_C64" --json --no-progress)
         json=$(grep '^{' "$RAW_DIR/s8checks.$client.$rep.out" || echo '{}')
@@ -232,6 +237,9 @@ run_s8checks() {
     done
 }
 
+# One S8-peers point per connection count, as scenario s8peers-cC: every client of PEERS_CLIENTS in turn, N requests
+# (N_C64 at 64 connections, N_SCALE above; wrk runs WRK_SECONDS). Each tool's own count of requests that did not get a
+# 2xx goes in the `verified` column (0 when all succeeded).
 run_s8peers() {
     local rep=$1 url=$BASE_URL/small connections requests client rc out json count seconds bad scenario
     for connections in $PEERS_CONNECTIONS; do

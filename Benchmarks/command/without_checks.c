@@ -10,7 +10,8 @@
  *   headers  the header callback (CURLOPT_HEADERFUNCTION) is never set, nor its data (CURLOPT_HEADERDATA, which
  *            alone would make libcurl hand header lines to the write callback): no framing checks (two
  *            Content-Lengths, Content-Length with Transfer-Encoding), no parsed head
- *   maxage   CURLOPT_MAXAGE_CONN is never set: libcurl's default idle age instead of Curlew's 4 s
+ *   maxage   CURLOPT_MAXAGE_CONN is never set: libcurl's default idle age instead of Curlew's 4 s. A control: no
+ *            connection of a busy run nears either age, so its row shows the measurement's noise
  * Only what a plain GET with a discarded body needs works without them: `curlew bench URL`, nothing else. */
 #define _GNU_SOURCE
 #include <curl/curl.h>

@@ -196,6 +196,61 @@ struct CurlewClientRepeatingTests {
         }
     }
 
+    /// The same request repeated has its own deadlines each time: its setup is moved to each new submission, not
+    /// kept, so every repeat reaches the server and gets its whole total timeout, and none fails before it starts.
+    @Test(arguments: allLoops)
+    func eachRepeatOfTheSameRequestGetsItsWholeTimeout(loop: CurlewClient.Configuration.EventLoopKind) async throws {
+        try await withWireScriptServer({ request in
+            request.target == "/stall"
+                ? [.wait(milliseconds: 3_000), .response(body: "late")] : [.response(body: Self.echo(request))]
+        }) { server in
+            var stall = try CurlewRequest(url: "\(server.baseURL)/stall")
+            stall.timeouts.total = .milliseconds(300)
+            let requests = [try CurlewRequest(url: "\(server.baseURL)/ok"), stall]
+            let order = [1, 1, 1, 0]
+            let plan = Plan(order)
+            try await withClient(loop) { client in
+                await client.executeRepeatedly(requests, startingAt: order[0], next: plan.next)
+            }
+            let outcomes = plan.recorded
+            try #require(outcomes.count == order.count)
+            for index in 0..<3 {
+                #expect(
+                    (outcomes[index].failure as? CurlewError)?.code == .timeout(.total),
+                    "request \(index): \(outcomes[index])")
+            }
+            #expect((try? outcomes[3].get())?.status == 200)
+            #expect(server.requests.map(\.target) == ["/stall", "/stall", "/stall", "/ok"])
+        }
+    }
+
+    /// A request whose total timeout is zero fails before it starts, first or repeated, the same request again or
+    /// another: `next` hears of every one, and the repeat goes on.
+    @Test(arguments: allLoops)
+    func aRequestThatFailsBeforeItStartsIsReportedFirstOrRepeated(
+        loop: CurlewClient.Configuration.EventLoopKind
+    ) async throws {
+        try await withWireScriptServer({ [.response(body: Self.echo($0))] }) { server in
+            var expired = try CurlewRequest(url: "\(server.baseURL)/expired")
+            expired.timeouts.total = .zero
+            let requests = [expired, try CurlewRequest(url: "\(server.baseURL)/ok")]
+            let order = [0, 1, 0, 0, 1]
+            let plan = Plan(order)
+            try await withClient(loop) { client in
+                await client.executeRepeatedly(requests, startingAt: order[0], next: plan.next)
+            }
+            let outcomes = plan.recorded
+            try #require(outcomes.count == order.count)
+            for index in [0, 2, 3] {
+                #expect(
+                    (outcomes[index].failure as? CurlewError)?.code == .timeout(.total),
+                    "request \(index): \(outcomes[index])")
+            }
+            for index in [1, 4] { #expect((try? outcomes[index].get())?.status == 200, "request \(index)") }
+            #expect(server.requests.map(\.target) == ["/ok", "/ok"])
+        }
+    }
+
     @Test(arguments: allLoops)
     func aFailedRequestIsReportedAndTheNextOneGoesOut(loop: CurlewClient.Configuration.EventLoopKind) async throws {
         try await withWireScriptServer({ request in

@@ -72,8 +72,8 @@ struct DeadlineHeap<Member: DeadlineHeapMember> {
 
     /// Stores `deadline` for a member only if it is earlier than the stored one. A later deadline leaves the stored
     /// one as the lower bound the type allows: whoever finds it passed re-keys the member. A repeated transfer's next
-    /// request, whose deadlines count from a later submission, so costs no sift (one per request in S8's profile);
-    /// the price is at most one early check per member and timeout.
+    /// request, whose deadlines usually count the same timeouts from a later submission, so costs no sift (one per
+    /// request in S8's profile); the price is at most one early check per member and timeout.
     mutating func lower(_ member: Member, to deadline: UInt64) {
         let index = member.deadlineHeapIndex
         guard index >= 0, deadline < entries[index].deadline else { return }

@@ -65,7 +65,9 @@ final class MultiCore {
         case .ignore:
             break
         case .fail(let failure):
-            resume(transfer, throwing: transfer.error(for: .engine(failure)))
+            let error = transfer.error(for: .engine(failure))
+            if repeatAfterFailedFirstRequest(transfer, error, mayContinue: !failure.endsRepeat) { return }
+            resume(transfer, throwing: error)
         case .start:
             guard let easy = pool.popLast() ?? EasyHandle.make(share: settings.share) else {
                 failStart(transfer, .noEasyHandle)
@@ -88,6 +90,27 @@ final class MultiCore {
             }
             link(transfer)
         }
+    }
+
+    /// A repeated transfer whose first request failed before it started (a total timeout of zero, a cancellation,
+    /// a shutdown): `next` hears of it like of any other outcome, and the repeat goes on with the request it chooses
+    /// unless the failure ends the repeat. Returns whether the repeat goes on.
+    private func repeatAfterFailedFirstRequest(_ transfer: Transfer, _ error: any Error, mayContinue: Bool) -> Bool {
+        guard let repeater = transfer.repeater else { return false }
+        guard let easy = pool.popLast() ?? EasyHandle.make(share: settings.share) else {
+            _ = repeater.next(.failure(error))
+            return false
+        }
+        transfer.easy = easy
+        transfer.core = self
+        // libcurl's reference for the next request, given back if there is none.
+        let reference = Unmanaged.passRetained(transfer)
+        if repeatNext(transfer, easy: easy, repeater: repeater, after: .failure(error), mayContinue: mayContinue) {
+            return true
+        }
+        reference.release()
+        recycle(transfer)
+        return false
     }
 
     /// Sockets are opened close-on-exec, or by the loop when it owns them (the Dispatch loop). Set after every

@@ -24,7 +24,8 @@ extension Transfer {
             default: .unknown
             }
         return TransferMetrics(
-            queued: .nanoseconds(Int64(startedAt &- submittedAt)),
+            // Never negative: a transfer that failed before the loop started it has no start of its own.
+            queued: .nanoseconds(Int64(clamping: startedAt >= submittedAt ? startedAt - submittedAt : 0)),
             dnsLookup: easy.info(microseconds: CURLINFO_NAMELOOKUP_TIME_T),
             connected: easy.info(microseconds: CURLINFO_CONNECT_TIME_T),
             tlsHandshakeDone: easy.info(microseconds: CURLINFO_APPCONNECT_TIME_T),

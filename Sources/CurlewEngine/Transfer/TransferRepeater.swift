@@ -120,6 +120,8 @@ extension Transfer {
             setup = stateMachine.setup.resubmitted(from: submittedAt, at: now)
         }
         submittedAt = now
+        // Set before anything can fail: a failure's metrics count the time queued from submission to here.
+        startedAt = now
         // Usually empty already (no head is kept, a discarded body is not stored): emptying an empty array is a call.
         if !rawHeaders.isEmpty { rawHeaders.removeAll(keepingCapacity: true) }
         if !responseBody.isEmpty { responseBody.removeAll(keepingCapacity: true) }
@@ -135,7 +137,6 @@ extension Transfer {
         case .ignore: return .clientShutdown
         }
         if sameRequest && easy.isConfiguredForPlainGET {
-            startedAt = now
             easy.errorBuffer[0] = 0
             return nil
         }
