@@ -103,6 +103,9 @@ final class MultiCore {
         }
         transfer.easy = easy
         transfer.core = self
+        // The handle comes from the pool, configured (if at all) by another transfer: no request of this one may take
+        // the path that re-adds a handle as this transfer left it.
+        transfer.requestIndex = -1
         // libcurl's reference for the next request, given back if there is none.
         let reference = Unmanaged.passRetained(transfer)
         if repeatNext(transfer, easy: easy, repeater: repeater, after: .failure(error), mayContinue: mayContinue) {

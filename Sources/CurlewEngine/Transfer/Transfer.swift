@@ -29,7 +29,9 @@ final class Transfer: @unchecked Sendable, DeadlineHeapMember {
     var checksReusedConnections: Bool
     /// Sends the transfer's requests again as each ends, without a caller in between; nil for a single request.
     var repeater: TransferRepeater?
-    /// Which of its repeater's requests ``request`` is.
+    /// Which of its repeater's requests ``request`` is, and so the one its easy handle is configured for; -1 when the
+    /// handle was configured by no request of this transfer (one taken from the pool after its first request failed
+    /// to start).
     var requestIndex = 0
 
     /// Every decision about the transfer's course (see `TransferStateMachine`). Loop-only, and touched by every
