@@ -136,4 +136,15 @@ import Testing
         let entries = WebDAVFolder.parse(xml, basePath: "/dav/t/")
         #expect(entries == [.init(relativePath: "a/b.txt", isFolder: false, size: 3, modified: nil)])
     }
+
+    /// An href that starts again at a root after the base, by a second slash or an encoded one, is no path under the
+    /// base: it is left out rather than read as `/…` (the fuzzer's `/dav/t//..../etc/passwd`).
+    @Test func hrefsThatStartAgainAtARootAreLeftOut() {
+        let entries = ["/dav/t//..../etc/passwd", "/dav/t/%2Fetc/passwd", "/dav/t/kept.txt"].map { href in
+            "<D:response><D:href>\(href)</D:href><D:propstat><D:prop><D:getcontentlength>6</D:getcontentlength>"
+                + "</D:prop></D:propstat></D:response>"
+        }
+        let xml = "<D:multistatus xmlns:D=\"DAV:\">" + entries.joined() + "</D:multistatus>"
+        #expect(WebDAVFolder.parse(xml, basePath: "/dav/t/").map(\.relativePath) == ["kept.txt"])
+    }
 }
