@@ -31,7 +31,10 @@ enum SyncListingProperty {
     private static func name(_ input: inout FuzzInput) -> String {
         let segments = 1 + input.number(below: 3)
         return (0..<segments).map { _ in
-            let text = input.text().replacingOccurrences(of: "/", with: "_")
+            // Every `/` scalar, also one fused with a combining mark after it into one Character (which
+            // `replacingOccurrences` leaves alone): a segment never holds a slash.
+            let scalars = input.text().unicodeScalars.map { $0 == "/" ? "_" : $0 }
+            let text = String(String.UnicodeScalarView(scalars))
             return text.isEmpty || text == "." || text == ".." ? "n\(input.byte())" : text
         }.joined(separator: "/")
     }
