@@ -60,6 +60,29 @@ struct CurlewClientTLSOptionsTests {
         }
     }
 
+    /// A configuration that fails part-way leaves the pooled easy handle with the options set before the failure.
+    /// The next plain GET on that handle must be configured in full and fail the same way, never go out with the
+    /// options it had (here: trusting the CA, but no pinning at all).
+    @Test(arguments: allLoops)
+    func aMalformedPinFailsEveryRequestNotOnlyTheFirst(loop: CurlewClient.Configuration.EventLoopKind) async throws {
+        let nginx = try await NginxServer.shared()
+        try await withClient(
+            loop,
+            configure: {
+                $0.tls.caFile = nginx.caFile
+                $0.tls.pinnedPublicKeys = ["sha256/abc"]
+            }
+        ) { client in
+            for attempt in 1...3 {
+                let error =
+                    await caughtError {
+                        _ = try await client.execute(try CurlewRequest(url: "\(nginx.httpsBaseURL)/small"))
+                    } as? CurlewError
+                #expect(error?.code == .invalidRequest, "request \(attempt): \(String(describing: error))")
+            }
+        }
+    }
+
     @Test(arguments: allLoops)
     func aMinimumOfTLS13FailsAgainstATLS12OnlyServer(loop: CurlewClient.Configuration.EventLoopKind) async throws {
         let nginx = try await NginxServer.shared()

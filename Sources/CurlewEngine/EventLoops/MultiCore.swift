@@ -106,6 +106,16 @@ final class MultiCore {
         // The handle comes from the pool, configured (if at all) by another transfer: no request of this one may take
         // the path that re-adds a handle as this transfer left it.
         transfer.requestIndex = -1
+        return repeatAfterFailureBeforeLibcurl(
+            transfer, easy: easy, repeater: repeater, error: error, mayContinue: mayContinue)
+    }
+
+    /// Goes on with a repeated transfer after a request that failed before libcurl had it: `next` hears of the
+    /// failure and chooses the next request on `easy`. Returns whether the repeat goes on; when it does not, the
+    /// transfer is recycled and its caller is still to be resumed.
+    private func repeatAfterFailureBeforeLibcurl(
+        _ transfer: Transfer, easy: EasyHandle, repeater: TransferRepeater, error: any Error, mayContinue: Bool
+    ) -> Bool {
         // libcurl's reference for the next request, given back if there is none.
         let reference = Unmanaged.passRetained(transfer)
         if repeatNext(transfer, easy: easy, repeater: repeater, after: .failure(error), mayContinue: mayContinue) {
@@ -133,14 +143,14 @@ final class MultiCore {
         guard transfer.stateMachine.startFailed() == .finish else { return }
         let error = transfer.error(for: .engine(failure))
         if let repeater = transfer.repeater, let easy = transfer.easy {
-            // libcurl's reference for the next request, given back if there is none.
-            let reference = Unmanaged.passRetained(transfer)
-            if repeatNext(transfer, easy: easy, repeater: repeater, after: .failure(error), mayContinue: true) {
+            if repeatAfterFailureBeforeLibcurl(
+                transfer, easy: easy, repeater: repeater, error: error, mayContinue: true)
+            {
                 return
             }
-            reference.release()
+        } else {
+            recycle(transfer)
         }
-        recycle(transfer)
         resume(transfer, throwing: error)
     }
 

@@ -24,7 +24,10 @@ extension Transfer {
             return configureRepeatedPlainGET(easy, userdata: userdata)
         }
         if easy.isConfiguredForPlainGET { easy.reset() }
-        self.easy?.isConfiguredForPlainGET = isPlainGET
+        // Marked for the fast path only once every option took: a handle configured part-way (a malformed pin, an
+        // option libcurl refused) is reset before its next transfer, which would otherwise go out without the options
+        // after the failure.
+        self.easy?.isConfiguredForPlainGET = false
         let httpVersion = request.httpVersion ?? settings.httpVersion
         let redirects = request.redirects ?? settings.redirects
         let timeouts = Self.timeouts(of: request, settings: settings)
@@ -258,7 +261,11 @@ extension Transfer {
             }
         }
 
-        return Self.optionError(status)
+        guard let failure = Self.optionError(status) else {
+            self.easy?.isConfiguredForPlainGET = isPlainGET
+            return nil
+        }
+        return failure
     }
 
     /// `CURLOPT_SSLVERSION` for a version range: the minimum, or'd with the maximum shifted left by 16.
