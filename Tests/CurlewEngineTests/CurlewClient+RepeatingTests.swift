@@ -251,6 +251,36 @@ struct CurlewClientRepeatingTests {
         }
     }
 
+    /// A request whose configuration fails part-way (its body file is missing) resets the handle and leaves it
+    /// half-configured. Chosen again, or followed by a plain GET, it must be configured in full, never re-added as
+    /// it was: the half-configured request would go out as a GET without its body or the client's options.
+    @Test(arguments: allLoops)
+    func aRequestThatCannotBeConfiguredNeverGoesOutOnTheHandleItLeft(
+        loop: CurlewClient.Configuration.EventLoopKind
+    ) async throws {
+        try await withWireScriptServer({ [.response(body: Self.echo($0))] }) { server in
+            let missing = FileManager.default.temporaryDirectory.appendingPathComponent("curlew-missing-\(UUID())")
+            let upload = try CurlewRequest(
+                method: .post, url: "\(server.baseURL)/upload", body: .file(.path(missing.path)))
+            let requests = [try CurlewRequest(url: "\(server.baseURL)/plain"), upload]
+            let order = [0, 1, 1, 0, 1, 0]
+            let plan = Plan(order)
+            try await withClient(loop) { client in
+                await client.executeRepeatedly(requests, startingAt: order[0], next: plan.next)
+            }
+            let outcomes = plan.recorded
+            try #require(outcomes.count == order.count)
+            for (index, chosen) in order.enumerated() {
+                if chosen == 0 {
+                    #expect((try? outcomes[index].get())?.status == 200, "request \(index): \(outcomes[index])")
+                } else {
+                    #expect(outcomes[index].failure != nil, "request \(index) went out: \(outcomes[index])")
+                }
+            }
+            #expect(server.requests.map(\.target) == ["/plain", "/plain", "/plain"])
+        }
+    }
+
     @Test(arguments: allLoops)
     func aFailedRequestIsReportedAndTheNextOneGoesOut(loop: CurlewClient.Configuration.EventLoopKind) async throws {
         try await withWireScriptServer({ request in

@@ -250,6 +250,33 @@ struct CurlewClientStreamingTests {
         }
     }
 
+    /// The client's size limit bounds memory, so it binds collected bodies only, also when a discarded and a
+    /// collected plain GET take turns on one pooled handle (the limit is the one plain-GET option that differs).
+    @Test(arguments: allLoops)
+    func theClientsSizeLimitBindsCollectedBodiesNotDiscardedOnesOnOneHandle(
+        loop: CurlewClient.Configuration.EventLoopKind
+    ) async throws {
+        try await withLoopbackServer { server in
+            try await withClient(
+                loop,
+                configure: {
+                    $0.loopCount = 1
+                    $0.maxResponseBodySize = 1_000
+                }
+            ) { client in
+                let small = try CurlewRequest(url: "\(server.baseURL)/bytes/100")
+                let large = try CurlewRequest(url: "\(server.baseURL)/bytes/100000")
+                for _ in 0..<2 {
+                    #expect(try await client.execute(small).body.count == 100)
+                    let discarded = try await client.executeDiscardingBody(large)
+                    #expect(discarded.metrics.bytesReceived == 100_000)
+                    let code = await curlewErrorCode { _ = try await client.execute(large) }
+                    #expect(code == .bodyTooLarge)
+                }
+            }
+        }
+    }
+
     @Test(arguments: allLoops)
     func aDiscardedBodyIsCountedNotKeptAndTheNextRequestCollectsAgain(
         loop: CurlewClient.Configuration.EventLoopKind

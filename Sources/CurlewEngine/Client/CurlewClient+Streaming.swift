@@ -22,8 +22,10 @@ extension CurlewClient {
     }
 
     /// Sends a request and reads the response body without keeping it: for load generators and calls whose body
-    /// does not matter. The returned response's `body` is empty; `metrics.bytesReceived` counts what arrived. The
-    /// size limits of ``execute(_:)`` still apply, so a body the server announces as too large is refused early.
+    /// does not matter. The returned response's `body` is empty; `metrics.bytesReceived` counts what arrived. A
+    /// request's own ``CurlewRequest/maxResponseBodySize`` still applies, so a body the server announces as larger is
+    /// refused early; the client's ``Configuration/maxResponseBodySize`` does not (it bounds memory, which a discarded
+    /// body does not use).
     nonisolated(nonsending) public func executeDiscardingBody(
         _ request: CurlewRequest
     ) async throws -> CurlewResponse {

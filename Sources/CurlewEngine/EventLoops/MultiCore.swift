@@ -106,19 +106,18 @@ final class MultiCore {
         // The handle comes from the pool, configured (if at all) by another transfer: no request of this one may take
         // the path that re-adds a handle as this transfer left it.
         transfer.requestIndex = -1
-        return repeatAfterFailureBeforeLibcurl(
-            transfer, easy: easy, repeater: repeater, error: error, mayContinue: mayContinue)
+        return repeatAfterFailureBeforeLibcurl(transfer, repeater: repeater, error: error, mayContinue: mayContinue)
     }
 
     /// Goes on with a repeated transfer after a request that failed before libcurl had it: `next` hears of the
-    /// failure and chooses the next request on `easy`. Returns whether the repeat goes on; when it does not, the
+    /// failure and chooses the next request on the transfer's handle. Returns whether the repeat goes on; when it does not, the
     /// transfer is recycled and its caller is still to be resumed.
     private func repeatAfterFailureBeforeLibcurl(
-        _ transfer: Transfer, easy: EasyHandle, repeater: TransferRepeater, error: any Error, mayContinue: Bool
+        _ transfer: Transfer, repeater: TransferRepeater, error: any Error, mayContinue: Bool
     ) -> Bool {
         // libcurl's reference for the next request, given back if there is none.
         let reference = Unmanaged.passRetained(transfer)
-        if repeatNext(transfer, easy: easy, repeater: repeater, after: .failure(error), mayContinue: mayContinue) {
+        if repeatNext(transfer, repeater: repeater, after: .failure(error), mayContinue: mayContinue) {
             return true
         }
         reference.release()
@@ -142,12 +141,8 @@ final class MultiCore {
     private func failStart(_ transfer: Transfer, _ failure: TransferStateMachine.Failure) {
         guard transfer.stateMachine.startFailed() == .finish else { return }
         let error = transfer.error(for: .engine(failure))
-        if let repeater = transfer.repeater, let easy = transfer.easy {
-            if repeatAfterFailureBeforeLibcurl(
-                transfer, easy: easy, repeater: repeater, error: error, mayContinue: true)
-            {
-                return
-            }
+        if let repeater = transfer.repeater, transfer.easy != nil {
+            if repeatAfterFailureBeforeLibcurl(transfer, repeater: repeater, error: error, mayContinue: true) { return }
         } else {
             recycle(transfer)
         }
@@ -196,7 +191,7 @@ final class MultiCore {
                 let outcome: Result<RepeatedResponse, any Error> =
                     result == CURLE_OK
                     ? .success(transfer.makeRepeatedResponse(easy)) : .failure(transfer.error(for: .curl(result)))
-                if repeatNext(transfer, easy: easy, repeater: repeater, after: outcome, mayContinue: true) { return }
+                if repeatNext(transfer, repeater: repeater, after: outcome, mayContinue: true) { return }
             }
             let outcome: Result<CurlewResponse, any Error> =
                 result == CURLE_OK
@@ -223,8 +218,8 @@ final class MultiCore {
     private func failRetry(_ transfer: Transfer, after result: CURLcode) {
         guard transfer.stateMachine.startFailed() == .finish else { return }
         let error = transfer.error(for: .curl(result))
-        if let repeater = transfer.repeater, let easy = transfer.easy,
-            repeatNext(transfer, easy: easy, repeater: repeater, after: .failure(error), mayContinue: true)
+        if let repeater = transfer.repeater, transfer.easy != nil,
+            repeatNext(transfer, repeater: repeater, after: .failure(error), mayContinue: true)
         {
             return
         }
@@ -248,8 +243,7 @@ final class MultiCore {
         let error = transfer.error(for: .engine(failure))
         curl_multi_remove_handle(multi, easy.raw)
         if let repeater = transfer.repeater,
-            repeatNext(
-                transfer, easy: easy, repeater: repeater, after: .failure(error), mayContinue: !failure.endsRepeat)
+            repeatNext(transfer, repeater: repeater, after: .failure(error), mayContinue: !failure.endsRepeat)
         {
             return
         }
@@ -265,11 +259,15 @@ final class MultiCore {
     /// - Returns: false when the repeat is over (the repeater stopped, the outcome ends it or the loop is shutting
     ///   down); the caller then ends the transfer.
     private func repeatNext(
-        _ transfer: Transfer, easy: EasyHandle, repeater: TransferRepeater,
-        after outcome: Result<RepeatedResponse, any Error>, mayContinue: Bool
+        _ transfer: Transfer, repeater: TransferRepeater, after outcome: Result<RepeatedResponse, any Error>,
+        mayContinue: Bool
     ) -> Bool {
         var outcome = outcome
         while let index = repeater.next(outcome), mayContinue, !isShuttingDown {
+            // The transfer's handle as it is now, read on every pass: a configuration that failed on the last pass
+            // reset the handle and cleared its plain-GET mark, and a copy kept from before would send this request on
+            // a handle configured part-way.
+            guard let easy = transfer.easy else { return false }
             // The request the transfer already carries needs no copy out of the list (a copy retains every field).
             let isTheSameRequest = repeater.requests.indexNamesTheSameRequest && index == transfer.requestIndex
             var request: CurlewRequest?

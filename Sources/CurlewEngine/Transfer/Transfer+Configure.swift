@@ -393,6 +393,9 @@ extension Transfer {
         apply(easy.set(CURLOPT_SOCKOPTDATA, pointer: userdata))
         apply(easy.set(CURLOPT_RESOLVER_START_DATA, pointer: userdata))
         apply(easy.set(CURLOPT_URL, request.transferURL))
+        // The one plain-GET option that depends on the sink: a collected body is bounded by the client's limit, a
+        // discarded one is not (`Transfer.setup`), and both take this path on the same pooled handle.
+        apply(easy.set(CURLOPT_MAXFILESIZE_LARGE, offset: stateMachine.setup.bodyLimit))
         return Self.optionError(status)
     }
 
