@@ -80,6 +80,18 @@ static inline CURLcode curlew_easy_setopt_resolver_start_callback(CURL *handle, 
 
 /// The local port of a socket (IPv4 or IPv6), or -1. Tells a connection a transfer opened from a pooled one that
 /// libcurl handed it on a later attempt of the same transfer.
+/// A connection's identity as the pre-request callback names it: both addresses and both ports. Linux hands one local
+/// port to connections with different peers, so the ports alone can name two live connections; a 32-bit FNV-1a hash
+/// of the two address strings goes above the ports. A hash collision would need the same two ports as well.
+static inline int64_t curlew_connection_key(const char *primary_ip, const char *local_ip, int primary_port,
+                                            int local_port) {
+    uint32_t hash = 2166136261u;
+    for (const char *c = primary_ip; c != NULL && *c != 0; c++) hash = (hash ^ (uint8_t)*c) * 16777619u;
+    hash = (hash ^ 0xFFu) * 16777619u;
+    for (const char *c = local_ip; c != NULL && *c != 0; c++) hash = (hash ^ (uint8_t)*c) * 16777619u;
+    return (int64_t)(((uint64_t)hash << 32) | ((uint64_t)(local_port & 0xFFFF) << 16) | (uint64_t)(primary_port & 0xFFFF));
+}
+
 static inline int curlew_socket_local_port(int fd) {
     struct sockaddr_storage address;
     socklen_t length = sizeof(address);

@@ -1,16 +1,22 @@
-/// The socket of each of a loop's HTTP/1 connections, keyed by its local and remote ports (what libcurl's
-/// pre-request callback says of a connection). Entries are replaced when a new connection takes the same ports and
-/// never removed: a live connection's entry is its own (it was registered when the connection's first request went
-/// out), and stale entries are bounded by the port space. Loop-only.
+import CLibCurl
+
+/// The socket of each of a loop's connections, keyed by its addresses and ports (what libcurl's pre-request callback
+/// says of a connection). Entries are replaced when a new connection takes the same addresses and ports and never
+/// removed: a live connection's entry is its own (every new connection is registered when its first request goes
+/// out, whether or not that request is checked), and stale entries are bounded by the port space. Loop-only.
 final class ConnectionRegistry {
     @exclusivity(unchecked) private var sockets: [Int: Int32] = [:]
     /// Requests sent on each connection, kept only for a client with
     /// ``CurlewClient/Configuration/maximumUsesPerConnection``; bounded by the port space like ``sockets``.
     @exclusivity(unchecked) private var uses: [Int: Int] = [:]
 
+    /// A connection's key: both ports, and a hash of both addresses above them (Linux gives one local port to
+    /// connections with different peers, so the ports alone can name two live connections).
     @inline(__always)
-    static func key(localPort: Int32, remotePort: Int32) -> Int {
-        Int(localPort) << 16 | Int(remotePort & 0xFFFF)
+    static func key(
+        remoteAddress: UnsafePointer<CChar>?, localAddress: UnsafePointer<CChar>?, remotePort: Int32, localPort: Int32
+    ) -> Int {
+        Int(curlew_connection_key(remoteAddress, localAddress, remotePort, localPort))
     }
 
     func register(_ socket: Int32, for key: Int) { sockets[key] = socket }

@@ -38,7 +38,7 @@ final class ClientSettings: Sendable {
     let capabilities: CurlGlobal.Capabilities
     /// Whether the engine peeks a pooled HTTP/1 connection before a request is written on it: where libcurl does
     /// not refuse one with input pending itself (before 8.0; docs/design/0016-libcurl-versions.md).
-    private let checksPooledConnectionsBeforeWriting: Bool
+    let checksPooledConnectionsBeforeWriting: Bool
     /// `CURLEW_LIBCURL_VERBOSE=1` in the environment turns on libcurl's own trace (to stderr) for every transfer.
     let libcurlVerbose: Bool
     /// The process-wide share handle (DNS cache, TLS sessions), or for a client that keeps cookies one of its own

@@ -66,10 +66,13 @@ final class Transfer: @unchecked Sendable, DeadlineHeapMember {
     var startedAt: UInt64 = 0
     /// The socket libcurl opened last for this transfer.
     var openedSocket: Int32?
+    /// The one it opened before that: with happy eyeballs the first family's socket can win after the second opened.
+    var earlierOpenedSocket: Int32?
     /// Whether libcurl started resolving a name or opened a socket for the current attempt: it has left the queue
     /// of transfers waiting for a free connection, so a timeout before the connection is a connect timeout.
     var connectionAttemptStarted = false
-    /// The connection (``ConnectionRegistry/key(localPort:remotePort:)``) the current request went out on, nil until
+    /// The connection (``ConnectionRegistry/key(remoteAddress:localAddress:remotePort:localPort:)``) the current
+    /// request went out on, nil until
     /// libcurl picked one: a snapshot's busy connections and transfers waiting for one (``PoolStatistics``).
     var connectionKey: Int?
     /// Whether the current attempt has left libcurl's queue of transfers waiting for a free connection: libcurl is
@@ -194,16 +197,15 @@ final class Transfer: @unchecked Sendable, DeadlineHeapMember {
     /// connection it picked. The shell peeks a reused HTTP/1 connection for bytes waiting; the machine decides
     /// whether the connection is refused before anything is written (the bytes belong to no request of ours) and
     /// whether a redirect that left the request's origin goes out without its credentials.
-    func requestStarting(localPort: Int32, remotePort: Int32) -> Int32 {
+    func requestStarting(connection key: Int, localPort: Int32) -> Int32 {
         let previousConnectionKey = connectionKey
-        connectionKey = ConnectionRegistry.key(localPort: localPort, remotePort: remotePort)
+        connectionKey = key
         guard let easy else { return CURL_PREREQFUNC_OK }
         let redirectTarget = easy.info(CURLINFO_REDIRECT_COUNT) > 0 ? easy.info(string: CURLINFO_EFFECTIVE_URL) : nil
-        let check = checkConnection(easy, localPort: localPort, remotePort: remotePort, redirectTarget: redirectTarget)
+        let check = checkConnection(easy, key: key, localPort: localPort, redirectTarget: redirectTarget)
         if let limit = settings.maximumUsesPerConnection {
             retireConnectionAfterItsLastUse(
-                easy, localPort: localPort, remotePort: remotePort, limit: limit,
-                previousConnectionKey: previousConnectionKey)
+                easy, key: key, localPort: localPort, limit: limit, previousConnectionKey: previousConnectionKey)
         }
         switch stateMachine.requestStarting(
             connection: check, redirectTarget: redirectTarget, requestURL: request.transferURL)
@@ -220,27 +222,38 @@ final class Transfer: @unchecked Sendable, DeadlineHeapMember {
 
     /// Peeks a pooled HTTP/1 connection for bytes waiting, and keeps the loop's registry of connections current.
     private func checkConnection(
-        _ easy: EasyHandle, localPort: Int32, remotePort: Int32, redirectTarget: String?
+        _ easy: EasyHandle, key: Int, localPort: Int32, redirectTarget: String?
     ) -> TransferStateMachine.ConnectionCheck {
+        guard settings.checksPooledConnectionsBeforeWriting, let connections = core?.connections else {
+            return .notChecked
+        }
+        // Every new connection is registered, whether or not this request is checked: a later request forced to
+        // HTTP/1 may reuse it, and must not be checked on the socket of an earlier connection with the same key.
+        if let socket = ownNewSocket(easy, localPort: localPort) {
+            connections.register(socket, for: key)
+            return .notChecked
+        }
         let checks =
             redirectTarget.map {
                 settings.checksPooledConnection(
                     beforeWritingTo: $0, version: request.httpVersion ?? settings.httpVersion)
             } ?? checksReusedConnections
-        guard checks, let connections = core?.connections else { return .notChecked }
-        let key = ConnectionRegistry.key(localPort: localPort, remotePort: remotePort)
-        // A connection is the transfer's own new one only when the transfer opened one (CURLINFO_NUM_CONNECTS is 0
-        // until it does) and it is the socket opened last: after an attempt on a new connection, libcurl's own retry
-        // of a request that got nothing back can take a pooled connection (`make soak` saw fake responses answer
-        // such retries). Every other connection is a pooled one and is peeked.
-        if easy.info(CURLINFO_NUM_CONNECTS) > 0, let openedSocket,
-            curlew_socket_local_port(openedSocket) == localPort
-        {
-            connections.register(openedSocket, for: key)
-            return .notChecked
-        }
-        guard let socket = connections.socketToCheck(for: key) else { return .notChecked }
+        guard checks, let socket = connections.socketToCheck(for: key) else { return .notChecked }
         return curlew_socket_is_quiet(socket) == 1 ? .clean : .unreadBytesOrClosed
+    }
+
+    /// The socket of the connection the request is about to go out on, when that is a new connection this transfer
+    /// opened: the transfer opened one (CURLINFO_NUM_CONNECTS is 0 until it does) and it is a socket the transfer
+    /// opened last or just before (happy eyeballs), bound to the connection's local port. After an attempt on a new
+    /// connection, libcurl's own retry of a request that got nothing back can take a pooled connection (`make soak`
+    /// saw fake responses answer such retries): every other connection is a pooled one.
+    private func ownNewSocket(_ easy: EasyHandle, localPort: Int32) -> Int32? {
+        guard localPort > 0, easy.info(CURLINFO_NUM_CONNECTS) > 0 else { return nil }
+        if let openedSocket, curlew_socket_local_port(openedSocket) == localPort { return openedSocket }
+        if let earlierOpenedSocket, curlew_socket_local_port(earlierOpenedSocket) == localPort {
+            return earlierOpenedSocket
+        }
+        return nil
     }
 
     /// Counts this request on its connection and, when it is the connection's last allowed one, has libcurl close
@@ -251,13 +264,10 @@ final class Transfer: @unchecked Sendable, DeadlineHeapMember {
     ///   hop), nil for its first: a redirect followed on the transfer's own new connection is that connection's
     ///   next use, not a new connection.
     private func retireConnectionAfterItsLastUse(
-        _ easy: EasyHandle, localPort: Int32, remotePort: Int32, limit: Int, previousConnectionKey: Int?
+        _ easy: EasyHandle, key: Int, localPort: Int32, limit: Int, previousConnectionKey: Int?
     ) {
         guard localPort > 0, let connections = core?.connections else { return }
-        let key = ConnectionRegistry.key(localPort: localPort, remotePort: remotePort)
-        let isNew =
-            previousConnectionKey != key && easy.info(CURLINFO_NUM_CONNECTS) > 0
-            && openedSocket.map { curlew_socket_local_port($0) } == localPort
+        let isNew = previousConnectionKey != key && ownNewSocket(easy, localPort: localPort) != nil
         guard connections.countUse(of: key, isNewConnection: isNew) >= limit else { return }
         _ = easy.set(CURLOPT_FORBID_REUSE, true)
         // The option stays on the handle: its next transfer must start from a reset handle.
@@ -322,8 +332,10 @@ let transferProgressCallback: curl_xferinfo_callback = { userdata, downloadTotal
     return 0
 }
 
-let transferPrereqCallback: curlew_prereq_callback = { userdata, _, _, remotePort, localPort in
-    withTransfer(userdata) { $0.requestStarting(localPort: localPort, remotePort: remotePort) }
+let transferPrereqCallback: curlew_prereq_callback = { userdata, remoteAddress, localAddress, remotePort, localPort in
+    let key = ConnectionRegistry.key(
+        remoteAddress: remoteAddress, localAddress: localAddress, remotePort: remotePort, localPort: localPort)
+    return withTransfer(userdata) { $0.requestStarting(connection: key, localPort: localPort) }
 }
 
 /// Called for every socket libcurl opens for the transfer: remembered, so the connection's socket is known when
@@ -331,6 +343,7 @@ let transferPrereqCallback: curlew_prereq_callback = { userdata, _, _, remotePor
 /// and recorded in the loop's connection book for ``PoolStatistics``.
 let transferSocketOptionCallback: curl_sockopt_callback = { userdata, socket, _ in
     withTransfer(userdata) { transfer in
+        transfer.earlierOpenedSocket = transfer.openedSocket
         transfer.openedSocket = socket
         transfer.connectionAttemptStarted = true
         transfer.core?.connectionBook.opened(socket, origin: transfer.originKey)

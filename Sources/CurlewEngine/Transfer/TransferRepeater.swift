@@ -126,6 +126,7 @@ extension Transfer {
         if !rawHeaders.isEmpty { rawHeaders.removeAll(keepingCapacity: true) }
         if !responseBody.isEmpty { responseBody.removeAll(keepingCapacity: true) }
         openedSocket = nil
+        earlierOpenedSocket = nil
         connectionKey = nil
         connectionAttemptStarted = false
         finalProgress = nil
