@@ -242,9 +242,10 @@ struct CurlewClientRepeatingTests {
             let outcomes = plan.recorded
             try #require(outcomes.count == order.count)
             for index in [0, 2, 3] {
-                #expect(
-                    (outcomes[index].failure as? CurlewError)?.code == .timeout(.total),
-                    "request \(index): \(outcomes[index])")
+                let error = outcomes[index].failure as? CurlewError
+                #expect(error?.code == .timeout(.total), "request \(index): \(outcomes[index])")
+                // The handle still holds the last request's figures; a request libcurl never had has none.
+                #expect(error?.metrics == nil, "request \(index): \(String(describing: error?.metrics))")
             }
             for index in [1, 4] { #expect((try? outcomes[index].get())?.status == 200, "request \(index)") }
             #expect(server.requests.map(\.target) == ["/ok", "/ok"])
@@ -351,6 +352,29 @@ struct CurlewClientRepeatingTests {
             await worker.value
             #expect(plan.recorded.count == 1)
             #expect(((plan.recorded.first?.failure as? CurlewError)?.code) == .cancelled)
+        }
+    }
+
+    /// One request at a time (a logger here) ends on a cancelled caller as the loop's repeat does: `next` hears of
+    /// the request in flight, and nothing it chooses afterwards goes out or is reported.
+    @Test func withALoggerCancellingTheCallerEndsTheRepeat() async throws {
+        try await withWireScriptServer({ request in
+            request.target == "/stall" ? [.mark("stalled"), .wait(milliseconds: 30_000)] : [.response(body: "ok")]
+        }) { server in
+            let requests = [
+                try CurlewRequest(url: "\(server.baseURL)/ok"), try CurlewRequest(url: "\(server.baseURL)/stall"),
+            ]
+            let plan = Plan([0, 0, 1] + Array(repeating: 0, count: 10))
+            try await withClient(.thread, configure: { $0.logger = Logger(label: "repeat-test") }) { client in
+                let worker = Task { await client.executeRepeatedly(requests, startingAt: 0, next: plan.next) }
+                try await server.waitForMark("stalled")
+                worker.cancel()
+                await worker.value
+            }
+            let outcomes = plan.recorded
+            #expect(outcomes.count == 3)
+            #expect(outcomes.last?.failure is CancellationError)
+            #expect(server.requests.count == 3)
         }
     }
 

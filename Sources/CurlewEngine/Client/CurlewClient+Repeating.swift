@@ -65,7 +65,16 @@ extension CurlewClient {
             } catch {
                 outcome = .failure(error)
             }
-            guard let following = next(outcome).flatMap(requests.request) else { return }
+            let chosen = next(outcome)
+            // As on the loop (`Failure.endsRepeat`): a cancelled caller or a shut-down client ends the repeat once
+            // `next` has heard of it, whatever it chose.
+            if Task.isCancelled { return }
+            if case .failure(let error as CurlewError) = outcome,
+                error.code == .clientShutdown || error.code == .cancelled
+            {
+                return
+            }
+            guard let following = chosen.flatMap(requests.request) else { return }
             request = following
         }
     }

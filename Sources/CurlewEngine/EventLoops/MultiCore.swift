@@ -88,6 +88,7 @@ final class MultiCore {
                 failStart(transfer, .multiRefused(Int(code.rawValue)))
                 return
             }
+            transfer.libcurlHasTheRequest = true
             link(transfer)
         }
     }
@@ -291,6 +292,7 @@ final class MultiCore {
                 outcome = .failure(transfer.error(for: .engine(.multiRefused(Int(code.rawValue)))))
                 continue
             }
+            transfer.libcurlHasTheRequest = true
             if transfer.isLinked {
                 running.lower(transfer, to: transfer.stateMachine.nextDeadline)
             } else {

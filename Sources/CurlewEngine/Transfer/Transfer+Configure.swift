@@ -15,6 +15,7 @@ extension Transfer {
         -> TransferStateMachine.Failure?
     {
         startedAt = now
+        libcurlHasTheRequest = false
         connectionKey = nil
         connectionAttemptStarted = false
         let settings = settings

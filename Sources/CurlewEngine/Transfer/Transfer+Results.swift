@@ -80,7 +80,7 @@ extension Transfer {
     /// The error the caller of a failed transfer sees (see ``TransferFailure/error(for:cause:handle:)``), with
     /// what the easy handle knows while the transfer still holds it.
     func error(for ending: Ending) -> any Error {
-        let facts = easy.map { easy in
+        let facts = (libcurlHasTheRequest ? easy : nil).map { easy in
             var wantsProgress = false
             if case .engine(.timeout) = ending { wantsProgress = true }
             return HandleFacts(

@@ -64,6 +64,10 @@ final class Transfer: @unchecked Sendable, DeadlineHeapMember {
     var finalProgress: TransferProgress?
     /// When the loop picked it up.
     var startedAt: UInt64 = 0
+    /// Whether libcurl has had the current request: its easy handle went into the multi handle. Until then the
+    /// handle's figures are the previous request's (a pooled plain GET or a repeat is not reset), and a failure
+    /// carries no metrics.
+    var libcurlHasTheRequest = false
     /// The socket libcurl opened last for this transfer.
     var openedSocket: Int32?
     /// The one it opened before that: with happy eyeballs the first family's socket can win after the second opened.

@@ -122,6 +122,7 @@ extension Transfer {
         submittedAt = now
         // Set before anything can fail: a failure's metrics count the time queued from submission to here.
         startedAt = now
+        libcurlHasTheRequest = false
         // Usually empty already (no head is kept, a discarded body is not stored): emptying an empty array is a call.
         if !rawHeaders.isEmpty { rawHeaders.removeAll(keepingCapacity: true) }
         if !responseBody.isEmpty { responseBody.removeAll(keepingCapacity: true) }
