@@ -98,7 +98,7 @@ final class MultiCore {
     /// unless the failure ends the repeat. Returns whether the repeat goes on.
     private func repeatAfterFailedFirstRequest(_ transfer: Transfer, _ error: any Error, mayContinue: Bool) -> Bool {
         guard let repeater = transfer.repeater else { return false }
-        guard let easy = pool.popLast() ?? EasyHandle.make(share: settings.share) else {
+        guard mayContinue, let easy = pool.popLast() ?? EasyHandle.make(share: settings.share) else {
             _ = repeater.next(.failure(error))
             return false
         }
@@ -111,8 +111,8 @@ final class MultiCore {
     }
 
     /// Goes on with a repeated transfer after a request that failed before libcurl had it: `next` hears of the
-    /// failure and chooses the next request on the transfer's handle. Returns whether the repeat goes on; when it does not, the
-    /// transfer is recycled and its caller is still to be resumed.
+    /// failure and chooses the next request on the transfer's handle. Returns whether the repeat goes on; when it
+    /// does not, the transfer is recycled and its caller is still to be resumed.
     private func repeatAfterFailureBeforeLibcurl(
         _ transfer: Transfer, repeater: TransferRepeater, error: any Error, mayContinue: Bool
     ) -> Bool {

@@ -76,8 +76,8 @@ final class Transfer: @unchecked Sendable, DeadlineHeapMember {
     /// of transfers waiting for a free connection, so a timeout before the connection is a connect timeout.
     var connectionAttemptStarted = false
     /// The connection (``ConnectionRegistry/key(remoteAddress:localAddress:remotePort:localPort:)``) the current
-    /// request went out on, nil until
-    /// libcurl picked one: a snapshot's busy connections and transfers waiting for one (``PoolStatistics``).
+    /// request went out on, nil until libcurl picked one: a snapshot's busy connections and transfers waiting for one
+    /// (``PoolStatistics``).
     var connectionKey: Int?
     /// Whether the current attempt has left libcurl's queue of transfers waiting for a free connection: libcurl is
     /// resolving or connecting for it, or it has a connection. The one rule for the engine's connection deadline

@@ -120,7 +120,7 @@ extension Transfer {
             setup = stateMachine.setup.resubmitted(from: submittedAt, at: now)
         }
         submittedAt = now
-        // Set before anything can fail: a failure's metrics count the time queued from submission to here.
+        // With the submission, before anything can fail: a repeat waits in no queue.
         startedAt = now
         libcurlHasTheRequest = false
         // Usually empty already (no head is kept, a discarded body is not stored): emptying an empty array is a call.
