@@ -316,6 +316,15 @@ struct CurlewClientRepeatingTests {
     func cancellingTheCallerEndsTheRepeatAndReportsTheRequestInFlight(
         loop: CurlewClient.Configuration.EventLoopKind
     ) async throws {
+        try await Self.expectCancellingTheCallerEndsTheRepeat(loop: loop)
+    }
+
+    /// Two requests, then one that stalls; the caller is cancelled while it stalls and `next` would go on choosing:
+    /// `next` hears of the request in flight as cancelled, and nothing it chooses afterwards goes out or is reported.
+    static func expectCancellingTheCallerEndsTheRepeat(
+        loop: CurlewClient.Configuration.EventLoopKind,
+        configure: (inout CurlewClient.Configuration) -> Void = { _ in }
+    ) async throws {
         try await withWireScriptServer({ request in
             request.target == "/stall" ? [.mark("stalled"), .wait(milliseconds: 30_000)] : [.response(body: "ok")]
         }) { server in
@@ -323,7 +332,7 @@ struct CurlewClientRepeatingTests {
                 try CurlewRequest(url: "\(server.baseURL)/ok"), try CurlewRequest(url: "\(server.baseURL)/stall"),
             ]
             let plan = Plan([0, 0, 1] + Array(repeating: 0, count: 10))
-            try await withClient(loop) { client in
+            try await withClient(loop, configure: configure) { client in
                 let worker = Task { await client.executeRepeatedly(requests, startingAt: 0, next: plan.next) }
                 try await server.waitForMark("stalled")
                 worker.cancel()
@@ -355,27 +364,10 @@ struct CurlewClientRepeatingTests {
         }
     }
 
-    /// One request at a time (a logger here) ends on a cancelled caller as the loop's repeat does: `next` hears of
-    /// the request in flight, and nothing it chooses afterwards goes out or is reported.
+    /// One request at a time (a logger here) ends on a cancelled caller as the loop's repeat does.
     @Test func withALoggerCancellingTheCallerEndsTheRepeat() async throws {
-        try await withWireScriptServer({ request in
-            request.target == "/stall" ? [.mark("stalled"), .wait(milliseconds: 30_000)] : [.response(body: "ok")]
-        }) { server in
-            let requests = [
-                try CurlewRequest(url: "\(server.baseURL)/ok"), try CurlewRequest(url: "\(server.baseURL)/stall"),
-            ]
-            let plan = Plan([0, 0, 1] + Array(repeating: 0, count: 10))
-            try await withClient(.thread, configure: { $0.logger = Logger(label: "repeat-test") }) { client in
-                let worker = Task { await client.executeRepeatedly(requests, startingAt: 0, next: plan.next) }
-                try await server.waitForMark("stalled")
-                worker.cancel()
-                await worker.value
-            }
-            let outcomes = plan.recorded
-            #expect(outcomes.count == 3)
-            #expect(outcomes.last?.failure is CancellationError)
-            #expect(server.requests.count == 3)
-        }
+        try await Self.expectCancellingTheCallerEndsTheRepeat(
+            loop: .thread, configure: { $0.logger = Logger(label: "repeat-test") })
     }
 
     /// A logger (or tracer) wants each request on its own: the same choices, one request at a time.
