@@ -39,6 +39,9 @@ final class ClientSettings: Sendable {
     /// Whether the engine peeks a pooled HTTP/1 connection before a request is written on it: where libcurl does
     /// not refuse one with input pending itself (before 8.0; docs/design/0016-libcurl-versions.md).
     let checksPooledConnectionsBeforeWriting: Bool
+    /// Whether the loop's ``ConnectionRegistry`` keeps this client's connections: for the check of pooled
+    /// connections or for counting each connection's requests.
+    var usesConnectionRegistry: Bool { checksPooledConnectionsBeforeWriting || maximumUsesPerConnection != nil }
     /// `CURLEW_LIBCURL_VERBOSE=1` in the environment turns on libcurl's own trace (to stderr) for every transfer.
     let libcurlVerbose: Bool
     /// The process-wide share handle (DNS cache, TLS sessions), or for a client that keeps cookies one of its own

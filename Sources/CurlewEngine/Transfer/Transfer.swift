@@ -206,10 +206,21 @@ final class Transfer: @unchecked Sendable, DeadlineHeapMember {
         connectionKey = key
         guard let easy else { return CURL_PREREQFUNC_OK }
         let redirectTarget = easy.info(CURLINFO_REDIRECT_COUNT) > 0 ? easy.info(string: CURLINFO_EFFECTIVE_URL) : nil
-        let check = checkConnection(easy, key: key, localPort: localPort, redirectTarget: redirectTarget)
-        if let limit = settings.maximumUsesPerConnection {
+        let registry = settings.usesConnectionRegistry ? core?.connections : nil
+        // Every new connection is registered, whether or not this request is checked or counted: a later request
+        // forced to HTTP/1 may reuse it, and must not be checked on the socket of an earlier connection with the
+        // same key.
+        let newSocket = registry != nil ? ownNewSocket(easy, localPort: localPort) : nil
+        if let registry, let newSocket { registry.register(newSocket, for: key) }
+        var check = TransferStateMachine.ConnectionCheck.notChecked
+        if let registry, newSocket == nil, settings.checksPooledConnectionsBeforeWriting {
+            check = checkPooledConnection(key, in: registry, redirectTarget: redirectTarget)
+        }
+        if let registry, let limit = settings.maximumUsesPerConnection, localPort > 0 {
+            // A redirect followed on the transfer's own new connection is that connection's next use.
+            let isNew = newSocket != nil && previousConnectionKey != key
             retireConnectionAfterItsLastUse(
-                easy, key: key, localPort: localPort, limit: limit, previousConnectionKey: previousConnectionKey)
+                easy, uses: registry.countUse(of: key, isNewConnection: isNew), limit: limit)
         }
         switch stateMachine.requestStarting(
             connection: check, redirectTarget: redirectTarget, requestURL: request.transferURL)
@@ -224,25 +235,17 @@ final class Transfer: @unchecked Sendable, DeadlineHeapMember {
         }
     }
 
-    /// Peeks a pooled HTTP/1 connection for bytes waiting, and keeps the loop's registry of connections current.
-    private func checkConnection(
-        _ easy: EasyHandle, key: Int, localPort: Int32, redirectTarget: String?
+    /// Peeks the pooled connection `key` for bytes waiting, when the request (or the redirect it follows) is one
+    /// the engine checks and the connection's socket is known.
+    private func checkPooledConnection(
+        _ key: Int, in registry: ConnectionRegistry, redirectTarget: String?
     ) -> TransferStateMachine.ConnectionCheck {
-        guard settings.checksPooledConnectionsBeforeWriting, let connections = core?.connections else {
-            return .notChecked
-        }
-        // Every new connection is registered, whether or not this request is checked: a later request forced to
-        // HTTP/1 may reuse it, and must not be checked on the socket of an earlier connection with the same key.
-        if let socket = ownNewSocket(easy, localPort: localPort) {
-            connections.register(socket, for: key)
-            return .notChecked
-        }
         let checks =
             redirectTarget.map {
                 settings.checksPooledConnection(
                     beforeWritingTo: $0, version: request.httpVersion ?? settings.httpVersion)
             } ?? checksReusedConnections
-        guard checks, let socket = connections.socketToCheck(for: key) else { return .notChecked }
+        guard checks, let socket = registry.socketToCheck(for: key) else { return .notChecked }
         return curlew_socket_is_quiet(socket) == 1 ? .clean : .unreadBytesOrClosed
     }
 
@@ -260,19 +263,11 @@ final class Transfer: @unchecked Sendable, DeadlineHeapMember {
         return nil
     }
 
-    /// Counts this request on its connection and, when it is the connection's last allowed one, has libcurl close
-    /// the connection once the transfer is done (`CURLOPT_FORBID_REUSE`, read when the transfer ends). Unix-socket
-    /// connections report no ports, so they cannot be told apart and are not counted.
-    ///
-    /// - Parameter previousConnectionKey: the connection of this transfer's previous request (a redirect's last
-    ///   hop), nil for its first: a redirect followed on the transfer's own new connection is that connection's
-    ///   next use, not a new connection.
-    private func retireConnectionAfterItsLastUse(
-        _ easy: EasyHandle, key: Int, localPort: Int32, limit: Int, previousConnectionKey: Int?
-    ) {
-        guard localPort > 0, let connections = core?.connections else { return }
-        let isNew = previousConnectionKey != key && ownNewSocket(easy, localPort: localPort) != nil
-        guard connections.countUse(of: key, isNewConnection: isNew) >= limit else { return }
+    /// When this request is its connection's last allowed one (`uses` of `limit`), has libcurl close the connection
+    /// once the transfer is done (`CURLOPT_FORBID_REUSE`, read when the transfer ends). Unix-socket connections
+    /// report no ports, so they cannot be told apart and are not counted.
+    private func retireConnectionAfterItsLastUse(_ easy: EasyHandle, uses: Int, limit: Int) {
+        guard uses >= limit else { return }
         _ = easy.set(CURLOPT_FORBID_REUSE, true)
         // The option stays on the handle: its next transfer must start from a reset handle.
         self.easy?.isConfiguredForPlainGET = false
