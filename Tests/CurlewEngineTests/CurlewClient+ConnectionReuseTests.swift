@@ -254,11 +254,13 @@ struct CurlewClientCredentialRedirectTests {
         var apiKey = HTTPField(name: HTTPField.Name("X-Api-Key")!, value: "secret-key")
         apiKey.indexingStrategy = .disallow
         request.headerFields.append(apiKey)
+        // S3's session token, a credential by name (not marked).
+        request.headerFields[HTTPField.Name("X-Amz-Security-Token")!] = "secret-session"
         request.headerFields[HTTPField.Name("X-Trace")!] = "kept"
         return request
     }
 
-    static let secretNames = ["authorization", "cookie", "proxy-authorization", "x-api-key"]
+    static let secretNames = ["authorization", "cookie", "proxy-authorization", "x-api-key", "x-amz-security-token"]
 
     /// Redirects `/go-CODE` to `TARGET/landed` (TARGET "" for the same origin), answers `/landed` itself.
     static func redirector(to target: @escaping @Sendable () -> String) -> @Sendable (WireRequest) -> [WireStep] {
@@ -304,6 +306,67 @@ struct CurlewClientCredentialRedirectTests {
             for request in origin.requests {
                 for name in Self.secretNames { #expect(request.header(name) != nil, "\(name) at the origin") }
             }
+        }
+    }
+
+    /// A request started over from its origin after a hop to another origin (the next hop's pooled connection had
+    /// bytes waiting, so the engine refused it before writing and began again) carries its credentials again, also
+    /// when every field it had was one and the list without them was empty.
+    @Test(arguments: allLoops)
+    func aRequestStartedOverAfterAHopToAnotherOriginCarriesItsCredentialsAgain(
+        loop: CurlewClient.Configuration.EventLoopKind
+    ) async throws {
+        let stray = CurlewClientConnectionReuseTests.strayScript(.after300Milliseconds)
+        try await withWireScriptServer(host: "127.0.0.3", stray) { last in
+            let middle = try await WireScriptServer.start(host: "127.0.0.2", Self.redirector { last.baseURL })
+            defer { Task { try? await middle.shutdown() } }
+            let origin = try await WireScriptServer.start { _ in
+                [.response(status: 302, headers: [("Location", "\(middle.baseURL)/go-302")], body: "")]
+            }
+            defer { Task { try? await origin.shutdown() } }
+            // libcurl 8 refuses the connection itself when it picks it: no attempt on it, nothing started over.
+            let startsOver = !LibcurlVersion.running.refusesPooledConnectionsWithPendingInput
+            try await withClient(loop, configure: { $0.loopCount = 1 }) { client in
+                _ = try await client.execute(try CurlewRequest(url: "\(last.baseURL)/first"))
+                try await last.waitForMark("stray-0-0")
+                var request = try CurlewRequest(url: "\(origin.baseURL)/start")
+                request.headerFields[.authorization] = "Bearer secret-token"
+                let response = try await client.execute(request)
+                #expect(response.text == "own:/landed")
+                #expect(response.metrics.freshConnectionRetries == (startsOver ? 1 : 0))
+            }
+            let atOrigin = origin.requests
+            #expect(atOrigin.count == (startsOver ? 2 : 1))
+            for request in atOrigin { #expect(request.header("authorization") == "Bearer secret-token") }
+            for request in middle.requests + last.requests { #expect(request.header("authorization") == nil) }
+        }
+    }
+
+    /// A POST without a body goes to another origin without its credentials and, as at its origin, without the form
+    /// type libcurl would give it.
+    @Test(arguments: allLoops)
+    func aPostWithoutABodyKeepsNoContentTypeOnAHopToAnotherOrigin(
+        loop: CurlewClient.Configuration.EventLoopKind
+    ) async throws {
+        try await withWireScriptServer(host: "127.0.0.2", { _ in [.response(body: "landed")] }) { landing in
+            let origin = try await WireScriptServer.start(Self.redirector { landing.baseURL })
+            defer { Task { try? await origin.shutdown() } }
+            try await withClient(loop) { client in
+                for code in [307, 308] {
+                    var request = try CurlewRequest(method: .post, url: "\(origin.baseURL)/go-\(code)")
+                    request.headerFields[.authorization] = "Bearer secret-token"
+                    let response = try await client.execute(request)
+                    #expect(response.text == "landed", "\(code)")
+                }
+            }
+            let landed = landing.requests
+            #expect(landed.count == 2)
+            for request in landed + origin.requests {
+                #expect(request.method == "POST")
+                #expect(request.header("content-type") == nil, "\(request.target)")
+                #expect(request.header("content-length") == "0")
+            }
+            for request in landed { #expect(request.header("authorization") == nil) }
         }
     }
 

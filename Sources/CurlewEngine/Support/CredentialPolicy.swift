@@ -5,12 +5,15 @@ import HTTPTypes
 /// origin (scheme, host and port).
 ///
 /// Withheld from a redirect to another origin, and so never sent over http after https: `Authorization`,
-/// `Cookie`, `Proxy-Authorization`, and any field the caller marks sensitive with
-/// `HTTPField.indexingStrategy = .disallow` (HTTP/2's "never index", the marker swift-http-types has for secrets).
+/// `Cookie`, `Proxy-Authorization`, `X-Amz-Security-Token` (the session token of temporary AWS credentials, which
+/// S3 clients send as a header), and any field the caller marks sensitive
+/// with `HTTPField.indexingStrategy = .disallow` (HTTP/2's "never index", the marker swift-http-types has for secrets).
 /// Credentials in the URL's user-info are libcurl's: it sends them only to the original host, scheme and port.
 enum CredentialPolicy {
     /// The fields withheld whatever their indexing strategy.
-    static let credentialFields: [HTTPField.Name] = [.authorization, .cookie, .proxyAuthorization]
+    static let credentialFields: [HTTPField.Name] = [
+        .authorization, .cookie, .proxyAuthorization, HTTPField.Name("X-Amz-Security-Token")!,
+    ]
 
     /// Whether `field` is withheld from other origins.
     static func isCredential(_ field: HTTPField) -> Bool {

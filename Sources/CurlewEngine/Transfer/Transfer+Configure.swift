@@ -59,7 +59,7 @@ extension Transfer {
         // libcurl's defaults would otherwise read the body from the process's stdin. Other methods carry one only
         // when given.
         let method = request.method
-        let sendsBody = request.body != nil || method == .post || method == .put || method == .patch
+        let sendsBody = Self.sendsBody(request)
         if method == .head {
             apply(easy.set(CURLOPT_NOBODY, true))
         } else if sendsBody {
@@ -343,7 +343,7 @@ extension Transfer {
             setup.decodedBodyLimit = Int64(limit)
         }
         let method = request.method
-        let sendsBody = request.body != nil || method == .post || method == .put || method == .patch
+        let sendsBody = Self.sendsBody(request)
         if case .enabled = (request.expectContinue ?? settings.expectContinue).storage, sendsBody {
             setup.sentExpectContinue = true
         }
@@ -432,6 +432,13 @@ extension Transfer {
     /// Builds the header list libcurl sends; libcurl keeps the pointer, so it lives until the transfer ends.
     ///
     /// - Parameter withholdingCredentials: leave out the fields `CredentialPolicy` withholds from other origins.
+    /// Whether the request goes out with a body: POST, PUT and PATCH always (empty if none was given), other methods
+    /// when given one. The one rule for the body's header lines, with or without credentials.
+    static func sendsBody(_ request: CurlewRequest) -> Bool {
+        let method = request.method
+        return request.body != nil || method == .post || method == .put || method == .patch
+    }
+
     func buildHeaderList(
         hasBody: Bool, expectContinue: CurlewClient.ExpectContinue, withholdingCredentials: Bool
     ) -> UnsafeMutablePointer<curl_slist>? {

@@ -39,8 +39,9 @@ extension Transfer {
         responseBody.removeAll(keepingCapacity: true)
         connectionKey = nil
         connectionAttemptStarted = false
-        if let headerList, headerListWithoutCredentials != nil {
-            // Start again from the original origin with the full list.
+        if let headerList {
+            // Start again from the original origin with the full list, whether or not a hop to another origin went
+            // out without credentials (its list is nil when every field was one: nil cannot say it was swapped).
             _ = curlew_easy_setopt_slist(easy.raw, CURLOPT_HTTPHEADER, headerList)
         }
         // The option stays on the handle: a pooled plain-GET handle must be reset before its next transfer.

@@ -278,7 +278,7 @@ final class Transfer: @unchecked Sendable, DeadlineHeapMember {
     private func withholdCredentials(_ easy: EasyHandle) {
         if headerListWithoutCredentials == nil {
             headerListWithoutCredentials = buildHeaderList(
-                hasBody: openedBody != nil, expectContinue: request.expectContinue ?? settings.expectContinue,
+                hasBody: Self.sendsBody(request), expectContinue: request.expectContinue ?? settings.expectContinue,
                 withholdingCredentials: true)
         }
         _ = curlew_easy_setopt_slist(easy.raw, CURLOPT_HTTPHEADER, headerListWithoutCredentials)
