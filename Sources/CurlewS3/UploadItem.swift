@@ -33,6 +33,14 @@ package struct UploadItem: Sendable, Hashable {
     /// The size and modification time a journal records for it.
     package var version: FileVersion { FileVersion(size: size, modifiedNanoseconds: modifiedNanoseconds) }
 
+    /// Whether a server's copy last modified at `serverModifiedSeconds` (an HTTP date: whole seconds since 1970) may
+    /// hold the file as it is now: it was stored no earlier than the file's last change, to the second. A copy older
+    /// than the file's content is an earlier version whatever its length. Within the file's own second the two
+    /// cannot be told apart, as for rclone's one-second modify window on WebDAV.
+    package func mayBeHeld(byCopyModifiedAt serverModifiedSeconds: Double) -> Bool {
+        serverModifiedSeconds >= Double(modifiedNanoseconds / 1_000_000_000)
+    }
+
     /// The file as it is now, to record exactly what was sent; nil if it is gone (`errno` says why).
     package func currentState() -> UploadItem? {
         var status = stat()

@@ -73,7 +73,7 @@ package struct SyncPlan: Sendable, Equatable {
                 plan.uploads.append(Upload(item: item, reason: "size"))
             } else if comparesChecksums {
                 plan.uploads.append(Upload(item: item, reason: "checksum"))
-            } else if let modified = there.modified, modified >= Double(item.modifiedNanoseconds / 1_000_000_000) {
+            } else if let modified = there.modified, item.mayBeHeld(byCopyModifiedAt: modified) {
                 plan.unchanged.append(Unchanged(item: item, rule: "size-and-time"))
             } else {
                 plan.uploads.append(Upload(item: item, reason: "newer"))

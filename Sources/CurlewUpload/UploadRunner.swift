@@ -365,13 +365,15 @@ package final class UploadRunner: Sendable {
         onEvent?(UploadEvent(.failed, path: item.relativePath, size: item.size, error: reason))
     }
 
-    /// The rule name of a file a killed run had in flight that the server holds with its length (``serverHolds``): a
-    /// PUT lands whole or not at all on the servers this targets (nginx and WebDAV servers write to a temporary file).
+    /// The rule name of a file a killed run had in flight that the server holds with its length, stored no earlier
+    /// than the file's last change (``serverHolds``): a PUT lands whole or not at all on the servers this targets
+    /// (nginx and WebDAV servers write to a temporary file).
     static let inFlightSizeRule = "in-flight-size"
 
-    /// Whether the server answers HEAD for the file's URL with a 2xx and the length it was sent, as WebDAV servers
-    /// and object stores do for a stored file: the file's, or with `--gzip` its compressed length (the server
-    /// holds the gzip bytes; the file is compressed again to know it, in constant memory).
+    /// Whether the server answers HEAD for the file's URL with a 2xx, the length it was sent and a `Last-Modified` no
+    /// earlier than the file's last change, as WebDAV servers and object stores do for a stored file: the file's
+    /// length, or with `--gzip` its compressed length (the server holds the gzip bytes; the file is compressed again
+    /// to know it, in constant memory). Without a `Last-Modified` the file is sent again.
     private func serverHolds(_ item: UploadItem) async -> Bool {
         let compression: CurlewRequest.BodyCompression? = plan.gzip ? .gzip() : nil
         guard var request = try? CurlewRequest(method: .head, url: plan.url(for: item)),
@@ -383,10 +385,15 @@ package final class UploadRunner: Sendable {
         for (name, value) in plan.headers where name.lowercased() == "authorization" {
             try? request.setHeader(name, value)
         }
-        guard let response = try? await client.execute(request), (200..<300).contains(response.status.code) else {
+        guard let response = try? await client.execute(request), (200..<300).contains(response.status.code),
+            response.header("Content-Length").flatMap({ Int64($0) }) == sentLength,
+            let stored = response.header("Last-Modified").flatMap(WebDAVFolder.httpDate)
+        else {
             return false
         }
-        return response.header("Content-Length").flatMap { Int64($0) } == sentLength
+        // A copy stored before the file last changed is an earlier version at the same length (a file rewritten in
+        // place after a run that sent it, then killed while sending it again): sent again.
+        return item.mayBeHeld(byCopyModifiedAt: stored)
     }
 
     private func makeRequest(for item: UploadItem) throws -> CurlewRequest {

@@ -224,6 +224,48 @@ import Musl
         #expect(try Set(journaledPaths(journal)) == ["stored whole.bin", "never arrived.bin", "stored cut short.bin"])
     }
 
+    /// A file rewritten in place at the same length after a run stored it, then killed while sending it again: the
+    /// server's copy is the earlier version (stored before the file last changed), so the file is sent again rather
+    /// than counted as held by its length alone.
+    @Test func aFileInFlightIsSentAgainWhenTheServersCopyIsOlderThanTheFile() async throws {
+        let nginx = try await NginxServer.shared()
+        let target = DavTarget(nginx: nginx)
+        let tree = try SourceTree(prefix: "curlew-upload-in-flight-older")
+        let journal = tree.root + ".journal"
+        defer {
+            tree.remove()
+            target.remove()
+            try? FileManager.default.removeItem(atPath: journal)
+        }
+        let name = "report.bin"
+        let current = Array(repeating: UInt8(ascii: "2"), count: 5000)
+        let path = try tree.write(name, current)
+        var status = stat()
+        stat(path, &status)
+        let modified = Int64(status.st_mtim.tv_sec) * 1_000_000_000 + Int64(status.st_mtim.tv_nsec)
+        try "# curlew upload journal v1\nsending\t5000\t\(modified)\t\(name)\n".write(
+            toFile: journal, atomically: true, encoding: .utf8)
+        // The copy an earlier run stored an hour before the file was rewritten, at the same length.
+        let stored = target.storedPath(name)
+        try FileManager.default.createDirectory(
+            atPath: (stored as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        try Data(repeating: UInt8(ascii: "1"), count: 5000).write(to: URL(fileURLWithPath: stored))
+        var times = [
+            timeval(tv_sec: status.st_mtim.tv_sec - 3600, tv_usec: 0),
+            timeval(tv_sec: status.st_mtim.tv_sec - 3600, tv_usec: 0),
+        ]
+        #expect(utimes(stored, &times) == 0)
+
+        let output = try await CurlewBinary.run(["upload", tree.root, target.url, "--journal", journal, "--json"])
+        #expect(output.status == 0, "\(output.stdout)\n\(output.stderr)")
+        let json = try output.json()
+        #expect(json["uploaded"] as? Int == 1, "\(json)")
+        #expect(json["alreadyThere"] as? Int == 0)
+        try await waitUntil(timeout: .seconds(10), "nginx to log the PUT") { try target.acceptedPuts().count >= 1 }
+        #expect(try target.acceptedPuts() == [name: 1])
+        #expect(FileManager.default.contents(atPath: stored) == Data(current))
+    }
+
     /// With `--gzip` the server holds the compressed bytes: a file in flight at a crash is matched by its compressed
     /// length (the file compressed again), so a run killed after the server stored every file sends none again.
     @Test func gzipFilesInFlightAtACrashAreMatchedByTheirCompressedLength() async throws {
