@@ -196,7 +196,8 @@ public final class Sync: Sendable {
             s3.objectOptions.skipExisting = true
             configuration.destination = .s3(s3)
         }
-        let upload = try Upload(configuration, client: client, selection: chosen)
+        // The destination's listing says what it holds: the journal only resumes files in flight.
+        let upload = try Upload(configuration, client: client, selection: chosen, skipsFilesTheJournalHasDone: false)
         let (uploadSummary, journalFailure) = try await upload.runKeepingSummary()
         var summary = SyncSummary(upload: uploadSummary, plan: plan)
         if let journalFailure {

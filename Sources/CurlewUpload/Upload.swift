@@ -26,6 +26,8 @@ public final class Upload: Sendable {
     /// Files to send in this run: those the journal does not record as sent.
     package let pending: [UploadItem]
     package let journal: UploadJournal?
+    /// The journal whose `done` records leave files out of this run; nil for a selection made from the destination.
+    private let journalSkips: UploadJournal?
     /// Where files go, as the summary names it: the PUT base URL (ending in `/`), the form URL or `s3://…`.
     package let target: String
     package let mode: UploadMode
@@ -54,15 +56,22 @@ public final class Upload: Sendable {
     }
 
     /// An upload of a selection already made (`Sync` sends only the files its comparison chose).
+    ///
+    /// - Parameter skipsFilesTheJournalHasDone: false when the selection was made from what the destination holds
+    ///   now (`Sync`): a file the journal records as sent but the destination lacks or holds otherwise (deleted or
+    ///   changed there since) is sent again. The journal still resumes the files a killed run had in flight.
     package init(
-        _ configuration: UploadConfiguration, client: CurlewClient, selection: UploadSelection
+        _ configuration: UploadConfiguration, client: CurlewClient, selection: UploadSelection,
+        skipsFilesTheJournalHasDone: Bool = true
     ) throws(UploadError) {
         try Self.check(configuration)
         self.configuration = configuration
         self.selection = selection
         let journal = try selection.journalPath.map { path throws(UploadError) in try UploadJournal(path: path) }
         self.journal = journal
-        let pending = selection.listing.items.filter { !(journal?.isDone($0) ?? false) }
+        let journalSkips = skipsFilesTheJournalHasDone ? journal : nil
+        self.journalSkips = journalSkips
+        let pending = selection.listing.items.filter { !(journalSkips?.isDone($0) ?? false) }
         self.pending = pending
 
         let budget = configuration.bytesPerSecondLimit.map { SendBudget(bytesPerSecond: $0) }
@@ -144,7 +153,7 @@ public final class Upload: Sendable {
             for problem in selection.listing.problems {
                 onEvent(UploadEvent(.failed, path: problem.relativePath, error: problem.reason))
             }
-            for item in selection.listing.items where journal?.isDone(item) ?? false {
+            for item in selection.listing.items where journalSkips?.isDone(item) ?? false {
                 onEvent(UploadEvent(.skipped, path: item.relativePath, size: item.size, rule: "journal"))
             }
         }

@@ -162,20 +162,23 @@ public struct UploadSource: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// Relative manifest entries are read from the manifest's folder and keep their relative name on the server;
-    /// absolute ones are named by their path without the leading slash. Blank lines are skipped.
+    /// absolute ones are named by their path without the leading slash. Blank lines are skipped, and so is a file
+    /// listed again under the same name; another file that takes a name already given (`/data/x.csv` beside
+    /// `data/x.csv`) is a problem, never sent in the first one's place or dropped unsaid.
     private static func readManifest(_ manifest: String) throws(UploadError) -> UploadListing {
         guard let data = FileManager.default.contents(atPath: manifest) else {
             throw UploadError(.unreadableSource, "cannot read manifest \(manifest.debugDescription)")
         }
         let base = (manifest as NSString).deletingLastPathComponent
         var listing = UploadListing()
-        var seen = Set<String>()
+        // The file (device and inode) each server name was given to.
+        var named: [String: (device: UInt64, inode: UInt64, line: String)] = [:]
         for rawLine in String(decoding: data, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: true) {
             let line = rawLine.hasSuffix("\r") ? String(rawLine.dropLast()) : String(rawLine)
             if line.trimmingCharacters(in: .whitespaces).isEmpty { continue }
             let absolutePath = line.hasPrefix("/") ? line : (base.isEmpty ? line : base + "/" + line)
             let relativePath = normalized(line)
-            guard !relativePath.isEmpty, seen.insert(relativePath).inserted else { continue }
+            guard !relativePath.isEmpty else { continue }
             var status = stat()
             guard stat(absolutePath, &status) == 0 else {
                 listing.problems.append(
@@ -186,14 +189,35 @@ public struct UploadSource: Sendable, Hashable, CustomStringConvertible {
                 listing.problems.append(UnlistablePath(relativePath: relativePath, reason: "not a regular file"))
                 continue
             }
+            let file = (device: UInt64(status.st_dev), inode: UInt64(status.st_ino))
+            if let earlier = named[relativePath] {
+                if earlier.device != file.device || earlier.inode != file.inode {
+                    listing.problems.append(
+                        UnlistablePath(
+                            relativePath: relativePath,
+                            reason:
+                                "\(line.debugDescription) takes the name \(earlier.line.debugDescription) already gave "
+                                + "another file: not sent"))
+                }
+                continue
+            }
+            named[relativePath] = (file.device, file.inode, line)
             listing.items.append(UploadItem(relativePath: relativePath, absolutePath: absolutePath, status: status))
         }
         return listing
     }
 
-    /// Drops empty and `.` segments; `..` is kept out of server names, which must stay under the target URL.
+    /// Drops empty and `.` segments and resolves `..` against the segment before it (`a/../b` names `b`, the file it
+    /// reads); a `..` with nothing before it is dropped, as server names must stay under the target URL.
     private static func normalized(_ path: String) -> String {
-        PercentEncoding.segments(of: path, omittingEmpty: true).filter { $0 != "." && $0 != ".." }.joined(
-            separator: "/")
+        var segments: [Substring] = []
+        for segment in PercentEncoding.segments(of: path, omittingEmpty: true) where segment != "." {
+            if segment == ".." {
+                _ = segments.popLast()
+            } else {
+                segments.append(segment)
+            }
+        }
+        return segments.joined(separator: "/")
     }
 }

@@ -385,6 +385,36 @@ import Musl
         #expect((json["embeddedServer"] as? [String: Int])?["bytes"] == 7)
     }
 
+    /// Manifest lines name files on the server by their path: `..` resolves against the segment before it, the same
+    /// file listed twice goes once, and another file that would take a name already given is reported, not sent in
+    /// its place or dropped unsaid.
+    @Test func manifestNamesThatCollideAreReportedAndDotDotResolves() async throws {
+        let nginx = try await NginxServer.shared()
+        let target = DavTarget(nginx: nginx)
+        let tree = try SourceTree(prefix: "curlew-upload-manifest-names")
+        defer {
+            tree.remove()
+            target.remove()
+        }
+        try tree.write("list/up/f.txt", Array("inside".utf8))
+        try tree.write("up/f.txt", Array("outside, another file".utf8))
+        try tree.write("list/g.txt", Array("gee".utf8))
+        try FileManager.default.createDirectory(atPath: tree.root + "/list/a", withIntermediateDirectories: true)
+        let manifest = try tree.write(
+            "list/manifest.txt", Array("up/f.txt\n../up/f.txt\nup/./f.txt\na/../g.txt\n".utf8))
+
+        let output = try await CurlewBinary.run(["upload", manifest, target.url, "--json"])
+        #expect(output.status == 1, "\(output.stdout)\n\(output.stderr)")
+        let json = try output.json()
+        #expect(json["uploaded"] as? Int == 2, "\(json)")
+        let failures = try #require(json["failures"] as? [[String: String]])
+        #expect(failures.map { $0["path"] } == ["up/f.txt"])
+        #expect(failures.first?["error"]?.contains("../up/f.txt") == true, "\(failures)")
+        try await waitUntil(timeout: .seconds(10), "nginx to log 2 PUTs") { try target.acceptedPuts().count >= 2 }
+        #expect(try target.acceptedPuts() == ["up/f.txt": 1, "g.txt": 1])
+        #expect(FileManager.default.contents(atPath: target.storedPath("up/f.txt")) == Data("inside".utf8))
+    }
+
     @Test func progressIsPlainLinesWhenNotOnATerminal() async throws {
         let tree = try SourceTree(prefix: "curlew-upload-progress")
         defer { tree.remove() }
@@ -627,6 +657,40 @@ import Musl
 /// `curlew sync` to nginx's WebDAV folder: what changed goes, what did not stays, what the source lost is deleted,
 /// counted in nginx's own log.
 @Suite struct SyncWebDAVCommandTests {
+    /// With a journal, the destination's listing still decides: a file the journal records as sent but that was
+    /// deleted on the server since is sent again, not skipped on the journal's word.
+    @Test func aSyncWithAJournalSendsAgainWhatTheDestinationLostSince() async throws {
+        let nginx = try await NginxServer.shared()
+        let target = DavTarget(nginx: nginx)
+        let tree = try SourceTree(prefix: "curlew-sync-journal")
+        let journal = tree.root + ".journal"
+        defer {
+            tree.remove()
+            target.remove()
+            try? FileManager.default.removeItem(atPath: journal)
+        }
+        for name in ["kept.txt", "lost.txt"] { try tree.write(name, SourceTree.content(for: name, size: 2000)) }
+        let first = try await CurlewBinary.run(["sync", tree.root, target.url, "--journal", journal, "--json"])
+        #expect(first.status == 0, "\(first.stdout)\n\(first.stderr)")
+        try await waitUntil(timeout: .seconds(10), "nginx to log 2 PUTs") {
+            try target.acceptedPuts().values.reduce(0, +) >= 2
+        }
+        try FileManager.default.removeItem(atPath: target.storedPath("lost.txt"))
+
+        let second = try await CurlewBinary.run(["sync", tree.root, target.url, "--journal", journal, "--json"])
+        #expect(second.status == 0, "\(second.stdout)\n\(second.stderr)")
+        let summary = try second.json()
+        #expect(summary["toSendByReason"] as? [String: Int] == ["missing": 1], "\(summary)")
+        #expect((summary["upload"] as? [String: Any])?["uploaded"] as? Int == 1, "\(summary)")
+        try await waitUntil(timeout: .seconds(10), "nginx to log the third PUT") {
+            try target.acceptedPuts().values.reduce(0, +) >= 3
+        }
+        #expect(try target.acceptedPuts() == ["kept.txt": 1, "lost.txt": 2])
+        #expect(
+            try FileDigest.sha256(ofFile: target.storedPath("lost.txt"))
+                == FileDigest.sha256(ofFile: tree.root + "/lost.txt"))
+    }
+
     @Test func aSecondSyncSendsOnlyChangesAndDeletesOnlyWhatTheSourceLost() async throws {
         let nginx = try await NginxServer.shared()
         let target = DavTarget(nginx: nginx)
