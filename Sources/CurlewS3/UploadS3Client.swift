@@ -222,7 +222,10 @@ public final class S3Client: Sendable {
     /// parts in parallel), every object and part carrying its SHA-256 for the store to check.
     ///
     /// Resumable: a multipart upload that was cancelled (or whose process died) stays in the store, and the next
-    /// call for the same key continues it, keeping the parts whose SHA-256 matches the file's bytes.
+    /// call for the same key continues it, keeping the parts whose SHA-256 matches the file's bytes. Only an upload
+    /// begun after the file last changed is continued, with the content type and metadata it was begun with; one
+    /// begun before is aborted and the file sent afresh (its metadata, the whole file's SHA-256 among them, would
+    /// describe an earlier version).
     ///
     /// - Parameters:
     ///   - path: the file to send; it must not change while it is sent.

@@ -189,8 +189,15 @@ package final class S3Uploader: Sendable {
         if earlier == nil, journal == nil, resumesUnfinishedUploads,
             let unfinished = try await latestUnfinishedUpload(key: key)
         {
-            // Its parts are checked against the file's bytes below: only those that match are kept.
-            earlier = S3MultipartProgress(file: item.version, partSize: plan.partSize, uploadID: unfinished)
+            if unfinished.initiatedNanoseconds.map({ $0 >= item.modifiedNanoseconds / 1_000_000 * 1_000_000 }) ?? false
+            {
+                // Its parts are checked against the file's bytes below: only those that match are kept.
+                earlier = S3MultipartProgress(file: item.version, partSize: plan.partSize, uploadID: unfinished.id)
+            } else {
+                // Begun before the file last changed: its metadata (the whole file's SHA-256 among them) describes
+                // an earlier version, and completing it would label the new bytes with it. Not kept either.
+                try? await abort(item, key: key, uploadID: unfinished.id)
+            }
         }
         if let earlier, earlier.partSize != plan.partSize {
             // Cut differently now (another --part-size): the old parts cannot be reused, and must not linger.
@@ -265,12 +272,29 @@ package final class S3Uploader: Sendable {
     }
 
     /// ListMultipartUploads: the most recently started unfinished upload of exactly this key, if any.
-    private func latestUnfinishedUpload(key: String) async throws(S3RequestFailure) -> String? {
+    /// The newest multipart upload the store holds unfinished for `key`, and when it began (nil when the store's
+    /// time cannot be read).
+    private func latestUnfinishedUpload(
+        key: String
+    ) async throws(S3RequestFailure) -> (id: String, initiatedNanoseconds: Int64?)? {
         let reply = try await client.send(.get, key: "", query: [("uploads", ""), ("prefix", key)])
         let uploads = S3XML.values("Upload", in: reply.text).filter { S3XML.value("Key", in: $0) == key }
         // ISO 8601 times of one format sort as text.
         let latest = uploads.max { (S3XML.value("Initiated", in: $0) ?? "") < (S3XML.value("Initiated", in: $1) ?? "") }
-        return latest.flatMap { S3XML.value("UploadId", in: $0) }
+        guard let latest, let id = S3XML.value("UploadId", in: latest) else { return nil }
+        return (id, S3XML.value("Initiated", in: latest).flatMap { Self.nanosecondsSince1970(iso8601: $0) })
+    }
+
+    /// An ISO 8601 time as S3 writes it (`2026-11-27T20:10:00.123Z`, fractional seconds optional).
+    static func nanosecondsSince1970(iso8601 text: String) -> Int64? {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        var date = formatter.date(from: text)
+        if date == nil {
+            formatter.formatOptions = [.withInternetDateTime]
+            date = formatter.date(from: text)
+        }
+        return date.map { Int64(($0.timeIntervalSince1970 * 1_000_000_000).rounded(.down)) }
     }
 
     /// The parts the store holds for an upload, or nil if the upload is gone (completed, aborted, expired).

@@ -54,4 +54,58 @@ import Testing
         #expect(
             try await moto.inspect("uploads", bucket: bucket).trimmingCharacters(in: .whitespacesAndNewlines) == "[]")
     }
+
+    /// An unfinished upload begun before the file last changed is not continued: its metadata (the whole file's
+    /// SHA-256 among it) describes the earlier version, and completing it would label the new bytes with it. It is
+    /// aborted and the file sent afresh.
+    @Test func anUnfinishedUploadBegunBeforeTheFileChangedIsAbortedNotContinued() async throws {
+        let moto = try await MotoServer.shared(.unchecked)
+        let bucket = try await moto.makeBucket("stale")
+        let tree = try SourceTree(prefix: "curlew-s3-stale")
+        defer { tree.remove() }
+        let size = (10 << 20) + 7
+        let earlier = SourceTree.content(for: "earlier", size: size)
+        let path = try tree.write("stale.bin", earlier)
+        let partSize: Int64 = 5 << 20
+        let key = "stale.bin"
+        func hex(_ bytes: [UInt8]) -> String { SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined() }
+
+        let client = CurlewClient()
+        let s3 = S3Client(
+            endpoint: try S3Endpoint(endpoint: moto.endpoint, region: "us-east-1", bucket: bucket),
+            credentials: AWSCredentials(accessKeyID: moto.accessKeyID, secretAccessKey: moto.secretAccessKey),
+            client: client)
+        // What a call for the earlier version, cancelled after its first part, leaves in the store.
+        let created = try await s3.send(
+            .post, key: key, query: [("uploads", "")],
+            headers: [
+                ("x-amz-checksum-algorithm", "SHA256"),
+                ("x-amz-meta-\(S3Uploader.wholeFileSHA256MetadataName)", hex(earlier)),
+            ])
+        let staleID = try #require(S3XML.value("UploadId", in: created.text))
+        let digest = try FileRangeDigest.sha256(path: path, offset: 0, length: partSize)
+        _ = try await s3.send(
+            .put, key: key, query: [("partNumber", "1"), ("uploadId", staleID)],
+            headers: [("x-amz-checksum-sha256", Data(digest).base64EncodedString())],
+            body: .file(path: path, offset: 0, length: partSize, sha256: SHA256Hex(digest)))
+        // The file is rewritten at the same size, a second after the upload began.
+        let current = SourceTree.content(for: "current", size: size)
+        try Data(current).write(to: URL(fileURLWithPath: path))
+        var times = [timeval(tv_sec: time(nil) + 1, tv_usec: 0), timeval(tv_sec: time(nil) + 1, tv_usec: 0)]
+        #expect(utimes(path, &times) == 0)
+
+        var options = S3ObjectOptions()
+        options.partSize = partSize
+        #expect(try await s3.uploadFile(at: path, key: key, options: options) == .uploaded)
+        let head = try await s3.send(.head, key: key)
+        await client.shutdown()
+
+        #expect(head.header("x-amz-meta-\(S3Uploader.wholeFileSHA256MetadataName)") == hex(current))
+        let text = try await moto.inspect("inventory", bucket: bucket)
+        let stored = (try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: [String: Any]]) ?? [:]
+        #expect(try #require(stored[key])["sha256"] as? String == hex(current))
+        #expect(
+            try await moto.inspect("uploads", bucket: bucket).trimmingCharacters(in: .whitespacesAndNewlines) == "[]",
+            "the stale upload was aborted")
+    }
 }

@@ -13,6 +13,9 @@ DIR/ready           written last: the server answers and the credentials exist.
 Long CompleteMultipartUploads: moto's answer is preceded by S3's whitespace keep-alive, and the Completes and aborts
 of one upload are serialized around a moto race (see `app` below).
 
+ListMultipartUploads reports each upload's real start time (moto answers one fixed 2010 date for all of them), so
+a client's "begun before the file last changed" rule is tested against the times S3 reports.
+
 Faults: a part upload (PUT with partNumber) whose key contains "corrupt-in-transit" has one byte of its body
 flipped before moto stores it, as a bad network or proxy would; the client's checksums must catch it. Part 2 of a
 key containing "part-two-always-fails" is answered 500 InternalError every time (and logged like any request).
@@ -60,6 +63,45 @@ def main():
     log.propagate = False
 
     moto_app = DomainDispatcherApplication(create_backend_app)
+
+    # When each multipart upload began, by upload ID.
+    from datetime import datetime, timezone
+    from moto.s3 import models as s3_models
+
+    upload_started = {}
+    original_multipart_init = s3_models.FakeMultipart.__init__
+
+    def recording_multipart_init(self, *args, **kwargs):
+        original_multipart_init(self, *args, **kwargs)
+        upload_started[self.id] = datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+    s3_models.FakeMultipart.__init__ = recording_multipart_init
+
+    def with_real_start_times(body):
+        def upload_block(match):
+            block = match.group(0)
+            upload_id = re.search(r"<UploadId>(.*?)</UploadId>", block)
+            started = upload_started.get(upload_id.group(1)) if upload_id else None
+            if started is None:
+                return block
+            return re.sub(r"<Initiated>.*?</Initiated>", f"<Initiated>{started}</Initiated>", block)
+        return re.sub(r"<Upload>.*?</Upload>", upload_block, body.decode("utf-8"), flags=re.S).encode("utf-8")
+
+    def listing_uploads(environ, start_response):
+        captured = {}
+
+        def capture(status, headers, exc_info=None):
+            captured["status"], captured["headers"] = status, headers
+            return captured.setdefault("written", []).append
+        body = moto_app(environ, capture)
+        try:
+            data = with_real_start_times(b"".join(captured.get("written", []) + list(body)))
+        finally:
+            getattr(body, "close", lambda: None)()
+        headers = [(name, str(len(data)) if name.lower() == "content-length" else value)
+                   for name, value in captured["headers"]]
+        start_response(captured["status"], headers)
+        return [data]
 
     # moto 5.2.1 answers a CompleteMultipartUpload that overlaps another one for the same upload (a client retrying
     # after its timeout while moto still joins the parts) with 500 "ValueError: seek of closed file": the first one's
@@ -141,6 +183,9 @@ def main():
             if body:
                 body[len(body) // 2] ^= 0xFF
             environ["wsgi.input"] = io.BytesIO(bytes(body))
+        if environ["REQUEST_METHOD"] == "GET" and "uploads" in parse_qs(query, keep_blank_values=True) \
+                and "uploadId" not in query:
+            return listing_uploads(environ, start_response)
         return moto_app(environ, start_response)
 
     server = make_server("127.0.0.1", args.port, app, threaded=True, fd=args.fd)
