@@ -55,6 +55,25 @@ public final class Upload: Sendable {
         try self.init(configuration, client: client, selection: selection)
     }
 
+    /// What a journal records as its destination: the target URL's path (the S3 location's bucket and prefix).
+    /// Another host with the same path is taken as the same place (a proxy, another name for the server); another
+    /// path is another place. The path holds no credentials, and a journal is a file users keep and share.
+    static func journalDestination(_ destination: UploadDestination) -> String {
+        if let name = destination.journalName { return name }
+        func path(of url: String) -> String {
+            var rest = Substring(url)
+            if let schemeEnd = rest.range(of: "://") { rest = rest[schemeEnd.upperBound...] }
+            let pathStart = rest.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? rest.endIndex
+            let path = rest[pathStart...].prefix { $0 != "?" && $0 != "#" }
+            return path.isEmpty ? "/" : String(path)
+        }
+        switch destination.storage {
+        case .put(let baseURL): return path(of: baseURL.hasSuffix("/") ? baseURL : baseURL + "/")
+        case .multipartForm(let url, _): return path(of: url)
+        case .s3(let s3): return s3.location.description
+        }
+    }
+
     /// An upload of a selection already made (`Sync` sends only the files its comparison chose).
     ///
     /// - Parameter skipsFilesTheJournalHasDone: false when the selection was made from what the destination holds
@@ -68,6 +87,7 @@ public final class Upload: Sendable {
         self.configuration = configuration
         self.selection = selection
         let journal = try selection.journalPath.map { path throws(UploadError) in try UploadJournal(path: path) }
+        try journal?.bind(to: Self.journalDestination(configuration.destination))
         self.journal = journal
         let journalSkips = skipsFilesTheJournalHasDone ? journal : nil
         self.journalSkips = journalSkips

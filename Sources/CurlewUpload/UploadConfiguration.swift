@@ -75,6 +75,9 @@ public struct UploadDestination: Sendable, CustomStringConvertible {
 
     /// What the destination is, for an exhaustive `switch` inside the package.
     package let storage: Storage
+    /// What a journal records the destination as when its address says nothing lasting: the command's embedded
+    /// server, on a new port every run. Nil: the address (`Upload.journalDestination`).
+    package var journalName: String?
 
     private init(_ storage: Storage) { self.storage = storage }
 

@@ -22,6 +22,9 @@ import Musl
 /// each part the store accepted, and `abort<TAB>upload ID<TAB>path` when a failed upload was aborted. IDs, ETags
 /// and paths are percent-encoded.
 ///
+/// The line after the header, `target<TAB>percent-encoded destination`, names what the records are about
+/// (``bind(to:)``): the target URL's path, or the S3 location's bucket and prefix.
+///
 /// Each line goes to the kernel in a single `write` on an `O_APPEND` descriptor as soon as its response is in,
 /// so a process killed at any instant (kill -9) leaves only whole lines, plus at most one torn line that the
 /// next run ignores and cuts off. `fdatasync` runs in the background at most every 100 ms and at the end, which
@@ -43,6 +46,8 @@ package final class UploadJournal: S3UploadJournal {
     package let inFlight: [String: Entry]
     /// Lines that could not be read (a torn last line after a crash, or foreign text), skipped.
     package let ignoredLines: Int
+    /// The destination the records are about (``bind(to:)``), as the journal named it when opened.
+    private let recordedDestination: String?
     private let descriptor: Int32
     private let unsynced = Atomic<Bool>(false)
     private let writeFailure = Mutex<String?>(nil)
@@ -51,6 +56,7 @@ package final class UploadJournal: S3UploadJournal {
     package init(path: String) throws(UploadError) {
         self.path = path
         let existing = FileManager.default.contents(atPath: path).map { Array($0) } ?? []
+        recordedDestination = Self.recordedDestination(existing)
         let parsed = Self.parse(existing)
         (entries, multipartUploads, ignoredLines) = (parsed.entries, parsed.multipart, parsed.ignored)
         inFlight = parsed.inFlight.filter { parsed.entries[$0.key] != $0.value }
@@ -126,6 +132,8 @@ package final class UploadJournal: S3UploadJournal {
                         number: number, etag: etag, checksum: fields[7], size: length)
                 }
                 continue
+            case ("target", 2):
+                continue
             case ("abort", 3):
                 guard let id = decoded(1), let path = decoded(2) else { break }
                 if multipart[path]?.uploadID == id { multipart[path] = nil }
@@ -195,6 +203,32 @@ package final class UploadJournal: S3UploadJournal {
 
     /// A value as one tab-free field: percent-encoded, as `decoded` reads it back.
     private static func field(_ value: String) -> String { PercentEncoding.encodeComponent(value) }
+
+    /// Ties the journal to the destination its records are about. A journal that names another destination is
+    /// refused: its `done` lines would leave out files that destination never got, and the run would report
+    /// success. One that names none (new, or written by a version before journals named one) records it.
+    package func bind(to destination: String) throws(UploadError) {
+        guard let recordedDestination else {
+            try append("target\t\(Self.field(destination))\n")
+            return
+        }
+        guard recordedDestination == destination else {
+            finish()
+            throw UploadError(
+                .journal,
+                "--journal \(path.debugDescription) records uploads to \(recordedDestination), not \(destination): "
+                    + "give each destination a journal of its own")
+        }
+    }
+
+    /// The destination a journal's `target<TAB>percent-encoded destination` line names, if it has one.
+    private static func recordedDestination(_ bytes: [UInt8]) -> String? {
+        let prefix = Array("target\t".utf8)
+        for line in bytes.split(separator: UInt8(ascii: "\n")) where line.starts(with: prefix) {
+            return PercentEncoding.decode(String(decoding: line.dropFirst(prefix.count), as: UTF8.self))
+        }
+        return nil
+    }
 
     /// The file's relative path as a field: its segments percent-encoded, `/` kept.
     private static func field(path item: UploadItem) -> String {

@@ -224,6 +224,40 @@ import Musl
         #expect(try Set(journaledPaths(journal)) == ["stored whole.bin", "never arrived.bin", "stored cut short.bin"])
     }
 
+    /// A journal belongs to one destination: reused for another path, its `done` lines would leave out every file
+    /// that destination never got, and the run would report success. It is refused; the same path by another
+    /// address is the same place, and the journal holds no password.
+    @Test func aJournalIsRefusedForAnotherDestination() async throws {
+        let nginx = try await NginxServer.shared()
+        let first = DavTarget(nginx: nginx)
+        let second = DavTarget(nginx: nginx)
+        let tree = try SourceTree(prefix: "curlew-upload-journal-target")
+        let journal = tree.root + ".journal"
+        defer {
+            tree.remove()
+            first.remove()
+            second.remove()
+            try? FileManager.default.removeItem(atPath: journal)
+        }
+        try tree.write("a.txt", Array("a".utf8))
+        let withPassword = first.url.replacingOccurrences(of: "http://", with: "http://user:hunter2@")
+        let sent = try await CurlewBinary.run(["upload", tree.root, withPassword, "--journal", journal, "--json"])
+        #expect(sent.status == 0, "\(sent.stdout)\n\(sent.stderr)")
+        let text = try String(contentsOfFile: journal, encoding: .utf8)
+        #expect(!text.contains("hunter2"), "\(text)")
+        #expect(text.contains("target\t"), "\(text)")
+
+        let byName = first.url.replacingOccurrences(of: "127.0.0.1", with: "localhost")
+        let again = try await CurlewBinary.run(["upload", tree.root, byName, "--journal", journal, "--json"])
+        #expect(again.status == 0, "the same place by another name and without a password: \(again.stderr)")
+        #expect(try again.json()["skipped"] as? Int == 1)
+
+        let elsewhere = try await CurlewBinary.run(["upload", tree.root, second.url, "--journal", journal, "--json"])
+        #expect(elsewhere.status != 0)
+        #expect(elsewhere.stderr.contains("records uploads to"), "\(elsewhere.stderr)")
+        #expect(second.loggedRequests(method: "PUT").isEmpty)
+    }
+
     /// A file rewritten in place at the same length after a run stored it, then killed while sending it again: the
     /// server's copy is the earlier version (stored before the file last changed), so the file is sent again rather
     /// than counted as held by its length alone.

@@ -425,10 +425,12 @@ struct UploadCommand: AsyncParsableCommand {
         } else {
             let embedded = try await LoopbackServer.start()
             server = embedded
-            destination =
+            var embeddedDestination: UploadDestination =
                 mode == .put
                 ? .put(baseURL: embedded.baseURL + "/files/")
                 : .multipartForm(url: embedded.baseURL + "/upload", fields: fields.map(Self.splitField))
+            embeddedDestination.journalName = "(embedded server)"
+            destination = embeddedDestination
             destinationLine =
                 "embedded server: \(embedded.baseURL) (SwiftNIO, loopback only; checksums and discards what it receives)"
         }
