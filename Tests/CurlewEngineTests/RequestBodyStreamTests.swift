@@ -215,6 +215,35 @@ struct RequestBodyStreamTests {
         }
     }
 
+    /// The same for a redirect the engine would follow (it cannot send a stream again) and for a 417 (the engine
+    /// sends `Expect` itself, so libcurl does not retry it): answered before the paused stream was read, the request
+    /// ends at once rather than when the producer next writes.
+    @Test(arguments: allLoops, [307, 417])
+    func aRedirectOrA417BeforeAPausedStreamWasReadEndsTheRequest(
+        loop: CurlewClient.Configuration.EventLoopKind, status: Int
+    ) async throws {
+        try await withWireScriptServer({ request in
+            request.target == "/early"
+                ? [.response(status: status, headers: [("Location", "/elsewhere")], body: "")]
+                : [.response(body: "elsewhere")]
+        }) { server in
+            try await withClient(loop) { client in
+                let (stream, writer) = RequestBodyStream.makeStream()
+                let request = try CurlewRequest(method: .post, url: "\(server.baseURL)/early", body: .stream(stream))
+                try await writer.write(Array("the producer then goes quiet".utf8))
+                let outcome = try await withTimeout(.seconds(10), "the early answer") {
+                    do {
+                        return "status \(try await client.execute(request).status.code)"
+                    } catch let error as CurlewError {
+                        return error.code.name
+                    }
+                }
+                #expect(outcome == (status == 307 ? CurlewError.Code.requestBodyNotReplayable.name : "status 417"))
+                #expect(!server.requests.contains { $0.target == "/elsewhere" })
+            }
+        }
+    }
+
     @Test
     func aRequestToAShutDownClientReleasesItsWriterAndEndsItsProgress() async throws {
         let client = CurlewClient()

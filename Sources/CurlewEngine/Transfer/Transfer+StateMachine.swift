@@ -240,6 +240,9 @@ struct TransferStateMachine: Sendable, Equatable {
         /// (libcurl 7.88 never reports a send-paused transfer done), and hand the head to a streaming caller if
         /// `deliverHead`, once libcurl has returned.
         case finalResponse(resumeSend: Bool, deliverHead: Bool)
+        /// A head the transfer goes on past (a redirect it follows, a 417) while its upload is paused for its
+        /// producer: resume the upload, or libcurl 7.88 never moves on.
+        case resumeSend
     }
 
     enum BodyAction: Sendable, Equatable {
@@ -638,7 +641,14 @@ struct TransferStateMachine: Sendable, Equatable {
                 return .abort
             }
             let followsRedirect = setup.followsRedirects && (300..<400).contains(status)
-            if status < 200 || followsRedirect || status == 417 { return .accept }
+            if status < 200 { return .accept }
+            if followsRedirect || status == 417 {
+                // Not a response the caller gets, but libcurl 7.88 reports nothing while the send side is paused:
+                // resumed, it stops sending (an answer came before the end of the body) and follows the redirect
+                // (which fails on a body it cannot send again) or ends with the 417. Paused, the request waited for
+                // the producer's next write, or for ever.
+                return attempt.send == .waitingForProducer ? .resumeSend : .accept
+            }
             if attempt.receive == .awaitingHead { attempt.receive = .body }
             let deliverHead = setup.streamsResponse && !attempt.headDelivered
             if deliverHead { attempt.headDelivered = true }

@@ -181,6 +181,9 @@ final class Transfer: @unchecked Sendable, DeadlineHeapMember {
             if resumeSend, let loop { loop.unpause(self, .send) }
             if deliverHead { core?.deliverHeadAfterLibcurlReturns(self) }
             return true
+        case .resumeSend:
+            loop?.unpause(self, .send)
+            return true
         }
     }
 
