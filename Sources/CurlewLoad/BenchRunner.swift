@@ -362,9 +362,6 @@ package final class BenchRunner: Sendable {
         let checksReadJSON = checks.contains { $0.needsJSON }
         // The worker's number in the whole run: a closed-model stage lets workers below its level send.
         let runWorker = shard.globalNumber(ofLocal: worker)
-        // Without a schedule a worker sends its next request as soon as it has counted the last one: the time that
-        // request ended is when this one was meant to start (one clock read per request instead of two).
-        var previousEnd = monotonicNanoseconds()
         while !stopRequested.load(ordering: .relaxed) {
             if let concurrency {
                 // Closed model: wait while the stage allows fewer workers than this one's number.
@@ -376,7 +373,6 @@ package final class BenchRunner: Sendable {
                 if let deadline, wake >= deadline { break }
                 if wake > now {
                     guard await sleep(until: wake) else { break }
-                    previousEnd = wake
                 }
             }
             let ticket = nextTicket.wrappingAdd(1, ordering: .relaxed).oldValue
@@ -394,7 +390,9 @@ package final class BenchRunner: Sendable {
                     guard await sleep(until: intended) else { break }
                 }
             } else {
-                intended = previousEnd
+                // Without a schedule a request is timed from when its worker is ready to send it, after it counted
+                // and checked the last one: a check's parse of a large body is the client's time, not the server's.
+                intended = monotonicNanoseconds()
                 if let deadline, intended >= deadline { break }
             }
             let targetIndex =
@@ -427,8 +425,7 @@ package final class BenchRunner: Sendable {
                     outcome = .failure(error)
                 }
             }
-            previousEnd = monotonicNanoseconds()
-            let latency = (previousEnd &- intended) / 1_000
+            let latency = (monotonicNanoseconds() &- intended) / 1_000
             var checksPassed: UInt64 = 0
             if !checks.isEmpty, case .success(let response) = outcome {
                 let fields = checksReadHeaders ? response.headerFields : nil

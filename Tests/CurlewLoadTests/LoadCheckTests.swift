@@ -67,6 +67,24 @@ import Testing
         #expect(summary.thresholds.map(\.passed) == [false, true, true, false])
     }
 
+    /// A check's work on one response (here a regular expression scanning a body for text it lacks, tens of
+    /// milliseconds) is the client's time: the next request's latency counts from when its worker is ready to send
+    /// it, not from when the last response ended. So the latencies stay a small part of a run the checks fill.
+    @Test func aChecksTimeIsNotTheNextRequestsLatency() async throws {
+        let server = try await LoopbackServer.start()
+        var plan = try LoadPlan(target: server.baseURL + "/bytes/50000", shape: .requests(12))
+        plan.connections = 1
+        plan.progressInterval = nil
+        plan.checks = [try LoadCheck(#"body ~ "q[^a-z]z""#)]
+        let client = CurlewClient(configuration: plan.clientConfiguration())
+        let summary = try await LoadTest(plan, client: client).run()
+        await client.shutdown()
+        try await server.shutdown()
+        #expect(summary.checkedResponses == 12 && summary.checkPasses == [0])
+        let latencies = try #require(summary.latency(percentile: 50)) * 12
+        #expect(latencies * 4 < summary.duration, "latencies \(latencies) of a run of \(summary.duration)")
+    }
+
     /// Checks run on every response, 5xx included, and not on transport failures; a body beyond the limit fails.
     @Test func failedResponsesAreCheckedAndTransportFailuresAreNot() async throws {
         let server = try await LoopbackServer.start()
