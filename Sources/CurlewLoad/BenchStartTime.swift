@@ -1,3 +1,4 @@
+import CurlewEngine
 package import Foundation
 
 /// `--start-at`: the wall-clock time every shard of a run starts at, in seconds since 1970 (`1795514400.5`) or ISO
@@ -15,28 +16,10 @@ package enum BenchStartTime {
             guard seconds.isFinite, seconds > 0 else { return nil }
             date = Date(timeIntervalSince1970: seconds)
         } else {
-            // ICU, under ISO8601DateFormatter, traps (an integer division fault) on a fraction of many digits:
-            // no field of an ISO 8601 time needs more than 9 (nanoseconds).
-            guard text.utf8.count <= 64, !hasDigitRun(longerThan: 9, in: text) else { return nil }
-            let formatter = ISO8601DateFormatter()
-            var parsed = formatter.date(from: text)
-            if parsed == nil {
-                formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-                parsed = formatter.date(from: text)
-            }
-            guard let parsed, parsed.timeIntervalSince1970 > 0 else { return nil }
+            guard let parsed = ISO8601Time.date(text), parsed.timeIntervalSince1970 > 0 else { return nil }
             date = parsed
         }
         return date <= latest ? date : nil
-    }
-
-    private static func hasDigitRun(longerThan limit: Int, in text: String) -> Bool {
-        var run = 0
-        for byte in text.utf8 {
-            run = (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) ? run + 1 : 0
-            if run > limit { return true }
-        }
-        return false
     }
 
     /// How long to wait from `now` until `start`: zero for a time already past.

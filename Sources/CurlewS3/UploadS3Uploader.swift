@@ -189,8 +189,9 @@ package final class S3Uploader: Sendable {
         if earlier == nil, journal == nil, resumesUnfinishedUploads,
             let unfinished = try await latestUnfinishedUpload(key: key)
         {
-            if unfinished.initiatedNanoseconds.map({ $0 >= item.modifiedNanoseconds / 1_000_000 * 1_000_000 }) ?? false
-            {
+            // To the millisecond, S3's precision: an upload begun in the file's own millisecond is kept.
+            let changed = Double(item.modifiedNanoseconds / 1_000_000) / 1_000
+            if let initiated = unfinished.initiated, initiated.timeIntervalSince1970 >= changed {
                 // Its parts are checked against the file's bytes below: only those that match are kept.
                 earlier = S3MultipartProgress(file: item.version, partSize: plan.partSize, uploadID: unfinished.id)
             } else {
@@ -271,30 +272,17 @@ package final class S3Uploader: Sendable {
         journal?.recordAbort(item, uploadID: uploadID)
     }
 
-    /// ListMultipartUploads: the most recently started unfinished upload of exactly this key, if any.
-    /// The newest multipart upload the store holds unfinished for `key`, and when it began (nil when the store's
-    /// time cannot be read).
+    /// ListMultipartUploads: the most recently started unfinished upload of exactly this key, if any, and when it
+    /// began (nil when the store's time cannot be read).
     private func latestUnfinishedUpload(
         key: String
-    ) async throws(S3RequestFailure) -> (id: String, initiatedNanoseconds: Int64?)? {
+    ) async throws(S3RequestFailure) -> (id: String, initiated: Date?)? {
         let reply = try await client.send(.get, key: "", query: [("uploads", ""), ("prefix", key)])
         let uploads = S3XML.values("Upload", in: reply.text).filter { S3XML.value("Key", in: $0) == key }
         // ISO 8601 times of one format sort as text.
         let latest = uploads.max { (S3XML.value("Initiated", in: $0) ?? "") < (S3XML.value("Initiated", in: $1) ?? "") }
         guard let latest, let id = S3XML.value("UploadId", in: latest) else { return nil }
-        return (id, S3XML.value("Initiated", in: latest).flatMap { Self.nanosecondsSince1970(iso8601: $0) })
-    }
-
-    /// An ISO 8601 time as S3 writes it (`2026-11-27T20:10:00.123Z`, fractional seconds optional).
-    static func nanosecondsSince1970(iso8601 text: String) -> Int64? {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        var date = formatter.date(from: text)
-        if date == nil {
-            formatter.formatOptions = [.withInternetDateTime]
-            date = formatter.date(from: text)
-        }
-        return date.map { Int64(($0.timeIntervalSince1970 * 1_000_000_000).rounded(.down)) }
+        return (id, S3XML.value("Initiated", in: latest).flatMap(ISO8601Time.date))
     }
 
     /// The parts the store holds for an upload, or nil if the upload is gone (completed, aborted, expired).

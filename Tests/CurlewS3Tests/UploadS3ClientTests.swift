@@ -8,6 +8,36 @@ import Testing
 
 /// The S3 client on its own, against moto's S3 server.
 @Suite struct UploadS3ClientTests {
+    static func s3Client(_ moto: MotoServer, bucket: String, client: CurlewClient) throws -> S3Client {
+        S3Client(
+            endpoint: try S3Endpoint(endpoint: moto.endpoint, region: "us-east-1", bucket: bucket),
+            credentials: AWSCredentials(accessKeyID: moto.accessKeyID, secretAccessKey: moto.secretAccessKey),
+            client: client)
+    }
+
+    /// What a call cancelled after its first part leaves in the store: a multipart upload of `key` begun with
+    /// `metadata`, and the file's first part.
+    static func leaveUnfinishedUpload(
+        _ s3: S3Client, key: String, path: String, partSize: Int64, metadata: [(name: String, value: String)] = []
+    ) async throws {
+        let created = try await s3.send(
+            .post, key: key, query: [("uploads", "")], headers: [("x-amz-checksum-algorithm", "SHA256")] + metadata)
+        let uploadID = try #require(S3XML.value("UploadId", in: created.text))
+        let digest = try FileRangeDigest.sha256(path: path, offset: 0, length: partSize)
+        _ = try await s3.send(
+            .put, key: key, query: [("partNumber", "1"), ("uploadId", uploadID)],
+            headers: [("x-amz-checksum-sha256", Data(digest).base64EncodedString())],
+            body: .file(path: path, offset: 0, length: partSize, sha256: SHA256Hex(digest)))
+    }
+
+    /// moto's own record of the bucket's objects, by key: their SHA-256 (`sha256`), ETag, metadata.
+    static func storedObjects(_ moto: MotoServer, bucket: String) async throws -> [String: [String: Any]] {
+        let text = try await moto.inspect("inventory", bucket: bucket)
+        return (try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: [String: Any]]) ?? [:]
+    }
+
+    static func hex(_ bytes: [UInt8]) -> String { SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined() }
+
     @Test func anUnfinishedMultipartUploadIsResumedFromTheStoresPartsWithoutAJournal() async throws {
         // The unchecked server: moto's signature checker refuses the ListMultipartUploads request that a resumable
         // upload starts with when its `prefix=` value holds a `%2F` (a key without `/` passes).
@@ -21,19 +51,9 @@ import Testing
         let key = "resume/resumed.bin"
 
         let client = CurlewClient()
-        let s3 = S3Client(
-            endpoint: try S3Endpoint(endpoint: moto.endpoint, region: "us-east-1", bucket: bucket),
-            credentials: AWSCredentials(accessKeyID: moto.accessKeyID, secretAccessKey: moto.secretAccessKey),
-            client: client)
+        let s3 = try Self.s3Client(moto, bucket: bucket, client: client)
         // What a call cancelled after its first part leaves in the store: the upload, and that part.
-        let created = try await s3.send(
-            .post, key: key, query: [("uploads", "")], headers: [("x-amz-checksum-algorithm", "SHA256")])
-        let uploadID = try #require(S3XML.value("UploadId", in: created.text))
-        let digest = try FileRangeDigest.sha256(path: path, offset: 0, length: partSize)
-        _ = try await s3.send(
-            .put, key: key, query: [("partNumber", "1"), ("uploadId", uploadID)],
-            headers: [("x-amz-checksum-sha256", Data(digest).base64EncodedString())],
-            body: .file(path: path, offset: 0, length: partSize, sha256: SHA256Hex(digest)))
+        try await Self.leaveUnfinishedUpload(s3, key: key, path: path, partSize: partSize)
 
         var options = S3ObjectOptions()
         options.partSize = partSize
@@ -46,10 +66,8 @@ import Testing
         }.filter { $0.status == 200 }
         #expect(partPuts.count == 3, "\(partPuts.map(\.target))")
         #expect(partPuts.filter { $0.target.contains("partNumber=1&") }.count == 1)
-        let text = try await moto.inspect("inventory", bucket: bucket)
-        let stored = (try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: [String: Any]]) ?? [:]
-        let object = try #require(stored[key])
-        #expect(object["sha256"] as? String == SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined())
+        let object = try #require(try await Self.storedObjects(moto, bucket: bucket)[key])
+        #expect(object["sha256"] as? String == Self.hex(bytes))
         #expect((object["etag"] as? String)?.hasSuffix("-3\"") == true)
         #expect(
             try await moto.inspect("uploads", bucket: bucket).trimmingCharacters(in: .whitespacesAndNewlines) == "[]")
@@ -68,26 +86,13 @@ import Testing
         let path = try tree.write("stale.bin", earlier)
         let partSize: Int64 = 5 << 20
         let key = "stale.bin"
-        func hex(_ bytes: [UInt8]) -> String { SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined() }
 
         let client = CurlewClient()
-        let s3 = S3Client(
-            endpoint: try S3Endpoint(endpoint: moto.endpoint, region: "us-east-1", bucket: bucket),
-            credentials: AWSCredentials(accessKeyID: moto.accessKeyID, secretAccessKey: moto.secretAccessKey),
-            client: client)
+        let s3 = try Self.s3Client(moto, bucket: bucket, client: client)
         // What a call for the earlier version, cancelled after its first part, leaves in the store.
-        let created = try await s3.send(
-            .post, key: key, query: [("uploads", "")],
-            headers: [
-                ("x-amz-checksum-algorithm", "SHA256"),
-                ("x-amz-meta-\(S3Uploader.wholeFileSHA256MetadataName)", hex(earlier)),
-            ])
-        let staleID = try #require(S3XML.value("UploadId", in: created.text))
-        let digest = try FileRangeDigest.sha256(path: path, offset: 0, length: partSize)
-        _ = try await s3.send(
-            .put, key: key, query: [("partNumber", "1"), ("uploadId", staleID)],
-            headers: [("x-amz-checksum-sha256", Data(digest).base64EncodedString())],
-            body: .file(path: path, offset: 0, length: partSize, sha256: SHA256Hex(digest)))
+        try await Self.leaveUnfinishedUpload(
+            s3, key: key, path: path, partSize: partSize,
+            metadata: [("x-amz-meta-\(S3Uploader.wholeFileSHA256MetadataName)", Self.hex(earlier))])
         // The file is rewritten at the same size, a second after the upload began.
         let current = SourceTree.content(for: "current", size: size)
         try Data(current).write(to: URL(fileURLWithPath: path))
@@ -100,10 +105,9 @@ import Testing
         let head = try await s3.send(.head, key: key)
         await client.shutdown()
 
-        #expect(head.header("x-amz-meta-\(S3Uploader.wholeFileSHA256MetadataName)") == hex(current))
-        let text = try await moto.inspect("inventory", bucket: bucket)
-        let stored = (try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: [String: Any]]) ?? [:]
-        #expect(try #require(stored[key])["sha256"] as? String == hex(current))
+        #expect(head.header("x-amz-meta-\(S3Uploader.wholeFileSHA256MetadataName)") == Self.hex(current))
+        let object = try #require(try await Self.storedObjects(moto, bucket: bucket)[key])
+        #expect(object["sha256"] as? String == Self.hex(current))
         #expect(
             try await moto.inspect("uploads", bucket: bucket).trimmingCharacters(in: .whitespacesAndNewlines) == "[]",
             "the stale upload was aborted")

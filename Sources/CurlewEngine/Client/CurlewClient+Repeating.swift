@@ -66,14 +66,9 @@ extension CurlewClient {
                 outcome = .failure(error)
             }
             let chosen = next(outcome)
-            // As on the loop (`Failure.endsRepeat`): a cancelled caller or a shut-down client ends the repeat once
-            // `next` has heard of it, whatever it chose.
+            // As on the loop: a cancelled caller or a failure that ends the repeat stops it once `next` has heard.
             if Task.isCancelled { return }
-            if case .failure(let error as CurlewError) = outcome,
-                error.code == .clientShutdown || error.code == .cancelled
-            {
-                return
-            }
+            if case .failure(let error) = outcome, TransferRepeater.endsRepeat(after: error) { return }
             guard let following = chosen.flatMap(requests.request) else { return }
             request = following
         }

@@ -66,7 +66,9 @@ final class MultiCore {
             break
         case .fail(let failure):
             let error = transfer.error(for: .engine(failure))
-            if repeatAfterFailedFirstRequest(transfer, error, mayContinue: !failure.endsRepeat) { return }
+            if repeatAfterFailedFirstRequest(transfer, error, mayContinue: !TransferRepeater.endsRepeat(after: error)) {
+                return
+            }
             resume(transfer, throwing: error)
         case .start:
             guard let easy = pool.popLast() ?? EasyHandle.make(share: settings.share) else {
@@ -244,7 +246,9 @@ final class MultiCore {
         let error = transfer.error(for: .engine(failure))
         curl_multi_remove_handle(multi, easy.raw)
         if let repeater = transfer.repeater,
-            repeatNext(transfer, repeater: repeater, after: .failure(error), mayContinue: !failure.endsRepeat)
+            repeatNext(
+                transfer, repeater: repeater, after: .failure(error),
+                mayContinue: !TransferRepeater.endsRepeat(after: error))
         {
             return
         }

@@ -429,16 +429,16 @@ extension Transfer {
         return nil
     }
 
-    /// Builds the header list libcurl sends; libcurl keeps the pointer, so it lives until the transfer ends.
-    ///
-    /// - Parameter withholdingCredentials: leave out the fields `CredentialPolicy` withholds from other origins.
     /// Whether the request goes out with a body: POST, PUT and PATCH always (empty if none was given), other methods
-    /// when given one. The one rule for the body's header lines, with or without credentials.
+    /// when given one. The one rule for the body's options and header lines, with or without credentials.
     static func sendsBody(_ request: CurlewRequest) -> Bool {
         let method = request.method
         return request.body != nil || method == .post || method == .put || method == .patch
     }
 
+    /// Builds the header list libcurl sends; libcurl keeps the pointer, so it lives until the transfer ends.
+    ///
+    /// - Parameter withholdingCredentials: leave out the fields `CredentialPolicy` withholds from other origins.
     func buildHeaderList(
         hasBody: Bool, expectContinue: CurlewClient.ExpectContinue, withholdingCredentials: Bool
     ) -> UnsafeMutablePointer<curl_slist>? {

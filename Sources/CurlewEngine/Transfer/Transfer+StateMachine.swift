@@ -182,15 +182,6 @@ struct TransferStateMachine: Sendable, Equatable {
         case multiRefused(Int)
         /// The request cannot be sent as asked (its body could not be opened, its form's boundary conflicts).
         indirect case invalidRequest(CurlewError)
-
-        /// Whether the failure ends a repeated transfer (``TransferRepeater``) rather than only its current request:
-        /// the caller cancelled, or the client is going away.
-        var endsRepeat: Bool {
-            switch self {
-            case .cancelled, .clientShutdown, .abortedByShutdown, .unsupportedLibcurl: true
-            default: false
-            }
-        }
     }
 
     /// Why the engine told libcurl to stop a transfer from inside a callback; libcurl then reports a generic

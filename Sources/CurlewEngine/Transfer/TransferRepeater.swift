@@ -84,6 +84,15 @@ final class TransferRepeater: Sendable {
         self.requests = requests
         self.next = next
     }
+
+    /// Whether a request's failure ends the whole repeat once `next` has heard of it, whatever `next` chose: the
+    /// caller was cancelled, the client is shutting down, or its libcurl cannot send requests. The one rule for the
+    /// loop's repeated transfer and for the one-request-at-a-time fallback.
+    static func endsRepeat(after error: any Error) -> Bool {
+        if error is CancellationError { return true }
+        guard let error = error as? CurlewError else { return false }
+        return error.code == .cancelled || error.code == .clientShutdown || error.code == .unsupportedLibcurl
+    }
 }
 
 extension Transfer {
