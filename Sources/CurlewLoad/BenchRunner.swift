@@ -500,28 +500,37 @@ package final class BenchRunner: Sendable {
     /// the sequence ends when the run does, or when its consumer stops iterating.
     ///
     /// Cut from snapshots of the tallies, like ``BenchIntervalRecorder``: no work per request. A consumer slower
-    /// than the interval sees only the newest intervals.
+    /// than the interval sees only the newest intervals. When the run ends, the last interval (from the one before
+    /// to the end) comes before the sequence ends, so its running totals are the run's whatever the interval and
+    /// however busy the machine was: a run shorter than one interval still reports once.
     package func progress<Element: Sendable>(
         every interval: Duration, _ transform: @escaping @Sendable (BenchInterval) -> Element
     ) -> AsyncStream<Element> {
         let (stream, continuation) = AsyncStream.makeStream(of: Element.self, bufferingPolicy: .bufferingNewest(1))
-        let registered = progressEnds.withLock { ends in
-            guard !finished.load(ordering: .relaxed) else { return false }
-            ends.append { continuation.finish() }
-            return true
-        }
-        guard registered else {
+        // Asked for after the run: nothing to report.
+        guard !hasFinished else {
             continuation.finish()
             return stream
         }
         let sampling = Task {
             var intervals = BenchIntervalSampler(start: snapshot())
             while !Task.isCancelled {
-                do { try await Task.sleep(for: interval) } catch { return }
+                do { try await Task.sleep(for: interval) } catch { break }
                 continuation.yield(transform(intervals.next(snapshot(), at: elapsedSeconds)))
             }
+            // Cancelled by the run's end (then the tallies hold its final counts) or by the consumer (then the yield
+            // goes nowhere).
+            if hasFinished { continuation.yield(transform(intervals.next(snapshot(), at: elapsedSeconds))) }
+            continuation.finish()
         }
         continuation.onTermination = { _ in sampling.cancel() }
+        let registered = progressEnds.withLock { ends in
+            guard !finished.load(ordering: .relaxed) else { return false }
+            ends.append { sampling.cancel() }
+            return true
+        }
+        // The run ended since the check above: the sampler reports its end once.
+        if !registered { sampling.cancel() }
         return stream
     }
 }

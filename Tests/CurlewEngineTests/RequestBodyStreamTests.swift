@@ -267,10 +267,12 @@ struct RequestBodyStreamTests {
             try await withClient(loop) { client in
                 let (stream, writer) = RequestBodyStream.makeStream()
                 var request = try CurlewRequest(method: .post, url: "\(server.baseURL)/upload", body: .stream(stream))
-                request.timeouts = .init(idle: .milliseconds(200))
+                // Wide enough that a test machine busy with other suites answers well within it once the body is
+                // sent (an idle wait for the response is real idleness, and 200 ms was once not enough).
+                request.timeouts = .init(idle: .seconds(1))
                 async let response = client.execute(request)
                 try await writer.write(Array("first".utf8))
-                try await Task.sleep(for: .milliseconds(700))  // the producer is slow: three idle periods
+                try await Task.sleep(for: .milliseconds(2_500))  // the producer is slow: two and a half idle periods
                 try await writer.write(Array("second".utf8))
                 writer.finish()
                 #expect(try await response.json()["bytes"] as? Int == 11)

@@ -39,12 +39,15 @@ import Testing
             let p90 = Self.milliseconds(summary.latency(percentile: 90))
             let p99 = Self.milliseconds(summary.latency(percentile: 99))
             let slowest = Self.milliseconds(summary.maxLatency)
-            // Margins for a shared machine; a generator that dropped the freezes (closed model, below) or timed from
-            // the send instead of the schedule under back-pressure would fall far outside them.
+            // Margins for a shared machine, wider above than below: a machine busy with other suites only adds
+            // latency (90 ms more at p90 has been seen). A generator that dropped the freezes (closed model, below)
+            // or timed from the send instead of the schedule under back-pressure would fall far below them.
+            let p90Expected = Self.expectedMilliseconds(quantile: 0.90)
+            let p99Expected = Self.expectedMilliseconds(quantile: 0.99)
             #expect(p50 < 40, "p50 \(p50) ms, expected about 0")
-            #expect(abs(p90 - Self.expectedMilliseconds(quantile: 0.90)) < 60, "p90 \(p90) ms, expected 150")
-            #expect(abs(p99 - Self.expectedMilliseconds(quantile: 0.99)) < 60, "p99 \(p99) ms, expected 285")
-            #expect(slowest >= 280 && slowest < 450, "max \(slowest) ms, expected about 300")
+            #expect(p90 > p90Expected - 60 && p90 < p90Expected + 150, "p90 \(p90) ms, expected 150")
+            #expect(p99 > p99Expected - 60 && p99 < p99Expected + 150, "p99 \(p99) ms, expected 285")
+            #expect(slowest >= 280 && slowest < 600, "max \(slowest) ms, expected about 300")
         }
     }
 
