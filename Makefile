@@ -184,7 +184,7 @@ readme-check: check-warnings
 # Fuzzing: `curlew-fuzz` built with libFuzzer and AddressSanitizer in a folder of its own (Tests/Fuzz/).
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS := url header-field header-line multipart gzip sigv4 bench-targets load-options upload-journal hdr-log \
-	shard-file transfer-framing sync-listing
+	shard-file transfer-framing sync-listing content-decoding
 FUZZ_BUILD_FLAGS := --scratch-path .build/fuzz/build --product curlew-fuzz -Xswiftc -sanitize=fuzzer,address \
 	-Xswiftc -use-ld=lld
 

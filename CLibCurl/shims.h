@@ -303,6 +303,52 @@ static inline void curlew_disable_openssl_atexit(void) {
     }
 }
 
+// MARK: brotli and zstd decoders
+
+/* The engine decodes response bodies itself: libcurl's decoders never report a body whose coding ends early (a
+ * truncated gzip, brotli or zstd body is a success to libcurl 7.88 and 8.14 alike). libcurl links the system's
+ * brotli and zstd decoders, so their entry points are already in the process; the engine borrows them by name rather
+ * than requiring their development packages, and asks for br or zstd only when both are found. The declarations
+ * follow those libraries' stable C interfaces (brotli/decode.h, zstd.h). */
+typedef struct curlew_zstd_in_buffer { const void *src; size_t size; size_t pos; } curlew_zstd_in_buffer;
+typedef struct curlew_zstd_out_buffer { void *dst; size_t size; size_t pos; } curlew_zstd_out_buffer;
+
+typedef struct curlew_stream_decoders {
+    void *(*brotli_create)(void *alloc, void *free, void *opaque);
+    /* BrotliDecoderResult: 0 error, 1 success, 2 needs more input, 3 needs more output. */
+    int (*brotli_decompress)(void *state, size_t *available_in, const uint8_t **next_in, size_t *available_out,
+                             uint8_t **next_out, size_t *total_out);
+    void (*brotli_destroy)(void *state);
+    int (*brotli_error_code)(const void *state);
+    const char *(*brotli_error_string)(int code);
+    void *(*zstd_create)(void);
+    size_t (*zstd_free)(void *stream);
+    size_t (*zstd_init)(void *stream);
+    size_t (*zstd_decompress)(void *stream, curlew_zstd_out_buffer *output, curlew_zstd_in_buffer *input);
+    unsigned (*zstd_is_error)(size_t code);
+    const char *(*zstd_error_name)(size_t code);
+} curlew_stream_decoders;
+
+/// Looks up the brotli and zstd decoders libcurl brought into the process; a field is NULL where a symbol is not
+/// there.
+static inline curlew_stream_decoders curlew_find_stream_decoders(void) {
+    curlew_stream_decoders found;
+#define CURLEW_FIND(field, symbol) found.field = (__typeof__(found.field))dlsym(RTLD_DEFAULT, symbol)
+    CURLEW_FIND(brotli_create, "BrotliDecoderCreateInstance");
+    CURLEW_FIND(brotli_decompress, "BrotliDecoderDecompressStream");
+    CURLEW_FIND(brotli_destroy, "BrotliDecoderDestroyInstance");
+    CURLEW_FIND(brotli_error_code, "BrotliDecoderGetErrorCode");
+    CURLEW_FIND(brotli_error_string, "BrotliDecoderErrorString");
+    CURLEW_FIND(zstd_create, "ZSTD_createDStream");
+    CURLEW_FIND(zstd_free, "ZSTD_freeDStream");
+    CURLEW_FIND(zstd_init, "ZSTD_initDStream");
+    CURLEW_FIND(zstd_decompress, "ZSTD_decompressStream");
+    CURLEW_FIND(zstd_is_error, "ZSTD_isError");
+    CURLEW_FIND(zstd_error_name, "ZSTD_getErrorName");
+#undef CURLEW_FIND
+    return found;
+}
+
 // MARK: libcurl's allocator
 
 /* libcurl makes about 35 small allocations per request, 8 of them calloc and 9 realloc. In a process with more

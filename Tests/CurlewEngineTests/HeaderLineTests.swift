@@ -40,6 +40,14 @@ struct HeaderLineTests {
         #expect(Self.classify("Content-Length: 0x10\r\n") == .contentLength(nil))
     }
 
+    @Test func contentEncodingAndLookalikes() {
+        #expect(Self.classify("Content-Encoding: gzip\r\n") == .contentEncoding)
+        #expect(Self.classify("content-encoding:br\r\n") == .contentEncoding)
+        #expect(Self.classify("Content-Encodings: gzip\r\n") == .otherField)
+        #expect(Self.classify("Content-Encoding\u{1A} gzip\r\n") == .otherField)
+        #expect(Self.classify("Content-Language: en\r\n") == .otherField)
+    }
+
     @Test func transferEncodingAndLookalikes() {
         #expect(Self.classify("Transfer-Encoding: chunked\r\n") == .transferEncoding)
         #expect(Self.classify("transfer-encoding: gzip, chunked\r\n") == .transferEncoding)

@@ -322,15 +322,34 @@ struct TransferStateMachineDecisionTests {
         #expect(machine.headerLineReceived(.endOfBlock) == .accept)
     }
 
-    @Test func uploadsStreamsExpectAndDecodedLimitsAskForTheStatus() {
+    @Test func uploadsStreamsExpectAndContentEncodedHeadsAskForTheStatus() {
         for setup in [
             Setup(sentExpectContinue: true), Setup(hasRequestBody: true), Setup(streamsResponse: true),
         ] {
             var machine = Self.running(setup)
             #expect(machine.headerLineReceived(.endOfBlock) == .readHead(contentEncoding: false))
         }
-        var decoding = Self.running(Setup(decodedBodyLimit: 10))
+        // A head naming a content coding is read when the engine decodes, and only the head that names one.
+        var decoding = Self.running(Setup(decodesContent: true))
+        #expect(decoding.headerLineReceived(.endOfBlock) == .accept)
+        #expect(decoding.headerLineReceived(.statusLine) == .accept)
+        #expect(decoding.headerLineReceived(.contentEncoding) == .accept)
         #expect(decoding.headerLineReceived(.endOfBlock) == .readHead(contentEncoding: true))
+        #expect(decoding.headerLineReceived(.statusLine) == .accept)
+        #expect(decoding.headerLineReceived(.endOfBlock) == .accept, "a new block forgets the last one's coding")
+        var asSent = Self.running(Setup(decodesContent: false))
+        #expect(asSent.headerLineReceived(.contentEncoding) == .accept)
+        #expect(asSent.headerLineReceived(.endOfBlock) == .accept, "with decompression off, bodies go as sent")
+    }
+
+    @Test func aContentEncodedFinalHeadGetsTheDecodedLimitAndABrokenCodingStopsTheTransfer() {
+        var machine = Self.running(Setup(bodyLimit: 1000, decodedBodyLimit: 10, decodesContent: true))
+        #expect(machine.headEnded(status: 200, isContentEncoded: true) != .abort)
+        #expect(machine.attempt?.bodyLimit == 10)
+        #expect(machine.bodyUndecodable("cut short") == .abort)
+        #expect(machine.attempt?.stopCause == .undecodableBody("cut short"))
+        #expect(machine.bodyUndecodable("a later cause") == .abort)
+        #expect(machine.attempt?.stopCause == .undecodableBody("cut short"), "the first cause stands")
     }
 
     @Test func a417ToTheEnginesExpectStopsTheTransfer() {

@@ -62,6 +62,13 @@ struct SoakRoute: Sendable {
         SoakRoute(kind: "malformed", isFault: true, protocols: [.http1, .http2], weight: 2),
         SoakRoute(kind: "empty-reply", isFault: true, protocols: [.http1], weight: 2),
         SoakRoute(kind: "goaway-abrupt", isFault: true, protocols: [.http2], weight: 1),
+        // Content-encoded bodies the engine decodes itself, whole or cut inside their coding.
+        SoakRoute(kind: "gzip", isFault: false, protocols: [.http1, .http2], weight: 4),
+        SoakRoute(kind: "gzip-members", isFault: false, protocols: [.http1, .http2], weight: 1),
+        SoakRoute(kind: "br", isFault: false, protocols: [.http1, .http2], weight: 1),
+        SoakRoute(kind: "gzip-cut", isFault: true, protocols: [.http1, .http2], weight: 2),
+        SoakRoute(kind: "br-cut", isFault: true, protocols: [.http1, .http2], weight: 1),
+        SoakRoute(kind: "gzip-trailing", isFault: true, protocols: [.http1, .http2], weight: 1),
     ]
 
     /// A route for `version`, drawn by weight from those in `routes`.

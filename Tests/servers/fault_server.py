@@ -27,6 +27,16 @@ Kinds that must fail, with a typed error:
   empty-reply   HTTP/1.1: the connection closed before a single byte
   goaway-abrupt HTTP/2: a GOAWAY whose last stream id is below this request's, so it is never answered (the client
                 may retry it on a new connection, which does the same)
+Content-encoded kinds, over both protocols, the body framed by an exact Content-Length (libcurl sees nothing wrong):
+  gzip, deflate, raw-deflate, br      the body so encoded (raw-deflate: deflate without zlib's wrapper, as some
+                servers send `deflate`); must decode to the body
+  gzip-members  the body's two halves as two gzip members, back to back (RFC 1952 2.2); must decode to the body
+  raw-deflate-adler  raw deflate followed by the body's Adler-32 (4 bytes), which libcurl and browsers take
+  gzip-300      the gzip body with status 300 and no Location (a 3xx no client follows, whose body it gets)
+  gzip-redirect a 301 whose gzip body says where, to /ok/<id>/<size>: the final body is not encoded
+  gzip-cut, deflate-cut, br-cut       the encoded body without its last 4 bytes; must fail
+  gzip-trailing the gzip body followed by bytes that are not another member; must fail
+  compress      `Content-Encoding: compress` over the plain body: a coding no client decodes; must fail
 HTTP/1.1 connections idle for 2 s are closed without notice, as servers do.
 """
 
@@ -36,6 +46,7 @@ import socket
 import ssl
 import struct
 import sys
+import zlib
 
 import h2.config
 import h2.connection
@@ -56,6 +67,41 @@ def body_for(request_id, size):
     while len(out) < size:
         out += f"{request_id}@{len(out)};".encode()
     return bytes(out[:size])
+
+
+def deflated(data, wbits):
+    compressor = zlib.compressobj(6, zlib.DEFLATED, wbits)
+    return compressor.compress(data) + compressor.flush()
+
+
+def encoded(kind, body):
+    """(Content-Encoding, bytes) for a content-encoded kind, or None for any other kind."""
+    if kind in ("gzip", "gzip-cut", "gzip-trailing", "gzip-300"):
+        data = deflated(body, 31)
+        if kind == "gzip-cut":
+            data = data[:-4]
+        elif kind == "gzip-trailing":
+            data += b"NOT-A-GZIP-MEMBER"
+        return "gzip", data
+    if kind == "gzip-members":
+        half = len(body) // 2
+        return "gzip", deflated(body[:half], 31) + deflated(body[half:], 31)
+    if kind in ("deflate", "deflate-cut"):
+        data = deflated(body, 15)
+        return "deflate", data[:-4] if kind == "deflate-cut" else data
+    if kind == "raw-deflate":
+        return "deflate", deflated(body, -15)
+    if kind == "raw-deflate-adler":
+        return "deflate", deflated(body, -15) + struct.pack(">I", zlib.adler32(body))
+    if kind in ("br", "br-cut"):
+        import brotlicffi
+
+        # Quality 5: fast enough for the soak's 300 KB bodies.
+        data = brotlicffi.compress(body, quality=5)
+        return "br", data[:-4] if kind == "br-cut" else data
+    if kind == "compress":
+        return "compress", body
+    return None
 
 
 def parse_target(target):
@@ -158,6 +204,18 @@ async def answer_h1(kind, request_id, size, reader, writer):
         return False
     if kind == "empty-reply":
         return False
+    if kind == "gzip-redirect":
+        data = deflated(b"moved to /ok", 31)
+        location = f"/ok/{request_id}/{size}"
+        fields = [("Content-Length", len(data)), ("Content-Encoding", "gzip"), ("Location", location)]
+        writer.write(h1_head("HTTP/1.1 301 Moved Permanently", fields) + data)
+        return True
+    coded = encoded(kind, body)
+    if coded is not None:
+        coding, data = coded
+        status = "HTTP/1.1 300 Multiple Choices" if kind == "gzip-300" else "HTTP/1.1 200 OK"
+        writer.write(h1_head(status, [("Content-Length", len(data)), ("Content-Encoding", coding)]) + data)
+        return True
     writer.write(h1_head("HTTP/1.1 404 Not Found", [("Content-Length", 0)]))
     return True
 
@@ -292,10 +350,14 @@ class H2Connection(asyncio.Protocol):
             self.flush()
         return True
 
-    def send_headers(self, stream_id, status="200", length=None, end_stream=False):
+    def send_headers(self, stream_id, status="200", length=None, end_stream=False, coding=None, location=None):
         fields = [(":status", status), ("content-type", "application/octet-stream")]
         if length is not None:
             fields.append(("content-length", str(length)))
+        if coding is not None:
+            fields.append(("content-encoding", coding))
+        if location is not None:
+            fields.append(("location", location))
         self.h2.send_headers(stream_id, fields, end_stream=end_stream)
         self.flush()
 
@@ -322,6 +384,19 @@ class H2Connection(asyncio.Protocol):
         kind, request_id, size = route
         body = body_for(request_id, size)
         half = body[: len(body) // 2]
+        if kind == "gzip-redirect":
+            data = deflated(b"moved to /ok", 31)
+            location = f"/ok/{request_id}/{size}"
+            self.send_headers(stream_id, status="301", length=len(data), coding="gzip", location=location)
+            await self.send(stream_id, data, end_stream=True)
+            return
+        coded = encoded(kind, body)
+        if coded is not None:
+            coding, data = coded
+            status = "300" if kind == "gzip-300" else "200"
+            self.send_headers(stream_id, status=status, length=len(data), coding=coding)
+            await self.send(stream_id, data, end_stream=True)
+            return
         if kind in ("ok", "stray", "goaway", "idle-close"):
             self.send_headers(stream_id, length=len(body))
             if not await self.send(stream_id, body, end_stream=True):

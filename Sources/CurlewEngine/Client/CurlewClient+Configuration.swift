@@ -256,7 +256,11 @@ extension CurlewClient {
         public static let disabled = Redirects(follow: false)
     }
 
-    /// Transparent response decompression by libcurl.
+    /// Transparent response decompression, by the engine itself.
+    ///
+    /// A body whose content coding ends before the body does (cut short by a server or a cache that framed it
+    /// correctly), or has bytes after its end, fails with ``CurlewError/Code/invalidResponse`` instead of arriving
+    /// shorter: libcurl's own decoders report such bodies as whole, so the engine turns them off and decodes.
     ///
     /// A struct rather than an enum, so that choices (a subset of encodings, say) can be added without breaking a
     /// caller's `switch`: compare with `==`, or read ``isEnabled`` and ``decodedSizeLimit``.
@@ -274,8 +278,10 @@ extension CurlewClient {
 
         /// No `Accept-Encoding`; bodies arrive as sent.
         public static let disabled = Decompression(.disabled)
-        /// Asks for every encoding libcurl supports (gzip, deflate, and br and zstd when built in) and decodes
-        /// them; decoded bodies are bounded by the response body limit.
+        /// Asks for gzip and deflate, and for br and zstd where the libcurl in use links their decoders (Debian's
+        /// does), and decodes them; decoded bodies are bounded by the response body limit. Concatenated gzip members
+        /// and zstd frames are one body; `deflate` may come with zlib's wrapper or raw. A coding the engine does not
+        /// decode fails the request on its first body byte.
         public static let enabled = Decompression(.enabled)
         /// As ``enabled``, with a separate, smaller bound on the decoded size of content-encoded bodies,
         /// the guard against compression bombs.

@@ -104,7 +104,8 @@ public struct CurlewError: Error, Sendable, Hashable, CustomStringConvertible {
         /// The connection closed or was reset before the response was complete,
         /// or the server sent fewer bytes than it announced.
         public static let connectionClosed = Code(.connectionClosed)
-        /// The server sent something that is not valid HTTP.
+        /// The server sent something that is not valid HTTP, or a body whose content coding is broken, cut short or
+        /// followed by stray bytes.
         public static let invalidResponse = Code(.invalidResponse)
         /// An HTTP/2 framing or stream error.
         public static let http2 = Code(.http2)

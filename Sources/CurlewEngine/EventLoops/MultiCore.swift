@@ -172,7 +172,7 @@ final class MultiCore {
     }
 
     /// Ends the transfer of a handle libcurl reported done (or retries it on a fresh connection).
-    private func finish(_ handle: UnsafeMutableRawPointer, result: CURLcode) {
+    private func finish(_ handle: UnsafeMutableRawPointer, result reported: CURLcode) {
         var userdata: UnsafeMutableRawPointer?
         guard curlew_easy_getinfo_pointer(handle, CURLINFO_PRIVATE, &userdata) == CURLE_OK, let userdata else {
             // Not ours; never trap on a surprise, just detach it.
@@ -182,6 +182,8 @@ final class MultiCore {
         let transfer = Unmanaged<Transfer>.fromOpaque(userdata).takeUnretainedValue()
         curl_multi_remove_handle(multi, handle)
         guard let easy = transfer.easy else { return }
+        // libcurl's framing said the body was whole; its content coding may still have ended early.
+        let result = reported == CURLE_OK && transfer.bodyIncompleteAtEnd() ? CURLE_WRITE_ERROR : reported
         let facts = result == CURLE_OK ? nil : transfer.completionFacts(result, easy: easy)
         switch transfer.stateMachine.curlCompleted(failure: facts) {
         case .ignore:

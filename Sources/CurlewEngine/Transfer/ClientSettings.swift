@@ -9,8 +9,9 @@ final class ClientSettings: Sendable {
     let redirects: CurlewClient.Redirects
     let httpVersion: CurlewClient.HTTPVersion
     let decompression: CurlewClient.Decompression
-    /// The `Accept-Encoding` list, computed once: handing libcurl "" makes it rebuild the list of every decoder
-    /// it has on each transfer, which cost about a microsecond per request.
+    /// The `Accept-Encoding` list: the codings the engine decodes (``ContentCoding/available``), computed once
+    /// (handing libcurl "" made it rebuild the list of every decoder it has on each transfer, about a microsecond
+    /// per request).
     let acceptEncoding: String
     let maxResponseBodySize: Int
     let expectContinue: CurlewClient.ExpectContinue
@@ -56,7 +57,7 @@ final class ClientSettings: Sendable {
         redirects = configuration.redirects
         httpVersion = configuration.httpVersion
         decompression = configuration.decompression
-        acceptEncoding = CurlGlobal.capabilities.contentEncodings.joined(separator: ", ")
+        acceptEncoding = ContentCoding.acceptEncoding
         maxResponseBodySize = configuration.maxResponseBodySize
         expectContinue = configuration.expectContinue
         userAgent = configuration.userAgent

@@ -10,6 +10,8 @@ enum HeaderLine: Equatable {
     case contentLength(Int64?)
     /// `Transfer-Encoding`.
     case transferEncoding
+    /// `Content-Encoding`.
+    case contentEncoding
     /// Any other field (or a continuation line).
     case otherField
 
@@ -23,8 +25,11 @@ enum HeaderLine: Equatable {
         {
             return .statusLine
         }
-        if first == UInt8(ascii: "c"), hasNamePrefix(line, contentLengthName) {
-            return .contentLength(parseLength(line, from: contentLengthName.utf8CodeUnitCount))
+        if first == UInt8(ascii: "c") {
+            if hasNamePrefix(line, contentLengthName) {
+                return .contentLength(parseLength(line, from: contentLengthName.utf8CodeUnitCount))
+            }
+            if hasNamePrefix(line, contentEncodingName) { return .contentEncoding }
         }
         if first == UInt8(ascii: "t"), hasNamePrefix(line, transferEncodingName) {
             return .transferEncoding
@@ -35,6 +40,12 @@ enum HeaderLine: Equatable {
     // Static strings, not arrays: no lazy global to check and no bounds check per byte, for every C… and T… field.
     private static let contentLengthName: StaticString = "content-length:"
     private static let transferEncodingName: StaticString = "transfer-encoding:"
+    private static let contentEncodingName: StaticString = "content-encoding:"
+
+    /// The value of a `Content-Encoding` line (classified as ``contentEncoding``): after the colon, as sent.
+    static func contentEncodingValue(_ line: UnsafeRawBufferPointer) -> String {
+        String(decoding: line[contentEncodingName.utf8CodeUnitCount...], as: UTF8.self)
+    }
 
     private static func hasNamePrefix(_ line: UnsafeRawBufferPointer, _ name: StaticString) -> Bool {
         let count = name.utf8CodeUnitCount

@@ -111,10 +111,11 @@ extension Transfer {
             apply(curlew_easy_setopt_xferinfo_callback(easy.raw, transferProgressCallback))
             apply(easy.set(CURLOPT_XFERINFODATA, pointer: userdata))
         }
-        if !sink.usesCollectingOptions, case .disabled = (request.decompression ?? settings.decompression).storage {
-            // Streamed and downloaded bodies are usually large: fewer, bigger callbacks. Not while libcurl decodes:
-            // after the write callback pauses it keeps decoding the rest of its buffer into its pause buffer, so a
-            // 256 KiB buffer of a highly compressed body could expand into tens of MiB held in libcurl.
+        if !sink.usesCollectingOptions {
+            // Streamed and downloaded bodies are usually large: fewer, bigger callbacks. The engine decodes a
+            // content-encoded body itself, a bounded buffer at a time, so a paused consumer leaves libcurl holding
+            // only the 256 KiB as sent (libcurl's own decoding expanded the rest of its buffer into its pause
+            // buffer: tens of MiB for a highly compressed body).
             // Only an optimisation: libcurl 7.88 refuses a new size (CURLE_BAD_FUNCTION_ARGUMENT) on a handle whose
             // last transfer ended on a still-shared HTTP/2 connection, which keeps its receive buffer across
             // curl_easy_reset.
@@ -212,7 +213,10 @@ extension Transfer {
         case .disabled:
             break
         case .enabled, .enabledWithLimit:
+            // libcurl asks for the codings; the engine decodes them (ContentDecoder), so libcurl passes the body on
+            // as sent.
             apply(easy.set(CURLOPT_ACCEPT_ENCODING, settings.acceptEncoding))
+            apply(easy.set(CURLOPT_HTTP_CONTENT_DECODING, false))
         }
 
         // TLS.
@@ -337,9 +341,9 @@ extension Transfer {
         case .stream, .discard:
             setup.bodyLimit = Int64(request.maxResponseBodySize ?? Int.max)
         }
-        if case .enabledWithLimit(let limit) = (request.decompression ?? settings.decompression).storage,
-            Int64(limit) < setup.bodyLimit
-        {
+        let decompression = request.decompression ?? settings.decompression
+        setup.decodesContent = decompression.isEnabled
+        if case .enabledWithLimit(let limit) = decompression.storage, Int64(limit) < setup.bodyLimit {
             setup.decodedBodyLimit = Int64(limit)
         }
         let method = request.method

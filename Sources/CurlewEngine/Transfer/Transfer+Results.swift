@@ -180,6 +180,9 @@ enum TransferFailure {
             return CurlewError(
                 code: .bodyTooLarge, detail: "the response body exceeds the limit of \(limit) bytes", curlCode: curlCode
             )
+        case .undecodableBody(let detail) where result == CURLE_WRITE_ERROR:
+            // libcurl saw nothing wrong (its write error is the engine's stop, or its success was not).
+            return CurlewError(code: .invalidResponse, detail: detail)
         case .ambiguousFraming(let detail) where result == CURLE_WRITE_ERROR:
             return CurlewError(
                 code: .invalidResponse, detail: "\(detail); the connection was closed", curlCode: curlCode)

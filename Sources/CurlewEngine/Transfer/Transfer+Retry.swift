@@ -37,6 +37,7 @@ extension Transfer {
         if let openedBody, openedBody.rewind(to: 0) != nil { return false }
         rawHeaders.removeAll(keepingCapacity: true)
         responseBody.removeAll(keepingCapacity: true)
+        bodyDecoding = nil
         connectionKey = nil
         connectionAttemptStarted = false
         if let headerList {

@@ -30,6 +30,8 @@ struct TransferStateMachine: Sendable, Equatable {
         var inMemoryBodyLimit: Int64 = .max
         /// The bound on a content-encoded body, when it is smaller than ``bodyLimit``.
         var decodedBodyLimit: Int64?
+        /// Whether the engine decodes content-encoded responses (decompression is on): their heads are then read.
+        var decodesContent = false
         /// Nanoseconds without a byte moving before the transfer fails; 0 for none.
         var idleTimeout: UInt64 = 0
         /// When the total timeout falls, on the loop's clock; `.max` for none.
@@ -95,10 +97,12 @@ struct TransferStateMachine: Sendable, Equatable {
         }
     }
 
-    /// The `Content-Length` and `Transfer-Encoding` seen in the current header block.
+    /// The `Content-Length` and `Transfer-Encoding` seen in the current header block, and whether it names a
+    /// content coding the engine may decode.
     struct Framing: Sendable, Equatable {
         var contentLength: Int64?
         var isChunked = false
+        var namesContentCoding = false
     }
 
     /// The idle deadline's clock, in nanoseconds on the loop's clock.
@@ -203,6 +207,8 @@ struct TransferStateMachine: Sendable, Equatable {
         indirect case requestBodyFailed(CurlewError)
         /// The response body could not be stored (a download's file could not be written).
         indirect case sinkFailed(CurlewError)
+        /// The response body's content coding could not be decoded, or ended before the body did.
+        case undecodableBody(String)
     }
 
     enum ResumeAction: Sendable, Equatable {
@@ -568,10 +574,13 @@ struct TransferStateMachine: Sendable, Equatable {
         case .otherField:
             return .accept
         case .statusLine:
-            // A new header block starts (100 Continue, a redirect, the final response).
+            // A new header block starts (100 Continue, a redirect, the final response), with the setup's limit: a
+            // content-encoded redirect's lower one is not the final response's.
+            let bodyLimit = setup.bodyLimit
             return withAttempt(otherwise: .accept) {
                 $0.responseBytesSeen = true
                 $0.framing = Framing()
+                $0.bodyLimit = bodyLimit
                 return .accept
             }
         case .contentLength(let value):
@@ -588,6 +597,12 @@ struct TransferStateMachine: Sendable, Equatable {
                 attempt.framing.contentLength = value
                 return attempt.framing.isChunked ? Self.stopForContentLengthWithTransferEncoding(&attempt) : .accept
             }
+        case .contentEncoding:
+            guard setup.decodesContent else { return .accept }
+            return withAttempt(otherwise: .accept) { attempt in
+                attempt.framing.namesContentCoding = true
+                return .accept
+            }
         case .transferEncoding:
             return withAttempt(otherwise: .accept) { attempt in
                 attempt.framing.isChunked = true
@@ -595,15 +610,15 @@ struct TransferStateMachine: Sendable, Equatable {
                     ? Self.stopForContentLengthWithTransferEncoding(&attempt) : .accept
             }
         case .endOfBlock:
-            // Only uploads, streamed responses, the engine's 417 check and a decoded-size limit care about the
+            // Only uploads, streamed responses, the engine's 417 check and content-encoded bodies care about the
             // status (a getinfo call the plain GET path does without).
             guard phase == .running else { return .accept }
             let attempt = current
-            let decodes = setup.decodedBodyLimit != nil
-            if decodes || setup.sentExpectContinue || setup.hasRequestBody
+            let encoded = attempt.framing.namesContentCoding
+            if encoded || setup.sentExpectContinue || setup.hasRequestBody
                 || (setup.streamsResponse && !attempt.headDelivered)
             {
-                return .readHead(contentEncoding: decodes)
+                return .readHead(contentEncoding: encoded)
             }
             return .accept
         }
@@ -618,8 +633,8 @@ struct TransferStateMachine: Sendable, Equatable {
         return .abort
     }
 
-    /// A header block ended with `status`; `isContentEncoded` when the response names a content coding (only
-    /// asked for when a decoded-size limit applies).
+    /// A header block ended with `status`; `isContentEncoded` when the response names a content coding the engine
+    /// decodes (known only when decompression is on).
     mutating func headEnded(status: Int, isContentEncoded: Bool = false) -> HeadAction {
         let setup = setup
         return withAttempt(otherwise: .accept) { attempt in
@@ -677,6 +692,14 @@ struct TransferStateMachine: Sendable, Equatable {
             $0.bodyBytes -= Int64(count)
             $0.receive = .bodyWaitingForConsumer
             return .pause
+        }
+    }
+
+    /// The response body's content coding failed to decode (`detail` says how): the transfer stops.
+    mutating func bodyUndecodable(_ detail: String) -> BodyAction {
+        withAttempt(otherwise: .abort) {
+            if $0.stopCause == nil { $0.stopCause = .undecodableBody(detail) }
+            return .abort
         }
     }
 

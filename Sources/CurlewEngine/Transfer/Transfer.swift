@@ -48,6 +48,11 @@ final class Transfer: @unchecked Sendable, DeadlineHeapMember {
     // overlaps another (a callback never re-enters the transfer), so the runtime's exclusivity check is skipped.
     @exclusivity(unchecked) var responseBody: [UInt8] = []
     @exclusivity(unchecked) var rawHeaders: [UInt8] = []
+    /// The current header block's `Content-Encoding` values, joined with commas; read only when decompression is on.
+    var contentEncodingField: String?
+    /// The final response's content decoding, when its head names a coding (decompression on): the body passes
+    /// through it on its way to the sink.
+    var bodyDecoding: ResponseBodyDecoding?
     /// The request body, opened when the transfer starts and closed when it ends.
     var openedBody: OpenedBody?
     /// The loop running the transfer, which wakers and consumers ask to resume a paused transfer.
@@ -110,14 +115,40 @@ final class Transfer: @unchecked Sendable, DeadlineHeapMember {
     func receiveBody(_ data: UnsafeMutablePointer<CChar>?, count: Int) -> Int {
         recordActivity()
         guard count > 0, let data else { return count }
-        guard case .collect = sink else {
-            return receiveStreamedBody(UnsafeRawBufferPointer(start: data, count: count))
-        }
+        let bytes = UnsafeRawBufferPointer(start: data, count: count)
+        if let bodyDecoding { return receiveEncodedBody(bytes, through: bodyDecoding) }
+        return storeBody(bytes)
+    }
+
+    /// Hands body bytes (as sent, or decoded) to the sink; returns the write callback's answer.
+    @inline(__always)
+    private func storeBody(_ bytes: UnsafeRawBufferPointer) -> Int {
+        guard case .collect = sink else { return receiveStreamedBody(bytes) }
         // CURLE_WRITE_ERROR when the machine says no: libcurl stops the transfer.
-        guard case .accept = stateMachine.bodyReceived(count: count, keptInMemory: true) else { return 0 }
+        guard case .accept = stateMachine.bodyReceived(count: bytes.count, keptInMemory: true) else { return 0 }
         if responseBody.isEmpty { reserveBodyCapacity() }
-        responseBody.append(contentsOf: UnsafeRawBufferPointer(start: data, count: count))
-        return count
+        responseBody.append(contentsOf: bytes)
+        return bytes.count
+    }
+
+    private func receiveEncodedBody(_ bytes: UnsafeRawBufferPointer, through decoding: ResponseBodyDecoding) -> Int {
+        do {
+            return try decoding.receive(bytes) { storeBody($0) }
+        } catch {
+            _ = stateMachine.bodyUndecodable(error.detail)
+            return 0
+        }
+    }
+
+    /// Called when libcurl reports the transfer done without an error: whether the body is not whole after all
+    /// (its content coding ended before it did), the cause then recorded as the transfer's stop cause. Releases the
+    /// decoder either way.
+    func bodyIncompleteAtEnd() -> Bool {
+        guard let bodyDecoding else { return false }
+        self.bodyDecoding = nil
+        guard let failure = bodyDecoding.failureAtEndOfBody else { return false }
+        _ = stateMachine.bodyUndecodable(failure.detail)
+        return true
     }
 
     private func reserveBodyCapacity() {
@@ -136,6 +167,8 @@ final class Transfer: @unchecked Sendable, DeadlineHeapMember {
         switch kind {
         case .statusLine:
             // A new status line starts a new header block (100 Continue, redirects): keep only the last.
+            contentEncodingField = nil
+            bodyDecoding = nil
             if keepsHeaderLines {
                 rawHeaders.removeAll(keepingCapacity: true)
                 if rawHeaders.capacity == 0 { rawHeaders.reserveCapacity(512) }
@@ -143,6 +176,11 @@ final class Transfer: @unchecked Sendable, DeadlineHeapMember {
             recordActivity()
         case .endOfBlock:
             recordActivity()
+        case .contentEncoding:
+            if stateMachine.setup.decodesContent {
+                let value = HeaderLine.contentEncodingValue(line)
+                contentEncodingField = contentEncodingField.map { $0 + "," + value } ?? value
+            }
         case .contentLength, .transferEncoding, .otherField:
             break
         }
@@ -158,11 +196,10 @@ final class Transfer: @unchecked Sendable, DeadlineHeapMember {
         return count
     }
 
-    /// Whether header lines are kept in ``rawHeaders``: for the response or streamed head a caller gets, and for the
-    /// content-coding check of a decoded-size limit. A repeated transfer's outcomes carry no head, so its requests
-    /// keep them only for that check.
+    /// Whether header lines are kept in ``rawHeaders``: for the response or streamed head a caller gets. A repeated
+    /// transfer's outcomes carry no head.
     @inline(__always)
-    private var keepsHeaderLines: Bool { repeater == nil || stateMachine.setup.decodedBodyLimit != nil }
+    private var keepsHeaderLines: Bool { repeater == nil }
 
     /// At the end of a header block the machine asked about: it reads the status (and the content coding) and
     /// says whether to go on, resume an upload paused for its producer (libcurl 7.88 does not report a transfer
@@ -171,8 +208,14 @@ final class Transfer: @unchecked Sendable, DeadlineHeapMember {
     private func headEnded(readingContentEncoding: Bool) -> Bool {
         guard let easy else { return true }
         let status = easy.info(CURLINFO_RESPONSE_CODE)
-        let encoded = readingContentEncoding && Self.namesContentCoding(rawHeaders)
-        switch stateMachine.headEnded(status: status, isContentEncoded: encoded) {
+        let coding =
+            readingContentEncoding
+            ? contentEncodingField.map { ResponseCoding(fieldValue: $0) } ?? .identity : .identity
+        let action = stateMachine.headEnded(status: status, isContentEncoded: coding != .identity)
+        // Any head that is not interim may be followed by a body libcurl delivers: a 3xx it does not follow (no
+        // Location, a 300), a 417 not ours. For a redirect libcurl follows, the decoding never sees a byte.
+        if status >= 200, action != .abort { bodyDecoding = ResponseBodyDecoding(coding) }
+        switch action {
         case .accept:
             return true
         case .abort:
@@ -185,12 +228,6 @@ final class Transfer: @unchecked Sendable, DeadlineHeapMember {
             loop?.unpause(self, .send)
             return true
         }
-    }
-
-    /// Whether a response head names a content coding other than `identity`.
-    private static func namesContentCoding(_ rawHeaders: [UInt8]) -> Bool {
-        guard let encoding = ResponseHeaderParser.fields(from: rawHeaders)[.contentEncoding] else { return false }
-        return encoding.lowercased() != "identity"
     }
 
     @inline(__always)

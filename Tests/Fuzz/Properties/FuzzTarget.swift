@@ -21,6 +21,7 @@ package struct FuzzTarget: Sendable {
         FuzzTarget(name: "shard-file", check: ShardFileProperty.check),
         FuzzTarget(name: "transfer-framing", check: TransferFramingProperty.check),
         FuzzTarget(name: "sync-listing", check: SyncListingProperty.check),
+        FuzzTarget(name: "content-decoding", check: ContentDecodingProperty.check),
     ]
 
     package static func named(_ name: String) -> FuzzTarget? { all.first { $0.name == name } }

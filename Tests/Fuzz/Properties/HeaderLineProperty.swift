@@ -2,8 +2,8 @@
 
 /// The response header-line classifier (`HeaderLine.classify`, run on every header line libcurl hands over)
 /// against a plain reading of RFC 9110: the status line, the end of a block, `Content-Length` (one number, or a
-/// list of the same number, §8.6) and `Transfer-Encoding`, with field names compared case-insensitively and
-/// nothing else.
+/// list of the same number, §8.6), `Transfer-Encoding` and `Content-Encoding`, with field names compared
+/// case-insensitively and nothing else.
 enum HeaderLineProperty {
     @Sendable static func check(_ bytes: [UInt8]) -> String? {
         // libcurl hands over whole lines, CRLF included: a line never holds a LF before its end.
@@ -23,6 +23,7 @@ enum HeaderLineProperty {
         if content.starts(with: Array("HTTP/".utf8)) { return .statusLine }
         if let value = value(of: "content-length", in: content) { return .contentLength(length(value)) }
         if value(of: "transfer-encoding", in: content) != nil { return .transferEncoding }
+        if value(of: "content-encoding", in: content) != nil { return .contentEncoding }
         return .otherField
     }
 
