@@ -11,9 +11,10 @@ enum ContentCoding: String, Sendable, Equatable, CaseIterable {
     case brotli = "br"
     case zstd
 
-    /// The codings this process can decode, in the order `Accept-Encoding` lists them: gzip and deflate always
-    /// (zlib), br and zstd when the libraries libcurl links are in the process.
-    static let available: [ContentCoding] = allCases.filter(\.isAvailable)
+    /// The codings this process can decode, in the order `Accept-Encoding` lists them (libcurl's own order, so
+    /// `curl --compressed` sends the same field): deflate and gzip always (zlib), br and zstd when the libraries
+    /// libcurl links are in the process.
+    static let available: [ContentCoding] = [.deflate, .gzip, .brotli, .zstd].filter(\.isAvailable)
 
     /// The `Accept-Encoding` value that asks for every available coding.
     static let acceptEncoding = available.map(\.rawValue).joined(separator: ", ")
