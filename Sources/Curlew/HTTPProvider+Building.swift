@@ -7,8 +7,25 @@ extension HTTPProvider {
     ///
     /// - Throws: ``ProviderError/invalidRoute(_:)``.
     public func makeRequest(for route: Route) throws(ProviderError) -> CurlewRequest {
+        try buildRequest(for: route).request
+    }
+
+    /// Whether what the provider adds (``additionalHeaders``, ``additionalParameters``, credential-attaching
+    /// interceptors) may go to `url`: the engine's rule for redirects (`CredentialPolicy`), with the base URL and
+    /// ``credentialOrigins`` as the request's own origins.
+    func sharesCredentials(with url: String) -> Bool {
+        CredentialPolicy.mayCarryCredentials(from: baseURL, to: url)
+            || credentialOrigins.contains { CredentialPolicy.mayCarryCredentials(from: $0, to: url) }
+    }
+
+    /// The request a route becomes, and whether it goes to one of the provider's origins. A relative path always
+    /// does (it is appended to the base URL, its `//`, `@` and `:` encoded or kept in the path); only a full URL is
+    /// compared.
+    func buildRequest(for route: Route) throws(ProviderError) -> (request: CurlewRequest, sharesCredentials: Bool) {
+        var url = try absoluteURL(for: route)
+        let sharesCredentials = !route.isFullURL || self.sharesCredentials(with: url)
         var parameters = route.parameters
-        let shared = additionalParameters
+        let shared = sharesCredentials ? additionalParameters : [:]
         if !shared.isEmpty {
             for (key, value) in shared where parameters[key] == nil {
                 parameters[key] = value.parameterValue
@@ -19,7 +36,6 @@ extension HTTPProvider {
             throw .invalidRoute("\(route.method) \(route.path) cannot carry \(encoding) parameters in a body")
         }
 
-        var url = try absoluteURL(for: route)
         if encoding == .url, !parameters.isEmpty {
             url += (url.contains("?") ? "&" : "?") + QueryEncoder.encode(parameters, arrays: arrayEncoding)
         }
@@ -28,7 +44,7 @@ extension HTTPProvider {
         do {
             request = try ValidatedRequestCache.request(for: url)
             request.method = route.method
-            let provided = additionalHeaders
+            let provided = sharesCredentials ? additionalHeaders : [:]
             if !provided.isEmpty {
                 for name in provided.keys.sorted() { try request.setHeader(name, provided[name]!) }
             }
@@ -82,7 +98,7 @@ extension HTTPProvider {
             // Only the total changes: the engine keeps the client's connect and idle timeouts.
             request.timeouts.total = timeout
         }
-        return request
+        return (request, sharesCredentials)
     }
 
     private func absoluteURL(for route: Route) throws(ProviderError) -> String {

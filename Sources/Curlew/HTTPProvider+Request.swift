@@ -1,5 +1,6 @@
 public import CurlewEngine
 import Foundation
+import HTTPTypes
 import Instrumentation
 import Tracing
 
@@ -58,7 +59,9 @@ extension HTTPProvider {
 
     /// Sends a request built by hand through this provider's pipeline (LKAPI's standalone `API.request`):
     /// interceptors, retries, validation, processors and plugins run as for a route, but the request is sent as
-    /// given: no base URL, additional headers or parameters are added.
+    /// given: no base URL, additional headers or parameters are added. For a URL on another origin than the
+    /// provider's (``HTTPProvider/credentialOrigins``), the provider's and the global interceptors that attach
+    /// credentials do not run.
     @discardableResult
     public func request(
         _ request: CurlewRequest,
@@ -155,6 +158,34 @@ struct CallComponents: Sendable {
     var progress: (@Sendable (TransferProgress) -> Void)?
 }
 
+/// A call's interceptors as they run for one request: those it names itself (the call's and the route's), and
+/// those it shares (the provider's and the global ones), which leave the credentials out when the request goes to
+/// another origin than the provider's.
+struct InterceptorSides: Sendable {
+    let explicit: [any Interceptor]
+    let shared: [any Interceptor]
+    let sharesCredentials: Bool
+
+    /// Request side order; the response side runs it reversed.
+    var all: [any Interceptor] { explicit + shared }
+
+    /// Runs the request side. For another origin, credential fields the shared interceptors set are taken out
+    /// again (those the route or the call set stay): an interceptor that adds `Authorization` without saying it
+    /// attaches credentials still cannot send it there.
+    func adapt(_ request: inout CurlewRequest, context: InterceptorContext) async throws {
+        for interceptor in explicit { try await interceptor.adapt(&request, context: context) }
+        if sharesCredentials {
+            for interceptor in shared { try await interceptor.adapt(&request, context: context) }
+            return
+        }
+        let explicitCredentials = request.headerFields.filter(CredentialPolicy.isCredential)
+        for interceptor in shared { try await interceptor.adapt(&request, context: context) }
+        var fields = HTTPFields(request.headerFields.filter { !CredentialPolicy.isCredential($0) })
+        fields.append(contentsOf: explicitCredentials)
+        request.headerFields = fields
+    }
+}
+
 /// One call's way through the layer; see `HTTPProvider.request(_:)`.
 struct RequestPipeline<Provider: HTTPProvider> {
     let provider: Provider
@@ -165,38 +196,52 @@ struct RequestPipeline<Provider: HTTPProvider> {
     /// A request made by hand, sent instead of one built from the route.
     var prebuilt: CurlewRequest? = nil
 
-    /// Request side: the call is outermost, the global level next to the wire.
-    private var requestSide: [any Interceptor] {
+    /// Every interceptor of the call, request side first: the call is outermost, the global level next to the
+    /// wire.
+    private var everyInterceptor: [any Interceptor] {
         call.interceptors + route.interceptors + provider.interceptors + GlobalInterceptors.all
+    }
+
+    /// The interceptors that run for `request`: the call's and the route's wherever it goes; the provider's and the
+    /// global ones that attach credentials only when it goes to one of the provider's origins.
+    private func interceptors(sharingCredentials: Bool) -> InterceptorSides {
+        let shared = provider.interceptors + GlobalInterceptors.all
+        return InterceptorSides(
+            explicit: call.interceptors + route.interceptors,
+            shared: sharingCredentials ? shared : shared.filter { !$0.attachesCredentials },
+            sharesCredentials: sharingCredentials)
     }
 
     private var plugins: [any Plugin] {
         provider.plugins + route.plugins + call.plugins
     }
 
-    private func makeBaseRequest() throws(ProviderError) -> CurlewRequest {
-        var request: CurlewRequest
+    /// The request before any interceptor, and whether it goes to one of the provider's origins.
+    private func makeBaseRequest() throws(ProviderError) -> (request: CurlewRequest, sharesCredentials: Bool) {
+        var built: (request: CurlewRequest, sharesCredentials: Bool)
         if let prebuilt {
-            request = prebuilt
+            built = (prebuilt, provider.sharesCredentials(with: prebuilt.url))
         } else {
-            request = try provider.makeRequest(for: route)
+            built = try provider.buildRequest(for: route)
         }
-        if let progress = call.progress { request.onProgress = progress }
-        return request
+        if let progress = call.progress { built.request.onProgress = progress }
+        return built
     }
 
     func runStreaming() async throws(ProviderError) -> RouteStreamingResponse {
-        let requestSide = self.requestSide
         let plugins = self.plugins
         let context = InterceptorContext(route: route, attempt: 1, maxAttempts: 1)
         var request: CurlewRequest
+        let sides: InterceptorSides
         do {
-            request = try makeBaseRequest()
+            let built = try makeBaseRequest()
+            request = built.request
+            sides = interceptors(sharingCredentials: built.sharesCredentials)
         } catch {
             throw failure(error, plugins, context)
         }
         do {
-            for interceptor in requestSide { try await interceptor.adapt(&request, context: context) }
+            try await sides.adapt(&request, context: context)
         } catch {
             throw failure(Self.providerError(from: error, response: nil), plugins, context)
         }
@@ -234,19 +279,24 @@ struct RequestPipeline<Provider: HTTPProvider> {
     }
 
     func run() async throws(ProviderError) -> RouteResponse {
-        let requestSide = self.requestSide
         let plugins = self.plugins
         // One rule for the bound: the provider's, raised by any interceptor of the call that asks for more.
-        let maxAttempts = requestSide.reduce(max(1, provider.maxAttempts)) { max($0, $1.requestedAttempts ?? 0) }
+        func attemptBound(_ interceptors: [any Interceptor]) -> Int {
+            interceptors.reduce(max(1, provider.maxAttempts)) { max($0, $1.requestedAttempts ?? 0) }
+        }
         let transport = provider.transport
         let baseRequest: CurlewRequest
+        let requestSide: InterceptorSides
         do {
-            baseRequest = try makeBaseRequest()
+            let built = try makeBaseRequest()
+            baseRequest = built.request
+            requestSide = interceptors(sharingCredentials: built.sharesCredentials)
         } catch {
             // An invalid route is an error like any other: shouldContinue and the plugins hear of it.
-            let context = InterceptorContext(route: route, attempt: 1, maxAttempts: maxAttempts)
+            let context = InterceptorContext(route: route, attempt: 1, maxAttempts: attemptBound(everyInterceptor))
             return try finish(.failure(error), plugins, context)
         }
+        let maxAttempts = attemptBound(requestSide.all)
 
         // The latest attempt's context, which the plugins also hear when the wait before a retry is cancelled.
         var context = InterceptorContext(route: route, attempt: 1, maxAttempts: maxAttempts)
@@ -267,16 +317,13 @@ struct RequestPipeline<Provider: HTTPProvider> {
     /// or validation, processing and the plugins' outcome.
     private func runAttempt(
         _ attempt: RetryAttempt, of baseRequest: CurlewRequest, context: InterceptorContext,
-        requestSide: [any Interceptor], transport: any HTTPTransport, plugins: [any Plugin]
+        requestSide: InterceptorSides, transport: any HTTPTransport, plugins: [any Plugin]
     ) async throws(ProviderError) -> RetryStep<RouteResponse> {
         var request = baseRequest
-        for interceptor in requestSide {
-            do {
-                try await interceptor.adapt(&request, context: context)
-            } catch {
-                return .finished(
-                    try finish(.failure(Self.providerError(from: error, response: nil)), plugins, context))
-            }
+        do {
+            try await requestSide.adapt(&request, context: context)
+        } catch {
+            return .finished(try finish(.failure(Self.providerError(from: error, response: nil)), plugins, context))
         }
         if Task.isCancelled { return .finished(try finish(.failure(.cancelled), plugins, context)) }
         for plugin in plugins { plugin.didSend(request, context: context) }
@@ -303,7 +350,7 @@ struct RequestPipeline<Provider: HTTPProvider> {
         }
 
         // Response side: the reverse order, global first.
-        for interceptor in requestSide.reversed() {
+        for interceptor in requestSide.all.reversed() {
             let decision: InterceptorDecision
             do {
                 switch outcome {

@@ -19,10 +19,18 @@ public import HTTPTypes
 public protocol HTTPProvider: Sendable {
     /// The URL relative route paths are appended to, for example `https://api.example.com/v1`.
     var baseURL: String { get }
-    /// Header fields every request carries; a route's own fields of the same name win.
+    /// Header fields every request to the provider's origins carries (see ``credentialOrigins``); a route's own
+    /// fields of the same name win.
     var additionalHeaders: [String: String] { get }
-    /// Parameters every request carries, encoded with the route's; a route's own of the same name win.
+    /// Parameters every request to the provider's origins carries (see ``credentialOrigins``), encoded with the
+    /// route's; a route's own of the same name win.
     var additionalParameters: Parameters { get }
+    /// Origins besides the ``baseURL``'s (scheme, host and port) that get what the provider adds: its
+    /// ``additionalHeaders`` and ``additionalParameters``, and what its and the global interceptors that attach
+    /// credentials (``Interceptor/attachesCredentials``) add. A route with a full URL on any other origin, or a
+    /// request made by hand for one, gets none of it, as a redirect to another origin gets no credentials; the
+    /// route's and the call's own headers and interceptors still apply. Default: none.
+    var credentialOrigins: [String] { get }
     /// What requests run on. Default: ``CurlewClient/shared``.
     var transport: any HTTPTransport { get }
     /// Interceptors of every request of this provider (see ``Interceptor`` for the order of the four levels).
@@ -60,6 +68,7 @@ public protocol HTTPProvider: Sendable {
 extension HTTPProvider {
     public var additionalHeaders: [String: String] { [:] }
     public var additionalParameters: Parameters { [:] }
+    public var credentialOrigins: [String] { [] }
     public var transport: any HTTPTransport { CurlewClient.shared }
     public var interceptors: [any Interceptor] { [] }
     public var plugins: [any Plugin] { [] }
@@ -92,6 +101,10 @@ extension HTTPProvider {
 /// let user = try await DefaultProvider.request(Route(path: "https://my-website.com/api/user/1")).json()
 /// ```
 /// A relative path is refused with ``ProviderError/invalidRoute(_:)``, rather than sent somewhere else.
+///
+/// With no base URL it has no origin of its own: its interceptors that attach credentials
+/// (``Interceptor/attachesCredentials``) apply only to the `credentialOrigins` it is given. Authentication for one
+/// call goes with that call's interceptors instead.
 public struct DefaultProvider: HTTPProvider {
     /// Empty: routes must carry full URLs.
     public let baseURL = ""
@@ -99,11 +112,18 @@ public struct DefaultProvider: HTTPProvider {
     public let transport: any HTTPTransport
     /// The provider-level interceptors.
     public let interceptors: [any Interceptor]
+    /// The origins its credential-attaching interceptors apply to.
+    public let credentialOrigins: [String]
 
-    /// A provider on `transport` (the shared engine client by default) with `interceptors`.
-    public init(transport: any HTTPTransport = CurlewClient.shared, interceptors: [any Interceptor] = []) {
+    /// A provider on `transport` (the shared engine client by default) with `interceptors`, whose credentials go
+    /// to `credentialOrigins` only.
+    public init(
+        transport: any HTTPTransport = CurlewClient.shared, interceptors: [any Interceptor] = [],
+        credentialOrigins: [String] = []
+    ) {
         self.transport = transport
         self.interceptors = interceptors
+        self.credentialOrigins = credentialOrigins
     }
 
     /// Sends a route with a full URL on the shared engine client.

@@ -35,10 +35,20 @@ public protocol Interceptor: Sendable {
     /// and of its interceptors' (``RetryPolicy`` declares its `maxAttempts`), so `RetryPolicy(maxAttempts: 5)`
     /// makes five attempts whatever the provider's default.
     var requestedAttempts: Int? { get }
+
+    /// Whether this interceptor adds credentials (an `Authorization` field, an API key, a token in the query) or
+    /// acts on their refusal (a 401 that refreshes a token). At the provider and global levels such an interceptor
+    /// runs, on both sides, only for requests to the provider's origins (``HTTPProvider/credentialOrigins``); at
+    /// the route and call levels it runs wherever the route points. Default: false. Whatever an interceptor says,
+    /// a request to another origin never leaves with the credential fields (`Authorization`, `Cookie`,
+    /// `Proxy-Authorization`, fields marked never-indexed) that provider-level or global interceptors set.
+    var attachesCredentials: Bool { get }
 }
 
 extension Interceptor {
     public var requestedAttempts: Int? { nil }
+
+    public var attachesCredentials: Bool { false }
 
     public func adapt(_ request: inout CurlewRequest, context: InterceptorContext) async throws {}
 
@@ -182,14 +192,18 @@ public struct InterceptorContext: Sendable {
 public struct AnyInterceptor: Interceptor {
     private let adaptBody: @Sendable (inout CurlewRequest, InterceptorContext) async throws -> Void
     private let responseBody: @Sendable (RouteResponse, InterceptorContext) async throws -> InterceptorDecision
+    public let attachesCredentials: Bool
 
-    /// An interceptor from a request adapter and a response handler, either optional.
+    /// An interceptor from a request adapter and a response handler, either optional; `attachesCredentials` when
+    /// it adds credentials (see ``Interceptor/attachesCredentials``).
     public init(
+        attachesCredentials: Bool = false,
         adapt: @escaping @Sendable (inout CurlewRequest, InterceptorContext) async throws -> Void = { _, _ in },
         response: @escaping @Sendable (RouteResponse, InterceptorContext) async throws -> InterceptorDecision = {
             _, _ in .pass
         }
     ) {
+        self.attachesCredentials = attachesCredentials
         self.adaptBody = adapt
         self.responseBody = response
     }

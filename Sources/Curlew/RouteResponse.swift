@@ -82,6 +82,12 @@ public struct RouteResponse: Sendable {
     /// The URL of the final response.
     public var url: String { head.response.url }
 
+    /// Whether the response came from the origin its request was sent to (no redirect, or redirects within that
+    /// origin), by the engine's rule for credentials on redirects.
+    public var isFromRequestedOrigin: Bool {
+        url == request.url || CredentialPolicy.mayCarryCredentials(from: request.url, to: url)
+    }
+
     /// The request as it was sent, after every request interceptor.
     public internal(set) var request: CurlewRequest {
         get { sent.request }

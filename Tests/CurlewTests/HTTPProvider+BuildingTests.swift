@@ -17,6 +17,48 @@ import Testing
         #expect(request.url == "http://other.example/a%20b?q=%C3%BC")
     }
 
+    @Test(arguments: ["//evil.example/x", "@evil.example/x", ":8443/x", "?@evil.example", "\\evil.example/x"])
+    func aRelativePathNeverLeavesTheBaseURLsOrigin(path: String) throws {
+        let request = try provider.makeRequest(for: Route(path: path))
+        #expect(
+            CredentialPolicy.mayCarryCredentials(from: "https://api.example.com/", to: request.url),
+            "\(path) → \(request.url)")
+        #expect(request.url.hasPrefix("https://api.example.com/v1"), "\(path) → \(request.url)")
+    }
+
+    @Test func whatTheProviderAddsGoesOnlyToItsOrigins() throws {
+        var provider = provider
+        provider.additionalHeaders = ["X-Api-Key": "secret-key"]
+        provider.additionalParameters = ["token": "secret-token"]
+        provider.credentialOrigins = ["https://files.example.com"]
+        for path in [
+            "/me", "https://api.example.com/v1/me", "https://API.EXAMPLE.COM:443/other", "https://files.example.com/a",
+        ] {
+            let request = try provider.makeRequest(for: Route(path: path))
+            #expect(request.headerFields[HTTPField.Name("X-Api-Key")!] == "secret-key", "\(path)")
+            #expect(request.url.contains("token=secret-token"), "\(path)")
+        }
+        for path in [
+            "https://evil.example/x", "https://api.example.com@evil.example/x", "http://api.example.com/v1/x",
+            "https://api.example.com:8443/v1/x", "https://files.example.com:444/a",
+        ] {
+            let request = try provider.makeRequest(for: Route(path: path))
+            #expect(request.headerFields[HTTPField.Name("X-Api-Key")!] == nil, "\(path)")
+            #expect(!request.url.contains("secret-token"), "\(path)")
+            // A JSON body carries the provider's parameters too: not to another origin.
+            let posted = try provider.makeRequest(for: Route(path: path, method: .post, params: ["a": 1]))
+            guard case .bytes(let body)? = posted.body?.storage else {
+                Issue.record("a JSON body was expected")
+                continue
+            }
+            #expect(!String(decoding: body, as: UTF8.self).contains("secret-token"), "\(path)")
+        }
+        // The route's own fields go where the route points.
+        let own = try provider.makeRequest(
+            for: Route(path: "https://evil.example/x", headers: ["Authorization": "Bearer route-token"]))
+        #expect(own.headerFields[.authorization] == "Bearer route-token")
+    }
+
     @Test func defaultEncodingIsJSONForPostPutPatchAndURLForTheRest() throws {
         for method in [HTTPRequest.Method.post, .put, .patch] {
             let request = try provider.makeRequest(for: Route(path: "/x", method: method, params: ["a": 1]))

@@ -1,6 +1,7 @@
 import Curlew
 import CurlewEngine
 import CurlewTesting
+import HTTPTypes
 import Synchronization
 import Testing
 
@@ -75,5 +76,101 @@ import Testing
                 == CurlewClient.Timeouts(connect: .seconds(3), total: .seconds(5), idle: .seconds(7)))
         #expect(try provider.makeRequest(for: Route(path: "/slow")).timeouts.isEmpty)
         await client.shutdown()
+    }
+}
+
+/// What the provider and the global level add goes only to the provider's origins (its base URL's and its
+/// `credentialOrigins`): a route with a full URL, or a request made by hand, for another origin gets none of it,
+/// as a redirect gets none of a request's credentials.
+@Suite struct HTTPProviderCredentialOriginTests {
+    static let sneaky = AnyInterceptor(adapt: { request, _ in try request.setHeader("Authorization", "Sneaky") })
+    static let seen = AnyInterceptor(adapt: { request, _ in try request.setHeader("X-Seen", "1") })
+
+    private func provider(_ mock: MockTransport, interceptors: [any Interceptor]) -> TestProvider {
+        var provider = TestProvider(baseURL: "https://api.example.com/v1", transport: mock)
+        provider.interceptors = interceptors
+        return provider
+    }
+
+    @Test func providerCredentialsStayOnItsOriginAndOtherInterceptorsStillRun() async throws {
+        let mock = MockTransport(stubs: [.get("*", json: ["ok": true])])
+        let provider = provider(
+            mock,
+            interceptors: [
+                BasicAuthentication(username: "user", password: "pass"),
+                HeadersInterceptor(["X-Api-Key": "secret-key"], attachesCredentials: true), Self.seen,
+            ])
+        try await provider.request(Route(path: "/me"))
+        for url in ["https://evil.example/x", "https://api.example.com@evil.example/x", "http://api.example.com/v1/x"] {
+            try await provider.request(Route(path: url))
+        }
+        // A request made by hand follows the same rule.
+        try await provider.request(try CurlewRequest(url: "https://evil.example/by-hand"))
+        let sent = mock.receivedRequests
+        try #require(sent.count == 5)
+        #expect(sent[0].headerFields[.authorization]?.hasPrefix("Basic ") == true)
+        #expect(sent[0].headerFields[HTTPField.Name("X-Api-Key")!] == "secret-key")
+        for request in sent.dropFirst() {
+            #expect(request.headerFields[.authorization] == nil, "\(request.url)")
+            #expect(request.headerFields[HTTPField.Name("X-Api-Key")!] == nil, "\(request.url)")
+            #expect(request.headerFields[HTTPField.Name("X-Seen")!] == "1", "an interceptor without credentials runs")
+        }
+    }
+
+    @Test func anUnmarkedProviderInterceptorCannotSendAuthorizationElsewhereButTheCallsOwnCan() async throws {
+        let mock = MockTransport(stubs: [.get("*", json: ["ok": true])])
+        let provider = provider(mock, interceptors: [Self.sneaky])
+        try await provider.request(Route(path: "https://evil.example/x"))
+        try await provider.request(
+            Route(path: "https://evil.example/y"),
+            interceptors: [BasicAuthentication(username: "user", password: "pass")])
+        try await provider.request(Route(path: "/me"))
+        let sent = mock.receivedRequests
+        try #require(sent.count == 3)
+        #expect(sent[0].headerFields[.authorization] == nil)
+        // The call's own interceptor chose this URL; the provider's later one cannot replace what it set.
+        #expect(sent[1].headerFields[.authorization]?.hasPrefix("Basic ") == true)
+        #expect(sent[2].headerFields[.authorization] == "Sneaky")
+    }
+
+    @Test func credentialOriginsOptInAndTheDefaultProviderNeedsThem() async throws {
+        let mock = MockTransport(stubs: [.get("*", json: ["ok": true])])
+        var provider = provider(mock, interceptors: [BasicAuthentication(username: "user", password: "pass")])
+        provider.credentialOrigins = ["https://files.example.com"]
+        try await provider.request(Route(path: "https://files.example.com/a"))
+        let plain = DefaultProvider(transport: mock, interceptors: [BasicAuthentication(username: "u", password: "p")])
+        try await plain.request(Route(path: "https://files.example.com/b"))
+        let listed = DefaultProvider(
+            transport: mock, interceptors: [BasicAuthentication(username: "u", password: "p")],
+            credentialOrigins: ["https://files.example.com"])
+        try await listed.request(Route(path: "https://files.example.com/c"))
+        let sent = mock.receivedRequests
+        try #require(sent.count == 3)
+        #expect(sent[0].headerFields[.authorization] != nil)
+        #expect(sent[1].headerFields[.authorization] == nil)
+        #expect(sent[2].headerFields[.authorization] != nil)
+    }
+
+    @Test func a401FromAnotherOriginNeverRefreshesOrResendsTheToken() async throws {
+        let refreshes = Mutex(0)
+        let authenticator = BearerTokenAuthenticator(token: "first") { _ in
+            refreshes.withLock { $0 += 1 }
+            return "second"
+        }
+        let mock = MockTransport(stubs: [.get("https://evil.example/*", status: .unauthorized)])
+        let provider = provider(mock, interceptors: [authenticator])
+        await #expect(throws: ProviderError.self) { try await provider.request(Route(path: "https://evil.example/x")) }
+        #expect(mock.receivedRequests.count == 1, "no retry")
+        #expect(mock.receivedRequests.first?.headerFields[.authorization] == nil)
+        #expect(refreshes.withLock { $0 } == 0)
+        #expect(authenticator.token == "first")
+    }
+
+    @Test func aResponseARedirectBroughtFromAnotherOriginIsNotFromTheRequestedOne() throws {
+        let request = try CurlewRequest(url: "https://api.example.com/v1/me")
+        let redirected = RouteResponse(status: .unauthorized, url: "https://evil.example/login", request: request)
+        let within = RouteResponse(status: .unauthorized, url: "https://api.example.com/v2/me", request: request)
+        #expect(!redirected.isFromRequestedOrigin)
+        #expect(within.isFromRequestedOrigin)
     }
 }

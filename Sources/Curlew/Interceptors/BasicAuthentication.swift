@@ -18,6 +18,8 @@ public struct BasicAuthentication: Interceptor {
         self.onAuthenticationError = onAuthenticationError
     }
 
+    public var attachesCredentials: Bool { true }
+
     /// The `Authorization` value for the credentials.
     public var headerValue: String {
         "Basic " + Data("\(credentials.username):\(credentials.password)".utf8).base64EncodedString()
@@ -32,7 +34,9 @@ public struct BasicAuthentication: Interceptor {
     ) async throws
         -> InterceptorDecision
     {
-        if response.status == .unauthorized, let challenge = response.headerFields[.wwwAuthenticate],
+        // A 401 from another origin a redirect reached is not about these credentials (they were not sent there).
+        if response.status == .unauthorized, response.isFromRequestedOrigin,
+            let challenge = response.headerFields[.wwwAuthenticate],
             let realm = Self.basicRealm(in: challenge)
         {
             onAuthenticationError(realm)

@@ -38,6 +38,8 @@ public final class BearerTokenAuthenticator: Interceptor {
         state.withLock { $0.token }
     }
 
+    public var attachesCredentials: Bool { true }
+
     public func adapt(_ request: inout CurlewRequest, context: InterceptorContext) async throws {
         if let token = try await currentToken() {
             request.headerFields[.authorization] = "Bearer " + token
@@ -49,7 +51,10 @@ public final class BearerTokenAuthenticator: Interceptor {
     ) async throws
         -> InterceptorDecision
     {
-        guard response.status == .unauthorized, context.attempt < context.maxAttempts else { return .pass }
+        // A 401 from another origin a redirect reached is not about the token (it was not sent there): refreshing
+        // would let any server a redirect names rotate it.
+        guard response.status == .unauthorized, response.isFromRequestedOrigin, context.attempt < context.maxAttempts
+        else { return .pass }
         let sentToken = response.request.headerFields[.authorization].flatMap { value -> String? in
             value.hasPrefix("Bearer ") ? String(value.dropFirst(7)) : nil
         }

@@ -4,10 +4,13 @@ public import CurlewEngine
 public struct HeadersInterceptor: Interceptor {
     /// The fields, in the order they are set.
     public let headers: [(name: String, value: String)]
+    /// Whether the fields are credentials (an API key): see ``Interceptor/attachesCredentials``.
+    public let attachesCredentials: Bool
 
-    /// Sets `headers` (in name order) on every request.
-    public init(_ headers: [String: String]) {
+    /// Sets `headers` (in name order) on every request; `attachesCredentials` when they are credentials.
+    public init(_ headers: [String: String], attachesCredentials: Bool = false) {
         self.headers = headers.keys.sorted().map { (name: $0, value: headers[$0]!) }
+        self.attachesCredentials = attachesCredentials
     }
 
     public func adapt(_ request: inout CurlewRequest, context: InterceptorContext) async throws {

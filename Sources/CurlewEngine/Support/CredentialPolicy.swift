@@ -1,5 +1,5 @@
 import CLibCurl
-import HTTPTypes
+package import HTTPTypes
 
 /// The one rule for credentials and redirects, owned by the engine: a request's credentials go only to its own
 /// origin (scheme, host and port).
@@ -9,21 +9,23 @@ import HTTPTypes
 /// S3 clients send as a header), and any field the caller marks sensitive
 /// with `HTTPField.indexingStrategy = .disallow` (HTTP/2's "never index", the marker swift-http-types has for secrets).
 /// Credentials in the URL's user-info are libcurl's: it sends them only to the original host, scheme and port.
-enum CredentialPolicy {
+///
+/// The route layer (`Curlew`) applies the same rule to what a provider adds to a route with a full URL.
+package enum CredentialPolicy {
     /// The fields withheld whatever their indexing strategy.
     static let credentialFields: [HTTPField.Name] = [
         .authorization, .cookie, .proxyAuthorization, HTTPField.Name("X-Amz-Security-Token")!,
     ]
 
     /// Whether `field` is withheld from other origins.
-    static func isCredential(_ field: HTTPField) -> Bool {
+    package static func isCredential(_ field: HTTPField) -> Bool {
         field.indexingStrategy == .disallow || credentialFields.contains(field.name)
     }
 
     /// Whether a request to `original` may carry its credentials to `target`: the same scheme, host and port
     /// (default ports made explicit, host names compared without case). Anything libcurl cannot parse is another
     /// origin.
-    static func mayCarryCredentials(from original: String, to target: String) -> Bool {
+    package static func mayCarryCredentials(from original: String, to target: String) -> Bool {
         guard let from = Origin(original), let to = Origin(target) else { return false }
         return from == to
     }

@@ -37,6 +37,7 @@ struct TestProvider: HTTPProvider {
     var transport: any HTTPTransport
     var additionalHeaders: [String: String] = [:]
     var additionalParameters: Parameters = [:]
+    var credentialOrigins: [String] = []
     var interceptors: [any Interceptor] = []
     var plugins: [any Plugin] = []
     var responseProcessors: [any ResponseProcessor] = []
