@@ -14,8 +14,17 @@ extension HTTPProvider {
     /// interceptors) may go to `url`: the engine's rule for redirects (`CredentialPolicy`), with the base URL and
     /// ``credentialOrigins`` as the request's own origins.
     func sharesCredentials(with url: String) -> Bool {
-        CredentialPolicy.mayCarryCredentials(from: baseURL, to: url)
+        // Under the base URL (at a path boundary) is its origin, whatever libcurl's URL parser makes of the scheme
+        // (`http+unix://` is not one it parses).
+        Self.isUnder(baseURL, url) || CredentialPolicy.mayCarryCredentials(from: baseURL, to: url)
             || credentialOrigins.contains { CredentialPolicy.mayCarryCredentials(from: $0, to: url) }
+    }
+
+    private static func isUnder(_ base: String, _ url: String) -> Bool {
+        guard !base.isEmpty, url.hasPrefix(base) else { return false }
+        if base.hasSuffix("/") || url.count == base.count { return true }
+        let next = url[url.index(url.startIndex, offsetBy: base.count)]
+        return next == "/" || next == "?" || next == "#"
     }
 
     /// The request a route becomes, and whether it goes to one of the provider's origins. A relative path always
@@ -46,7 +55,8 @@ extension HTTPProvider {
             request.method = route.method
             let provided = sharesCredentials ? additionalHeaders : [:]
             if !provided.isEmpty {
-                for name in provided.keys.sorted() { try request.setHeader(name, provided[name]!) }
+                // Marked as secrets (API keys live here): a redirect to another origin does not get them either.
+                for name in provided.keys.sorted() { try request.setCredentialHeader(name, provided[name]!) }
             }
             for header in route.headers { try request.setHeader(header.name, header.value) }
         } catch let error as CurlewError {

@@ -165,9 +165,15 @@ struct InterceptorSides: Sendable {
     let explicit: [any Interceptor]
     let shared: [any Interceptor]
     let sharesCredentials: Bool
-
     /// Request side order; the response side runs it reversed.
-    var all: [any Interceptor] { explicit + shared }
+    let all: [any Interceptor]
+
+    init(explicit: [any Interceptor], shared: [any Interceptor], sharesCredentials: Bool) {
+        self.explicit = explicit
+        self.shared = shared
+        self.sharesCredentials = sharesCredentials
+        self.all = explicit + shared
+    }
 
     /// Runs the request side. For another origin, credential fields the shared interceptors set are taken out
     /// again (those the route or the call set stay): an interceptor that adds `Authorization` without saying it

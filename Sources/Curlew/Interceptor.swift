@@ -40,8 +40,10 @@ public protocol Interceptor: Sendable {
     /// acts on their refusal (a 401 that refreshes a token). At the provider and global levels such an interceptor
     /// runs, on both sides, only for requests to the provider's origins (``HTTPProvider/credentialOrigins``); at
     /// the route and call levels it runs wherever the route points. Default: false. Whatever an interceptor says,
-    /// a request to another origin never leaves with the credential fields (`Authorization`, `Cookie`,
-    /// `Proxy-Authorization`, fields marked never-indexed) that provider-level or global interceptors set.
+    /// a request to another origin never leaves with the credential fields (the engine's list: `Authorization`,
+    /// `Cookie`, `Proxy-Authorization`, `X-Amz-Security-Token`, and fields marked never-indexed, as
+    /// `CurlewRequest.setCredentialHeader` sets them) that provider-level or global interceptors set. The origin is
+    /// decided on the request's URL before any interceptor runs.
     var attachesCredentials: Bool { get }
 }
 

@@ -1,5 +1,6 @@
 import Curlew
 import CurlewEngine
+import CurlewTestSupport
 import CurlewTesting
 import HTTPTypes
 import Synchronization
@@ -164,6 +165,41 @@ import Testing
         #expect(mock.receivedRequests.first?.headerFields[.authorization] == nil)
         #expect(refreshes.withLock { $0 } == 0)
         #expect(authenticator.token == "first")
+    }
+
+    @Test func aRedirectToAnotherOriginTakesNoneOfTheProvidersSecrets() async throws {
+        // Real libcurl: the API answers 302 to another origin, which records what arrives.
+        try await withWireScriptServer({ _ in [.response(body: "landed")] }) { other in
+            try await withWireScriptServer({ _ in
+                [.response(status: 302, headers: [("Location", other.baseURL + "/landed")], body: "")]
+            }) { api in
+                var provider = TestProvider(baseURL: api.baseURL, transport: CurlewClient.shared)
+                provider.additionalHeaders = ["X-Api-Key": "secret-key"]
+                provider.interceptors = [
+                    HeadersInterceptor(["X-Token": "secret-token"], attachesCredentials: true),
+                    HeadersInterceptor(["X-Plain": "not-secret"]),
+                ]
+                try await provider.request(Route(path: "/me"))
+                let first = try #require(api.requests.first)
+                #expect(first.header("X-Api-Key") == "secret-key" && first.header("X-Token") == "secret-token")
+                let landed = try #require(other.requests.first)
+                #expect(landed.header("X-Api-Key") == nil)
+                #expect(landed.header("X-Token") == nil)
+                #expect(landed.header("X-Plain") == "not-secret")
+            }
+        }
+    }
+
+    @Test func aHandMadeRequestUnderTheBaseURLGetsTheProvidersCredentialsWhateverItsScheme() async throws {
+        let mock = MockTransport(stubs: [.get("*", json: ["ok": true])])
+        var provider = TestProvider(baseURL: "http+unix://%2Frun%2Fapi.sock/v1", transport: mock)
+        provider.interceptors = [BasicAuthentication(username: "user", password: "pass")]
+        try await provider.request(try CurlewRequest(url: "http+unix://%2Frun%2Fapi.sock/v1/containers"))
+        try await provider.request(try CurlewRequest(url: "http+unix://%2Frun%2Fapi.sock/v1x"))
+        let sent = mock.receivedRequests
+        try #require(sent.count == 2)
+        #expect(sent[0].headerFields[.authorization] != nil)
+        #expect(sent[1].headerFields[.authorization] == nil, "a prefix that is not a path boundary is not under it")
     }
 
     @Test func aResponseARedirectBroughtFromAnotherOriginIsNotFromTheRequestedOne() throws {

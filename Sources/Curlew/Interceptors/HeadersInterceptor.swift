@@ -14,7 +14,14 @@ public struct HeadersInterceptor: Interceptor {
     }
 
     public func adapt(_ request: inout CurlewRequest, context: InterceptorContext) async throws {
-        for header in headers { try request.setHeader(header.name, header.value) }
+        for header in headers {
+            // Credentials are marked never-indexed: withheld from redirects to other origins, redacted in logs.
+            if attachesCredentials {
+                try request.setCredentialHeader(header.name, header.value)
+            } else {
+                try request.setHeader(header.name, header.value)
+            }
+        }
     }
 }
 

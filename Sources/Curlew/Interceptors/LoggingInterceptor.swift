@@ -95,7 +95,8 @@ public struct LoggingInterceptor: Interceptor {
         var metadata: Logger.Metadata = [:]
         for field in fields {
             let name = field.name.canonicalName
-            let value = redactedHeaders.contains(name) ? "<redacted>" : field.value
+            let value =
+                redactedHeaders.contains(name) || field.indexingStrategy == .disallow ? "<redacted>" : field.value
             if case .string(let existing) = metadata[name] {
                 metadata[name] = .string(existing + ", " + value)
             } else {

@@ -229,6 +229,17 @@ public struct CurlewRequest: Sendable {
         headerFields[field.name] = field.value
     }
 
+    /// Sets a header field that is a secret (an API key, a token): marked never-indexed
+    /// (`HTTPField.indexingStrategy = .disallow`), so it is withheld from a redirect to another origin as
+    /// `Authorization` is, and logs redact it. Replaces every field of the same name.
+    ///
+    /// - Throws: ``CurlewError`` (`invalidRequest`) as ``setHeader(_:_:)`` does.
+    public mutating func setCredentialHeader(_ name: String, _ value: String) throws {
+        var field = try Self.validatedField(name, value)
+        field.indexingStrategy = .disallow
+        headerFields[fields: field.name] = [field]
+    }
+
     /// A GET without body or header fields that overrides none of the client's settings: the request shape whose
     /// libcurl options are the same every time.
     var usesClientDefaultsForPlainGET: Bool {

@@ -6,15 +6,16 @@ import CLibCurl
 /// never report a body whose coding ended early, so a gzip, deflate, brotli or zstd body cut short by a server that
 /// framed it correctly arrived as a shorter body and a success. See docs/design/0031-the-engine-decodes-response-bodies.md.
 enum ContentCoding: String, Sendable, Equatable, CaseIterable {
-    case gzip
+    // In libcurl's order, which `Accept-Encoding` follows.
     case deflate
+    case gzip
     case brotli = "br"
     case zstd
 
     /// The codings this process can decode, in the order `Accept-Encoding` lists them (libcurl's own order, so
     /// `curl --compressed` sends the same field): deflate and gzip always (zlib), br and zstd when the libraries
     /// libcurl links are in the process.
-    static let available: [ContentCoding] = [.deflate, .gzip, .brotli, .zstd].filter(\.isAvailable)
+    static let available: [ContentCoding] = allCases.filter(\.isAvailable)
 
     /// The `Accept-Encoding` value that asks for every available coding.
     static let acceptEncoding = available.map(\.rawValue).joined(separator: ", ")

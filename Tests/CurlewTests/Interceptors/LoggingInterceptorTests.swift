@@ -1,3 +1,4 @@
+import CurlewEngine
 import CurlewTesting
 import HTTPTypes
 import InMemoryLogging
@@ -7,6 +8,15 @@ import Testing
 @testable import Curlew
 
 @Suite struct LoggingInterceptorTests {
+    @Test func fieldsMarkedAsSecretsAreRedactedWhateverTheirName() throws {
+        var request = try CurlewRequest(url: "https://api.example.com/")
+        try request.setCredentialHeader("X-Api-Key", "secret-key")
+        try request.setHeader("X-Plain", "shown")
+        let metadata = LoggingInterceptor(logger: Logger(label: "test")).metadata(for: request.headerFields)
+        #expect(metadata["x-api-key"] == "<redacted>")
+        #expect(metadata["x-plain"] == "shown")
+    }
+
     @Test func credentialsAndCookiesAreRedactedInBothDirections() async throws {
         let handler = InMemoryLogHandler()
         var logger = Logger(label: "test", factory: { _ in handler })
