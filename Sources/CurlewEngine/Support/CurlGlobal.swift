@@ -10,13 +10,6 @@ enum CurlGlobal {
         /// Its own version text, for example "8.14.1-DEV".
         let version: String
         let supportsHTTP2: Bool
-        let supportsBrotli: Bool
-        let supportsZstd: Bool
-
-        /// The content encodings libcurl decodes, in its own order of preference.
-        var contentEncodings: [String] {
-            ["deflate", "gzip"] + (supportsBrotli ? ["br"] : []) + (supportsZstd ? ["zstd"] : [])
-        }
     }
 
     /// Swift's lazy global initialisation runs this once, thread-safely.
@@ -27,16 +20,13 @@ enum CurlGlobal {
         precondition(code == CURLE_OK, "curl_global_init failed with code \(code.rawValue)")
         guard let info = curlew_version_info() else {
             return Capabilities(
-                libcurl: LibcurlVersion(number: 0), version: "unknown", supportsHTTP2: false, supportsBrotli: false,
-                supportsZstd: false)
+                libcurl: LibcurlVersion(number: 0), version: "unknown", supportsHTTP2: false)
         }
         let features = info.pointee.features
         return Capabilities(
             libcurl: LibcurlVersion(number: UInt32(info.pointee.version_num)),
             version: info.pointee.version.map { String(cString: $0) } ?? "unknown",
-            supportsHTTP2: features & CURL_VERSION_HTTP2 != 0,
-            supportsBrotli: features & CURL_VERSION_BROTLI != 0,
-            supportsZstd: features & CURL_VERSION_ZSTD != 0
+            supportsHTTP2: features & CURL_VERSION_HTTP2 != 0
         )
     }()
 
