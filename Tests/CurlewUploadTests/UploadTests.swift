@@ -110,7 +110,9 @@ import Testing
         let credentials = AWSCredentials(accessKeyID: moto.accessKeyID, secretAccessKey: moto.secretAccessKey)
         let destination = try S3Destination("s3://\(bucket)/photos", endpoint: moto.endpoint, credentials: credentials)
         let second = try await Self.uploadCancelledThenResumed(tree, to: .s3(destination), journal: journal)
-        #expect(second.skipped + second.uploaded == Self.names.count)
+        // A PUT in flight when the first run was cancelled may have been stored without reaching the journal: the
+        // second run finds that object already there (its checksum is the file's) instead of sending it again.
+        #expect(second.skipped + second.uploaded + second.alreadyThere == Self.names.count)
 
         let text = try await moto.inspect("inventory", bucket: bucket)
         let stored = (try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: [String: Any]]) ?? [:]
