@@ -25,7 +25,9 @@ public struct FixtureTransport: HTTPTransport {
         guard let name = context.route.mockData else {
             throw CurlewError(
                 code: .invalidRequest,
-                detail: "no fixture for \(request.method) \(request.url): the route names no mockData")
+                detail:
+                    "no fixture for \(request.method) \(URLRedaction.messages.redact(request.url)): the route names no mockData"
+            )
         }
         let body = try Self.fixture(named: name, in: fixturesDirectory)
         return RouteResponse.simulated(

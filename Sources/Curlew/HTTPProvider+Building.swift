@@ -42,7 +42,9 @@ extension HTTPProvider {
         }
         let encoding = route.body != nil ? .url : (route.encoding ?? defaultEncoding(for: route.method))
         if encoding != .url, route.method == .get || route.method == .head {
-            throw .invalidRoute("\(route.method) \(route.path) cannot carry \(encoding) parameters in a body")
+            throw .invalidRoute(
+                "\(route.method) \(URLRedaction.messages.redact(route.path)) cannot carry \(encoding) parameters in a body"
+            )
         }
 
         if encoding == .url, !parameters.isEmpty {
@@ -116,7 +118,8 @@ extension HTTPProvider {
             return Self.encodingPathAndQuery(ofFullURL: route.path)
         }
         guard !baseURL.isEmpty else {
-            throw .invalidRoute("\(route.path) is relative and the provider has no base URL")
+            throw .invalidRoute(
+                "\(URLRedaction.messages.redact(route.path)) is relative and the provider has no base URL")
         }
         let base = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
         let path =

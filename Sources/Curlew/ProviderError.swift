@@ -200,14 +200,16 @@ public struct ProviderError: Error, Sendable, CustomStringConvertible {
         switch storage {
         case .status(let response):
             let excerpt = DecodingFailure.excerpt(of: response.body)
-            return "HTTP \(response.status.code) from \(response.request.method) \(response.url)"
+            return
+                "HTTP \(response.status.code) from \(response.request.method) \(URLRedaction.messages.redact(response.url))"
                 + (excerpt.isEmpty ? "" : ": \(excerpt)")
         case .validation(let error, let response):
-            return "validation failed for \(response.request.method) \(response.url): \(error)"
+            return
+                "validation failed for \(response.request.method) \(URLRedaction.messages.redact(response.url)): \(error)"
         case .decoding(let failure):
             return failure.description
         case .transport(let error, let request):
-            return "\(request.method) \(request.url) failed: \(error)"
+            return "\(request.method) \(URLRedaction.messages.redact(request.url)) failed: \(error)"
         case .cancelled:
             return "cancelled"
         case .invalidRoute(let reason):

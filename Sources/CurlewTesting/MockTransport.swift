@@ -63,7 +63,8 @@ public final class MockTransport: HTTPTransport {
         } else {
             throw CurlewError(
                 code: .invalidRequest,
-                detail: "MockTransport has no stub for \(request.method) \(request.url) and the route names no mockData"
+                detail:
+                    "MockTransport has no stub for \(request.method) \(URLRedaction.messages.redact(request.url)) and the route names no mockData"
             )
         }
         if let delay = reply.delay { try await Task.sleep(for: delay) }

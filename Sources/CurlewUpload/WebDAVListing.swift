@@ -41,7 +41,7 @@ package struct WebDAVFolder: Sendable {
             if response.status.code == 404 && folder.isEmpty { return [] }
             guard response.status.code == 207 else {
                 throw WebDAVListingError(
-                    "PROPFIND \(url) answered \(response.status.code), not 207 Multi-Status (does the server speak WebDAV?)"
+                    "PROPFIND \(URLRedaction.messages.redact(url)) answered \(response.status.code), not 207 Multi-Status (does the server speak WebDAV?)"
                 )
             }
             let basePath = URLComponents(string: baseURL)?.percentEncodedPath ?? "/"

@@ -63,6 +63,21 @@ struct CurlewRequestTests {
         #expect(errorCode { try CurlewRequest(url: url) } == .invalidRequest)
     }
 
+    @Test func aMalformedURLsErrorDoesNotRepeatItsPasswordOrKeys() throws {
+        // Swift's URL parser refuses a host with a broken escape (`%zz`); the error names the URL, redacted.
+        let url = "https://user:hunter2@exa%zzmple.com/p?api_key=k1&page=2"
+        do {
+            _ = try CurlewRequest(url: url)
+            Issue.record("\(url) should be refused")
+        } catch let error as CurlewError {
+            #expect(error.code == .invalidRequest)
+            #expect(error.detail.contains("exa%zzmple.com"))
+            #expect(!error.detail.contains("hunter2"))
+            #expect(!error.detail.contains("k1"))
+            #expect(!error.description.contains("hunter2"))
+        }
+    }
+
     @Test(arguments: [
         // libcurl reads these IPv4 shorthands as 127.0.0.1 while Swift keeps the literal: a caller's allowlist
         // check on Swift's host would pass while libcurl connects elsewhere (SSRF).

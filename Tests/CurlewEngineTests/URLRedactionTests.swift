@@ -7,11 +7,16 @@ import Testing
         ("http://user:pw@127.0.0.1:8080/small", "http://REDACTED:REDACTED@127.0.0.1:8080/small"),
         ("https://user@api.local/", "https://REDACTED:REDACTED@api.local/"),
         ("https://a:b@c@api.local/x?y=1", "https://REDACTED:REDACTED@api.local/x?y=1"),
-        ("https://api.local/p?access_token=abc&sig=s", "https://api.local/p?access_token=abc&sig=s"),
+        ("https://api.local/p?access_token=abc&sig=s", "https://api.local/p?access_token=abc&sig=REDACTED"),
+        (
+            "https://bucket.s3.local/o?AWSAccessKeyId=AKIA&Expires=9&Signature=s%2F",
+            "https://bucket.s3.local/o?AWSAccessKeyId=REDACTED&Expires=9&Signature=REDACTED"
+        ),
+        ("https://storage.local/o?X-Goog-Signature=abc#f", "https://storage.local/o?X-Goog-Signature=REDACTED#f"),
         ("https://api.local/users/a@b?x=1", "https://api.local/users/a@b?x=1"),
         ("https://api.local", "https://api.local"),
     ])
-    func spansAndEngineLogsReplaceAnyUserInfoAndKeepTheQuery(url: String, redacted: String) {
+    func spansAndEngineLogsReplaceAnyUserInfoAndTheSignaturesTheConventionsName(url: String, redacted: String) {
         #expect(URLRedaction.openTelemetry.redact(url) == redacted)
     }
 
@@ -38,9 +43,21 @@ import Testing
         #expect(logging.redact(url) == redacted)
     }
 
+    @Test(arguments: [
+        ("https://user:hunter2@api.local/p", "https://user:<redacted>@api.local/p"),
+        (
+            "https://api.local/p?api_key=k1&page=2&Access_Token=t&X-Amz-Signature=s",
+            "https://api.local/p?api_key=<redacted>&page=2&Access_Token=<redacted>&X-Amz-Signature=<redacted>"
+        ),
+    ])
+    func errorMessagesReplaceThePasswordAndEveryCredentialQueryValue(url: String, redacted: String) {
+        #expect(URLRedaction.messages.redact(url) == redacted)
+    }
+
     @Test func withoutCredentialsTheURLIsUnchanged() {
         let url = "https://api.local/a%20b?c=d#e"
         #expect(URLRedaction.openTelemetry.redact(url) == url)
         #expect(logging.redact(url) == url)
+        #expect(URLRedaction.messages.redact(url) == url)
     }
 }

@@ -134,4 +134,22 @@ import Testing
                 == #"an interceptor failed: Refused(reason: "x")"#)
         #expect(ProviderError.stopped(.cancelled).description == "stopped by the provider: cancelled")
     }
+
+    @Test func descriptionsDoNotRepeatAURLsPasswordOrKeys() throws {
+        let url = "https://user:hunter2@api.local/items?api_key=k1&page=2"
+        let request = try CurlewRequest(method: .get, url: url)
+        let response = RouteResponse(status: .notFound, body: [], url: url, request: request)
+        let redacted = "https://user:<redacted>@api.local/items?api_key=<redacted>&page=2"
+        let descriptions = [
+            ProviderError.status(response).description,
+            ProviderError.validation(Refused(reason: "no data"), response).description,
+            ProviderError.transport(CurlewError(code: .timeout(.total), detail: "slow"), request: request)
+                .description,
+            ProviderError.stopped(.status(response)).description,
+        ]
+        for description in descriptions {
+            #expect(description.contains(redacted), "\(description)")
+            #expect(!description.contains("hunter2") && !description.contains("k1"), "\(description)")
+        }
+    }
 }

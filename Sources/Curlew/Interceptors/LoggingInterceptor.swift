@@ -18,10 +18,7 @@ public struct LoggingInterceptor: Interceptor {
         "authorization", "proxy-authorization", "cookie", "set-cookie",
     ]
     /// Query parameter names (compared without regard to case) whose values are never logged.
-    public static let defaultRedactedQueryParameters: Set<String> = [
-        "access_token", "id_token", "refresh_token", "token", "api_key", "apikey", "key", "password", "secret",
-        "client_secret", "code", "signature", "sig", "x-amz-signature", "x-amz-credential", "x-amz-security-token",
-    ]
+    public static let defaultRedactedQueryParameters: Set<String> = URLRedaction.credentialQueryParameters
 
     private let logger: Logger
     private let requestLevel: Logger.Level
@@ -74,7 +71,7 @@ public struct LoggingInterceptor: Interceptor {
 
     public func intercept(_ error: CurlewError, context: InterceptorContext) async throws -> InterceptorDecision {
         logger.warning(
-            "✕ \(context.route.method) \(context.route.path): \(error)",
+            "✕ \(context.route.method) \(redacted(url: context.route.path)): \(error)",
             metadata: ["curlew.attempt": "\(context.attempt)"])
         return .pass
     }

@@ -27,9 +27,23 @@ package struct URLRedaction: Sendable, Hashable {
         self.queryValueReplacement = queryValueReplacement
     }
 
-    /// OpenTelemetry's `url.full`: user-info of any kind becomes `REDACTED:REDACTED@`; the query is kept.
+    /// OpenTelemetry's `url.full`: user-info of any kind becomes `REDACTED:REDACTED@`, and the values of the query
+    /// parameters the semantic conventions name (`AWSAccessKeyId`, `Signature`, `sig`, `X-Goog-Signature`) become
+    /// `REDACTED`; the rest of the query is kept.
     package static let openTelemetry = URLRedaction(
-        userInfo: .whole(replacement: "REDACTED:REDACTED"), queryParameters: [], queryValueReplacement: "REDACTED")
+        userInfo: .whole(replacement: "REDACTED:REDACTED"),
+        queryParameters: ["awsaccesskeyid", "signature", "sig", "x-goog-signature"], queryValueReplacement: "REDACTED")
+
+    /// Lower-case names of the query parameters that usually carry credentials (OAuth tokens, API keys, presigned
+    /// URLs' signatures): the ones every message and log line of Curlew's libraries redacts.
+    package static let credentialQueryParameters: Set<String> = [
+        "access_token", "id_token", "refresh_token", "token", "api_key", "apikey", "key", "password", "secret",
+        "client_secret", "code", "signature", "sig", "x-amz-signature", "x-amz-credential", "x-amz-security-token",
+    ]
+
+    /// URLs in error messages (``CurlewError/detail``, the route layer's errors): a user-info password and the
+    /// values of ``credentialQueryParameters`` become `<redacted>`, since an error's text is what ends up in logs.
+    package static let messages = logging(queryParameters: credentialQueryParameters)
 
     /// The route layer's logs: a user-info password and the values of `queryParameters` (lower-case) become
     /// `<redacted>`.
@@ -43,7 +57,11 @@ package struct URLRedaction: Sendable, Hashable {
     /// from the first `?` after the authority to the first `#` after it.
     package func redact(_ url: String) -> String {
         // Most URLs carry neither: a span's URL is then the caller's string, not a copy.
-        guard url.utf8.contains(UInt8(ascii: "@")) || !queryParameters.isEmpty else { return url }
+        guard
+            url.utf8.contains(where: {
+                $0 == UInt8(ascii: "@") || ($0 == UInt8(ascii: "?") && !queryParameters.isEmpty)
+            })
+        else { return url }
         var rest = Substring(url)
         var result = ""
         if let schemeEnd = rest.range(of: "://") {

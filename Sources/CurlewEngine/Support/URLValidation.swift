@@ -97,7 +97,7 @@ enum URLValidation {
             throw CurlewError.invalidRequest("the URL contains spaces or control characters")
         }
         guard let components = URLComponents(string: url), let scheme = components.scheme?.lowercased() else {
-            throw CurlewError.invalidRequest("malformed URL \(url.debugDescription)")
+            throw CurlewError.invalidRequest("malformed URL \(URLRedaction.messages.redact(url).debugDescription)")
         }
         guard scheme == "http" || scheme == "https" else {
             throw CurlewError(

@@ -102,4 +102,23 @@ import Testing
                 $0.contains("access_token=<redacted>") && $0.contains("page=2") && !$0.contains("t0k3n")
             })
     }
+
+    @Test func theLoggedTransportFailureCarriesTheRedactedRoute() async throws {
+        let handler = InMemoryLogHandler()
+        let logger = Logger(label: "test", factory: { _ in handler })
+        let refused = CurlewError(code: .connectionRefused, detail: "refused")
+        let mock = MockTransport(stubs: [Stub(.get, "/me", responses: [StubResponse(error: refused)])])
+        var provider = TestProvider(baseURL: "http://api.local", transport: mock)
+        provider.interceptors = [LoggingInterceptor(logger: logger)]
+        await #expect(throws: ProviderError.self) {
+            try await provider.request(Route(path: "http://user:hunter2@api.local/me?access_token=t0k3n&page=2"))
+        }
+        let warnings = handler.entries.filter { $0.level == .warning }.map(\.message.description)
+        #expect(warnings.count == 1)
+        #expect(
+            warnings.allSatisfy {
+                $0.contains("user:<redacted>@api.local/me?access_token=<redacted>&page=2")
+                    && !$0.contains("hunter2") && !$0.contains("t0k3n")
+            }, "\(warnings)")
+    }
 }
