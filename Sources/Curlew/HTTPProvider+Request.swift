@@ -165,29 +165,48 @@ struct InterceptorSides: Sendable {
     let explicit: [any Interceptor]
     let shared: [any Interceptor]
     let sharesCredentials: Bool
+    /// Whether a URL is on one of the provider's origins: asked again when an interceptor moved the request.
+    let isProviderOrigin: @Sendable (String) -> Bool
     /// Request side order; the response side runs it reversed.
     let all: [any Interceptor]
 
-    init(explicit: [any Interceptor], shared: [any Interceptor], sharesCredentials: Bool) {
+    init(
+        explicit: [any Interceptor], shared: [any Interceptor], sharesCredentials: Bool,
+        isProviderOrigin: @escaping @Sendable (String) -> Bool
+    ) {
         self.explicit = explicit
         self.shared = shared
         self.sharesCredentials = sharesCredentials
+        self.isProviderOrigin = isProviderOrigin
         self.all = explicit + shared
     }
 
     /// Runs the request side. For another origin, credential fields the shared interceptors set are taken out
     /// again (those the route or the call set stay): an interceptor that adds `Authorization` without saying it
-    /// attaches credentials still cannot send it there.
+    /// attaches credentials still cannot send it there. A request that an interceptor moved from the provider's
+    /// origins to another keeps only the credential fields the call's and the route's interceptors set themselves:
+    /// the provider's headers and what the shared interceptors attached were meant for the provider.
     func adapt(_ request: inout CurlewRequest, context: InterceptorContext) async throws {
+        // Copies of the fields share their storage: the common case, where nothing moved, filters nothing.
+        let builtURL = request.url
+        let builtFields = request.headerFields
         for interceptor in explicit { try await interceptor.adapt(&request, context: context) }
-        if sharesCredentials {
-            for interceptor in shared { try await interceptor.adapt(&request, context: context) }
-            return
-        }
-        let explicitCredentials = request.headerFields.filter(CredentialPolicy.isCredential)
+        let explicitFields = request.headerFields
         for interceptor in shared { try await interceptor.adapt(&request, context: context) }
+        if sharesCredentials {
+            guard request.url != builtURL, !isProviderOrigin(request.url) else { return }
+            let builtCredentials = builtFields.filter(CredentialPolicy.isCredential)
+            let added = explicitFields.filter { CredentialPolicy.isCredential($0) && !builtCredentials.contains($0) }
+            keepOnly(Array(added), in: &request)
+        } else {
+            keepOnly(Array(explicitFields.filter(CredentialPolicy.isCredential)), in: &request)
+        }
+    }
+
+    /// Replaces the request's credential fields with `credentials`, every other field as it was.
+    private func keepOnly(_ credentials: [HTTPField], in request: inout CurlewRequest) {
         var fields = HTTPFields(request.headerFields.filter { !CredentialPolicy.isCredential($0) })
-        fields.append(contentsOf: explicitCredentials)
+        fields.append(contentsOf: credentials)
         request.headerFields = fields
     }
 }
@@ -215,7 +234,8 @@ struct RequestPipeline<Provider: HTTPProvider> {
         return InterceptorSides(
             explicit: call.interceptors + route.interceptors,
             shared: sharingCredentials ? shared : shared.filter { !$0.attachesCredentials },
-            sharesCredentials: sharingCredentials)
+            sharesCredentials: sharingCredentials,
+            isProviderOrigin: { [provider] in provider.sharesCredentials(with: $0) })
     }
 
     private var plugins: [any Plugin] {

@@ -29,7 +29,8 @@ public protocol HTTPProvider: Sendable {
     /// ``additionalHeaders`` and ``additionalParameters``, and what its and the global interceptors that attach
     /// credentials (``Interceptor/attachesCredentials``) add. A route with a full URL on any other origin, or a
     /// request made by hand for one, gets none of it, as a redirect to another origin gets no credentials; the
-    /// route's and the call's own headers and interceptors still apply. Default: none.
+    /// route's and the call's own headers and interceptors still apply. A request an interceptor moves to another
+    /// origin keeps only the credential fields the call's and the route's interceptors set. Default: none.
     var credentialOrigins: [String] { get }
     /// What requests run on. Default: ``CurlewClient/shared``.
     var transport: any HTTPTransport { get }

@@ -134,6 +134,55 @@ import Testing
         #expect(sent[2].headerFields[.authorization] == "Sneaky")
     }
 
+    @Test func aRequestAnInterceptorMovesToAnotherOriginKeepsOnlyTheCredentialsTheCallSet() async throws {
+        let mock = MockTransport(stubs: [.get("*", json: ["ok": true])])
+        var provider = provider(
+            mock,
+            interceptors: [
+                BasicAuthentication(username: "user", password: "pass"), Self.sneaky,
+                HeadersInterceptor(["X-Api-Key": "secret-key"], attachesCredentials: true), Self.seen,
+            ])
+        provider.additionalHeaders = ["X-Provider-Key": "provider-key"]
+        provider.credentialOrigins = ["https://mirror.example.com"]
+        func moving(to url: String, withOwnToken: Bool = false) -> AnyInterceptor {
+            // A URL is fixed when a request is made: moving it means a new request with the same fields.
+            AnyInterceptor(adapt: { request, _ in
+                var moved = try CurlewRequest(method: request.method, url: url)
+                moved.headerFields = request.headerFields
+                if withOwnToken { try moved.setCredentialHeader("X-Own-Token", "own") }
+                request = moved
+            })
+        }
+        // Moved elsewhere by the call, by the route, and by the call with a credential of its own.
+        try await provider.request(Route(path: "/me"), interceptors: [moving(to: "https://evil.example/a")])
+        try await provider.request(
+            Route(
+                path: "/me", headers: ["Authorization": "Bearer route-token"],
+                interceptors: [moving(to: "https://evil.example/b")]))
+        try await provider.request(
+            Route(path: "/me"), interceptors: [moving(to: "https://evil.example/c", withOwnToken: true)])
+        // Moved to an origin the provider lists, and not moved: everything goes.
+        try await provider.request(Route(path: "/me"), interceptors: [moving(to: "https://mirror.example.com/d")])
+        try await provider.request(Route(path: "/me"))
+        let sent = mock.receivedRequests
+        try #require(sent.count == 5)
+        let apiKey = HTTPField.Name("X-Api-Key")!
+        let providerKey = HTTPField.Name("X-Provider-Key")!
+        for request in sent.prefix(3) {
+            #expect(request.url.hasPrefix("https://evil.example/"))
+            #expect(request.headerFields[.authorization] == nil, "\(request.url)")
+            #expect(request.headerFields[apiKey] == nil, "\(request.url)")
+            #expect(request.headerFields[providerKey] == nil, "\(request.url)")
+            #expect(request.headerFields[HTTPField.Name("X-Seen")!] == "1", "an interceptor without credentials runs")
+        }
+        #expect(sent[2].headerFields[HTTPField.Name("X-Own-Token")!] == "own")
+        for request in sent.suffix(2) {
+            #expect(request.headerFields[.authorization] == "Sneaky", "\(request.url)")
+            #expect(request.headerFields[apiKey] == "secret-key", "\(request.url)")
+            #expect(request.headerFields[providerKey] == "provider-key", "\(request.url)")
+        }
+    }
+
     @Test func credentialOriginsOptInAndTheDefaultProviderNeedsThem() async throws {
         let mock = MockTransport(stubs: [.get("*", json: ["ok": true])])
         var provider = provider(mock, interceptors: [BasicAuthentication(username: "user", password: "pass")])
