@@ -53,7 +53,8 @@ public final class StreamUpload: Sendable {
                 _ = try CurlewRequest(method: .put, url: url)
             } catch {
                 throw invalid(
-                    "cannot send to \(url.debugDescription): \((error as? CurlewError)?.detail ?? "\(error)")")
+                    "cannot send to \(URLRedaction.messages.redact(url).debugDescription): \((error as? CurlewError)?.detail ?? "\(error)")"
+                )
             }
         case .multipartForm:
             throw invalid("a stream goes as a PUT to a URL or as an S3 object, not as a form")

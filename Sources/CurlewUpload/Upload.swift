@@ -125,7 +125,9 @@ public final class Upload: Sendable {
             } catch {
                 journal?.finish()
                 let detail = (error as? CurlewError)?.detail ?? "\(error)"
-                throw UploadError(.invalidConfiguration, "cannot send to \(target.debugDescription): \(detail)")
+                throw UploadError(
+                    .invalidConfiguration,
+                    "cannot send to \(URLRedaction.messages.redact(target).debugDescription): \(detail)")
             }
         }
         let plan = UploadPlan(

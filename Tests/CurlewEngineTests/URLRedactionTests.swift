@@ -7,7 +7,7 @@ import Testing
         ("http://user:pw@127.0.0.1:8080/small", "http://REDACTED:REDACTED@127.0.0.1:8080/small"),
         ("https://user@api.local/", "https://REDACTED:REDACTED@api.local/"),
         ("https://a:b@c@api.local/x?y=1", "https://REDACTED:REDACTED@api.local/x?y=1"),
-        ("https://api.local/p?access_token=abc&sig=s", "https://api.local/p?access_token=abc&sig=REDACTED"),
+        ("https://api.local/p?access_token=abc&sig=s", "https://api.local/p?access_token=REDACTED&sig=REDACTED"),
         (
             "https://bucket.s3.local/o?AWSAccessKeyId=AKIA&Expires=9&Signature=s%2F",
             "https://bucket.s3.local/o?AWSAccessKeyId=REDACTED&Expires=9&Signature=REDACTED"
@@ -15,8 +15,10 @@ import Testing
         ("https://storage.local/o?X-Goog-Signature=abc#f", "https://storage.local/o?X-Goog-Signature=REDACTED#f"),
         ("https://api.local/users/a@b?x=1", "https://api.local/users/a@b?x=1"),
         ("https://api.local", "https://api.local"),
+        // A `?` after the `#` is the fragment's, not a query.
+        ("https://api.local/cb#state=1?token=x", "https://api.local/cb#state=1?token=x"),
     ])
-    func spansAndEngineLogsReplaceAnyUserInfoAndTheSignaturesTheConventionsName(url: String, redacted: String) {
+    func spansAndEngineLogsReplaceAnyUserInfoAndCredentialQueryValues(url: String, redacted: String) {
         #expect(URLRedaction.openTelemetry.redact(url) == redacted)
     }
 

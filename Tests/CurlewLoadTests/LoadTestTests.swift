@@ -122,6 +122,16 @@ import Testing
         #expect(perRun[0] == perRun[1])
     }
 
+    @Test func aRefusedTargetsErrorNamesItWithoutItsPasswordOrKeys() {
+        do {
+            _ = try LoadPlan(target: "ftp://user:hunter2@127.0.0.1/f?api_key=k1&page=2", shape: .requests(1))
+            Issue.record("an ftp target should be refused")
+        } catch {
+            #expect(error.description.contains("ftp://user:<redacted>@127.0.0.1/f?api_key=<redacted>&page=2"))
+            #expect(!error.description.contains("hunter2") && !error.description.contains("k1"))
+        }
+    }
+
     @Test func plansThatAskForNothingAndSecondRunsAreRefused() async throws {
         let client = CurlewClient()
         var plan = try LoadPlan(target: "http://127.0.0.1:9/", shape: .requests(10))

@@ -4,10 +4,11 @@ public import Logging
 
 /// Logs each request and its response through swift-log, with credentials redacted.
 ///
-/// `Authorization`, `Proxy-Authorization`, `Cookie` and `Set-Cookie` values (and any names you add) are
-/// logged as `<redacted>`, and so are a password in the URL (`user:password@host`) and the values of query
-/// parameters that usually carry credentials (``defaultRedactedQueryParameters``, and any names you add), such as
-/// `access_token` or a presigned URL's `X-Amz-Signature`. Requests are logged at `requestLevel` (`.debug` by
+/// `Authorization`, `Proxy-Authorization`, `Cookie`, `Set-Cookie` and `X-Amz-Security-Token` values, fields set as
+/// secrets (never-indexed) and any names you add are logged as `<redacted>`, and so are a password in the URL
+/// (`user:password@host`) and the values of query parameters that usually carry credentials
+/// (``defaultRedactedQueryParameters``, and any names you add), such as `access_token` or a presigned URL's
+/// `X-Amz-Signature`, in the request's URL and in a response's `Location` and `Content-Location`. Requests are logged at `requestLevel` (`.debug` by
 /// default) with their header fields in the metadata, responses at `responseLevel` (`.info`) with status and
 /// duration, transport failures at `.warning`. Bodies are never logged.
 ///
@@ -17,6 +18,8 @@ public struct LoggingInterceptor: Interceptor {
     public static let defaultRedactedHeaders: Set<String> = [
         "authorization", "proxy-authorization", "cookie", "set-cookie",
     ]
+    /// Header fields whose values are URLs, logged redacted like the request's.
+    static let urlValuedHeaders: Set<String> = ["location", "content-location"]
     /// Query parameter names (compared without regard to case) whose values are never logged.
     public static let defaultRedactedQueryParameters: Set<String> = URLRedaction.credentialQueryParameters
 
@@ -92,8 +95,12 @@ public struct LoggingInterceptor: Interceptor {
         var metadata: Logger.Metadata = [:]
         for field in fields {
             let name = field.name.canonicalName
+            // The engine's credential list (Authorization, Cookie, X-Amz-Security-Token, never-indexed fields)
+            // besides the names given; a redirect's target is a URL like any other.
             let value =
-                redactedHeaders.contains(name) || field.indexingStrategy == .disallow ? "<redacted>" : field.value
+                redactedHeaders.contains(name) || CredentialPolicy.isCredential(field)
+                ? "<redacted>"
+                : Self.urlValuedHeaders.contains(name) ? redacted(url: field.value) : field.value
             if case .string(let existing) = metadata[name] {
                 metadata[name] = .string(existing + ", " + value)
             } else {

@@ -1,8 +1,8 @@
 import Foundation
 
 /// A URL with its credentials replaced, everything else (encoding included) as it was: the one redaction behind
-/// the engine's spans and log records (``openTelemetry``) and the route layer's `LoggingInterceptor`
-/// (``logging(queryParameters:)``).
+/// the engine's spans and log records (``openTelemetry``), the route layer's `LoggingInterceptor`
+/// (``logging(queryParameters:)``) and the URLs errors name (``messages``).
 package struct URLRedaction: Sendable, Hashable {
     /// What becomes of a URL's user-info (`user:password@`).
     package enum UserInfo: Sendable, Hashable {
@@ -20,7 +20,7 @@ package struct URLRedaction: Sendable, Hashable {
     /// What a redacted query value becomes.
     package var queryValueReplacement: String
 
-    /// A redaction from its parts; see ``openTelemetry`` and ``logging(queryParameters:)`` for the two in use.
+    /// A redaction from its parts; see ``openTelemetry``, ``logging(queryParameters:)`` and ``messages``.
     package init(userInfo: UserInfo, queryParameters: Set<String>, queryValueReplacement: String) {
         self.userInfo = userInfo
         self.queryParameters = queryParameters
@@ -28,11 +28,12 @@ package struct URLRedaction: Sendable, Hashable {
     }
 
     /// OpenTelemetry's `url.full`: user-info of any kind becomes `REDACTED:REDACTED@`, and the values of the query
-    /// parameters the semantic conventions name (`AWSAccessKeyId`, `Signature`, `sig`, `X-Goog-Signature`) become
-    /// `REDACTED`; the rest of the query is kept.
+    /// parameters the semantic conventions name (`AWSAccessKeyId`, `Signature`, `sig`, `X-Goog-Signature`) and of
+    /// ``credentialQueryParameters`` become `REDACTED`; the rest of the query is kept.
     package static let openTelemetry = URLRedaction(
         userInfo: .whole(replacement: "REDACTED:REDACTED"),
-        queryParameters: ["awsaccesskeyid", "signature", "sig", "x-goog-signature"], queryValueReplacement: "REDACTED")
+        queryParameters: credentialQueryParameters.union(["awsaccesskeyid", "signature", "sig", "x-goog-signature"]),
+        queryValueReplacement: "REDACTED")
 
     /// Lower-case names of the query parameters that usually carry credentials (OAuth tokens, API keys, presigned
     /// URLs' signatures): the ones every message and log line of Curlew's libraries redacts.
@@ -54,7 +55,7 @@ package struct URLRedaction: Sendable, Hashable {
     }
 
     /// The URL with its credentials replaced. The user-info is looked for in the authority after `://`, the query
-    /// from the first `?` after the authority to the first `#` after it.
+    /// from the first `?` after the authority, unless a `#` comes first, to the first `#` after it.
     package func redact(_ url: String) -> String {
         // Most URLs carry neither: a span's URL is then the caller's string, not a copy.
         guard
@@ -71,7 +72,9 @@ package struct URLRedaction: Sendable, Hashable {
             result += redactingUserInfo(of: rest[..<authorityEnd])
             rest = rest[authorityEnd...]
         }
-        guard !queryParameters.isEmpty, let queryStart = rest.firstIndex(of: "?") else { return result + rest }
+        guard !queryParameters.isEmpty, let queryStart = rest.firstIndex(where: { $0 == "?" || $0 == "#" }),
+            rest[queryStart] == "?"
+        else { return result + rest }
         result += rest[...queryStart]
         rest = rest[rest.index(after: queryStart)...]
         let queryEnd = rest.firstIndex(of: "#") ?? rest.endIndex

@@ -97,7 +97,8 @@ enum URLValidation {
             throw CurlewError.invalidRequest("the URL contains spaces or control characters")
         }
         guard let components = URLComponents(string: url), let scheme = components.scheme?.lowercased() else {
-            throw CurlewError.invalidRequest("malformed URL \(URLRedaction.messages.redact(url).debugDescription)")
+            // Not named: where a URL does not parse, neither can a redaction find its password.
+            throw CurlewError.invalidRequest("malformed URL (Foundation's URL parser refuses it)")
         }
         guard scheme == "http" || scheme == "https" else {
             throw CurlewError(

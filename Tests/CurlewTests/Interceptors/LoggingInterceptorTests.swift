@@ -49,6 +49,20 @@ import Testing
         #expect(!everything.contains("t0k3n") && !everything.contains("s3cr3t"))
     }
 
+    @Test func theEnginesCredentialFieldsAndRedirectTargetsAreRedacted() throws {
+        let fields: HTTPFields = [
+            HTTPField.Name("X-Amz-Security-Token")!: "session-token",
+            .location: "https://user:hunter2@files.local/o?X-Amz-Signature=sig1&part=2",
+            HTTPField.Name("Content-Location")!: "/o?access_token=t0k3n",
+            .contentType: "text/plain",
+        ]
+        let metadata = LoggingInterceptor(logger: Logger(label: "test")).metadata(for: fields)
+        #expect(metadata["x-amz-security-token"] == "<redacted>")
+        #expect(metadata["location"] == "https://user:<redacted>@files.local/o?X-Amz-Signature=<redacted>&part=2")
+        #expect(metadata["content-location"] == "/o?access_token=<redacted>")
+        #expect(metadata["content-type"] == "text/plain")
+    }
+
     @Test func redactionIgnoresTheCaseOfNames() {
         let interceptor = LoggingInterceptor(logger: Logger(label: "test"), redactedHeaders: ["x-API-key"])
         var fields = HTTPFields()
