@@ -186,7 +186,11 @@ struct InterceptorSides: Sendable {
     /// attaches credentials still cannot send it there. A request that an interceptor moved from the provider's
     /// origins to another keeps only the credential fields the call's and the route's interceptors set themselves:
     /// the provider's headers and what the shared interceptors attached were meant for the provider.
-    func adapt(_ request: inout CurlewRequest, context: InterceptorContext) async throws {
+    ///
+    /// - Returns: the interceptors of the response side, in request side order: without the shared ones that
+    ///   attach credentials when the request was moved away from the provider, so that another origin's 401
+    ///   refreshes no token of the provider's.
+    func adapt(_ request: inout CurlewRequest, context: InterceptorContext) async throws -> [any Interceptor] {
         // Copies of the fields share their storage: the common case, where nothing moved, filters nothing.
         let builtURL = request.url
         let builtFields = request.headerFields
@@ -194,12 +198,14 @@ struct InterceptorSides: Sendable {
         let explicitFields = request.headerFields
         for interceptor in shared { try await interceptor.adapt(&request, context: context) }
         if sharesCredentials {
-            guard request.url != builtURL, !isProviderOrigin(request.url) else { return }
+            guard request.url != builtURL, !isProviderOrigin(request.url) else { return all }
             let builtCredentials = builtFields.filter(CredentialPolicy.isCredential)
             let added = explicitFields.filter { CredentialPolicy.isCredential($0) && !builtCredentials.contains($0) }
             keepOnly(Array(added), in: &request)
+            return explicit + shared.filter { !$0.attachesCredentials }
         } else {
             keepOnly(Array(explicitFields.filter(CredentialPolicy.isCredential)), in: &request)
+            return all
         }
     }
 
@@ -267,7 +273,8 @@ struct RequestPipeline<Provider: HTTPProvider> {
             throw failure(error, plugins, context)
         }
         do {
-            try await sides.adapt(&request, context: context)
+            // A streamed call has no response side.
+            _ = try await sides.adapt(&request, context: context)
         } catch {
             throw failure(Self.providerError(from: error, response: nil), plugins, context)
         }
@@ -346,8 +353,9 @@ struct RequestPipeline<Provider: HTTPProvider> {
         requestSide: InterceptorSides, transport: any HTTPTransport, plugins: [any Plugin]
     ) async throws(ProviderError) -> RetryStep<RouteResponse> {
         var request = baseRequest
+        let responseSide: [any Interceptor]
         do {
-            try await requestSide.adapt(&request, context: context)
+            responseSide = try await requestSide.adapt(&request, context: context)
         } catch {
             return .finished(try finish(.failure(Self.providerError(from: error, response: nil)), plugins, context))
         }
@@ -376,7 +384,7 @@ struct RequestPipeline<Provider: HTTPProvider> {
         }
 
         // Response side: the reverse order, global first.
-        for interceptor in requestSide.all.reversed() {
+        for interceptor in responseSide.reversed() {
             let decision: InterceptorDecision
             do {
                 switch outcome {

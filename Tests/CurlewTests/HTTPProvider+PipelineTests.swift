@@ -216,6 +216,29 @@ import Testing
         #expect(authenticator.token == "first")
     }
 
+    @Test func a401FromAnOriginAnInterceptorMovedTheRequestToRefreshesNoToken() async throws {
+        let refreshes = Mutex(0)
+        let authenticator = BearerTokenAuthenticator(token: "first") { _ in
+            refreshes.withLock { $0 += 1 }
+            return "second"
+        }
+        let mock = MockTransport(stubs: [.get("https://evil.example/*", status: .unauthorized)])
+        let provider = provider(mock, interceptors: [authenticator, Self.seen])
+        let moving = AnyInterceptor(adapt: { request, _ in
+            var moved = try CurlewRequest(method: request.method, url: "https://evil.example/x")
+            moved.headerFields = request.headerFields
+            request = moved
+        })
+        await #expect(throws: ProviderError.self) {
+            try await provider.request(Route(path: "/me"), interceptors: [moving])
+        }
+        #expect(mock.receivedRequests.count == 1, "no retry")
+        #expect(mock.receivedRequests.first?.headerFields[.authorization] == nil)
+        #expect(mock.receivedRequests.first?.headerFields[HTTPField.Name("X-Seen")!] == "1")
+        #expect(refreshes.withLock { $0 } == 0)
+        #expect(authenticator.token == "first")
+    }
+
     @Test func aRedirectToAnotherOriginTakesNoneOfTheProvidersSecrets() async throws {
         // Real libcurl: the API answers 302 to another origin, which records what arrives.
         try await withWireScriptServer({ _ in [.response(body: "landed")] }) { other in
