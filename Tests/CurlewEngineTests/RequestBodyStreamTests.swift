@@ -140,6 +140,62 @@ struct RequestBodyStreamTests {
         }
     }
 
+    /// libcurl reads no body of a request announced as empty: the request waits for its producer, and a byte or a
+    /// failure fails it before anything is sent.
+    @Test(arguments: allLoops)
+    func aStreamAnnouncedAsEmptyThatWritesOrFailsSendsNothing(
+        loop: CurlewClient.Configuration.EventLoopKind
+    ) async throws {
+        struct ProducerFailure: Error {}
+        try await withLoopbackServer { server in
+            try await withClient(loop) { client in
+                let writing = RequestBodyStream(chunkedStream(Array("late".utf8), chunkSize: 2), length: 0)
+                let failing = RequestBodyStream(
+                    AsyncThrowingStream<[UInt8], any Error> { $0.finish(throwing: ProducerFailure()) }, length: 0)
+                for stream in [writing, failing] {
+                    let request = try CurlewRequest(
+                        method: .post, url: "\(server.baseURL)/upload", body: .stream(stream))
+                    let error = await caughtError { _ = try await client.execute(request) } as? CurlewError
+                    #expect(error?.code == .requestBodyFailed, "\(String(describing: error))")
+                }
+                #expect(server.requestsServed == 0)
+
+                // A writer that finishes without a byte, after the request was made: sent once, empty.
+                let (stream, writer) = RequestBodyStream.makeStream(length: 0)
+                let request = try CurlewRequest(method: .post, url: "\(server.baseURL)/upload", body: .stream(stream))
+                async let response = client.execute(request)
+                writer.finish()
+                #expect(try await response.json()["bytes"] as? Int == 0)
+                #expect(server.requestsServed == 1)
+                #expect(await curlewErrorCode { _ = try await client.execute(request) } == .requestBodyNotReplayable)
+
+                // A writer past the announced zero, after the request was made.
+                let (late, lateWriter) = RequestBodyStream.makeStream(length: 0)
+                let lateRequest = try CurlewRequest(
+                    method: .post, url: "\(server.baseURL)/upload", body: .stream(late))
+                async let lateCode = curlewErrorCode { _ = try await client.execute(lateRequest) }
+                try? await lateWriter.write([1])
+                #expect(await lateCode == .requestBodyFailed)
+                #expect(server.requestsServed == 1)
+            }
+        }
+    }
+
+    @Test func cancellingARequestWaitingForItsEmptyStreamEndsItAndReleasesTheWriter() async throws {
+        try await withLoopbackServer { server in
+            try await withClient(.thread) { client in
+                let (stream, writer) = RequestBodyStream.makeStream(length: 0)
+                let request = try CurlewRequest(method: .post, url: "\(server.baseURL)/upload", body: .stream(stream))
+                let transfer = Task { try await client.execute(request) }
+                transfer.cancel()
+                let outcome = try await withTimeout(.seconds(30), "the cancelled request") { await transfer.result }
+                #expect(throws: CancellationError.self) { try outcome.get() }
+                await #expect(throws: CurlewError.self) { try await writer.write([1]) }
+                #expect(server.requestsServed == 0)
+            }
+        }
+    }
+
     /// The last byte of a declared length waits for the producer; a producer that goes on writing must fail the
     /// request even when its buffer holds a single byte.
     @Test(arguments: allLoops)

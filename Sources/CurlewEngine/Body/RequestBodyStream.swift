@@ -11,6 +11,10 @@ import Synchronization
 /// ``CurlewError/Code/requestBodyFailed`` if the chunks add up to anything else; without one it goes out chunked on
 /// HTTP/1.1 and as plain DATA frames on HTTP/2.
 ///
+/// A stream announced as empty (`length: 0`) holds its request until the producer finishes: libcurl reads no body
+/// of an empty request, so a byte written or a failure afterwards could not fail it. A byte or a failure fails the
+/// request before anything is sent.
+///
 /// A stream is one-shot: it can be sent once. A redirect that needs the body again (307/308) or a second
 /// `execute` of the same request fails with ``CurlewError/Code/requestBodyNotReplayable`` instead of sending a
 /// different body; use bytes or a file for bodies that must be replayable.
@@ -82,10 +86,24 @@ public struct RequestBodyStream: Sendable {
         return (stream, RequestBodyWriter(channel: stream.channel))
     }
 
+    /// A stream announced as empty (`length: 0`) is held until its producer has finished: libcurl asks no body of
+    /// an empty request, so a byte written or a failure after the request went out would be lost, and the request
+    /// would pass for one sent whole. Claims the stream and starts its producer here; the transfer claims the
+    /// channel again once this returned.
+    ///
+    /// - Throws: ``CurlewError/Code/requestBodyFailed`` when the producer failed or wrote a byte,
+    ///   ``CurlewError/Code/requestBodyNotReplayable`` when the stream was sent before, and
+    ///   ``CurlewError/Code/cancelled`` when the caller was cancelled first.
+    func holdUntilAnnouncedEmptyEnd() async throws(CurlewError) {
+        guard let channel = claim() else { throw StreamBodySource.alreadySent }
+        await channel.waitUntilEndedOrWritten()
+        if let error = channel.checkAnnouncedEmptiness() { throw error }
+    }
+
     /// Claims the stream for one transfer and starts its producer; `nil` if it was claimed before.
     func claim() -> BodyChannel? {
-        guard channel.claim() else { return nil }
-        if let produce {
+        guard let claim = channel.claim() else { return nil }
+        if claim == .first, let produce {
             let channel = channel
             // Detached: the producer must not run on (and so delay) the event loop that started the transfer.
             // Cancelled when the transfer ends, so a sequence that never yields again does not outlive it.
@@ -136,6 +154,11 @@ final class BodyChannel: Sendable {
         var waker: BodyWaker?
         var writers: [CheckedContinuation<Bool, Never>] = []
         var producer: Task<Void, Never>?
+        /// Callers of ``waitUntilEndedOrWritten()``: resumed by the first byte, the end, a failure or the close.
+        var endWaiters: [CheckedContinuation<Void, Never>] = []
+        /// An announced-empty stream's producer finished without a byte before the request went out
+        /// (``checkAnnouncedEmptiness()``): the transfer may claim the channel once more.
+        var isVerifiedEmpty = false
     }
 
     private let bufferLimit: Int
@@ -143,10 +166,23 @@ final class BodyChannel: Sendable {
 
     init(bufferLimit: Int) { self.bufferLimit = bufferLimit }
 
-    func claim() -> Bool {
+    /// How a claim of the channel went.
+    enum Claim {
+        /// The stream's first claim: its producer is to be started.
+        case first
+        /// The transfer's claim of an announced-empty stream whose producer already finished without a byte.
+        case afterEmptinessCheck
+    }
+
+    /// Claims the channel; nil when it was claimed before.
+    func claim() -> Claim? {
         state.withLock { state in
+            if state.isVerifiedEmpty {
+                state.isVerifiedEmpty = false
+                return .afterEmptinessCheck
+            }
             defer { state.isClaimed = true }
-            return !state.isClaimed
+            return state.isClaimed ? nil : .first
         }
     }
 
@@ -154,7 +190,7 @@ final class BodyChannel: Sendable {
     func write(_ chunk: [UInt8]) async -> Bool {
         if chunk.isEmpty { return state.withLock { !$0.isClosed } }
         while true {
-            enum Step { case added(BodyWaker?), full, closed }
+            enum Step { case added(BodyWaker?, [CheckedContinuation<Void, Never>]), full, closed }
             let step = state.withLock { state -> Step in
                 if state.isClosed || state.isFinished || state.failure != nil { return .closed }
                 // A reader that waits with bytes buffered is holding back a declared length's last byte: more bytes
@@ -162,11 +198,12 @@ final class BodyChannel: Sendable {
                 guard state.queue.byteCount < bufferLimit || state.readerIsWaiting else { return .full }
                 state.queue.append(chunk)
                 state.producedBytes += Int64(chunk.count)
-                return .added(Self.takeWaker(&state))
+                return .added(Self.takeWaker(&state), Self.takeEndWaiters(&state))
             }
             switch step {
-            case .added(let waker):
+            case .added(let waker, let endWaiters):
                 waker?.wake()
+                for waiter in endWaiters { waiter.resume() }
                 return true
             case .closed:
                 return false
@@ -186,27 +223,73 @@ final class BodyChannel: Sendable {
     }
 
     func finish() {
-        let waker = state.withLock { state -> BodyWaker? in
-            guard !state.isFinished, state.failure == nil else { return nil }
+        let (waker, endWaiters) = state.withLock { state -> (BodyWaker?, [CheckedContinuation<Void, Never>]) in
+            guard !state.isFinished, state.failure == nil else { return (nil, []) }
             state.isFinished = true
-            return Self.takeWaker(&state)
+            return (Self.takeWaker(&state), Self.takeEndWaiters(&state))
         }
         waker?.wake()
+        for waiter in endWaiters { waiter.resume() }
     }
 
     func fail(_ reason: String) {
-        let waker = state.withLock { state -> BodyWaker? in
-            guard !state.isFinished, state.failure == nil else { return nil }
+        let (waker, endWaiters) = state.withLock { state -> (BodyWaker?, [CheckedContinuation<Void, Never>]) in
+            guard !state.isFinished, state.failure == nil else { return (nil, []) }
             state.failure = reason
-            return Self.takeWaker(&state)
+            return (Self.takeWaker(&state), Self.takeEndWaiters(&state))
         }
         waker?.wake()
+        for waiter in endWaiters { waiter.resume() }
     }
 
     private static func takeWaker(_ state: inout State) -> BodyWaker? {
         guard state.readerIsWaiting else { return nil }
         state.readerIsWaiting = false
         return state.waker
+    }
+
+    private static func takeEndWaiters(_ state: inout State) -> [CheckedContinuation<Void, Never>] {
+        guard !state.endWaiters.isEmpty else { return [] }
+        defer { state.endWaiters.removeAll() }
+        return state.endWaiters
+    }
+
+    /// Suspends until the producer wrote a byte, finished, failed, or the channel was closed; a cancelled caller
+    /// closes the channel (the request will not go out).
+    func waitUntilEndedOrWritten() async {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let resumeNow = state.withLock { state -> Bool in
+                    if state.producedBytes > 0 || state.isFinished || state.failure != nil || state.isClosed {
+                        return true
+                    }
+                    state.endWaiters.append(continuation)
+                    return false
+                }
+                if resumeNow { continuation.resume() }
+            }
+        } onCancel: {
+            close()
+        }
+    }
+
+    /// After ``waitUntilEndedOrWritten()`` on a stream announced as empty: nil when its producer finished without a
+    /// byte (the transfer may then claim the channel), otherwise why the request must not go out; the channel is
+    /// then closed, which stops the producer.
+    func checkAnnouncedEmptiness() -> CurlewError? {
+        let error = state.withLock { state -> CurlewError? in
+            if let failure = state.failure { return .requestBody(failure) }
+            if state.producedBytes > 0 {
+                return .requestBody("the body stream produced bytes after announcing a length of 0")
+            }
+            if state.isClosed || !state.isFinished {
+                return CurlewError(code: .cancelled, detail: "the request was cancelled before its body stream ended")
+            }
+            state.isVerifiedEmpty = true
+            return nil
+        }
+        if error != nil { close() }
+        return error
     }
 
     func setWaker(_ waker: BodyWaker?) {
@@ -282,18 +365,21 @@ final class BodyChannel: Sendable {
 
     /// The transfer is over: refuse further writes and release waiting writers.
     func close() {
-        let (writers, producer) = state.withLock { state -> ([CheckedContinuation<Bool, Never>], Task<Void, Never>?) in
+        let (writers, producer, endWaiters) = state.withLock {
+            state -> ([CheckedContinuation<Bool, Never>], Task<Void, Never>?, [CheckedContinuation<Void, Never>]) in
             state.isClosed = true
+            state.isVerifiedEmpty = false
             state.waker = nil
             state.queue.removeAll()
             defer {
                 state.writers.removeAll()
                 state.producer = nil
             }
-            return (state.writers, state.producer)
+            return (state.writers, state.producer, Self.takeEndWaiters(&state))
         }
         producer?.cancel()
         for writer in writers { writer.resume(returning: false) }
+        for waiter in endWaiters { waiter.resume() }
     }
 }
 
@@ -307,14 +393,12 @@ final class StreamBodySource: BodySource {
         self.length = length
     }
 
+    static let alreadySent = CurlewError(
+        code: .requestBodyNotReplayable, detail: "this body stream was already sent; a stream body can be sent once")
+
     /// Claims a stream for this transfer; fails if it was sent before.
     static func open(_ stream: RequestBodyStream) -> Result<StreamBodySource, CurlewError> {
-        guard let channel = stream.claim() else {
-            return .failure(
-                CurlewError(
-                    code: .requestBodyNotReplayable,
-                    detail: "this body stream was already sent; a stream body can be sent once"))
-        }
+        guard let channel = stream.claim() else { return .failure(alreadySent) }
         return .success(StreamBodySource(channel: channel, length: stream.length))
     }
 
@@ -333,4 +417,12 @@ final class StreamBodySource: BodySource {
     func setWaker(_ waker: BodyWaker?) { channel.setWaker(waker) }
 
     func close() { channel.close() }
+}
+
+extension CurlewRequest {
+    /// The body, when it is a stream announced as empty that goes out as it is (compression makes its length
+    /// unknown, and the read callback then checks it as any other stream).
+    var announcedEmptyStream: RequestBodyStream? {
+        bodyCompression == nil ? body?.announcedEmptyStream : nil
+    }
 }

@@ -191,21 +191,19 @@ public final class CurlewClient: Sendable {
     nonisolated(nonsending) func runUntraced(
         _ request: CurlewRequest, sink: ResponseSink, box: TransferBox?
     ) async throws -> CurlewResponse {
-        guard let loop = pickLoop() else {
-            let transfer = Transfer(
-                request: request, settings: settings, submittedAt: monotonicNanoseconds(), sink: sink)
-            // Ended before it started, through the state machine like every ending: the last progress report, and
-            // body-stream writers released.
-            let failure: TransferStateMachine.Failure
-            let reason = unsupportedLibcurl.map(TransferStateMachine.Failure.unsupportedLibcurl) ?? .clientShutdown
-            if case .fail(let outcome) = transfer.stateMachine.rejected(because: reason) {
-                failure = outcome
-            } else {
-                failure = reason
+        if let stream = request.announcedEmptyStream {
+            do {
+                try await stream.holdUntilAnnouncedEmptyEnd()
+            } catch {
+                // Only a cancelled caller closes the stream while its request waits here.
+                throw endedBeforeStart(
+                    request, sink: sink, because: error.code == .cancelled ? .cancelled : .invalidRequest(error))
             }
-            let error = transfer.error(for: .engine(failure))
-            transfer.finish(with: .failure(error))
-            throw error
+        }
+        guard let loop = pickLoop() else {
+            throw endedBeforeStart(
+                request, sink: sink,
+                because: unsupportedLibcurl.map(TransferStateMachine.Failure.unsupportedLibcurl) ?? .clientShutdown)
         }
         let transfer = Transfer(request: request, settings: settings, submittedAt: loop.submissionTime, sink: sink)
         transfer.loop = loop
@@ -214,6 +212,23 @@ public final class CurlewClient: Sendable {
             box.loop = loop
         }
         return try await submitAndWait(transfer, on: loop)
+    }
+
+    /// The error of a request that ends before any loop has it, through the state machine like every ending: the
+    /// last progress report, and body-stream writers released.
+    private func endedBeforeStart(
+        _ request: CurlewRequest, sink: ResponseSink, because reason: TransferStateMachine.Failure
+    ) -> any Error {
+        let transfer = Transfer(request: request, settings: settings, submittedAt: monotonicNanoseconds(), sink: sink)
+        let failure: TransferStateMachine.Failure
+        if case .fail(let outcome) = transfer.stateMachine.rejected(because: reason) {
+            failure = outcome
+        } else {
+            failure = reason
+        }
+        let error = transfer.error(for: .engine(failure))
+        transfer.finish(with: .failure(error))
+        return error
     }
 
     /// Hands a transfer to its loop and waits until the loop resumes it; cancelling the caller cancels the transfer.

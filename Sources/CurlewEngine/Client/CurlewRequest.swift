@@ -331,6 +331,11 @@ extension CurlewRequest.Body {
         }
     }
 
+    /// A stream announced as empty (`length: 0`).
+    var announcedEmptyStream: RequestBodyStream? {
+        if case .stream(let stream) = storage, stream.length == 0 { stream } else { nil }
+    }
+
     /// Whether the body can be sent more than once: bytes, files and forms without stream parts.
     public var isReplayable: Bool {
         switch storage {

@@ -184,7 +184,8 @@ struct TransferStateMachine: Sendable, Equatable {
         case optionRejected(Int)
         /// `curl_multi_add_handle` refused the transfer (`CURLMcode`).
         case multiRefused(Int)
-        /// The request cannot be sent as asked (its body could not be opened, its form's boundary conflicts).
+        /// The request cannot be sent as asked (its body could not be opened, its form's boundary conflicts, a
+        /// stream announced as empty produced a byte or failed).
         indirect case invalidRequest(CurlewError)
     }
 
