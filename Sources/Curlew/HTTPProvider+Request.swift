@@ -183,36 +183,61 @@ struct InterceptorSides: Sendable {
 
     /// Runs the request side. For another origin, credential fields the shared interceptors set are taken out
     /// again (those the route or the call set stay): an interceptor that adds `Authorization` without saying it
-    /// attaches credentials still cannot send it there. A request that an interceptor moved from the provider's
-    /// origins to another keeps only the credential fields the call's and the route's interceptors set themselves:
-    /// the provider's headers and what the shared interceptors attached were meant for the provider.
+    /// attaches credentials still cannot send it there. A request that an interceptor moves from the provider's
+    /// origins to another is treated so too: the shared interceptors that attach credentials do not run for it
+    /// (whatever they would put in its URL or body), and it keeps only the credential fields the call's and the
+    /// route's interceptors set themselves, since the provider's headers were meant for the provider.
     ///
     /// - Returns: the interceptors of the response side, in request side order: without the shared ones that
     ///   attach credentials when the request was moved away from the provider, so that another origin's 401
     ///   refreshes no token of the provider's.
     func adapt(_ request: inout CurlewRequest, context: InterceptorContext) async throws -> [any Interceptor] {
-        // Copies of the fields share their storage: the common case, where nothing moved, filters nothing.
         let builtURL = request.url
+        // Copies of the fields share their storage until an interceptor changes them.
         let builtFields = request.headerFields
         for interceptor in explicit { try await interceptor.adapt(&request, context: context) }
         let explicitFields = request.headerFields
-        for interceptor in shared { try await interceptor.adapt(&request, context: context) }
-        if sharesCredentials {
-            guard request.url != builtURL, !isProviderOrigin(request.url) else { return all }
-            let builtCredentials = builtFields.filter(CredentialPolicy.isCredential)
-            let added = explicitFields.filter { CredentialPolicy.isCredential($0) && !builtCredentials.contains($0) }
-            keepOnly(Array(added), in: &request)
-            return explicit + shared.filter { !$0.attachesCredentials }
-        } else {
+        guard sharesCredentials else {
+            for interceptor in shared { try await interceptor.adapt(&request, context: context) }
             keepOnly(Array(explicitFields.filter(CredentialPolicy.isCredential)), in: &request)
             return all
         }
+        let movedAway = request.url != builtURL && !isProviderOrigin(request.url)
+        let sharedToRun = movedAway ? shared.filter { !$0.attachesCredentials } : shared
+        let explicitURL = request.url
+        for interceptor in sharedToRun { try await interceptor.adapt(&request, context: context) }
+        // A shared interceptor may move it too.
+        guard movedAway || (request.url != explicitURL && !isProviderOrigin(request.url)) else { return all }
+        keepOnlyExplicitCredentials(explicitFields, builtFields: builtFields, in: &request)
+        return explicit + shared.filter { !$0.attachesCredentials }
     }
 
     /// Replaces the request's credential fields with `credentials`, every other field as it was.
     private func keepOnly(_ credentials: [HTTPField], in request: inout CurlewRequest) {
         var fields = HTTPFields(request.headerFields.filter { !CredentialPolicy.isCredential($0) })
         fields.append(contentsOf: credentials)
+        request.headerFields = fields
+    }
+
+    /// For a request moved away from the provider: takes out every credential field, and every field named as one
+    /// of the built request's credentials (a mover that copied the fields by name and value made them ordinary
+    /// fields), then puts back those the call's and the route's interceptors added or gave another value.
+    private func keepOnlyExplicitCredentials(
+        _ explicitFields: HTTPFields, builtFields: HTTPFields, in request: inout CurlewRequest
+    ) {
+        let builtCredentials = builtFields.filter(CredentialPolicy.isCredential)
+        let builtCredentialNames = Set(builtCredentials.map(\.name))
+        func isBuiltCredential(_ field: HTTPField) -> Bool {
+            builtCredentials.contains { $0.name == field.name && $0.value == field.value }
+        }
+        let explicitCredentials = explicitFields.filter {
+            (CredentialPolicy.isCredential($0) || builtCredentialNames.contains($0.name)) && !isBuiltCredential($0)
+        }
+        var fields = HTTPFields(
+            request.headerFields.filter {
+                !CredentialPolicy.isCredential($0) && !builtCredentialNames.contains($0.name)
+            })
+        fields.append(contentsOf: explicitCredentials)
         request.headerFields = fields
     }
 }

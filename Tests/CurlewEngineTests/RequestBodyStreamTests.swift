@@ -181,6 +181,34 @@ struct RequestBodyStreamTests {
         }
     }
 
+    @Test func aRequestWaitingForItsEmptyStreamCountsTheWaitAgainstItsTotalTimeout() async throws {
+        try await withLoopbackServer { server in
+            try await withClient(.thread) { client in
+                let (stream, writer) = RequestBodyStream.makeStream(length: 0)
+                var request = try CurlewRequest(method: .post, url: "\(server.baseURL)/upload", body: .stream(stream))
+                request.timeouts = .init(total: .milliseconds(300))
+                let bounded = request
+                let code = try await withTimeout(.seconds(30), "the waiting request") {
+                    await curlewErrorCode { _ = try await client.execute(bounded) }
+                }
+                #expect(code == .timeout(.total))
+                await #expect(throws: CurlewError.self) { try await writer.write([1]) }
+                #expect(server.requestsServed == 0)
+            }
+        }
+    }
+
+    @Test func aShutDownClientRefusesARequestWithAnEmptyStreamWithoutWaitingForIt() async throws {
+        let client = CurlewClient()
+        await client.shutdown()
+        let (stream, _) = RequestBodyStream.makeStream(length: 0)
+        let request = try CurlewRequest(method: .post, url: "http://127.0.0.1:9/upload", body: .stream(stream))
+        let code = try await withTimeout(.seconds(30), "the refused request") {
+            await curlewErrorCode { _ = try await client.execute(request) }
+        }
+        #expect(code == .clientShutdown)
+    }
+
     @Test func cancellingARequestWaitingForItsEmptyStreamEndsItAndReleasesTheWriter() async throws {
         try await withLoopbackServer { server in
             try await withClient(.thread) { client in

@@ -136,24 +136,32 @@ import Testing
 
     @Test func aRequestAnInterceptorMovesToAnotherOriginKeepsOnlyTheCredentialsTheCallSet() async throws {
         let mock = MockTransport(stubs: [.get("*", json: ["ok": true])])
+        let attachments = Mutex(0)
+        let counting = AnyInterceptor(attachesCredentials: true, adapt: { _, _ in attachments.withLock { $0 += 1 } })
         var provider = provider(
             mock,
             interceptors: [
                 BasicAuthentication(username: "user", password: "pass"), Self.sneaky,
-                HeadersInterceptor(["X-Api-Key": "secret-key"], attachesCredentials: true), Self.seen,
+                HeadersInterceptor(["X-Api-Key": "secret-key"], attachesCredentials: true), Self.seen, counting,
             ])
         provider.additionalHeaders = ["X-Provider-Key": "provider-key"]
         provider.credentialOrigins = ["https://mirror.example.com"]
-        func moving(to url: String, withOwnToken: Bool = false) -> AnyInterceptor {
+        func moving(to url: String, withOwnToken: Bool = false, copyingByName: Bool = false) -> AnyInterceptor {
             // A URL is fixed when a request is made: moving it means a new request with the same fields.
             AnyInterceptor(adapt: { request, _ in
                 var moved = try CurlewRequest(method: request.method, url: url)
-                moved.headerFields = request.headerFields
+                if copyingByName {
+                    // As plain names and values: the copies are ordinary fields, not secrets.
+                    for field in request.headerFields { try moved.addHeader(field.name.rawName, field.value) }
+                } else {
+                    moved.headerFields = request.headerFields
+                }
                 if withOwnToken { try moved.setCredentialHeader("X-Own-Token", "own") }
                 request = moved
             })
         }
-        // Moved elsewhere by the call, by the route, and by the call with a credential of its own.
+        // Moved elsewhere by the call, by the route, by the call with a credential of its own, and by a call that
+        // copies the fields by name.
         try await provider.request(Route(path: "/me"), interceptors: [moving(to: "https://evil.example/a")])
         try await provider.request(
             Route(
@@ -161,14 +169,19 @@ import Testing
                 interceptors: [moving(to: "https://evil.example/b")]))
         try await provider.request(
             Route(path: "/me"), interceptors: [moving(to: "https://evil.example/c", withOwnToken: true)])
+        try await provider.request(
+            Route(path: "/me", headers: ["Authorization": "Bearer route-token"]),
+            interceptors: [moving(to: "https://evil.example/d", copyingByName: true)])
+        #expect(attachments.withLock { $0 } == 0, "no interceptor that attaches credentials ran for another origin")
         // Moved to an origin the provider lists, and not moved: everything goes.
-        try await provider.request(Route(path: "/me"), interceptors: [moving(to: "https://mirror.example.com/d")])
+        try await provider.request(Route(path: "/me"), interceptors: [moving(to: "https://mirror.example.com/e")])
         try await provider.request(Route(path: "/me"))
+        #expect(attachments.withLock { $0 } == 2)
         let sent = mock.receivedRequests
-        try #require(sent.count == 5)
+        try #require(sent.count == 6)
         let apiKey = HTTPField.Name("X-Api-Key")!
         let providerKey = HTTPField.Name("X-Provider-Key")!
-        for request in sent.prefix(3) {
+        for request in sent.prefix(4) {
             #expect(request.url.hasPrefix("https://evil.example/"))
             #expect(request.headerFields[.authorization] == nil, "\(request.url)")
             #expect(request.headerFields[apiKey] == nil, "\(request.url)")
@@ -217,8 +230,9 @@ import Testing
     }
 
     @Test func a401FromAnOriginAnInterceptorMovedTheRequestToRefreshesNoToken() async throws {
+        // No token yet: an authenticator that ran for the request would fetch one.
         let refreshes = Mutex(0)
-        let authenticator = BearerTokenAuthenticator(token: "first") { _ in
+        let authenticator = BearerTokenAuthenticator(token: nil) { _ in
             refreshes.withLock { $0 += 1 }
             return "second"
         }
@@ -236,7 +250,7 @@ import Testing
         #expect(mock.receivedRequests.first?.headerFields[.authorization] == nil)
         #expect(mock.receivedRequests.first?.headerFields[HTTPField.Name("X-Seen")!] == "1")
         #expect(refreshes.withLock { $0 } == 0)
-        #expect(authenticator.token == "first")
+        #expect(authenticator.token == nil)
     }
 
     @Test func aRedirectToAnotherOriginTakesNoneOfTheProvidersSecrets() async throws {

@@ -91,18 +91,34 @@ public struct RequestBodyStream: Sendable {
     /// would pass for one sent whole. Claims the stream and starts its producer here; the transfer claims the
     /// channel again once this returned.
     ///
+    /// - Parameter limit: the request's total timeout, which the wait counts against.
     /// - Throws: ``CurlewError/Code/requestBodyFailed`` when the producer failed or wrote a byte,
-    ///   ``CurlewError/Code/requestBodyNotReplayable`` when the stream was sent before, and
-    ///   ``CurlewError/Code/cancelled`` when the caller was cancelled first.
-    func holdUntilAnnouncedEmptyEnd() async throws(CurlewError) {
-        guard let channel = claim() else { throw StreamBodySource.alreadySent }
-        await channel.waitUntilEndedOrWritten()
+    ///   ``CurlewError/Code/requestBodyNotReplayable`` when the stream was sent before, a total timeout when
+    ///   `limit` ran out first, and ``CurlewError/Code/cancelled`` when the caller was cancelled first.
+    func holdUntilAnnouncedEmptyEnd(within limit: Duration?) async throws(CurlewError) {
+        // Not the transfer's claim: a second hold of the same stream is refused, whatever the first one found.
+        guard let channel = claim(acceptingEmptinessCheck: false) else { throw StreamBodySource.alreadySent }
+        if let limit {
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask { await channel.waitUntilEndedOrWritten() }
+                group.addTask {
+                    // Cancelled (the wait ended first, or the caller was cancelled): no expiry.
+                    guard (try? await Task.sleep(for: limit)) != nil else { return }
+                    channel.expire()
+                }
+                await group.next()
+                group.cancelAll()
+            }
+        } else {
+            await channel.waitUntilEndedOrWritten()
+        }
         if let error = channel.checkAnnouncedEmptiness() { throw error }
     }
 
-    /// Claims the stream for one transfer and starts its producer; `nil` if it was claimed before.
-    func claim() -> BodyChannel? {
-        guard let claim = channel.claim() else { return nil }
+    /// Claims the stream for one transfer and starts its producer; `nil` if it was claimed before (except by a hold
+    /// that found it empty, when `acceptingEmptinessCheck`).
+    func claim(acceptingEmptinessCheck: Bool = true) -> BodyChannel? {
+        guard let claim = channel.claim(acceptingEmptinessCheck: acceptingEmptinessCheck) else { return nil }
         if claim == .first, let produce {
             let channel = channel
             // Detached: the producer must not run on (and so delay) the event loop that started the transfer.
@@ -159,6 +175,8 @@ final class BodyChannel: Sendable {
         /// An announced-empty stream's producer finished without a byte before the request went out
         /// (``checkAnnouncedEmptiness()``): the transfer may claim the channel once more.
         var isVerifiedEmpty = false
+        /// The hold of an announced-empty stream outlasted the request's total timeout.
+        var isExpired = false
     }
 
     private let bufferLimit: Int
@@ -174,10 +192,11 @@ final class BodyChannel: Sendable {
         case afterEmptinessCheck
     }
 
-    /// Claims the channel; nil when it was claimed before.
-    func claim() -> Claim? {
+    /// Claims the channel; nil when it was claimed before (except by a hold that found it empty, when
+    /// `acceptingEmptinessCheck`).
+    func claim(acceptingEmptinessCheck: Bool) -> Claim? {
         state.withLock { state in
-            if state.isVerifiedEmpty {
+            if acceptingEmptinessCheck && state.isVerifiedEmpty {
                 state.isVerifiedEmpty = false
                 return .afterEmptinessCheck
             }
@@ -273,6 +292,12 @@ final class BodyChannel: Sendable {
         }
     }
 
+    /// The hold's time ran out: marks it, then closes the channel (which also ends the wait).
+    func expire() {
+        state.withLock { $0.isExpired = true }
+        close()
+    }
+
     /// After ``waitUntilEndedOrWritten()`` on a stream announced as empty: nil when its producer finished without a
     /// byte (the transfer may then claim the channel), otherwise why the request must not go out; the channel is
     /// then closed, which stops the producer.
@@ -281,6 +306,11 @@ final class BodyChannel: Sendable {
             if let failure = state.failure { return .requestBody(failure) }
             if state.producedBytes > 0 {
                 return .requestBody("the body stream produced bytes after announcing a length of 0")
+            }
+            if state.isExpired {
+                return CurlewError(
+                    code: .timeout(.total),
+                    detail: "the total timeout ran out while the request waited for its empty body stream to end")
             }
             if state.isClosed || !state.isFinished {
                 return CurlewError(code: .cancelled, detail: "the request was cancelled before its body stream ended")
@@ -355,7 +385,8 @@ final class BodyChannel: Sendable {
     func abandonIfUnclaimed() {
         let wasClaimed = state.withLock { state -> Bool in
             defer { state.isClaimed = true }
-            return state.isClaimed
+            // A hold's verdict the transfer never took is an open claim too: the request will not go out.
+            return state.isClaimed && !state.isVerifiedEmpty
         }
         if !wasClaimed { close() }
     }

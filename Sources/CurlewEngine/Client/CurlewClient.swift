@@ -191,19 +191,25 @@ public final class CurlewClient: Sendable {
     nonisolated(nonsending) func runUntraced(
         _ request: CurlewRequest, sink: ResponseSink, box: TransferBox?
     ) async throws -> CurlewResponse {
-        if let stream = request.announcedEmptyStream {
-            do {
-                try await stream.holdUntilAnnouncedEmptyEnd()
-            } catch {
-                // Only a cancelled caller closes the stream while its request waits here.
-                throw endedBeforeStart(
-                    request, sink: sink, because: error.code == .cancelled ? .cancelled : .invalidRequest(error))
-            }
-        }
         guard let loop = pickLoop() else {
             throw endedBeforeStart(
                 request, sink: sink,
                 because: unsupportedLibcurl.map(TransferStateMachine.Failure.unsupportedLibcurl) ?? .clientShutdown)
+        }
+        if let stream = request.announcedEmptyStream {
+            do {
+                // The wait counts against the total timeout, as a request's wait for a connection does.
+                try await stream.holdUntilAnnouncedEmptyEnd(
+                    within: Transfer.timeouts(of: request, settings: settings).total)
+            } catch {
+                let reason: TransferStateMachine.Failure =
+                    switch error.code {
+                    case .cancelled: .cancelled
+                    case .timeout(.total): .timeout(.total)
+                    default: .invalidRequest(error)
+                    }
+                throw endedBeforeStart(request, sink: sink, because: reason)
+            }
         }
         let transfer = Transfer(request: request, settings: settings, submittedAt: loop.submissionTime, sink: sink)
         transfer.loop = loop

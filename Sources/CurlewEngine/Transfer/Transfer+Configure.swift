@@ -303,7 +303,7 @@ extension Transfer {
     static let libcurlDefaultConnectTimeout = Duration.seconds(300)
 
     /// The request's timeouts: its own fields over the client's.
-    private static func timeouts(of request: CurlewRequest, settings: ClientSettings) -> CurlewClient.Timeouts {
+    static func timeouts(of request: CurlewRequest, settings: ClientSettings) -> CurlewClient.Timeouts {
         request.timeouts.isEmpty ? settings.timeouts : request.timeouts.applied(to: settings.timeouts)
     }
 
