@@ -196,21 +196,7 @@ public final class CurlewClient: Sendable {
                 request, sink: sink,
                 because: unsupportedLibcurl.map(TransferStateMachine.Failure.unsupportedLibcurl) ?? .clientShutdown)
         }
-        if let stream = request.announcedEmptyStream {
-            do {
-                // The wait counts against the total timeout, as a request's wait for a connection does.
-                try await stream.holdUntilAnnouncedEmptyEnd(
-                    within: Transfer.timeouts(of: request, settings: settings).total)
-            } catch {
-                let reason: TransferStateMachine.Failure =
-                    switch error.code {
-                    case .cancelled: .cancelled
-                    case .timeout(.total): .timeout(.total)
-                    default: .invalidRequest(error)
-                    }
-                throw endedBeforeStart(request, sink: sink, because: reason)
-            }
-        }
+        if let stream = request.announcedEmptyStream { try await hold(request, until: stream, sink: sink) }
         let transfer = Transfer(request: request, settings: settings, submittedAt: loop.submissionTime, sink: sink)
         transfer.loop = loop
         if let box {
@@ -218,6 +204,27 @@ public final class CurlewClient: Sendable {
             box.loop = loop
         }
         return try await submitAndWait(transfer, on: loop)
+    }
+
+    /// Waits for the producer of a request's stream announced as empty; kept out of line, so that every other
+    /// request's path stays as small as it was.
+    @inline(never)
+    nonisolated(nonsending) private func hold(
+        _ request: CurlewRequest, until stream: RequestBodyStream, sink: ResponseSink
+    ) async throws {
+        do {
+            // The wait counts against the total timeout, as a request's wait for a connection does.
+            try await stream.holdUntilAnnouncedEmptyEnd(
+                within: Transfer.timeouts(of: request, settings: settings).total)
+        } catch {
+            let reason: TransferStateMachine.Failure =
+                switch error.code {
+                case .cancelled: .cancelled
+                case .timeout(.total): .timeout(.total)
+                default: .invalidRequest(error)
+                }
+            throw endedBeforeStart(request, sink: sink, because: reason)
+        }
     }
 
     /// The error of a request that ends before any loop has it, through the state machine like every ending: the
