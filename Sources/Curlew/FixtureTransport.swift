@@ -23,11 +23,9 @@ public struct FixtureTransport: HTTPTransport {
 
     public func send(_ request: CurlewRequest, context: InterceptorContext) async throws -> RouteResponse {
         guard let name = context.route.mockData else {
+            let url = URLRedaction.messages.redact(request.url)
             throw CurlewError(
-                code: .invalidRequest,
-                detail:
-                    "no fixture for \(request.method) \(URLRedaction.messages.redact(request.url)): the route names no mockData"
-            )
+                code: .invalidRequest, detail: "no fixture for \(request.method) \(url): the route names no mockData")
         }
         let body = try Self.fixture(named: name, in: fixturesDirectory)
         return RouteResponse.simulated(

@@ -42,9 +42,8 @@ extension HTTPProvider {
         }
         let encoding = route.body != nil ? .url : (route.encoding ?? defaultEncoding(for: route.method))
         if encoding != .url, route.method == .get || route.method == .head {
-            throw .invalidRoute(
-                "\(route.method) \(URLRedaction.messages.redact(route.path)) cannot carry \(encoding) parameters in a body"
-            )
+            let path = URLRedaction.messages.redact(route.path)
+            throw .invalidRoute("\(route.method) \(path) cannot carry \(encoding) parameters in a body")
         }
 
         if encoding == .url, !parameters.isEmpty {

@@ -200,12 +200,12 @@ public struct ProviderError: Error, Sendable, CustomStringConvertible {
         switch storage {
         case .status(let response):
             let excerpt = DecodingFailure.excerpt(of: response.body)
-            return
-                "HTTP \(response.status.code) from \(response.request.method) \(URLRedaction.messages.redact(response.url))"
+            let url = URLRedaction.messages.redact(response.url)
+            return "HTTP \(response.status.code) from \(response.request.method) \(url)"
                 + (excerpt.isEmpty ? "" : ": \(excerpt)")
         case .validation(let error, let response):
-            return
-                "validation failed for \(response.request.method) \(URLRedaction.messages.redact(response.url)): \(error)"
+            let url = URLRedaction.messages.redact(response.url)
+            return "validation failed for \(response.request.method) \(url): \(error)"
         case .decoding(let failure):
             return failure.description
         case .transport(let error, let request):

@@ -61,11 +61,10 @@ public final class MockTransport: HTTPTransport {
         } else if let fixture = context.route.mockData {
             reply = try fixtureResponse(named: fixture)
         } else {
+            let url = URLRedaction.messages.redact(request.url)
             throw CurlewError(
                 code: .invalidRequest,
-                detail:
-                    "MockTransport has no stub for \(request.method) \(URLRedaction.messages.redact(request.url)) and the route names no mockData"
-            )
+                detail: "MockTransport has no stub for \(request.method) \(url) and the route names no mockData")
         }
         if let delay = reply.delay { try await Task.sleep(for: delay) }
         if let error = reply.error { throw error }

@@ -52,9 +52,8 @@ public final class StreamUpload: Sendable {
             do {
                 _ = try CurlewRequest(method: .put, url: url)
             } catch {
-                throw invalid(
-                    "cannot send to \(URLRedaction.messages.redact(url).debugDescription): \((error as? CurlewError)?.detail ?? "\(error)")"
-                )
+                let named = URLRedaction.messages.redact(url).debugDescription
+                throw invalid("cannot send to \(named): \((error as? CurlewError)?.detail ?? "\(error)")")
             }
         case .multipartForm:
             throw invalid("a stream goes as a PUT to a URL or as an S3 object, not as a form")

@@ -41,8 +41,8 @@ package struct WebDAVFolder: Sendable {
             if response.status.code == 404 && folder.isEmpty { return [] }
             guard response.status.code == 207 else {
                 throw WebDAVListingError(
-                    "PROPFIND \(URLRedaction.messages.redact(url)) answered \(response.status.code), not 207 Multi-Status (does the server speak WebDAV?)"
-                )
+                    "PROPFIND \(URLRedaction.messages.redact(url)) answered \(response.status.code), "
+                        + "not 207 Multi-Status (does the server speak WebDAV?)")
             }
             let basePath = URLComponents(string: baseURL)?.percentEncodedPath ?? "/"
             for entry in Self.parse(String(decoding: response.body, as: UTF8.self), basePath: basePath) {

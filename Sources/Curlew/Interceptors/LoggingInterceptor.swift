@@ -8,9 +8,9 @@ public import Logging
 /// secrets (never-indexed) and any names you add are logged as `<redacted>`, and so are a password in the URL
 /// (`user:password@host`) and the values of query parameters that usually carry credentials
 /// (``defaultRedactedQueryParameters``, and any names you add), such as `access_token` or a presigned URL's
-/// `X-Amz-Signature`, in the request's URL and in a response's `Location` and `Content-Location`. Requests are logged at `requestLevel` (`.debug` by
-/// default) with their header fields in the metadata, responses at `responseLevel` (`.info`) with status and
-/// duration, transport failures at `.warning`. Bodies are never logged.
+/// `X-Amz-Signature`, in the request's URL and in a response's `Location` and `Content-Location`. Requests are
+/// logged at `requestLevel` (`.debug` by default) with their header fields in the metadata, responses at
+/// `responseLevel` (`.info`) with status and duration, transport failures at `.warning`. Bodies are never logged.
 ///
 /// Added globally, it sees requests exactly as sent (see ``Interceptor`` for the order).
 public struct LoggingInterceptor: Interceptor {
