@@ -141,9 +141,9 @@ public struct LoadPlan: Sendable {
         do {
             request = try CurlewRequest(url: url)
         } catch let error as CurlewError {
-            throw LoadTestError("cannot send to \(URLRedaction.messages.redact(url).debugDescription): \(error.detail)")
+            throw LoadTestError("cannot send to \(URLRedaction.messages.naming(url)): \(error.detail)")
         } catch {
-            throw LoadTestError("cannot send to \(URLRedaction.messages.redact(url).debugDescription): \(error)")
+            throw LoadTestError("cannot send to \(URLRedaction.messages.naming(url)): \(error)")
         }
         self.init(requests: [request], shape: shape)
     }

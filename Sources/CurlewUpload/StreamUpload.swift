@@ -52,7 +52,7 @@ public final class StreamUpload: Sendable {
             do {
                 _ = try CurlewRequest(method: .put, url: url)
             } catch {
-                let named = URLRedaction.messages.redact(url).debugDescription
+                let named = URLRedaction.messages.naming(url)
                 throw invalid("cannot send to \(named): \((error as? CurlewError)?.detail ?? "\(error)")")
             }
         case .multipartForm:

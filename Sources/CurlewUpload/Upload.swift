@@ -127,7 +127,7 @@ public final class Upload: Sendable {
                 let detail = (error as? CurlewError)?.detail ?? "\(error)"
                 throw UploadError(
                     .invalidConfiguration,
-                    "cannot send to \(URLRedaction.messages.redact(target).debugDescription): \(detail)")
+                    "cannot send to \(URLRedaction.messages.naming(target)): \(detail)")
             }
         }
         let plan = UploadPlan(

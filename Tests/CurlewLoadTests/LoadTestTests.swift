@@ -130,6 +130,14 @@ import Testing
             #expect(error.description.contains("ftp://user:<redacted>@127.0.0.1/f?api_key=<redacted>&page=2"))
             #expect(!error.description.contains("hunter2") && !error.description.contains("k1"))
         }
+        // A password with a raw `/` hides the user-info from every parser: the URL is not named at all.
+        do {
+            _ = try LoadPlan(target: "https://user:hun/ter2@127.0.0.1/f", shape: .requests(1))
+            Issue.record("a URL that does not parse should be refused")
+        } catch {
+            #expect(error.description.contains("a URL that does not parse"), "\(error)")
+            #expect(!error.description.contains("ter2"), "\(error)")
+        }
     }
 
     @Test func plansThatAskForNothingAndSecondRunsAreRefused() async throws {

@@ -54,6 +54,12 @@ package struct URLRedaction: Sendable, Hashable {
             queryValueReplacement: "<redacted>")
     }
 
+    /// How a message names a URL a request was refused for: redacted, in quotes, when it parses; otherwise not at
+    /// all, since no redaction can find the password of a URL no parser reads (`https://user:pa/ss@host/`).
+    package func naming(_ url: String) -> String {
+        URLComponents(string: url) == nil ? "a URL that does not parse" : redact(url).debugDescription
+    }
+
     /// The URL with its credentials replaced. The user-info is looked for in the authority after `://`, the query
     /// from the first `?` after the authority, unless a `#` comes first, to the first `#` after it.
     package func redact(_ url: String) -> String {
