@@ -199,7 +199,8 @@ struct InterceptorSides: Sendable {
         let explicitFields = request.headerFields
         guard sharesCredentials else {
             for interceptor in shared { try await interceptor.adapt(&request, context: context) }
-            keepOnly(Array(explicitFields.filter(CredentialPolicy.isCredential)), in: &request)
+            // Nothing of the provider's was built in: every credential the route and the call set stays.
+            keepOnlyCredentials(setBy: explicitFields, notIn: HTTPFields(), in: &request)
             return all
         }
         let movedAway = request.url != builtURL && !isProviderOrigin(request.url)
@@ -208,22 +209,16 @@ struct InterceptorSides: Sendable {
         for interceptor in sharedToRun { try await interceptor.adapt(&request, context: context) }
         // A shared interceptor may move it too.
         guard movedAway || (request.url != explicitURL && !isProviderOrigin(request.url)) else { return all }
-        keepOnlyExplicitCredentials(explicitFields, builtFields: builtFields, in: &request)
+        keepOnlyCredentials(setBy: explicitFields, notIn: builtFields, in: &request)
         return explicit + shared.filter { !$0.attachesCredentials }
     }
 
-    /// Replaces the request's credential fields with `credentials`, every other field as it was.
-    private func keepOnly(_ credentials: [HTTPField], in request: inout CurlewRequest) {
-        var fields = HTTPFields(request.headerFields.filter { !CredentialPolicy.isCredential($0) })
-        fields.append(contentsOf: credentials)
-        request.headerFields = fields
-    }
-
-    /// For a request moved away from the provider: takes out every credential field, and every field named as one
-    /// of the built request's credentials (a mover that copied the fields by name and value made them ordinary
-    /// fields), then puts back those the call's and the route's interceptors added or gave another value.
-    private func keepOnlyExplicitCredentials(
-        _ explicitFields: HTTPFields, builtFields: HTTPFields, in request: inout CurlewRequest
+    /// Takes out every credential field, and every field named as one of `builtFields`' credentials (a mover that
+    /// copied the fields by name and value made them ordinary fields), then puts back the credentials of
+    /// `explicitFields` (the fields after the call's and the route's interceptors) that `builtFields` did not
+    /// already hold with the same value.
+    private func keepOnlyCredentials(
+        setBy explicitFields: HTTPFields, notIn builtFields: HTTPFields, in request: inout CurlewRequest
     ) {
         let builtCredentials = builtFields.filter(CredentialPolicy.isCredential)
         let builtCredentialNames = Set(builtCredentials.map(\.name))

@@ -43,7 +43,8 @@ public protocol Interceptor: Sendable {
     /// a request to another origin never leaves with the credential fields (the engine's list: `Authorization`,
     /// `Cookie`, `Proxy-Authorization`, `X-Amz-Security-Token`, and fields marked never-indexed, as
     /// `CurlewRequest.setCredentialHeader` sets them) that provider-level or global interceptors set. The origin is
-    /// decided on the request's URL before any interceptor runs.
+    /// decided on the request's URL before any interceptor runs, and again when an interceptor moved the request
+    /// to a new URL (``HTTPProvider/credentialOrigins``).
     var attachesCredentials: Bool { get }
 }
 
