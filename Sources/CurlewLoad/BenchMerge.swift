@@ -1,3 +1,4 @@
+import CurlewEngine
 import CurlewSharding
 import Foundation
 import Histogram
@@ -29,6 +30,7 @@ package struct BenchRunRecord: Codable, Sendable {
 
 /// The run as asked for, before it was divided: every shard of one run has the same.
 package struct BenchRunPlan: Codable, Sendable, Equatable {
+    /// The URL (redacted as the summary's), the targets file, or "(embedded server)".
     package var target: String
     package var method: String
     package var requests: Int?
@@ -51,7 +53,7 @@ package struct BenchRunPlan: Codable, Sendable, Equatable {
         stages: String? = nil, connections: Int? = nil, httpVersion: String, targetsOrder: String, seed: UInt64? = nil,
         intervalSeconds: Double, startAt: Double? = nil, shards: Int, checks: [String]? = nil
     ) {
-        self.target = target
+        self.target = URLRedaction.messages.displaying(target)
         self.method = method
         self.requests = requests
         self.durationSeconds = durationSeconds

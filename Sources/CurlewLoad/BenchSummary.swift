@@ -1,3 +1,4 @@
+import CurlewEngine
 package import CurlewSharding
 import Foundation
 
@@ -151,7 +152,8 @@ package struct BenchSummary: Codable {
         let tally = result.tally
         let histogram = tally.histogram
         let hasSamples = histogram.totalCount > 0
-        self.url = url
+        // A summary is printed, written and shared: a password or a key typed into a URL stays out of it.
+        self.url = URLRedaction.messages.displaying(url)
         self.method = method
         self.connections = connections
         self.loops = loops
@@ -174,7 +176,7 @@ package struct BenchSummary: Codable {
         if let targets, tally.targetRequests.count == targets.count {
             self.targets = targets.indices.map { index in
                 Target(
-                    method: targets[index].method, url: targets[index].url,
+                    method: targets[index].method, url: URLRedaction.messages.displaying(targets[index].url),
                     requests: tally.targetRequests[index], failed: tally.targetFailures[index])
             }
         }

@@ -163,7 +163,8 @@ public final class StreamUpload: Sendable {
 
 /// What a ``StreamUpload`` sent.
 public struct StreamUploadSummary: Sendable, Codable, Hashable {
-    /// Where the stream went (an S3 location as `s3://bucket/key`).
+    /// Where the stream went (an S3 location as `s3://bucket/key`); a password or a key in the URL is redacted,
+    /// since a summary is printed, logged and kept.
     public let url: String
     /// The stream's bytes, as read.
     public let bytes: Int64
@@ -181,7 +182,7 @@ public struct StreamUploadSummary: Sendable, Codable, Hashable {
     package init(
         url: String, bytes: Int64, parts: Int, sha256: String?, sha256Stored: Bool, error: String? = nil
     ) {
-        self.url = url
+        self.url = URLRedaction.messages.displaying(url)
         self.bytes = bytes
         self.parts = parts
         self.sha256 = sha256

@@ -68,7 +68,7 @@ public final class Upload: Sendable {
             return path.isEmpty ? "/" : String(path)
         }
         switch destination.storage {
-        case .put(let baseURL): return path(of: baseURL.hasSuffix("/") ? baseURL : baseURL + "/")
+        case .put(let baseURL): return path(of: FolderURL(baseURL).folder)
         case .multipartForm(let url, _): return path(of: url)
         case .s3(let s3): return s3.location.description
         }
@@ -99,7 +99,7 @@ public final class Upload: Sendable {
         var s3: (uploader: S3Uploader, location: S3Location)?
         switch configuration.destination.storage {
         case .put(let baseURL):
-            target = baseURL.hasSuffix("/") ? baseURL : baseURL + "/"
+            target = FolderURL(baseURL).url
             mode = .put
             s3Client = nil
         case .multipartForm(let url, let formFields):

@@ -82,7 +82,8 @@ public struct UploadDestination: Sendable, CustomStringConvertible {
     private init(_ storage: Storage) { self.storage = storage }
 
     /// Each file as a PUT to `baseURL` followed by its relative path, each segment percent-encoded (WebDAV, most
-    /// object stores' plain HTTP APIs). A `/` is added to `baseURL` if it has none.
+    /// object stores' plain HTTP APIs). A `/` is added to `baseURL`'s path if it has none; a query on `baseURL`
+    /// (`?token=…`) follows each file's path.
     public static func put(baseURL: String) -> UploadDestination { UploadDestination(.put(baseURL: baseURL)) }
 
     /// Each file as a POST of a multipart form to `url`: the file as part `file`, its relative path as field

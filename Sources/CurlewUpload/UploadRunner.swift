@@ -71,7 +71,7 @@ public struct UploadChecksumHeader: Sendable, Hashable, CustomStringConvertible 
 }
 
 package struct UploadPlan: Sendable {
-    /// Ends with `/`, so a relative path can be appended.
+    /// The PUT folder's URL, or the form's URL.
     package let baseURL: String
     package let mode: UploadMode
     package let headers: [(String, String)]
@@ -86,7 +86,7 @@ package struct UploadPlan: Sendable {
     package let checksumHeader: UploadChecksumHeader?
 
     package func url(for item: UploadItem) -> String {
-        mode == .put ? baseURL + PercentEncoding.encodeEachSegment(of: item.relativePath) : baseURL
+        mode == .put ? FolderURL(baseURL).appending(item.relativePath) : baseURL
     }
 }
 

@@ -18,7 +18,8 @@ public struct UploadSummary: Sendable, Codable {
 
     /// The source folder or manifest, as given.
     public package(set) var source: String
-    /// Where the files went: the PUT base URL, the form's URL, or `s3://BUCKET/PREFIX`.
+    /// Where the files went: the PUT base URL, the form's URL, or `s3://BUCKET/PREFIX`; a password or a key in the
+    /// URL is redacted, since a summary is printed, logged and kept.
     public package(set) var url: String
     /// `put` (PUT and S3) or `multipart` (a form POST).
     public package(set) var mode: String
@@ -84,7 +85,7 @@ public struct UploadSummary: Sendable, Codable {
         tally: UploadTally, notStarted: Int, elapsed: Duration, journal: String?, interrupted: Bool
     ) {
         self.source = source
-        self.url = url
+        self.url = URLRedaction.messages.displaying(url)
         self.mode = mode.rawValue
         self.concurrency = concurrency
         self.files = listing.items.count + listing.problems.count
@@ -166,12 +167,13 @@ package struct UploadRunRecord: Codable, Sendable {
 /// The upload as asked for: the same in every shard of one run. The source path is not part of it: on many
 /// machines the same data may sit under different paths.
 package struct UploadRunPlan: Codable, Sendable, Equatable {
+    /// The destination, redacted as the summary's.
     package var url: String
     package var mode: String
     package var shards: Int
 
     package init(url: String, mode: String, shards: Int) {
-        self.url = url
+        self.url = URLRedaction.messages.displaying(url)
         self.mode = mode
         self.shards = shards
     }

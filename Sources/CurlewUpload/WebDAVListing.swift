@@ -14,13 +14,12 @@ package struct WebDAVEntry: Sendable, Equatable {
 /// PROPFIND of a WebDAV folder, walked one level at a time (`Depth: 1`: servers such as nginx refuse `infinity`),
 /// and DELETE of a file.
 package struct WebDAVFolder: Sendable {
-    /// Ends with `/`.
-    package let baseURL: String
+    package let folderURL: FolderURL
     package let client: CurlewClient
     package let headers: [(name: String, value: String)]
 
     package init(baseURL: String, client: CurlewClient, headers: [(name: String, value: String)]) {
-        self.baseURL = baseURL.hasSuffix("/") ? baseURL : baseURL + "/"
+        self.folderURL = FolderURL(baseURL)
         self.client = client
         self.headers = headers
     }
@@ -32,7 +31,7 @@ package struct WebDAVFolder: Sendable {
         var seen = Set<String>()
         while let folder = folders.popLast() {
             guard seen.insert(folder).inserted else { continue }
-            let url = baseURL + PercentEncoding.encodeEachSegment(of: folder) + (folder.isEmpty ? "" : "/")
+            let url = folderURL.appending(folder, isFolder: !folder.isEmpty)
             var request = try CurlewRequest(method: .init("PROPFIND")!, url: url, body: .bytes(Array(Self.query.utf8)))
             try request.addHeader("Depth", "1")
             try request.addHeader("Content-Type", "application/xml")
@@ -44,7 +43,7 @@ package struct WebDAVFolder: Sendable {
                     "PROPFIND \(URLRedaction.messages.redact(url)) answered \(response.status.code), "
                         + "not 207 Multi-Status (does the server speak WebDAV?)")
             }
-            let basePath = URLComponents(string: baseURL)?.percentEncodedPath ?? "/"
+            let basePath = URLComponents(string: folderURL.url)?.percentEncodedPath ?? "/"
             for entry in Self.parse(String(decoding: response.body, as: UTF8.self), basePath: basePath) {
                 if entry.isFolder {
                     // Only folders under this one: a listing that names others (or `..`) cannot send the walk away.
@@ -64,7 +63,7 @@ package struct WebDAVFolder: Sendable {
     /// DELETE of one file; one already gone counts as deleted.
     package func delete(_ relativePath: String) async throws {
         var request = try CurlewRequest(
-            method: .delete, url: baseURL + PercentEncoding.encodeEachSegment(of: relativePath))
+            method: .delete, url: folderURL.appending(relativePath))
         for (name, value) in headers { try request.addHeader(name, value) }
         let response = try await client.execute(request)
         guard (200..<300).contains(response.status.code) || response.status.code == 404 else {

@@ -267,3 +267,64 @@ extension BenchCommandTests {
         #expect(openings.last! - openings.first! > 0.4, "connections opened at \(openings)")
     }
 }
+
+extension BenchCommandTests {
+    /// Summaries, reports and shard records are pasted into tickets and kept by CI: a password or a key typed into a
+    /// URL goes to the server, and into none of them.
+    @Test func theRunsOutputNamesItsURLsWithoutTheirPasswordsOrKeys() async throws {
+        let server = try await RecordingServer.start()
+        let base = server.baseURL.replacingOccurrences(of: "http://", with: "http://ada:s3cr3t-pw@")
+        let directory = NSTemporaryDirectory() + "curlew-bench-redaction-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let targets = directory + "/targets"
+        try "GET \(base)/a?api_key=k3y-one&page=2\n\nGET \(base)/b?token=k3y-two\n".write(
+            toFile: targets, atomically: true, encoding: .utf8)
+
+        let single = try await CurlewBinary.run([
+            "bench", base + "/s?api_key=k3y-three&page=1", "-n", "4", "-c", "1", "--no-progress",
+            "--report", directory + "/single.html", "--output-dir", directory + "/shards",
+        ])
+        let listed = try await CurlewBinary.run([
+            "bench", "--targets", targets, "-n", "4", "-c", "1", "--json", "--report", directory + "/targets.html",
+        ])
+        try await server.shutdown()
+        #expect(single.status == 0, "\(single.stderr)")
+        #expect(listed.status == 0, "\(listed.stderr)")
+
+        // The server got every credential as typed.
+        let requests = server.requests
+        let basic = "Basic " + Data("ada:s3cr3t-pw".utf8).base64EncodedString()
+        #expect(requests.count == 8)
+        #expect(requests.allSatisfy { $0.header("Authorization") == basic })
+        #expect(
+            Set(requests.map(\.uri)) == [
+                "/s?api_key=k3y-three&page=1", "/a?api_key=k3y-one&page=2", "/b?token=k3y-two",
+            ])
+
+        // The output names the URLs, redacted: the printed first line, the summary's targets, and no file or stream
+        // repeats a secret.
+        let shownBase = "http://ada:<redacted>@127.0.0.1:\(server.port)"
+        #expect(single.stdout.contains("curlew bench \(shownBase)/s?api_key=<redacted>&page=1"), "\(single.stdout)")
+        let urls = try #require(try listed.json()["targets"] as? [[String: Any]]).map { $0["url"] as? String }
+        #expect(urls == ["\(shownBase)/a?api_key=<redacted>&page=2", "\(shownBase)/b?token=<redacted>"])
+        var written = [single.stdout, single.stderr, listed.stdout, listed.stderr]
+        let enumerator = try #require(FileManager.default.enumerator(atPath: directory))
+        var files: [String] = []
+        while let file = enumerator.nextObject() as? String {
+            if enumerator.fileAttributes?[.type] as? FileAttributeType == .typeRegular, file != "targets" {
+                files.append(file)
+            }
+        }
+        #expect(files.contains("single.html") && files.contains("targets.html"))
+        #expect(files.contains { $0.hasPrefix("shards/") && $0.hasSuffix(".json") }, "\(files)")
+        for file in files {
+            written.append(try String(contentsOfFile: directory + "/" + file, encoding: .isoLatin1))
+        }
+        for (index, text) in written.enumerated() {
+            for secret in ["s3cr3t-pw", "k3y-one", "k3y-two", "k3y-three"] {
+                #expect(!text.contains(secret), "output \(index) repeats \(secret)")
+            }
+        }
+    }
+}

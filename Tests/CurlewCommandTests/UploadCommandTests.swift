@@ -797,3 +797,58 @@ import Musl
         }
     }
 }
+
+@Suite struct UploadOutputRedactionTests {
+    /// The destination line, the summaries (printed and written) and the journal name the destination without the
+    /// password or key typed into its URL; the server gets both.
+    @Test func theOutputNamesTheDestinationWithoutItsPasswordOrKey() async throws {
+        let server = try await RecordingServer.start()
+        let base = server.baseURL.replacingOccurrences(of: "http://", with: "http://ada:s3cr3t-pw@")
+        let tree = try SourceTree(prefix: "curlew-upload-redaction")
+        defer { tree.remove() }
+        try tree.write("a.txt", SourceTree.content(for: "a.txt", size: 300))
+        try tree.write("dir/b.txt", SourceTree.content(for: "b.txt", size: 300))
+        let records = NSTemporaryDirectory() + "curlew-upload-redaction-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: records, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: records) }
+
+        let folder = try await CurlewBinary.run([
+            "upload", tree.root, base + "/files/?api_key=k3y-one", "--journal", records + "/journal",
+            "--output-dir", records + "/shards", "--no-progress",
+        ])
+        let stream = try await CurlewBinary.run(
+            ["upload", "-", base + "/stream.bin?token=k3y-two"],
+            wrapper: ["/bin/sh", "-c", "echo streamed | \"$0\" \"$@\""])
+        let streamJSON = try await CurlewBinary.run(
+            ["upload", "-", base + "/stream.bin?token=k3y-two", "--json"],
+            wrapper: ["/bin/sh", "-c", "echo streamed | \"$0\" \"$@\""])
+        try await server.shutdown()
+        for output in [folder, stream, streamJSON] { #expect(output.status == 0, "\(output.stdout)\n\(output.stderr)") }
+
+        let requests = server.requests
+        let basic = "Basic " + Data("ada:s3cr3t-pw".utf8).base64EncodedString()
+        #expect(requests.count == 4)
+        #expect(requests.allSatisfy { $0.method == "PUT" && $0.header("Authorization") == basic })
+        // The folder's query follows each file's path.
+        #expect(
+            Set(requests.map(\.uri).filter { $0.hasPrefix("/files/") })
+                == ["/files/a.txt?api_key=k3y-one", "/files/dir/b.txt?api_key=k3y-one"], "\(requests.map(\.uri))")
+        #expect(requests.filter { $0.uri == "/stream.bin?token=k3y-two" }.count == 2)
+
+        let shown = "http://ada:<redacted>@127.0.0.1:\(server.port)"
+        #expect(folder.stdout.contains("→ \(shown)/files/?api_key=<redacted>"), "\(folder.stdout)")
+        #expect(stream.stdout.contains("curlew upload - → \(shown)/stream.bin?token=<redacted>:"), "\(stream.stdout)")
+        #expect(try streamJSON.json()["url"] as? String == "\(shown)/stream.bin?token=<redacted>")
+        var written = [folder, stream, streamJSON].flatMap { [$0.stdout, $0.stderr] }
+        let files = try FileManager.default.subpathsOfDirectory(atPath: records).filter {
+            FileManager.default.contents(atPath: records + "/" + $0) != nil
+        }
+        #expect(files.contains("journal") && files.contains { $0.hasPrefix("shards/") }, "\(files)")
+        for file in files { written.append(try String(contentsOfFile: records + "/" + file, encoding: .isoLatin1)) }
+        for (index, text) in written.enumerated() {
+            for secret in ["s3cr3t-pw", "k3y-one", "k3y-two"] {
+                #expect(!text.contains(secret), "output \(index) repeats \(secret)")
+            }
+        }
+    }
+}

@@ -56,6 +56,19 @@ import Testing
         #expect(URLRedaction.messages.redact(url) == redacted)
     }
 
+    @Test(arguments: [
+        ("https://user:hunter2@api.local/p?key=k1", "https://user:<redacted>@api.local/p?key=<redacted>"),
+        // No parser reads it, so the password's raw `/` hides the user-info from `redact`: all of it goes.
+        ("https://user:hun/ter2@api.local/p", "https://<redacted>@api.local/p"),
+        ("https://user:hun/ter2@api.local/p?token=t", "https://<redacted>@api.local/p?token=<redacted>"),
+        // A template does not parse either, and keeps what holds no `@`.
+        ("http://127.0.0.1/items/{{id}}?page={{page}}", "http://127.0.0.1/items/{{id}}?page={{page}}"),
+        ("/srv/targets.txt", "/srv/targets.txt"),
+    ])
+    func aCommandsOutputNamesAURLWithoutItsCredentialsEvenWhenNoParserReadsIt(url: String, shown: String) {
+        #expect(URLRedaction.messages.displaying(url) == shown)
+    }
+
     @Test func withoutCredentialsTheURLIsUnchanged() {
         let url = "https://api.local/a%20b?c=d#e"
         #expect(URLRedaction.openTelemetry.redact(url) == url)

@@ -60,6 +60,23 @@ package struct URLRedaction: Sendable, Hashable {
         URLComponents(string: url) == nil ? "a URL that does not parse" : redact(url).debugDescription
     }
 
+    /// How a command's output (printed lines, summaries, reports, shard records) names a URL it works on: redacted;
+    /// and for one no parser reads, whatever lies between the scheme and the last `@` is replaced as user-info too,
+    /// since a password with a raw `/` (`https://user:pa/ss@host/`) hides it from ``redact(_:)``. A template's
+    /// `{{column}}` alone does not count as unreadable: it holds no `@`.
+    package func displaying(_ url: String) -> String {
+        let redacted = redact(url)
+        guard URLComponents(string: url) == nil, let schemeEnd = redacted.range(of: "://"),
+            let at = redacted[schemeEnd.upperBound...].lastIndex(of: "@")
+        else { return redacted }
+        let replacement =
+            switch userInfo {
+            case .password(let replacement): replacement
+            case .whole(let replacement): replacement
+            }
+        return redacted[..<schemeEnd.upperBound] + replacement + redacted[at...]
+    }
+
     /// The URL with its credentials replaced. The user-info is looked for in the authority after `://`, the query
     /// from the first `?` after the authority, unless a `#` comes first, to the first `#` after it.
     package func redact(_ url: String) -> String {

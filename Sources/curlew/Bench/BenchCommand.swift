@@ -419,6 +419,9 @@ struct BenchCommand: AsyncParsableCommand {
             if !json { print("embedded server: \(embedded.baseURL) (SwiftNIO, loopback only)") }
         }
 
+        // What the run's output names: printed lines, summaries, reports and shard records travel (CI logs,
+        // tickets), so a password or a key typed into the URL stays out of them.
+        let shownTarget = URLRedaction.messages.displaying(target)
         let template = try makeTemplate(url: target, body: body)
         let requests: [CurlewRequest]
         if template != nil {
@@ -429,7 +432,7 @@ struct BenchCommand: AsyncParsableCommand {
             do {
                 requests = [try makeRequest(method: method, url: target, headers: [], body: body.map { .bytes($0) })]
             } catch let error as CurlewError {
-                throw ValidationError("cannot send to \(target.debugDescription): \(error.detail)")
+                throw ValidationError("cannot send to \(URLRedaction.messages.naming(target)): \(error.detail)")
             }
         }
         let length = duration?.duration ?? .seconds(10)
@@ -524,7 +527,7 @@ struct BenchCommand: AsyncParsableCommand {
         }
         let progress = ProgressOutput(enabled: !shared.noProgress)
         if !json {
-            print("curlew bench \(target)")
+            print("curlew bench \(shownTarget)")
             print("  \(describe(plan: plan, loops: client.executors.count, driver: configuration.eventLoop))")
             if !shard.isWhole {
                 print(
@@ -534,7 +537,10 @@ struct BenchCommand: AsyncParsableCommand {
             }
             if let metrics { print("  prometheus: \(metrics.endpoint.url)") }
             #if OTLP
-            if let otlpPush { print("  otlp: \(otlpPush.exporter.endpoint.absoluteString) every \(otlpInterval)") }
+            if let otlpPush {
+                let endpoint = URLRedaction.messages.displaying(otlpPush.exporter.endpoint.absoluteString)
+                print("  otlp: \(endpoint) every \(otlpInterval)")
+            }
             #endif
         }
         if let startAt { try await waitUntil(startAt) }
@@ -644,7 +650,7 @@ struct BenchCommand: AsyncParsableCommand {
         }
         if let report {
             let page = BenchReport(
-                title: "curlew bench \(target)",
+                title: "curlew bench \(shownTarget)",
                 parameters: reportParameters(
                     plan: plan, loops: client.executors.count, driver: configuration.eventLoop, startedAt: startedAt),
                 summary: summary, intervals: recorder.intervals, histogram: result.histogram)
@@ -819,7 +825,8 @@ struct BenchCommand: AsyncParsableCommand {
         if let targetsFile {
             rows.insert(("targets", "\(targetsFile) (\(plan.targets.count), \(targetsOrder.rawValue))"), at: 0)
         } else {
-            rows.insert(("url", "\(plan.targets[0].method.rawValue) \(plan.targets[0].url)"), at: 0)
+            let target = plan.targets[0]
+            rows.insert(("url", "\(target.method.rawValue) \(URLRedaction.messages.displaying(target.url))"), at: 0)
         }
         if let stages { rows.append(("stages", stages)) }
         if let rate { rows.append(("rate", String(format: "%g requests/s", rate))) }

@@ -287,7 +287,7 @@ struct UploadCommand: AsyncParsableCommand {
         let totalBytes = pending.reduce(Int64(0)) { $0 + $1.size }
         if !json {
             print(
-                "curlew upload \(self.source) → \(upload.target)"
+                "curlew upload \(self.source) → \(URLRedaction.messages.displaying(upload.target))"
                     + (upload.s3Client == nil ? " (\(mode.rawValue))" : ""))
             var line =
                 "  \(formatCount(listing.items.count)) files, \(formatBytes(listing.items.reduce(0) { $0 + $1.size }))"

@@ -1,0 +1,38 @@
+import CurlewEngine
+
+/// The URL of a folder that files' relative paths are appended to (a PUT destination, a WebDAV folder): the one
+/// place that says where a path goes. The path ends with `/`; a query the URL carries (an API key, a token) goes
+/// after each file's path, not into it; a fragment is dropped, as it is never sent.
+package struct FolderURL: Sendable, Hashable {
+    /// Scheme, authority and path, the path ending with `/`.
+    package let folder: String
+    /// The query with its `?`, or empty.
+    package let query: String
+
+    /// The folder of `url`, read as ``URLRedaction/redact(_:)`` reads a URL: the query from the first `?` after the
+    /// authority (unless a `#` comes first) to the first `#` after it.
+    package init(_ url: String) {
+        var rest = Substring(url)
+        var head = ""
+        if let schemeEnd = rest.range(of: "://") {
+            let authorityEnd =
+                rest[schemeEnd.upperBound...].firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? rest.endIndex
+            head = String(rest[..<authorityEnd])
+            rest = rest[authorityEnd...]
+        }
+        let pathEnd = rest.firstIndex { $0 == "?" || $0 == "#" } ?? rest.endIndex
+        let path = rest[..<pathEnd]
+        folder = head + path + (path.hasSuffix("/") ? "" : "/")
+        let afterPath = rest[pathEnd...]
+        query = afterPath.first == "?" ? String(afterPath.prefix { $0 != "#" }) : ""
+    }
+
+    /// The folder's own URL, query included.
+    package var url: String { folder + query }
+
+    /// The URL of `relativePath` under the folder, each segment percent-encoded; `isFolder` adds the trailing `/`
+    /// a folder's URL has.
+    package func appending(_ relativePath: String, isFolder: Bool = false) -> String {
+        folder + PercentEncoding.encodeEachSegment(of: relativePath) + (isFolder ? "/" : "") + query
+    }
+}
