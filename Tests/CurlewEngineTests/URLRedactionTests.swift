@@ -12,7 +12,11 @@ import Testing
             "https://bucket.s3.local/o?AWSAccessKeyId=AKIA&Expires=9&Signature=s%2F",
             "https://bucket.s3.local/o?AWSAccessKeyId=REDACTED&Expires=9&Signature=REDACTED"
         ),
-        ("https://storage.local/o?X-Goog-Signature=abc#f", "https://storage.local/o?X-Goog-Signature=REDACTED#f"),
+        // The fragment after a replaced last value may be the rest of it (a raw `#`): it is replaced too.
+        (
+            "https://storage.local/o?X-Goog-Signature=abc#f",
+            "https://storage.local/o?X-Goog-Signature=REDACTED#REDACTED"
+        ),
         ("https://api.local/users/a@b?x=1", "https://api.local/users/a@b?x=1"),
         ("https://api.local", "https://api.local"),
         // A `?` after the `#` is the fragment's, not a query.
@@ -39,6 +43,9 @@ import Testing
         ("https://api.local/p?keys=v&key&=x&&key=", "https://api.local/p?keys=v&key&=x&&key=<redacted>"),
         ("https://api.local/p%3Fkey=x?a=b#key=c", "https://api.local/p%3Fkey=x?a=b#key=c"),
         ("https://api.local/p?%zz=1&key=2", "https://api.local/p?%zz=1&key=<redacted>"),
+        // A secret typed with a raw `#` runs into the fragment, which goes too; after a kept value it stays.
+        ("https://api.local/p?key=ab#cd", "https://api.local/p?key=<redacted>#<redacted>"),
+        ("https://api.local/p?key=ab&page=2#top", "https://api.local/p?key=<redacted>&page=2#top"),
         ("/relative?key=secret", "/relative?key=<redacted>"),
     ])
     func theRouteLayersLogsReplaceThePasswordAndSecretQueryValues(url: String, redacted: String) {

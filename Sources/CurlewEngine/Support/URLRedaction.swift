@@ -78,7 +78,8 @@ package struct URLRedaction: Sendable, Hashable {
     }
 
     /// The URL with its credentials replaced. The user-info is looked for in the authority after `://`, the query
-    /// from the first `?` after the authority, unless a `#` comes first, to the first `#` after it.
+    /// from the first `?` after the authority, unless a `#` comes first, to the first `#` after it; when the query's
+    /// last value is replaced, the fragment after it is too.
     package func redact(_ url: String) -> String {
         // Most URLs carry neither: a span's URL is then the caller's string, not a copy.
         guard
@@ -101,13 +102,22 @@ package struct URLRedaction: Sendable, Hashable {
         result += rest[...queryStart]
         rest = rest[rest.index(after: queryStart)...]
         let queryEnd = rest.firstIndex(of: "#") ?? rest.endIndex
+        var lastWasRedacted = false
         let parameters = rest[..<queryEnd].split(separator: "&", omittingEmptySubsequences: false).map { parameter in
             guard let equals = parameter.firstIndex(of: "="),
                 queryParameters.contains(PercentEncoding.decode(parameter[..<equals])?.lowercased() ?? "")
-            else { return String(parameter) }
+            else {
+                lastWasRedacted = false
+                return String(parameter)
+            }
+            lastWasRedacted = true
             return parameter[...equals] + queryValueReplacement
         }
-        return result + parameters.joined(separator: "&") + rest[queryEnd...]
+        // A secret typed with a raw `#` (`?key=ab#cd`) goes on into what parsers call the fragment: that goes too.
+        // The fragment is never sent, so nothing the request carried is hidden.
+        let fragment =
+            lastWasRedacted && queryEnd < rest.endIndex ? "#" + queryValueReplacement : String(rest[queryEnd...])
+        return result + parameters.joined(separator: "&") + fragment
     }
 
     private func redactingUserInfo(of authority: Substring) -> Substring {
