@@ -196,6 +196,7 @@ let package = Package(
         .target(
             name: "CurlewLoadOTLP",
             dependencies: [
+                "CurlewEngine",
                 "CurlewLoad",
                 .product(name: "OTel", package: "swift-otel", condition: .when(traits: ["OTLP"])),
                 .product(name: "CoreMetrics", package: "swift-metrics"),

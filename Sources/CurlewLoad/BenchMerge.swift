@@ -111,13 +111,14 @@ package struct BenchShardResult {
 
     package static func load(path: String) throws(BenchMergeError) -> BenchShardResult {
         let directory = (path as NSString).deletingLastPathComponent
-        let summary: BenchSummary
+        var summary: BenchSummary
         do {
             summary = try JSONDecoder().decode(
                 BenchSummary.self, from: try Data(contentsOf: URL(fileURLWithPath: path)))
         } catch {
             throw BenchMergeError("\(path.debugDescription) is not a curlew bench result: \(error)")
         }
+        summary.redactURLs()
         guard let record = summary.run else {
             throw BenchMergeError(Self.printedSummaryMessage(path: path))
         }

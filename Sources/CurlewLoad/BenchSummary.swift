@@ -135,6 +135,18 @@ package struct BenchSummary: Codable {
             })
     }
 
+    /// Redacts every URL the summary names, as its initialiser does: for a summary read back from a file, which an
+    /// earlier version may have written with the URLs as typed.
+    package mutating func redactURLs() {
+        url = URLRedaction.messages.displaying(url)
+        targets = targets?.map { target in
+            var target = target
+            target.url = URLRedaction.messages.displaying(target.url)
+            return target
+        }
+        if let target = run?.plan.target { run?.plan.target = URLRedaction.messages.displaying(target) }
+    }
+
     package init(result: BenchResult, plan: BenchPlan, url: String, method: String, loops: Int) {
         self.init(
             result: result, url: url, method: method, connections: plan.connections, loops: loops,

@@ -131,7 +131,10 @@ package enum BenchTargetFile {
             if current == nil {
                 let parts = trimmed.split(separator: " ", omittingEmptySubsequences: true)
                 guard parts.count == 2, parts[0].allSatisfy({ $0.isLetter && $0.isUppercase }) else {
-                    throw fail("expected a target line 'METHOD URL', found \(trimmed.debugDescription)")
+                    // Redacted: the line holds a URL, perhaps with its password or key.
+                    throw fail(
+                        "expected a target line 'METHOD URL', found "
+                            + URLRedaction.messages.displaying(String(trimmed)).debugDescription)
                 }
                 current = BenchTargetSpec(method: String(parts[0]), url: String(parts[1]), headers: [], body: nil)
             } else if trimmed.hasPrefix("@") {

@@ -1,6 +1,7 @@
 // The whole product builds only with the package's `OTLP` trait (on by default): CI's second build, on the backports
 // suite's libcurl, turns it off so that swift-otel and its dependencies are compiled once per run, not twice.
 #if OTLP
+import CurlewEngine
 public import CurlewLoad
 import CoreMetrics
 public import Foundation
@@ -192,17 +193,19 @@ public final class LoadTestOTLPExporter: Service, Sendable {
             return Duration.milliseconds(milliseconds) != duration
         }
         let otlp = "OTEL_EXPORTER_OTLP_"
+        // An endpoint's URL may carry a key: the message names it redacted.
+        let shownEndpoint = URLRedaction.messages.displaying(endpoint.absoluteString)
         // swift-otel matches names case-sensitively and ignores values it does not know (logging a warning); only
         // values it would apply are refused.
         let rules: [(names: [String], refuses: (String) -> Bool, problem: String)] = [
             (
                 [otlp + "METRICS_ENDPOINT"], { URL(string: $0) != endpoint },
-                "names another endpoint than \(endpoint.absoluteString)"
+                "names another endpoint than \(shownEndpoint)"
             ),
             (
                 [otlp + "ENDPOINT"],
                 { URL(string: $0.hasSuffix("/") ? $0 + "v1/metrics" : $0 + metricsPath) != endpoint },
-                "names another endpoint than \(endpoint.absoluteString)"
+                "names another endpoint than \(shownEndpoint)"
             ),
             (
                 [otlp + "METRICS_PROTOCOL", otlp + "PROTOCOL"], { $0 == "grpc" },

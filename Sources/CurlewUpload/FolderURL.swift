@@ -6,6 +6,8 @@ import CurlewEngine
 package struct FolderURL: Sendable, Hashable {
     /// Scheme, authority and path, the path ending with `/`.
     package let folder: String
+    /// The path alone, ending with `/` (`/` for a URL without one).
+    package let path: String
     /// The query with its `?`, or empty.
     package let query: String
 
@@ -22,7 +24,8 @@ package struct FolderURL: Sendable, Hashable {
         }
         let pathEnd = rest.firstIndex { $0 == "?" || $0 == "#" } ?? rest.endIndex
         let path = rest[..<pathEnd]
-        folder = head + path + (path.hasSuffix("/") ? "" : "/")
+        self.path = path + (path.hasSuffix("/") ? "" : "/")
+        folder = head + self.path
         let afterPath = rest[pathEnd...]
         query = afterPath.first == "?" ? String(afterPath.prefix { $0 != "#" }) : ""
     }

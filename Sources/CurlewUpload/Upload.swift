@@ -68,7 +68,12 @@ public final class Upload: Sendable {
             return path.isEmpty ? "/" : String(path)
         }
         switch destination.storage {
-        case .put(let baseURL): return path(of: FolderURL(baseURL).folder)
+        case .put(let baseURL):
+            // A folder with a query is another destination than the folder alone: before the query followed each
+            // file's path, files went to `/files/?token=t/a.txt`, and a journal of that time must not pass for one
+            // of `/files/a.txt`. The query's value stays out: it may be a credential.
+            let folder = FolderURL(baseURL)
+            return folder.path + (folder.query.isEmpty ? "" : "?")
         case .multipartForm(let url, _): return path(of: url)
         case .s3(let s3): return s3.location.description
         }
@@ -131,7 +136,8 @@ public final class Upload: Sendable {
             }
         }
         let plan = UploadPlan(
-            baseURL: target, mode: mode, headers: configuration.headers.map { ($0.name, $0.value) }, fields: fields,
+            baseURL: target, folderURL: FolderURL(target), mode: mode,
+            headers: configuration.headers.map { ($0.name, $0.value) }, fields: fields,
             gzip: configuration.gzip, retries: configuration.retries, concurrency: configuration.concurrency,
             filesPerSecond: configuration.filesPerSecond, budget: budget, checksumHeader: configuration.checksumHeader)
         let broadcast = ProgressBroadcast(

@@ -73,6 +73,8 @@ public struct UploadChecksumHeader: Sendable, Hashable, CustomStringConvertible 
 package struct UploadPlan: Sendable {
     /// The PUT folder's URL, or the form's URL.
     package let baseURL: String
+    /// ``baseURL`` read as a folder, once for every file: where a PUT's path goes.
+    package let folderURL: FolderURL
     package let mode: UploadMode
     package let headers: [(String, String)]
     package let fields: [(String, String)]
@@ -86,7 +88,7 @@ package struct UploadPlan: Sendable {
     package let checksumHeader: UploadChecksumHeader?
 
     package func url(for item: UploadItem) -> String {
-        mode == .put ? FolderURL(baseURL).appending(item.relativePath) : baseURL
+        mode == .put ? folderURL.appending(item.relativePath) : baseURL
     }
 }
 

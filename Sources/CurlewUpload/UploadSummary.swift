@@ -113,6 +113,13 @@ public struct UploadSummary: Sendable, Codable {
 
     /// The shards' summaries added up; rates over the run's window, from the first shard's start to the last
     /// one's end.
+    /// Redacts the URLs the summary names, as its initialiser does: for a summary read back from a file, which an
+    /// earlier version may have written with the URL as typed.
+    package mutating func redactURLs() {
+        url = URLRedaction.messages.displaying(url)
+        if let planURL = run?.plan.url { run?.plan.url = URLRedaction.messages.displaying(planURL) }
+    }
+
     package init(merging shards: [UploadSummary]) {
         var merged = shards[0]
         for shard in shards.dropFirst() {

@@ -327,4 +327,24 @@ extension BenchCommandTests {
             }
         }
     }
+    /// A targets file's errors quote its lines and URLs: without their passwords and keys.
+    @Test func aTargetsFilesErrorsNameItsURLsRedacted() async throws {
+        let directory = NSTemporaryDirectory() + "curlew-bench-target-errors-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let lines = [
+            "get http://ada:pw-one@127.0.0.1:1/a?api_key=k3y-one",  // not a METHOD
+            "GET ftp://ada:pw-two@127.0.0.1/?token=k3y-two",  // refused scheme
+        ]
+        for (index, line) in lines.enumerated() {
+            let path = directory + "/targets-\(index)"
+            try (line + "\n").write(toFile: path, atomically: true, encoding: .utf8)
+            let output = try await CurlewBinary.run(["bench", "--targets", path, "-n", "1"])
+            #expect(output.status == 64, "\(output.stderr)")
+            #expect(output.stderr.contains("<redacted>"), "\(output.stderr)")
+            for secret in ["pw-one", "k3y-one", "pw-two", "k3y-two"] {
+                #expect(!output.stderr.contains(secret) && !output.stdout.contains(secret), "\(output.stderr)")
+            }
+        }
+    }
 }

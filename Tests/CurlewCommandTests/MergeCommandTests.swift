@@ -213,4 +213,39 @@ import Testing
         #expect(checks.map { $0["failed"] as? Int } == [0, 40])
         #expect(try await NginxHit.read(nginx, marker: marker, atLeast: 40).count == 40)
     }
+
+    /// Shard records written before the command redacted its URLs carry them as typed: the merge names them redacted
+    /// too, in its summary and its report.
+    @Test func theMergeNamesTheURLOfRecordsWrittenAsTypedRedacted() async throws {
+        let directory = try Self.scratch()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try await withLoopbackServer { server in
+            let typed =
+                server.baseURL.replacingOccurrences(of: "http://", with: "http://ada:s3cr3t-pw@")
+                + "/small?api_key=k3y-m"
+            let shards = try await Self.runShards(
+                2, ["bench", typed, "-n", "20", "-c", "2", "--run-id", "r", "--output-dir", directory, "--no-progress"])
+            for shard in shards { #expect(shard.status == 0, "\(shard.stderr)") }
+            // Each record as an earlier version wrote it.
+            let shown = typed.replacingOccurrences(of: "s3cr3t-pw", with: "<redacted>")
+                .replacingOccurrences(of: "k3y-m", with: "<redacted>")
+            for index in 0..<2 {
+                let path = directory + "/bench-shard-\(index)-of-2.json"
+                let record = try String(contentsOfFile: path, encoding: .utf8)
+                let encodedShown = shown.replacingOccurrences(of: "/", with: "\\/")
+                let encodedTyped = typed.replacingOccurrences(of: "/", with: "\\/")
+                let asTyped = record.replacingOccurrences(of: shown, with: typed)
+                    .replacingOccurrences(of: encodedShown, with: encodedTyped)
+                #expect(asTyped.contains("s3cr3t-pw"), "the record names the URL: \(record)")
+                try asTyped.write(toFile: path, atomically: true, encoding: .utf8)
+            }
+            let merged = try await CurlewBinary.run(["merge", directory, "--json", "--report", directory + "/m.html"])
+            #expect(merged.status == 0, "\(merged.stderr)")
+            #expect(try merged.json()["url"] as? String == shown)
+            let report = try String(contentsOfFile: directory + "/m.html", encoding: .utf8)
+            for text in [merged.stdout, merged.stderr, report] {
+                #expect(!text.contains("s3cr3t-pw") && !text.contains("k3y-m"))
+            }
+        }
+    }
 }

@@ -256,6 +256,15 @@ import Musl
         #expect(elsewhere.status != 0)
         #expect(elsewhere.stderr.contains("records uploads to"), "\(elsewhere.stderr)")
         #expect(second.loggedRequests(method: "PUT").isEmpty)
+
+        // The folder with a query is another destination: before the query followed each file's path, files went to
+        // `…/?token=…/a.txt`, and a journal of that time must not pass for one of the folder. Its value stays out.
+        let withQuery = try await CurlewBinary.run([
+            "upload", tree.root, first.url + "?token=k3y-q", "--journal", journal, "--json",
+        ])
+        #expect(withQuery.status != 0)
+        #expect(withQuery.stderr.contains("records uploads to"), "\(withQuery.stderr)")
+        #expect(!withQuery.stderr.contains("k3y-q"), "\(withQuery.stderr)")
     }
 
     /// A file rewritten in place at the same length after a run stored it, then killed while sending it again: the

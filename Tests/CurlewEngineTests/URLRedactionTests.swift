@@ -68,7 +68,12 @@ import Testing
         // No parser reads it, so the password's raw `/` hides the user-info from `redact`: all of it goes.
         ("https://user:hun/ter2@api.local/p", "https://<redacted>@api.local/p"),
         ("https://user:hun/ter2@api.local/p?token=t", "https://<redacted>@api.local/p?token=<redacted>"),
-        // A template does not parse either, and keeps what holds no `@`.
+        // Every parser reads host `admin`, port 1234 and path `/x9@api.local/p`; whoever typed it, a password.
+        ("https://admin:1234/x9@api.local/p", "https://<redacted>@api.local/p"),
+        // An `@` in a path after a host without a port is a path's.
+        ("https://registry.local/@scope/pkg?token=t", "https://registry.local/@scope/pkg?token=<redacted>"),
+        ("https://[::1]:8080/users/@me", "https://[::1]:8080/users/@me"),
+        // A template keeps what holds no `@`.
         ("http://127.0.0.1/items/{{id}}?page={{page}}", "http://127.0.0.1/items/{{id}}?page={{page}}"),
         ("/srv/targets.txt", "/srv/targets.txt"),
     ])

@@ -264,6 +264,19 @@ import Testing
         }
     }
 
+    /// Nor the key of the endpoint it was told.
+    @Test func theRefusalNamesTheEndpointWithoutItsKey() throws {
+        let endpoint = try LoadTestOTLPExporter.metricsEndpoint("http://127.0.0.1:4318/v1/metrics?api_key=k3y-otlp")
+        #expect {
+            try LoadTestOTLPExporter.checkEnvironment(
+                agreesWith: endpoint, interval: .seconds(10), timeout: .seconds(2),
+                ["OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9"])
+        } throws: { error in
+            let description = (error as? LoadTestOTLPError)?.description ?? ""
+            return description.contains("api_key=<redacted>") && !description.contains("k3y-otlp")
+        }
+    }
+
     @Test(arguments: [
         [:],
         ["OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318", "OTEL_SERVICE_NAME": "x"],

@@ -11,10 +11,13 @@ import Testing
         ("https://dav.example/photos/?token=t#part", "https://dav.example/photos/", "?token=t"),
         // A `?` after the `#` belongs to the fragment, which is never sent.
         ("https://dav.example/photos#frag?x=1", "https://dav.example/photos/", ""),
+        ("http://[::1]:8080/dav?token=t", "http://[::1]:8080/dav/", "?token=t"),
+        ("https://u:p@dav.example/up/", "https://u:p@dav.example/up/", ""),
     ])
     func theFolderEndsWithASlashAndKeepsItsQueryApart(url: String, folder: String, query: String) {
         let folderURL = FolderURL(url)
         #expect(folderURL.folder == folder)
+        #expect(folder.hasSuffix(folderURL.path) && folderURL.path.hasPrefix("/") && folderURL.path.hasSuffix("/"))
         #expect(folderURL.query == query)
         #expect(folderURL.url == folder + query)
     }

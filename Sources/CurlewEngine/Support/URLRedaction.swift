@@ -55,20 +55,33 @@ package struct URLRedaction: Sendable, Hashable {
     }
 
     /// How a message names a URL a request was refused for: redacted, in quotes, when it parses; otherwise not at
-    /// all, since no redaction can find the password of a URL no parser reads (`https://user:pa/ss@host/`).
+    /// all, since no redaction can find the password of a URL no parser reads (`https://user:pa/ss@host/`). One
+    /// whose password may hide in its port and path (``displaying(_:)``) is named as that function shows it.
     package func naming(_ url: String) -> String {
-        URLComponents(string: url) == nil ? "a URL that does not parse" : redact(url).debugDescription
+        guard URLComponents(string: url) != nil else { return "a URL that does not parse" }
+        return displaying(url).debugDescription
     }
 
     /// How a command's output (printed lines, summaries, reports, shard records) names a URL it works on: redacted;
-    /// and for one no parser reads, whatever lies between the scheme and the last `@` is replaced as user-info too,
-    /// since a password with a raw `/` (`https://user:pa/ss@host/`) hides it from ``redact(_:)``. A template's
-    /// `{{column}}` alone does not count as unreadable: it holds no `@`.
+    /// and where a password with a raw `/` hides the user-info from ``redact(_:)``, everything from the scheme to
+    /// the last `@` before the query is replaced too. That is the case for a URL no parser reads
+    /// (`https://user:pa/ss@host/`), and for one whose authority reads as `name:digits` with an `@` later in its path
+    /// (`https://admin:1234/x9@host/`: host `admin` and port 1234 to every parser, a password `1234/x9` to whoever
+    /// typed it). A URL with an explicit port and an `@` in its path (`https://registry:443/@scope/pkg`) is shown
+    /// with more replaced than it needs; a template's `{{column}}` holds no `@` and is shown as it is.
     package func displaying(_ url: String) -> String {
         let redacted = redact(url)
-        guard URLComponents(string: url) == nil, let schemeEnd = redacted.range(of: "://"),
-            let at = redacted[schemeEnd.upperBound...].lastIndex(of: "@")
-        else { return redacted }
+        guard let schemeEnd = redacted.range(of: "://") else { return redacted }
+        let afterScheme = redacted[schemeEnd.upperBound...]
+        let beforeQuery = afterScheme.prefix { $0 != "?" && $0 != "#" }
+        guard let at = beforeQuery.lastIndex(of: "@") else { return redacted }
+        let authority = afterScheme.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
+        guard !authority.contains("@") else { return redacted }
+        let portAfterName =
+            authority.firstIndex(of: ":").map { colon in
+                authority[authority.index(after: colon)...].allSatisfy { $0.isASCII && $0.isNumber }
+            } ?? false
+        guard portAfterName || URLComponents(string: url) == nil else { return redacted }
         let replacement =
             switch userInfo {
             case .password(let replacement): replacement

@@ -788,9 +788,9 @@ struct BenchCommand: AsyncParsableCommand {
             do {
                 return try makeRequest(method: spec.method, url: spec.url, headers: spec.headers, body: body)
             } catch let error as CurlewError {
+                let target = URLRedaction.messages.naming(spec.url)
                 throw ValidationError(
-                    "--targets \(path.debugDescription), target \(index + 1) (\(spec.url.debugDescription)): \(error.detail)"
-                )
+                    "--targets \(path.debugDescription), target \(index + 1) (\(target)): \(error.detail)")
             }
         }
     }

@@ -119,12 +119,10 @@ struct MergeCommand: AsyncParsableCommand {
         var shards: [(path: String, summary: UploadSummary)] = []
         for file in files {
             do {
-                shards.append(
-                    (
-                        file,
-                        try JSONDecoder().decode(
-                            UploadSummary.self, from: try Data(contentsOf: URL(fileURLWithPath: file)))
-                    ))
+                var summary = try JSONDecoder().decode(
+                    UploadSummary.self, from: try Data(contentsOf: URL(fileURLWithPath: file)))
+                summary.redactURLs()
+                shards.append((file, summary))
             } catch {
                 throw CommandFailure("\(file.debugDescription) is not a curlew upload result: \(error)")
             }
