@@ -131,10 +131,10 @@ package enum BenchTargetFile {
             if current == nil {
                 let parts = trimmed.split(separator: " ", omittingEmptySubsequences: true)
                 guard parts.count == 2, parts[0].allSatisfy({ $0.isLetter && $0.isUppercase }) else {
-                    // Redacted: the line holds a URL, perhaps with its password or key.
+                    // Each word redacted: the line holds URLs, perhaps with their passwords or keys.
+                    let shown = trimmed.split(separator: " ").map { URLRedaction.messages.displaying(String($0)) }
                     throw fail(
-                        "expected a target line 'METHOD URL', found "
-                            + URLRedaction.messages.displaying(String(trimmed)).debugDescription)
+                        "expected a target line 'METHOD URL', found \(shown.joined(separator: " ").debugDescription)")
                 }
                 current = BenchTargetSpec(method: String(parts[0]), url: String(parts[1]), headers: [], body: nil)
             } else if trimmed.hasPrefix("@") {
@@ -143,7 +143,9 @@ package enum BenchTargetFile {
             } else if current?.body == nil, let field = HeaderFieldLine.parse(trimmed) {
                 current?.headers.append(field)
             } else {
-                throw fail("expected 'Name: value', '@body-file' or a blank line, found \(trimmed.debugDescription)")
+                // Not quoted: a malformed header line may hold a credential (`Authorization Bearer …`).
+                throw fail(
+                    "expected 'Name: value', '@body-file' or a blank line (a blank line goes before the next target)")
             }
         }
         if let finished = current { targets.append(finished) }

@@ -335,13 +335,17 @@ extension BenchCommandTests {
         let lines = [
             "get http://ada:pw-one@127.0.0.1:1/a?api_key=k3y-one",  // not a METHOD
             "GET ftp://ada:pw-two@127.0.0.1/?token=k3y-two",  // refused scheme
+            "GET http://127.0.0.1:1/ http://ada:pw-one@127.0.0.1:1/?token=k3y-two",  // two URLs
+            "GET http://127.0.0.1:1/\nAuthorization Bearer k3y-one",  // a header line without its colon
         ]
         for (index, line) in lines.enumerated() {
             let path = directory + "/targets-\(index)"
             try (line + "\n").write(toFile: path, atomically: true, encoding: .utf8)
             let output = try await CurlewBinary.run(["bench", "--targets", path, "-n", "1"])
             #expect(output.status == 64, "\(output.stderr)")
-            #expect(output.stderr.contains("<redacted>"), "\(output.stderr)")
+            #expect(
+                output.stderr.contains(index == 3 ? "line 2: expected 'Name: value'" : "<redacted>"), "\(output.stderr)"
+            )
             for secret in ["pw-one", "k3y-one", "pw-two", "k3y-two"] {
                 #expect(!output.stderr.contains(secret) && !output.stdout.contains(secret), "\(output.stderr)")
             }

@@ -70,6 +70,12 @@ import Testing
         ("https://user:hun/ter2@api.local/p?token=t", "https://<redacted>@api.local/p?token=<redacted>"),
         // Every parser reads host `admin`, port 1234 and path `/x9@api.local/p`; whoever typed it, a password.
         ("https://admin:1234/x9@api.local/p", "https://<redacted>@api.local/p"),
+        ("https://admin:1234?x9@api.local/p", "https://<redacted>@api.local/p"),
+        // Raw `?` and `#` in a password no parser reads.
+        ("https://user:pa?ss@api.local/x", "https://<redacted>@api.local/x"),
+        ("https://user:pa#ss@api.local/", "https://<redacted>@api.local/"),
+        // An `@` in a later segment, after a port, is a path's.
+        ("http://localhost:8080/users/a@b.com", "http://localhost:8080/users/a@b.com"),
         // An `@` in a path after a host without a port is a path's.
         ("https://registry.local/@scope/pkg?token=t", "https://registry.local/@scope/pkg?token=<redacted>"),
         ("https://[::1]:8080/users/@me", "https://[::1]:8080/users/@me"),

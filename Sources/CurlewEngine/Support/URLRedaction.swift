@@ -63,25 +63,34 @@ package struct URLRedaction: Sendable, Hashable {
     }
 
     /// How a command's output (printed lines, summaries, reports, shard records) names a URL it works on: redacted;
-    /// and where a password with a raw `/` hides the user-info from ``redact(_:)``, everything from the scheme to
-    /// the last `@` before the query is replaced too. That is the case for a URL no parser reads
-    /// (`https://user:pa/ss@host/`), and for one whose authority reads as `name:digits` with an `@` later in its path
+    /// and where a password with a raw `/`, `?` or `#` hides the user-info from ``redact(_:)``, everything from the
+    /// scheme to that `@` is replaced too. That is the case for a URL no parser reads (`https://user:pa/ss@host/`:
+    /// up to its last `@`), and for one whose authority reads as `name:digits` with an `@` before the next `/`
     /// (`https://admin:1234/x9@host/`: host `admin` and port 1234 to every parser, a password `1234/x9` to whoever
-    /// typed it). A URL with an explicit port and an `@` in its path (`https://registry:443/@scope/pkg`) is shown
-    /// with more replaced than it needs; a template's `{{column}}` holds no `@` and is shown as it is.
+    /// typed it). A URL with an explicit port whose first path segment holds an `@` (`http://h:8080/a@b.com`) is
+    /// shown with more replaced than it needs; a template's `{{column}}` holds no `@` and is shown as it is.
     package func displaying(_ url: String) -> String {
         let redacted = redact(url)
         guard let schemeEnd = redacted.range(of: "://") else { return redacted }
         let afterScheme = redacted[schemeEnd.upperBound...]
-        let beforeQuery = afterScheme.prefix { $0 != "?" && $0 != "#" }
-        guard let at = beforeQuery.lastIndex(of: "@") else { return redacted }
         let authority = afterScheme.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
         guard !authority.contains("@") else { return redacted }
-        let portAfterName =
-            authority.firstIndex(of: ":").map { colon in
-                authority[authority.index(after: colon)...].allSatisfy { $0.isASCII && $0.isNumber }
-            } ?? false
-        guard portAfterName || URLComponents(string: url) == nil else { return redacted }
+        let hiddenEnd: Substring.Index?
+        if URLComponents(string: url) == nil {
+            // No parser reads it: whatever comes before the last `@` may be user-info.
+            hiddenEnd = afterScheme.lastIndex(of: "@")
+        } else if let colon = authority.firstIndex(of: ":"),
+            authority[authority.index(after: colon)...].allSatisfy({ $0.isASCII && $0.isNumber }),
+            authority.endIndex < afterScheme.endIndex
+        {
+            // `name:digits`, then an `@` before the next `/`: the rest of a password with a raw `/`, `?` or `#`
+            // (`https://admin:1234/x9@host/`). An `@` in a later segment (`/users/a@b.com`) is a path's.
+            let segment = afterScheme[afterScheme.index(after: authority.endIndex)...].prefix { $0 != "/" }
+            hiddenEnd = segment.firstIndex(of: "@")
+        } else {
+            hiddenEnd = nil
+        }
+        guard let at = hiddenEnd else { return redacted }
         let replacement =
             switch userInfo {
             case .password(let replacement): replacement
