@@ -43,7 +43,8 @@ package struct WebDAVFolder: Sendable {
                     "PROPFIND \(URLRedaction.messages.redact(url)) answered \(response.status.code), "
                         + "not 207 Multi-Status (does the server speak WebDAV?)")
             }
-            let basePath = folderURL.path
+            // As the server writes hrefs: percent-encoded (Foundation encodes a path typed with spaces or non-ASCII).
+            let basePath = URLComponents(string: folderURL.url)?.percentEncodedPath ?? folderURL.path
             for entry in Self.parse(String(decoding: response.body, as: UTF8.self), basePath: basePath) {
                 if entry.isFolder {
                     // Only folders under this one: a listing that names others (or `..`) cannot send the walk away.

@@ -734,6 +734,35 @@ import Musl
                 == FileDigest.sha256(ofFile: tree.root + "/lost.txt"))
     }
 
+    /// A folder typed with non-ASCII and a query: the listing's hrefs come back percent-encoded and without the
+    /// query, and still read as the folder's files, so a second sync sends nothing.
+    @Test func aFolderTypedWithNonASCIIAndAQueryListsAsTheFilesSentThere() async throws {
+        let nginx = try await NginxServer.shared()
+        let target = DavTarget(nginx: nginx)
+        let tree = try SourceTree(prefix: "curlew-sync-encoded")
+        defer {
+            tree.remove()
+            target.remove()
+        }
+        for name in ["a.txt", "sub/b.txt"] { try tree.write(name, SourceTree.content(for: name, size: 500)) }
+        let folder = target.url + "café/?token=t"
+        let first = try await CurlewBinary.run(["sync", tree.root, folder, "--json"])
+        #expect(first.status == 0, "\(first.stdout)\n\(first.stderr)")
+        #expect((try first.json()["upload"] as? [String: Any])?["uploaded"] as? Int == 2)
+        // On nginx's disk, under the folder's own name; the query went to no path.
+        for name in ["a.txt", "sub/b.txt"] {
+            #expect(
+                try FileDigest.sha256(ofFile: target.storedPath("café/" + name))
+                    == FileDigest.sha256(ofFile: tree.root + "/" + name), "\(name)")
+        }
+
+        let second = try await CurlewBinary.run(["sync", tree.root, folder, "--json"])
+        #expect(second.status == 0, "\(second.stdout)\n\(second.stderr)")
+        let summary = try second.json()
+        #expect(summary["toSendByReason"] as? [String: Int] ?? [:] == [:], "\(summary)")
+        #expect((summary["upload"] as? [String: Any])?["uploaded"] as? Int == 0, "\(summary)")
+    }
+
     @Test func aSecondSyncSendsOnlyChangesAndDeletesOnlyWhatTheSourceLost() async throws {
         let nginx = try await NginxServer.shared()
         let target = DavTarget(nginx: nginx)
