@@ -135,7 +135,7 @@ package struct BenchSummary: Codable {
             })
     }
 
-    /// Redacts every URL the summary names, as its initialiser does: for a summary read back from a file, which an
+    /// Redacts every URL the summary names: in its initialiser, and for a summary read back from a file, which an
     /// earlier version may have written with the URLs as typed.
     package mutating func redactURLs() {
         url = URLRedaction.messages.displaying(url)
@@ -164,8 +164,7 @@ package struct BenchSummary: Codable {
         let tally = result.tally
         let histogram = tally.histogram
         let hasSamples = histogram.totalCount > 0
-        // A summary is printed, written and shared: a password or a key typed into a URL stays out of it.
-        self.url = URLRedaction.messages.displaying(url)
+        self.url = url
         self.method = method
         self.connections = connections
         self.loops = loops
@@ -188,7 +187,7 @@ package struct BenchSummary: Codable {
         if let targets, tally.targetRequests.count == targets.count {
             self.targets = targets.indices.map { index in
                 Target(
-                    method: targets[index].method, url: URLRedaction.messages.displaying(targets[index].url),
+                    method: targets[index].method, url: targets[index].url,
                     requests: tally.targetRequests[index], failed: tally.targetFailures[index])
             }
         }
@@ -197,5 +196,7 @@ package struct BenchSummary: Codable {
         self.bytesReceived = tally.bytesReceived
         self.connectionsOpened = tally.connectionsOpened
         self.freshConnectionRetries = tally.freshConnectionRetries
+        // A summary is printed, written and shared: a password or a key typed into a URL stays out of it.
+        redactURLs()
     }
 }

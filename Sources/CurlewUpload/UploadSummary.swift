@@ -85,7 +85,7 @@ public struct UploadSummary: Sendable, Codable {
         tally: UploadTally, notStarted: Int, elapsed: Duration, journal: String?, interrupted: Bool
     ) {
         self.source = source
-        self.url = URLRedaction.messages.displaying(url)
+        self.url = url
         self.mode = mode.rawValue
         self.concurrency = concurrency
         self.files = listing.items.count + listing.problems.count
@@ -109,17 +109,19 @@ public struct UploadSummary: Sendable, Codable {
         self.journal = journal
         self.interrupted = interrupted
         setDuration(seconds: elapsed.seconds)
+        // A summary is printed, logged and kept: a password or a key in the URL stays out of it.
+        redactURLs()
     }
 
-    /// The shards' summaries added up; rates over the run's window, from the first shard's start to the last
-    /// one's end.
-    /// Redacts the URLs the summary names, as its initialiser does: for a summary read back from a file, which an
+    /// Redacts the URLs the summary names: in its initialiser, and for a summary read back from a file, which an
     /// earlier version may have written with the URL as typed.
     package mutating func redactURLs() {
         url = URLRedaction.messages.displaying(url)
         if let planURL = run?.plan.url { run?.plan.url = URLRedaction.messages.displaying(planURL) }
     }
 
+    /// The shards' summaries added up; rates over the run's window, from the first shard's start to the last
+    /// one's end.
     package init(merging shards: [UploadSummary]) {
         var merged = shards[0]
         for shard in shards.dropFirst() {
