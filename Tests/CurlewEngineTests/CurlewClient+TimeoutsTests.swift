@@ -76,10 +76,7 @@ struct CurlewClientTimeoutsTests {
         defer { Task { try? await server.shutdown() } }
         try await withClient(
             loop,
-            configure: {
-                $0.loopCount = 1
-                $0.maxConnectionsPerHost = 1
-            }
+            configure: oneLoopOneConnectionPerHost
         ) { client in
             // All on a thread of its own: a busy cooperative pool could otherwise let the slow request finish
             // before the queued one is even submitted.
@@ -109,32 +106,40 @@ struct CurlewClientTimeoutsTests {
     ) async throws {
         let server = try await LoopbackServer.start()
         defer { Task { try? await server.shutdown() } }
-        try await withClient(
-            loop,
-            configure: {
-                $0.loopCount = 1
-                $0.maxConnectionsPerHost = 1
-            }
-        ) { client in
-            let occupying = Task { try await client.execute(try CurlewRequest(url: "\(server.baseURL)/delay/10000")) }
-            defer { occupying.cancel() }
-            try await waitUntil(timeout: .seconds(30)) { server.requestsServed >= 1 }
-            var waiting = try CurlewRequest(url: "\(server.baseURL)/small")
-            waiting.timeouts = .init(connect: .milliseconds(300))
-            let queued = waiting
-            let (error, elapsed) = try await measured {
-                do {
-                    _ = try await client.execute(queued)
-                    return nil as CurlewError?
-                } catch {
-                    return error as? CurlewError
-                }
-            }
-            #expect(error?.code == .timeout(.waitingForConnection), "\(String(describing: error))")
-            #expect(error?.detail.contains("maxConnectionsPerHost") == true)
-            #expect(elapsed >= .milliseconds(290) && elapsed < .seconds(5))
-            #expect(server.requestsServed == 1)
+        var waiting = try CurlewRequest(url: "\(server.baseURL)/small")
+        waiting.timeouts = .init(connect: .milliseconds(300))
+        let (error, elapsed) = try await failureWhileTheOnlyConnectionIsBusy(to: server, loop: loop, running: waiting)
+        #expect(error?.code == .timeout(.waitingForConnection), "\(String(describing: error))")
+        #expect(error?.detail.contains("maxConnectionsPerHost") == true)
+        #expect(elapsed >= .milliseconds(290) && elapsed < .seconds(5))
+        #expect(server.requestsServed == 1)
+    }
+
+    /// A redirect to a host whose one allowed connection is busy waits in libcurl's queue as a first request does:
+    /// the connect timeout bounds that wait too, counted from the redirect (which comes after twice the timeout, so
+    /// the count from submission is long over). Before, 7.88 waited until the connection was free (10 s here) and
+    /// 8.x looked only then.
+    @Test(arguments: allLoops)
+    func aRedirectWaitingForAFreeConnectionPastTheConnectTimeoutFailsAsWaiting(
+        loop: CurlewClient.Configuration.EventLoopKind
+    ) async throws {
+        let landing = try await LoopbackServer.start()
+        defer { Task { try? await landing.shutdown() } }
+        let origin = try await WireScriptServer.start { _ in
+            [
+                .wait(milliseconds: 600),
+                .response(status: 302, headers: [("Location", "\(landing.baseURL)/small")], body: ""),
+            ]
         }
+        defer { Task { try? await origin.shutdown() } }
+        var redirected = try CurlewRequest(url: "\(origin.baseURL)/moved")
+        redirected.timeouts = .init(connect: .milliseconds(300))
+        let (error, elapsed) = try await failureWhileTheOnlyConnectionIsBusy(
+            to: landing, loop: loop, running: redirected)
+        #expect(error?.code == .timeout(.waitingForConnection), "\(String(describing: error))")
+        #expect(elapsed >= .milliseconds(890) && elapsed < .seconds(5), "\(elapsed)")
+        #expect(origin.requests.count == 1, "the redirect was served")
+        #expect(landing.requestsServed == 1, "the redirected request never reached the busy host")
     }
 
     @Test(arguments: [CurlewClient.Configuration.EventLoopKind.thread])
@@ -176,6 +181,35 @@ struct CurlewClientTimeoutsTests {
 /// ``measured(_:)`` times.
 private func timedFailure(get url: String, on client: CurlewClient) async throws -> (CurlewError.Code?, Duration) {
     try await measured { await curlewErrorCode { _ = try await client.execute(try CurlewRequest(url: url)) } }
+}
+
+/// A client of one loop, allowed one connection per host: a request that holds it makes the next one wait.
+private func oneLoopOneConnectionPerHost(_ configuration: inout CurlewClient.Configuration) {
+    configuration.loopCount = 1
+    configuration.maxConnectionsPerHost = 1
+}
+
+/// On a client of one `loop` allowed one connection per host, holds the connection to `busy` with a 10 s request,
+/// then runs `request`: how it failed (nil if it succeeded) and how long it took, timed as ``measured(_:)`` times.
+private func failureWhileTheOnlyConnectionIsBusy(
+    to busy: LoopbackServer, loop: CurlewClient.Configuration.EventLoopKind, running request: CurlewRequest
+) async throws -> (CurlewError?, Duration) {
+    try await withClient(
+        loop,
+        configure: oneLoopOneConnectionPerHost
+    ) { client in
+        let occupying = Task { try await client.execute(try CurlewRequest(url: "\(busy.baseURL)/delay/10000")) }
+        defer { occupying.cancel() }
+        try await waitUntil(timeout: .seconds(30)) { busy.requestsServed >= 1 }
+        return try await measured {
+            do {
+                _ = try await client.execute(request)
+                return nil as CurlewError?
+            } catch {
+                return error as? CurlewError
+            }
+        }
+    }
 }
 
 /// Runs `operation` on a thread of its own and times it there, so the figure is the engine's and not the

@@ -55,4 +55,19 @@ struct HeaderLineTests {
         #expect(Self.classify("Content-Length-Extra: 5\r\n") == .otherField)
         #expect(Self.classify("Trailer: x\r\n") == .otherField)
     }
+
+    /// libcurl follows a 3xx head's `Location` only when it has a value; one either libcurl could read as empty
+    /// does not count.
+    @Test func aLocationCountsOnlyWithAValue() {
+        #expect(Self.classify("Location: http://127.0.0.1:8080/next\r\n") == .location)
+        #expect(Self.classify("location:/next\r\n") == .location)
+        #expect(Self.classify("Location: \t \r\n") == .otherField)
+        #expect(Self.classify("Location:\r\n") == .otherField)
+        // libcurl 8 cuts the value at a stray CR; 7.88 skips vertical tabs and form feeds.
+        #expect(Self.classify("Location: \rhttp://elsewhere/\r\n") == .otherField)
+        #expect(Self.classify("Location: \u{0B}\u{0C}\r\n") == .otherField)
+        #expect(Self.classify("Locations: /next\r\n") == .otherField)
+        #expect(Self.classify("Last-Modified: Sat, 28 Nov 2026 08:00:00 GMT\r\n") == .otherField)
+        #expect(Self.classify("Content-Location: /next\r\n") == .otherField)
+    }
 }

@@ -124,6 +124,28 @@ import Testing
                 == nil)
     }
 
+    /// A redirect's next request can fail before it is sent, but the request the redirect answered reached the
+    /// server (a POST answered 303 was acted on): not the failure before sending that makes any request safe to retry.
+    @Test func aFailureAfterARedirectOrAnyResponseHeadIsNotUnsent() {
+        for code in [CurlewError.Code.timeout(.waitingForConnection), .timeout(.connect), .connectionRefused] {
+            let unsent = Self.error(code).with(TransferMetrics())
+            #expect(RetryRules.reachedNoServer(unsent), "\(code)")
+            #expect(
+                RetryRules.upload.delayBeforeRetry(after: unsent, idempotent: false, attempt: 1, jitter: 1)
+                    == .milliseconds(100))
+            for metrics in [TransferMetrics(redirectCount: 1), TransferMetrics(headerBytesReceived: 120)] {
+                let answered = Self.error(code).with(metrics)
+                #expect(!RetryRules.reachedNoServer(answered), "\(code)")
+                #expect(
+                    RetryRules.upload.delayBeforeRetry(after: answered, idempotent: false, attempt: 1, jitter: 1)
+                        == nil)
+                #expect(
+                    RetryRules.upload.delayBeforeRetry(after: answered, idempotent: true, attempt: 1, jitter: 1)
+                        == .milliseconds(100), "an idempotent request may go again")
+            }
+        }
+    }
+
     @Test func theUploadRetriesUnsentFailuresOfEveryRequestAndLostConnectionsOfIdempotentOnes() {
         let unsent: Set<CurlewError.Code> = [
             .connectionRefused, .connectFailed, .dnsFailure, .timeout(.connect), .timeout(.waitingForConnection),

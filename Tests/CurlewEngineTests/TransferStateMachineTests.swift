@@ -21,8 +21,8 @@ struct TransferStateMachineTests {
     @Test func completionFinishesOnceAndAbsorbsLaterEvents() {
         var machine = TransferStateMachine()
         _ = machine.submitted(now: 0, loopIsShuttingDown: false)
-        #expect(machine.curlCompleted() == .finish)
-        #expect(machine.curlCompleted() == .ignore)
+        #expect(machine.curlCompleted(now: 0) == .finish)
+        #expect(machine.curlCompleted(now: 0) == .ignore)
         #expect(machine.cancelRequested() == .none)
         #expect(machine.deadlineCheck(now: .max, requestSent: true) == .checkAgain(at: .max))
         #expect(machine.shutdown() == .none)
@@ -33,7 +33,7 @@ struct TransferStateMachineTests {
         var machine = TransferStateMachine()
         _ = machine.submitted(now: 0, loopIsShuttingDown: false)
         #expect(machine.cancelRequested() == .removeAndFail(.cancelled))
-        #expect(machine.curlCompleted() == .ignore)
+        #expect(machine.curlCompleted(now: 0) == .ignore)
         #expect(machine.cancelRequested() == .none)
     }
 
@@ -42,7 +42,7 @@ struct TransferStateMachineTests {
         #expect(machine.cancelRequested() == .none)
         #expect(machine.state == .created(cancelRequested: true))
         #expect(machine.submitted(now: 0, loopIsShuttingDown: false) == .fail(.cancelled))
-        #expect(machine.curlCompleted() == .ignore)
+        #expect(machine.curlCompleted(now: 0) == .ignore)
     }
 
     @Test func submissionDuringShutdownFailsWithClientShutdown() {
@@ -88,18 +88,18 @@ struct TransferStateMachineTests {
                 == .removeAndFail(.timeout(.connect)))
     }
 
-    @Test func aRequestStartingOnAConnectionEndsTheConnectDeadlineForGood() {
+    @Test func aRequestStartingOnAConnectionEndsTheConnectDeadline() {
         var machine = TransferStateMachine(setup: .init(totalDeadline: 1_000, connectionDeadline: 100))
         _ = machine.submitted(now: 0, loopIsShuttingDown: false)
         #expect(machine.requestStarting(connection: .notChecked) == .proceed)
         #expect(machine.nextDeadline == 1_000)
         #expect(machine.deadlineCheck(now: 500, requestSent: true) == .checkAgain(at: 1_000))
-        // A retry on a fresh connection does not bring it back.
+        // Without a connect timeout to count again, a retry on a fresh connection does not bring it back.
         #expect(
             machine.curlCompleted(
                 failure: .init(
                     connectionFailed: true, usedPooledConnection: true, requestBytesWritten: 0, isIdempotent: true,
-                    bodyIsReplayable: true)) == .retryOnFreshConnection)
+                    bodyIsReplayable: true), now: 0) == .retryOnFreshConnection)
         #expect(machine.deadlineCheck(now: 600, requestSent: false) == .checkAgain(at: 1_000))
     }
 
@@ -120,7 +120,7 @@ struct TransferStateMachineTests {
         _ = machine.submitted(now: 0, loopIsShuttingDown: false)
         #expect(machine.startFailed() == .finish)
         #expect(machine.startFailed() == .ignore)
-        #expect(machine.curlCompleted() == .ignore)
+        #expect(machine.curlCompleted(now: 0) == .ignore)
     }
 
     @Test func secondSubmissionChangesNothing() {
@@ -128,7 +128,7 @@ struct TransferStateMachineTests {
         _ = machine.submitted(now: 0, loopIsShuttingDown: false)
         #expect(machine.submitted(now: 0, loopIsShuttingDown: false) == .ignore)
         #expect(machine.attempt != nil)
-        #expect(machine.curlCompleted() == .finish)
+        #expect(machine.curlCompleted(now: 0) == .finish)
         #expect(machine.submitted(now: 0, loopIsShuttingDown: false) == .ignore)
     }
 
@@ -137,7 +137,7 @@ struct TransferStateMachineTests {
         #expect(machine.socketUnwatchable() == .none)
         _ = machine.submitted(now: 0, loopIsShuttingDown: false)
         #expect(machine.socketUnwatchable() == .removeAndFail(.unwatchableSocket))
-        #expect(machine.curlCompleted() == .ignore)
+        #expect(machine.curlCompleted(now: 0) == .ignore)
     }
 }
 
@@ -165,66 +165,68 @@ struct TransferStateMachineDecisionTests {
 
     @Test func anIdempotentRequestOnADeadPooledConnectionGoesOutOnceMore() {
         var machine = Self.running()
-        #expect(machine.curlCompleted(failure: Self.facts()) == .retryOnFreshConnection)
+        #expect(machine.curlCompleted(failure: Self.facts(), now: 0) == .retryOnFreshConnection)
         #expect(machine.freshConnectionRetries == 1)
         #expect(machine.attempt != nil)
         // Never twice.
-        #expect(machine.curlCompleted(failure: Self.facts()) == .finish)
+        #expect(machine.curlCompleted(failure: Self.facts(), now: 0) == .finish)
         #expect(machine.isFinished)
     }
 
     @Test func aNonIdempotentRequestIsRepeatedOnlyWhenNothingWasWritten() {
         var written = Self.running()
-        #expect(written.curlCompleted(failure: Self.facts(written: 300, idempotent: false)) == .finish)
+        #expect(written.curlCompleted(failure: Self.facts(written: 300, idempotent: false), now: 0) == .finish)
         var unwritten = Self.running()
-        #expect(unwritten.curlCompleted(failure: Self.facts(written: 0, idempotent: false)) == .retryOnFreshConnection)
+        #expect(
+            unwritten.curlCompleted(failure: Self.facts(written: 0, idempotent: false), now: 0)
+                == .retryOnFreshConnection)
     }
 
     @Test func aOneShotBodyIsNotRepeatedOnceWritten() {
         var machine = Self.running()
-        #expect(machine.curlCompleted(failure: Self.facts(written: 10, replayable: false)) == .finish)
+        #expect(machine.curlCompleted(failure: Self.facts(written: 10, replayable: false), now: 0) == .finish)
     }
 
     @Test func anIdempotentRequestWhoseHeadArrivedWithoutABodyByteGoesOutOnceMore() {
         // hypercorn drops the streams its GOAWAY announced after their HEADERS; libcurl 8.x then fails them.
         var headOnly = Self.running()
         _ = headOnly.headerLineReceived(.statusLine)
-        #expect(headOnly.curlCompleted(failure: Self.facts()) == .retryOnFreshConnection)
+        #expect(headOnly.curlCompleted(failure: Self.facts(), now: 0) == .retryOnFreshConnection)
         // A head the server sent means it saw the request: only an idempotent, replayable one is repeated.
         var post = Self.running()
         _ = post.headerLineReceived(.statusLine)
-        #expect(post.curlCompleted(failure: Self.facts(written: 0, idempotent: false)) == .finish)
+        #expect(post.curlCompleted(failure: Self.facts(written: 0, idempotent: false), now: 0) == .finish)
         var oneShot = Self.running()
         _ = oneShot.headerLineReceived(.statusLine)
-        #expect(oneShot.curlCompleted(failure: Self.facts(replayable: false)) == .finish)
+        #expect(oneShot.curlCompleted(failure: Self.facts(replayable: false), now: 0) == .finish)
     }
 
     @Test func noRetryOnceTheCallerHoldsPartOfAResponseOrOnAFreshConnectionOrForOtherFailures() {
         var streamedHead = Self.running(Setup(streamsResponse: true))
         _ = streamedHead.headerLineReceived(.statusLine)
-        #expect(streamedHead.headEnded(status: 200) == .finalResponse(resumeSend: false, deliverHead: true))
-        #expect(streamedHead.curlCompleted(failure: Self.facts()) == .finish)
+        #expect(streamedHead.headEnded(status: 200, now: 0) == .finalResponse(resumeSend: false, deliverHead: true))
+        #expect(streamedHead.curlCompleted(failure: Self.facts(), now: 0) == .finish)
 
         var body = Self.running()
         _ = body.bodyReceived(count: 1, keptInMemory: true)
-        #expect(body.curlCompleted(failure: Self.facts()) == .finish)
+        #expect(body.curlCompleted(failure: Self.facts(), now: 0) == .finish)
 
         var fresh = Self.running()
-        #expect(fresh.curlCompleted(failure: Self.facts(pooled: false)) == .finish)
+        #expect(fresh.curlCompleted(failure: Self.facts(pooled: false), now: 0) == .finish)
 
         var other = Self.running()
-        #expect(other.curlCompleted(failure: Self.facts(connectionFailed: false)) == .finish)
+        #expect(other.curlCompleted(failure: Self.facts(connectionFailed: false), now: 0) == .finish)
     }
 
     @Test func aNewAttemptForgetsWhatTheLastOneSaw() {
         var machine = Self.running(Setup(bodyLimit: 100, decodedBodyLimit: 10, carriesCredentials: true))
         _ = machine.headerLineReceived(.statusLine)
-        _ = machine.headEnded(status: 200, isContentEncoded: true)
+        _ = machine.headEnded(status: 200, isContentEncoded: true, now: 0)
         #expect(machine.attempt?.bodyLimit == 10)
         _ = machine.requestStarting(
             connection: .notChecked, redirectTarget: "http://b.test/", requestURL: "http://a.test/")
         #expect(machine.attempt?.credentialsWithheld == true)
-        #expect(machine.curlCompleted(failure: Self.facts()) == .retryOnFreshConnection)
+        #expect(machine.curlCompleted(failure: Self.facts(), now: 0) == .retryOnFreshConnection)
         #expect(machine.attempt?.bodyLimit == 100)
         #expect(machine.attempt?.credentialsWithheld == false)
         #expect(machine.attempt?.responseBytesSeen == false)
@@ -235,12 +237,12 @@ struct TransferStateMachineDecisionTests {
         #expect(machine.requestStarting(connection: .unreadBytesOrClosed) == .abandonConnection)
         #expect(machine.attempt?.stopCause == .staleConnection)
         let facts = Self.facts(connectionFailed: false, written: 0, idempotent: false, replayable: false)
-        #expect(machine.curlCompleted(failure: facts) == .retryOnFreshConnection)
+        #expect(machine.curlCompleted(failure: facts, now: 0) == .retryOnFreshConnection)
         #expect(machine.attempt?.stopCause == nil, "a new attempt forgets the last one's cause")
         // The fresh connection has bytes waiting too: the request fails.
         #expect(machine.requestStarting(connection: .unreadBytesOrClosed) == .abandonConnection)
         #expect(machine.attempt?.stopCause == .staleConnection)
-        #expect(machine.curlCompleted(failure: facts) == .finish)
+        #expect(machine.curlCompleted(failure: facts, now: 0) == .finish)
     }
 
     @Test func aCleanOrUncheckedConnectionProceeds() {
@@ -309,7 +311,7 @@ struct TransferStateMachineDecisionTests {
         var machine = Self.running(Setup(followsRedirects: true))
         _ = machine.headerLineReceived(.statusLine)
         #expect(machine.headerLineReceived(.contentLength(0)) == .accept)
-        #expect(machine.headEnded(status: 301) == .accept)
+        #expect(machine.headEnded(status: 301, now: 0) == .accept)
         // The redirect's length says nothing about the next response's.
         _ = machine.headerLineReceived(.statusLine)
         #expect(machine.headerLineReceived(.contentLength(42)) == .accept)
@@ -344,7 +346,7 @@ struct TransferStateMachineDecisionTests {
 
     @Test func aContentEncodedFinalHeadGetsTheDecodedLimitAndABrokenCodingStopsTheTransfer() {
         var machine = Self.running(Setup(bodyLimit: 1000, decodedBodyLimit: 10, decodesContent: true))
-        #expect(machine.headEnded(status: 200, isContentEncoded: true) != .abort)
+        #expect(machine.headEnded(status: 200, isContentEncoded: true, now: 0) != .abort)
         #expect(machine.attempt?.bodyLimit == 10)
         #expect(machine.bodyUndecodable("cut short") == .abort)
         #expect(machine.attempt?.stopCause == .undecodableBody("cut short"))
@@ -354,37 +356,40 @@ struct TransferStateMachineDecisionTests {
 
     @Test func a417ToTheEnginesExpectStopsTheTransfer() {
         var machine = Self.running(Setup(sentExpectContinue: true))
-        #expect(machine.headEnded(status: 417) == .abort)
+        #expect(machine.headEnded(status: 417, now: 0) == .abort)
         #expect(machine.attempt?.stopCause == .expectationRejected)
 
         var notOurs = Self.running()
-        #expect(notOurs.headEnded(status: 417) == .accept)
+        #expect(notOurs.headEnded(status: 417, now: 0) == .accept)
         #expect(notOurs.attempt?.receive == .awaitingHead)
     }
 
     @Test func theFinalHeadResumesAnUploadPausedForItsProducer() {
         var machine = Self.running(Setup(followsRedirects: true, hasRequestBody: true))
-        #expect(machine.headEnded(status: 302) == .accept, "an upload still sending goes on by itself")
+        #expect(machine.headEnded(status: 302, now: 0) == .accept, "an upload still sending goes on by itself")
         #expect(machine.requestBodyRead(.pause) == Int(CURL_READFUNC_PAUSE))
-        #expect(machine.headEnded(status: 100) == .accept)
+        #expect(machine.headEnded(status: 100, now: 0) == .accept)
         // A redirect followed or a 417 is no head the caller gets, but libcurl moves on only once resumed.
-        #expect(machine.headEnded(status: 302) == .resumeSend)
-        #expect(machine.headEnded(status: 417) == .resumeSend)
+        #expect(machine.headEnded(status: 302, now: 0) == .resumeSend)
+        #expect(machine.headEnded(status: 417, now: 0) == .resumeSend)
+        _ = machine.headerLineReceived(.statusLine)
+        _ = machine.headerLineReceived(.location)
+        #expect(machine.headEnded(status: 302, now: 0) == .redirectFollowed(resumeSend: true))
         #expect(machine.attempt?.receive == .awaitingHead)
-        #expect(machine.headEnded(status: 413) == .finalResponse(resumeSend: true, deliverHead: false))
+        #expect(machine.headEnded(status: 413, now: 0) == .finalResponse(resumeSend: true, deliverHead: false))
         #expect(machine.attempt?.receive == .body)
     }
 
     @Test func aStreamingCallerGetsTheHeadOnceAtTheFinalHeadOrTheFirstBodyByte() {
         var machine = Self.running(Setup(followsRedirects: true, streamsResponse: true))
-        #expect(machine.headEnded(status: 302) == .accept, "a redirect is not the head the caller waits for")
-        #expect(machine.headEnded(status: 200) == .finalResponse(resumeSend: false, deliverHead: true))
+        #expect(machine.headEnded(status: 302, now: 0) == .accept, "a redirect is not the head the caller waits for")
+        #expect(machine.headEnded(status: 200, now: 0) == .finalResponse(resumeSend: false, deliverHead: true))
         #expect(machine.headerLineReceived(.endOfBlock) == .accept, "the head is delivered: no more status reads")
         #expect(machine.bodyReceived(count: 3, keptInMemory: false) == .accept(deliverHead: false))
 
         // A 3xx libcurl does not follow (no Location) carries a body: its first byte delivers the head.
         var unfollowed = Self.running(Setup(followsRedirects: true, streamsResponse: true))
-        #expect(unfollowed.headEnded(status: 302) == .accept)
+        #expect(unfollowed.headEnded(status: 302, now: 0) == .accept)
         #expect(unfollowed.bodyReceived(count: 3, keptInMemory: false) == .accept(deliverHead: true))
         #expect(unfollowed.bodyReceived(count: 3, keptInMemory: false) == .accept(deliverHead: false))
     }
@@ -396,7 +401,7 @@ struct TransferStateMachineDecisionTests {
         #expect(machine.bodyReceived(count: 10, keptInMemory: true) == .accept(deliverHead: false))
         #expect(machine.bodyReceived(count: 1, keptInMemory: true) == .abort)
         #expect(machine.attempt?.stopCause == .bodyLimitExceeded(10))
-        #expect(machine.curlCompleted(failure: Self.facts(connectionFailed: false)) == .finish)
+        #expect(machine.curlCompleted(failure: Self.facts(connectionFailed: false), now: 0) == .finish)
     }
 
     @Test func aFailedDownloadsExplanationIsBoundByTheInMemoryLimit() {
@@ -410,12 +415,12 @@ struct TransferStateMachineDecisionTests {
 
     @Test func aContentEncodedResponseGetsTheSmallerDecodedLimit() {
         var encoded = Self.running(Setup(bodyLimit: 100, decodedBodyLimit: 10))
-        _ = encoded.headEnded(status: 200, isContentEncoded: true)
+        _ = encoded.headEnded(status: 200, isContentEncoded: true, now: 0)
         #expect(encoded.bodyReceived(count: 11, keptInMemory: false) == .abort)
         #expect(encoded.attempt?.stopCause == .bodyLimitExceeded(10))
 
         var identity = Self.running(Setup(bodyLimit: 100, decodedBodyLimit: 10))
-        _ = identity.headEnded(status: 200, isContentEncoded: false)
+        _ = identity.headEnded(status: 200, isContentEncoded: false, now: 0)
         #expect(identity.bodyReceived(count: 11, keptInMemory: false) == .accept(deliverHead: false))
     }
 
@@ -528,7 +533,7 @@ struct TransferStateMachineDecisionTests {
         _ = machine.requestBodyRead(.pause)
         #expect(machine.deadlineCheck(now: 6 * second, requestSent: true) == .checkAgain(at: 7 * second))
         // Once the server answered, an upload waiting for its producer is idle like any transfer.
-        _ = machine.headEnded(status: 200)
+        _ = machine.headEnded(status: 200, now: 0)
         #expect(machine.deadlineCheck(now: 7 * second, requestSent: true) == .removeAndFail(.timeout(.idle)))
     }
 
@@ -567,13 +572,92 @@ struct TransferStateMachineDecisionTests {
             tooOld.rejected(because: .unsupportedLibcurl("libcurl 7.76.1 is older than 7.80.0"))
                 == .fail(.unsupportedLibcurl("libcurl 7.76.1 is older than 7.80.0")))
     }
+
+    // MARK: connection deadlines of later requests
+
+    /// The first request's connection ended its connection deadline; the retry's own wait for a connection (every
+    /// connection of the host busy) counts the connect timeout again, from the retry.
+    @Test func aRetryOnAFreshConnectionHasTheConnectTimeoutFromTheRetryToGetOne() {
+        var machine = TransferStateMachine(
+            setup: .init(totalDeadline: 10_000, connectionDeadline: 100, connectTimeout: 100))
+        _ = machine.submitted(now: 0, loopIsShuttingDown: false)
+        #expect(machine.requestStarting(connection: .clean) == .proceed)
+        #expect(machine.nextDeadline == 10_000)
+        #expect(machine.curlCompleted(failure: Self.facts(written: 0), now: 500) == .retryOnFreshConnection)
+        #expect(machine.nextDeadline == 600)
+        #expect(machine.deadlineCheck(now: 599, requestSent: false) == .checkAgain(at: 600))
+        #expect(
+            machine.deadlineCheck(now: 600, requestSent: false) == .removeAndFail(.timeout(.waitingForConnection)))
+
+        var connected = TransferStateMachine(
+            setup: .init(totalDeadline: 10_000, connectionDeadline: 100, connectTimeout: 100))
+        _ = connected.submitted(now: 0, loopIsShuttingDown: false)
+        _ = connected.requestStarting(connection: .clean)
+        _ = connected.curlCompleted(failure: Self.facts(written: 0), now: 500)
+        #expect(connected.requestStarting(connection: .notChecked) == .proceed)
+        #expect(connected.nextDeadline == 10_000, "the retry's connection ends its deadline too")
+    }
+
+    /// A redirect libcurl follows (a 3xx with a `Location`) may need a connection the host has none free of, or one
+    /// to another origin: its request has the connect timeout from the redirect's head to get one, as the first
+    /// request had from its submission.
+    @Test func aRedirectLibcurlFollowsHasTheConnectTimeoutFromItsHeadToGetAConnection() {
+        let setup = Setup(totalDeadline: 10_000, connectionDeadline: 100, connectTimeout: 100, followsRedirects: true)
+        var machine = Self.running(setup)
+        _ = machine.requestStarting(connection: .notChecked)
+        #expect(machine.headerLineReceived(.statusLine) == .accept)
+        #expect(machine.headerLineReceived(.location) == .accept)
+        #expect(machine.headerLineReceived(.endOfBlock) == .readHead(contentEncoding: false))
+        #expect(machine.headEnded(status: 302, now: 400) == .redirectFollowed(resumeSend: false))
+        #expect(machine.nextDeadline == 500)
+        #expect(
+            machine.deadlineCheck(now: 500, requestSent: true) == .removeAndFail(.timeout(.waitingForConnection)))
+
+        // Connecting at the deadline, libcurl has a moment to say so itself; a request started ends the deadline.
+        var connecting = Self.running(Setup(connectionDeadline: 100, connectTimeout: 100, followsRedirects: true))
+        _ = connecting.requestStarting(connection: .notChecked)
+        _ = connecting.headerLineReceived(.location)
+        _ = connecting.headEnded(status: 307, now: 400)
+        #expect(
+            connecting.deadlineCheck(now: 500, requestSent: true, connectionAttemptStarted: true)
+                == .checkAgain(at: 500 + TransferStateMachine.connectTimerGrace))
+        #expect(connecting.requestStarting(connection: .clean) == .proceed)
+        #expect(connecting.nextDeadline == .max)
+    }
+
+    /// Only a 3xx head with a `Location`, of a request that follows redirects, starts another wait for a connection:
+    /// a 3xx without one, a 201 with one, or a request that does not follow are final responses.
+    @Test func aHeadLibcurlDoesNotFollowLeavesTheConnectionDeadlineAlone() {
+        let setup = Setup(totalDeadline: 10_000, connectionDeadline: 100, connectTimeout: 100, followsRedirects: true)
+        var withoutLocation = Self.running(setup)
+        _ = withoutLocation.requestStarting(connection: .notChecked)
+        _ = withoutLocation.headerLineReceived(.statusLine)
+        #expect(withoutLocation.headerLineReceived(.endOfBlock) == .accept, "no status read for a plain head")
+        #expect(withoutLocation.headEnded(status: 302, now: 400) == .accept)
+        #expect(withoutLocation.nextDeadline == 10_000)
+
+        var created = Self.running(setup)
+        _ = created.requestStarting(connection: .notChecked)
+        _ = created.headerLineReceived(.location)
+        #expect(created.headEnded(status: 201, now: 400) == .finalResponse(resumeSend: false, deliverHead: false))
+        #expect(created.nextDeadline == 10_000)
+
+        var notFollowing = Self.running(
+            Setup(totalDeadline: 10_000, connectionDeadline: 100, connectTimeout: 100, followsRedirects: false))
+        _ = notFollowing.requestStarting(connection: .notChecked)
+        _ = notFollowing.headerLineReceived(.location)
+        #expect(notFollowing.headerLineReceived(.endOfBlock) == .accept)
+        #expect(notFollowing.headEnded(status: 302, now: 400) == .finalResponse(resumeSend: false, deliverHead: false))
+        #expect(notFollowing.nextDeadline == 10_000)
+    }
+
 }
 
 extension TransferStateMachineDecisionTests {
     @Test func theCauseOfAStopOutlivesTheAttemptForTheError() {
         var machine = Self.running(Setup(bodyLimit: 1))
         _ = machine.bodyReceived(count: 2, keptInMemory: true)
-        #expect(machine.curlCompleted(failure: Self.facts(connectionFailed: false)) == .finish)
+        #expect(machine.curlCompleted(failure: Self.facts(connectionFailed: false), now: 0) == .finish)
         #expect(machine.isFinished)
         #expect(machine.stopCause == .bodyLimitExceeded(1))
     }

@@ -209,8 +209,8 @@ extension CurlewClient {
         /// A request still waiting when it runs out fails with ``CurlewError/TimeoutKind/waitingForConnection``,
         /// one connecting with ``CurlewError/TimeoutKind/connect``. The same on every libcurl (7.88 would restart
         /// its own timer when the wait ends; the engine does not). `nil` means libcurl's default, 300 s, counted the
-        /// same way. It bounds a request's first connection; a fresh connection for a retry or a redirect to another
-        /// origin has libcurl's own connect timer.
+        /// same way. A retry on a fresh connection and a redirect libcurl follows get it again, counted from the retry
+        /// or from the redirect's head (the redirect's body, which libcurl reads and drops, included).
         public var connect: Duration?
         /// Time for the whole request, counted from submission, including any wait for a free connection
         /// and every redirect. `nil` means none.

@@ -17,13 +17,14 @@ public struct CurlewError: Error, Sendable, Hashable, CustomStringConvertible {
         private init(name: String) { self.name = name }
 
         /// Establishing the connection (DNS, TCP, TLS) took longer than ``Timeouts/connect``, counted from
-        /// submission.
+        /// submission (for a retry on a fresh connection or a redirect's request, from the retry or the redirect).
         public static let connect = TimeoutKind(name: "connect")
         /// The request waited for a free connection for longer than ``Timeouts/connect``, the bound on getting a
         /// connection: every connection its event loop's share of
         /// ``CurlewClient/Configuration/maxConnectionsPerHost`` and ``CurlewClient/Configuration/maxConnectionsTotal``
-        /// allows was busy (or an HTTP/2 connection it may share was still being opened). The request never reached
-        /// the server.
+        /// allows was busy (or an HTTP/2 connection it may share was still being opened). That request never reached
+        /// a server; one it followed (a redirect) did, which ``CurlewError/metrics`` shows (`redirectCount`,
+        /// `headerBytesReceived`).
         public static let waitingForConnection = TimeoutKind(name: "waitingForConnection")
         /// The whole request, counted from submission, took longer than ``Timeouts/total``.
         public static let total = TimeoutKind(name: "total")

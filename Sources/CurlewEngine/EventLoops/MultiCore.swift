@@ -185,7 +185,7 @@ final class MultiCore {
         // libcurl's framing said the body was whole; its content coding may still have ended early.
         let result = reported == CURLE_OK && transfer.bodyIncompleteAtEnd() ? CURLE_WRITE_ERROR : reported
         let facts = result == CURLE_OK ? nil : transfer.completionFacts(result, easy: easy)
-        switch transfer.stateMachine.curlCompleted(failure: facts) {
+        switch transfer.stateMachine.curlCompleted(failure: facts, now: clock.now) {
         case .ignore:
             // A resolved transfer has already left the multi handle and given up libcurl's reference.
             return
@@ -217,6 +217,13 @@ final class MultiCore {
             failRetry(transfer, after: result)
             return
         }
+        deadlineMayBeEarlier(for: transfer)
+    }
+
+    /// The machine of a running `transfer` set a deadline that may come before the one its place in the heap holds
+    /// (a later request's connection deadline): the heap takes it, so the loop wakes for it.
+    func deadlineMayBeEarlier(for transfer: Transfer) {
+        running.lower(transfer, to: transfer.stateMachine.nextDeadline)
     }
 
     /// The request could not go out again: it fails with the first attempt's error.

@@ -82,6 +82,15 @@ package struct RetryRules: Sendable {
         }
     }
 
+    /// Whether `error` ended a request no server saw: a failure before sending (``failedBeforeSending(_:)``) with no
+    /// response head received, not even a redirect's. A redirect's next request fails the same ways (no free
+    /// connection, refused, unknown host), but the request it follows was answered: the server acted on it.
+    package static func reachedNoServer(_ error: CurlewError) -> Bool {
+        guard failedBeforeSending(error.code) else { return false }
+        guard let metrics = error.metrics else { return true }
+        return metrics.headerBytesReceived == 0 && metrics.redirectCount == 0
+    }
+
     /// The route layer's retryable failures: those before sending, and a connection closed mid-way.
     package static let transientError: @Sendable (CurlewError) -> Bool = { error in
         failedBeforeSending(error.code) || error.code == .connectionClosed
@@ -145,7 +154,7 @@ package struct RetryRules: Sendable {
         guard retryableErrors(error) else { return nil }
         switch (idempotent, nonIdempotentRetries) {
         case (true, _), (false, .all): break
-        case (false, .statusesAndUnsentFailures): guard Self.failedBeforeSending(error.code) else { return nil }
+        case (false, .statusesAndUnsentFailures): guard Self.reachedNoServer(error) else { return nil }
         case (false, .none): return nil
         }
         return delayBeforeRetry(afterAttempt: attempt, jitter: jitter)

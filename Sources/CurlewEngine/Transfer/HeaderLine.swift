@@ -12,6 +12,8 @@ enum HeaderLine: Equatable {
     case transferEncoding
     /// `Content-Encoding`.
     case contentEncoding
+    /// `Location` with a value (libcurl ignores an empty one): a 3xx head with one is a redirect libcurl follows.
+    case location
     /// Any other field (or a continuation line).
     case otherField
 
@@ -34,6 +36,9 @@ enum HeaderLine: Equatable {
         if first == UInt8(ascii: "t"), hasNamePrefix(line, transferEncodingName) {
             return .transferEncoding
         }
+        if first == UInt8(ascii: "l"), hasNamePrefix(line, locationName), hasValue(line, from: locationName) {
+            return .location
+        }
         return .otherField
     }
 
@@ -41,6 +46,7 @@ enum HeaderLine: Equatable {
     private static let contentLengthName: StaticString = "content-length:"
     private static let transferEncodingName: StaticString = "transfer-encoding:"
     private static let contentEncodingName: StaticString = "content-encoding:"
+    private static let locationName: StaticString = "location:"
 
     /// The value of a `Content-Encoding` line (classified as ``contentEncoding``): after the colon, as sent.
     static func contentEncodingValue(_ line: UnsafeRawBufferPointer) -> String {
@@ -61,6 +67,19 @@ enum HeaderLine: Equatable {
             }
         }
         return true
+    }
+
+    /// Whether anything but whitespace (space, HT, LF, VT, FF, CR) follows the field name `name` (matched by
+    /// ``hasNamePrefix(_:_:)``) before the line's first CR, LF or NUL. Stricter than either libcurl: 7.88 skips
+    /// leading whitespace, CR and LF included, before it looks for the end; 8.x cuts the value at the first CR or LF.
+    /// A value one of them reads as empty is not counted, so a 3xx libcurl keeps as the final response is never taken
+    /// for a redirect it follows.
+    private static func hasValue(_ line: UnsafeRawBufferPointer, from name: StaticString) -> Bool {
+        for byte in line[name.utf8CodeUnitCount...] {
+            if byte == UInt8(ascii: "\r") || byte == UInt8(ascii: "\n") || byte == 0 { return false }
+            if byte != UInt8(ascii: " ") && !(0x09...0x0D).contains(byte) { return true }
+        }
+        return false
     }
 
     /// The value after the colon: digits, optional whitespace around, possibly a comma-separated list of the same

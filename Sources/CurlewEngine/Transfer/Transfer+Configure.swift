@@ -17,7 +17,7 @@ extension Transfer {
         startedAt = now
         libcurlHasTheRequest = false
         connectionKey = nil
-        connectionAttemptStarted = false
+        waitsForConnectionAgain()
         let settings = settings
         var isPlainGET = request.usesClientDefaultsForPlainGET
         if !sink.usesCollectingOptions { isPlainGET = false }
@@ -322,7 +322,8 @@ extension Transfer {
         }
         // No connect timeout is libcurl's default, which libcurl 8 counts from submission too.
         let connect = timeouts.connect ?? Self.libcurlDefaultConnectTimeout
-        if case (let deadline, false) = submittedAt.addingReportingOverflow(connect.saturatingNanoseconds) {
+        setup.connectTimeout = connect.saturatingNanoseconds
+        if case (let deadline, false) = submittedAt.addingReportingOverflow(setup.connectTimeout) {
             setup.connectionDeadline = deadline
         }
         // Idle timeouts beyond a century are no idle timeout, so deadline arithmetic cannot overflow.

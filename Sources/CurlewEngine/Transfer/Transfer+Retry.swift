@@ -2,7 +2,7 @@ import CLibCurl
 import HTTPTypes
 
 extension Transfer {
-    /// The facts of a failed transfer that `TransferStateMachine.curlCompleted(failure:)` decides a retry on.
+    /// The facts of a failed transfer that `TransferStateMachine.curlCompleted(failure:now:)` decides a retry on.
     func completionFacts(_ result: CURLcode, easy: EasyHandle) -> TransferStateMachine.CompletionFacts {
         TransferStateMachine.CompletionFacts(
             connectionFailed: Self.isConnectionFailure(result),
@@ -39,7 +39,7 @@ extension Transfer {
         responseBody.removeAll(keepingCapacity: true)
         bodyDecoding = nil
         connectionKey = nil
-        connectionAttemptStarted = false
+        waitsForConnectionAgain()
         if let headerList {
             // Start again from the original origin with the full list, whether or not a hop to another origin went
             // out without credentials (its list is nil when every field was one: nil cannot say it was swapped).

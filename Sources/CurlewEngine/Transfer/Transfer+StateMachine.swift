@@ -40,6 +40,10 @@ struct TransferStateMachine: Sendable, Equatable {
         /// libcurl 8's own connect timer (7.88's restarts when a transfer leaves the queue for a free connection);
         /// `.max` for none.
         var connectionDeadline: UInt64 = .max
+        /// The connect timeout in nanoseconds (libcurl's default when the request sets none), for the connection
+        /// deadline of a later request of the transfer: a retry on a fresh connection, a redirect libcurl follows;
+        /// `.max` for none.
+        var connectTimeout: UInt64 = .max
         /// Whether the request carries the engine's own `Expect: 100-continue`.
         var sentExpectContinue = false
         /// Whether libcurl follows redirects for this request (a 3xx head is then not the final one).
@@ -103,6 +107,8 @@ struct TransferStateMachine: Sendable, Equatable {
         var contentLength: Int64?
         var isChunked = false
         var namesContentCoding = false
+        /// Whether the block has a `Location` with a value: libcurl follows a 3xx head only with one.
+        var hasLocation = false
     }
 
     /// The idle deadline's clock, in nanoseconds on the loop's clock.
@@ -225,7 +231,7 @@ struct TransferStateMachine: Sendable, Equatable {
         /// Return 0 from the header callback: libcurl stops the transfer (and closes its connection).
         case abort
         /// The block ended: read its status (and whether the response is content-encoded, if asked) and call
-        /// ``TransferStateMachine/headEnded(status:isContentEncoded:)``.
+        /// ``TransferStateMachine/headEnded(status:isContentEncoded:now:)``.
         case readHead(contentEncoding: Bool)
     }
 
@@ -238,9 +244,13 @@ struct TransferStateMachine: Sendable, Equatable {
         /// (libcurl 7.88 never reports a send-paused transfer done), and hand the head to a streaming caller if
         /// `deliverHead`, once libcurl has returned.
         case finalResponse(resumeSend: Bool, deliverHead: Bool)
-        /// A head the transfer goes on past (a redirect it follows, a 417) while its upload is paused for its
-        /// producer: resume the upload, or libcurl 7.88 never moves on.
+        /// A head the transfer goes on past (a 417) while its upload is paused for its producer: resume the upload,
+        /// or libcurl 7.88 never moves on.
         case resumeSend
+        /// A redirect libcurl follows: its next request waits for a connection again (the machine's connection
+        /// deadline counts from now), and an upload paused for its producer is resumed if `resumeSend`, as for
+        /// ``resumeSend``.
+        case redirectFollowed(resumeSend: Bool)
     }
 
     enum BodyAction: Sendable, Equatable {
@@ -311,7 +321,9 @@ struct TransferStateMachine: Sendable, Equatable {
     }
     /// How many times the request went out again on a fresh connection (at most once).
     private(set) var freshConnectionRetries = 0
-    /// ``Setup/connectionDeadline`` until the transfer's first request starts on a connection, then `.max`.
+    /// When the current request must have a connection: ``Setup/connectionDeadline`` for the first one, the connect
+    /// timeout from when a retry or a followed redirect began for a later one; `.max` once a request has started on
+    /// a connection.
     private(set) var connectionDeadline: UInt64 = .max
 
     init(setup: Setup = Setup()) {
@@ -426,7 +438,9 @@ struct TransferStateMachine: Sendable, Equatable {
     /// but no byte of its body (a server that drops the streams its GOAWAY announced, after their HEADERS) goes out
     /// again too: the engine still holds that head, the caller has seen nothing. Never twice, never once a body
     /// byte arrived or a streamed head was handed over.
-    mutating func curlCompleted(failure facts: CompletionFacts? = nil) -> CompletionAction {
+    ///
+    /// The retry waits for a connection as the first request did: for the connect timeout, counted from `now`.
+    mutating func curlCompleted(failure facts: CompletionFacts? = nil, now: UInt64) -> CompletionAction {
         guard phase == .running else { return .ignore }
         let attempt = current
         if let facts, freshConnectionRetries == 0, !attempt.bodyBytesSeen, !attempt.headDelivered {
@@ -439,6 +453,7 @@ struct TransferStateMachine: Sendable, Equatable {
                 freshConnectionRetries += 1
                 // A new attempt forgets what the last one saw; the idle clock runs on.
                 current = Attempt(setup: setup, idle: attempt.idle)
+                waitForConnection(from: now)
                 return .retryOnFreshConnection
             }
         }
@@ -460,6 +475,12 @@ struct TransferStateMachine: Sendable, Equatable {
     }
 
     // MARK: deadlines
+
+    /// The current request has no connection yet, from `now`: it must have one within the connect timeout.
+    private mutating func waitForConnection(from now: UInt64) {
+        let (deadline, overflow) = now.addingReportingOverflow(setup.connectTimeout)
+        connectionDeadline = overflow ? .max : deadline
+    }
 
     /// The earliest of the connection, idle and total deadlines, as of the last activity.
     var nextDeadline: UInt64 {
@@ -610,14 +631,21 @@ struct TransferStateMachine: Sendable, Equatable {
                 return attempt.framing.contentLength != nil
                     ? Self.stopForContentLengthWithTransferEncoding(&attempt) : .accept
             }
+        case .location:
+            guard setup.followsRedirects else { return .accept }
+            return withAttempt(otherwise: .accept) { attempt in
+                attempt.framing.hasLocation = true
+                return .accept
+            }
         case .endOfBlock:
-            // Only uploads, streamed responses, the engine's 417 check and content-encoded bodies care about the
-            // status (a getinfo call the plain GET path does without).
+            // Only uploads, streamed responses, the engine's 417 check, content-encoded bodies and redirects libcurl
+            // may follow care about the status (a getinfo call the plain GET path does without).
             guard phase == .running else { return .accept }
             let attempt = current
             let encoded = attempt.framing.namesContentCoding
             if encoded || setup.sentExpectContinue || setup.hasRequestBody
                 || (setup.streamsResponse && !attempt.headDelivered)
+                || (setup.followsRedirects && attempt.framing.hasLocation)
             {
                 return .readHead(contentEncoding: encoded)
             }
@@ -634,11 +662,16 @@ struct TransferStateMachine: Sendable, Equatable {
         return .abort
     }
 
-    /// A header block ended with `status`; `isContentEncoded` when the response names a content coding the engine
-    /// decodes (known only when decompression is on).
-    mutating func headEnded(status: Int, isContentEncoded: Bool = false) -> HeadAction {
+    /// A header block ended with `status` at `now`; `isContentEncoded` when the response names a content coding the
+    /// engine decodes (known only when decompression is on).
+    ///
+    /// A 3xx head with a `Location` is a redirect libcurl follows when the request follows redirects: the next
+    /// request waits for a connection (a free one, or a new one to another origin) for the connect timeout from
+    /// here, as the first one did from its submission. The redirect's own body, which libcurl reads and drops,
+    /// counts towards that wait.
+    mutating func headEnded(status: Int, isContentEncoded: Bool = false, now: UInt64) -> HeadAction {
         let setup = setup
-        return withAttempt(otherwise: .accept) { attempt in
+        let action = withAttempt(otherwise: .accept) { attempt -> HeadAction in
             if isContentEncoded, let decodedLimit = setup.decodedBodyLimit {
                 attempt.bodyLimit = min(attempt.bodyLimit, decodedLimit)
             }
@@ -649,18 +682,20 @@ struct TransferStateMachine: Sendable, Equatable {
             }
             let followsRedirect = setup.followsRedirects && (300..<400).contains(status)
             if status < 200 { return .accept }
-            if followsRedirect || status == 417 {
-                // Not a response the caller gets, but libcurl 7.88 reports nothing while the send side is paused:
-                // resumed, it stops sending (an answer came before the end of the body) and follows the redirect
-                // (which fails on a body it cannot send again) or ends with the 417. Paused, the request waited for
-                // the producer's next write, or for ever.
-                return attempt.send == .waitingForProducer ? .resumeSend : .accept
-            }
+            let resumeSend = attempt.send == .waitingForProducer
+            // Not a response the caller gets, but libcurl 7.88 reports nothing while the send side is paused: resumed,
+            // it stops sending (an answer came before the end of the body) and follows the redirect (which fails on a
+            // body it cannot send again) or ends with the 417. Paused, the request waited for the producer's next
+            // write, or for ever.
+            if followsRedirect && attempt.framing.hasLocation { return .redirectFollowed(resumeSend: resumeSend) }
+            if followsRedirect || status == 417 { return resumeSend ? .resumeSend : .accept }
             if attempt.receive == .awaitingHead { attempt.receive = .body }
             let deliverHead = setup.streamsResponse && !attempt.headDelivered
             if deliverHead { attempt.headDelivered = true }
-            return .finalResponse(resumeSend: attempt.send == .waitingForProducer, deliverHead: deliverHead)
+            return .finalResponse(resumeSend: resumeSend, deliverHead: deliverHead)
         }
+        if case .redirectFollowed = action { waitForConnection(from: now) }
+        return action
     }
 
     // MARK: bodies and pauses

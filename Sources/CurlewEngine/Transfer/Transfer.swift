@@ -77,17 +77,27 @@ final class Transfer: @unchecked Sendable, DeadlineHeapMember {
     var openedSocket: Int32?
     /// The one it opened before that: with happy eyeballs the first family's socket can win after the second opened.
     var earlierOpenedSocket: Int32?
-    /// Whether libcurl started resolving a name or opened a socket for the current attempt: it has left the queue
+    /// Whether libcurl started resolving a name or opened a socket for the current request: it has left the queue
     /// of transfers waiting for a free connection, so a timeout before the connection is a connect timeout.
     var connectionAttemptStarted = false
     /// The connection (``ConnectionRegistry/key(remoteAddress:localAddress:remotePort:localPort:)``) the current
     /// request went out on, nil until libcurl picked one: a snapshot's busy connections and transfers waiting for one
     /// (``PoolStatistics``).
     var connectionKey: Int?
-    /// Whether the current attempt has left libcurl's queue of transfers waiting for a free connection: libcurl is
+    /// Whether libcurl picked a connection for the current request (the pre-request callback ran for it). Unlike
+    /// ``connectionKey``, forgotten when a redirect libcurl follows needs a connection again.
+    var currentRequestHasConnection = false
+    /// Whether the current request has left libcurl's queue of transfers waiting for a free connection: libcurl is
     /// resolving or connecting for it, or it has a connection. The one rule for the engine's connection deadline
     /// and for naming a libcurl timeout (design note 0028).
-    var hasLeftConnectionQueue: Bool { connectionAttemptStarted || connectionKey != nil }
+    var hasLeftConnectionQueue: Bool { connectionAttemptStarted || currentRequestHasConnection }
+
+    /// The current request needs a connection again (a new attempt or request, a retry, a redirect libcurl follows):
+    /// until libcurl resolves, connects or picks one for it, it waits in libcurl's queue.
+    func waitsForConnectionAgain() {
+        connectionAttemptStarted = false
+        currentRequestHasConnection = false
+    }
 
     /// The current request's origin, `scheme://host:port` (``PoolStatistics``): parsed when asked, which is once per
     /// connection opened and per snapshot, never per request.
@@ -181,7 +191,7 @@ final class Transfer: @unchecked Sendable, DeadlineHeapMember {
                 let value = HeaderLine.contentEncodingValue(line)
                 contentEncodingField = contentEncodingField.map { $0 + "," + value } ?? value
             }
-        case .contentLength, .transferEncoding, .otherField:
+        case .contentLength, .transferEncoding, .location, .otherField:
             break
         }
         switch stateMachine.headerLineReceived(kind) {
@@ -211,9 +221,11 @@ final class Transfer: @unchecked Sendable, DeadlineHeapMember {
         let coding =
             readingContentEncoding
             ? contentEncodingField.map { ResponseCoding(fieldValue: $0) } ?? .identity : .identity
-        let action = stateMachine.headEnded(status: status, isContentEncoded: coding != .identity)
+        let action = stateMachine.headEnded(
+            status: status, isContentEncoded: coding != .identity, now: core?.clock.now ?? monotonicNanoseconds())
         // Any head that is not interim may be followed by a body libcurl delivers: a 3xx it does not follow (no
-        // Location, a 300), a 417 not ours. For a redirect libcurl follows, the decoding never sees a byte.
+        // Location, or redirects not followed), a 417 not ours. For a redirect libcurl follows, the decoding never
+        // sees a byte.
         if status >= 200, action != .abort { bodyDecoding = ResponseBodyDecoding(coding) }
         switch action {
         case .accept:
@@ -226,6 +238,12 @@ final class Transfer: @unchecked Sendable, DeadlineHeapMember {
             return true
         case .resumeSend:
             loop?.unpause(self, .send)
+            return true
+        case .redirectFollowed(let resumeSend):
+            waitsForConnectionAgain()
+            // The machine's connection deadline may now come before the one the loop's heap holds.
+            core?.deadlineMayBeEarlier(for: self)
+            if resumeSend, let loop { loop.unpause(self, .send) }
             return true
         }
     }
@@ -244,6 +262,7 @@ final class Transfer: @unchecked Sendable, DeadlineHeapMember {
     func requestStarting(connection key: Int, localPort: Int32) -> Int32 {
         let previousConnectionKey = connectionKey
         connectionKey = key
+        currentRequestHasConnection = true
         guard let easy else { return CURL_PREREQFUNC_OK }
         let redirectTarget = easy.info(CURLINFO_REDIRECT_COUNT) > 0 ? easy.info(string: CURLINFO_EFFECTIVE_URL) : nil
         let registry = settings.usesConnectionRegistry ? core?.connections : nil

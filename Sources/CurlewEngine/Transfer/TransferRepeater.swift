@@ -138,7 +138,7 @@ extension Transfer {
         openedSocket = nil
         earlierOpenedSocket = nil
         connectionKey = nil
-        connectionAttemptStarted = false
+        waitsForConnectionAgain()
         finalProgress = nil
         lastProgressReport = 0
         stateMachine = TransferStateMachine(setup: setup)

@@ -2,8 +2,8 @@
 
 /// The response header-line classifier (`HeaderLine.classify`, run on every header line libcurl hands over)
 /// against a plain reading of RFC 9110: the status line, the end of a block, `Content-Length` (one number, or a
-/// list of the same number, §8.6), `Transfer-Encoding` and `Content-Encoding`, with field names compared
-/// case-insensitively and nothing else.
+/// list of the same number, §8.6), `Transfer-Encoding`, `Content-Encoding` and a `Location` with a value, with field
+/// names compared case-insensitively and nothing else.
 enum HeaderLineProperty {
     @Sendable static func check(_ bytes: [UInt8]) -> String? {
         // libcurl hands over whole lines, CRLF included: a line never holds a LF before its end.
@@ -24,6 +24,15 @@ enum HeaderLineProperty {
         if let value = value(of: "content-length", in: content) { return .contentLength(length(value)) }
         if value(of: "transfer-encoding", in: content) != nil { return .transferEncoding }
         if value(of: "content-encoding", in: content) != nil { return .contentEncoding }
+        // A value, read as neither libcurl could read it as empty: up to the first CR, LF or NUL, not only spaces,
+        // tabs, vertical tabs and form feeds.
+        if let value = value(of: "location", in: content),
+            value.prefix(while: { ![0x0D, 0x0A, 0x00].contains($0) }).contains(where: {
+                ![0x20, 0x09, 0x0B, 0x0C].contains($0)
+            })
+        {
+            return .location
+        }
         return .otherField
     }
 

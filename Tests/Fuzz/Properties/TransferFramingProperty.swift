@@ -34,6 +34,7 @@ enum TransferFramingProperty {
             bodyLimit: limits[input.number(below: limits.count)],
             inMemoryBodyLimit: limits[input.number(below: limits.count)],
             decodedBodyLimit: setupFlags & 1 == 0 ? nil : limits[input.number(below: limits.count)],
+            connectTimeout: setupFlags & 32 == 0 ? .max : UInt64(input.number(below: 1 << 16)),
             sentExpectContinue: setupFlags & 2 != 0, followsRedirects: setupFlags & 4 != 0,
             hasRequestBody: setupFlags & 8 != 0, streamsResponse: setupFlags & 16 != 0)
         var machine = TransferStateMachine(setup: setup)
@@ -72,10 +73,16 @@ enum TransferFramingProperty {
                     return "step \(step): \(String(decoding: line, as: UTF8.self).debugDescription) aborts the transfer"
                 }
                 if case .readHead(let asksEncoding) = action {
-                    let statuses = [100, 200, 204, 301, 404, 417, 500]
+                    let statuses = [100, 200, 204, 301, 302, 307, 404, 417, 500]
                     let encoded = asksEncoding && input.byte() & 1 == 1
-                    _ = machine.headEnded(
-                        status: statuses[input.number(below: statuses.count)], isContentEncoded: encoded)
+                    let headAction = machine.headEnded(
+                        status: statuses[input.number(below: statuses.count)], isContentEncoded: encoded, now: now)
+                    // The redirect's request must have a connection within the connect timeout from its head.
+                    if case .redirectFollowed = headAction, now <= .max - setup.connectTimeout,
+                        machine.nextDeadline > now + setup.connectTimeout
+                    {
+                        return "step \(step): a redirect followed at \(now) waits past its connect timeout"
+                    }
                     if encoded, let decoded = setup.decodedBodyLimit { model.limit = min(model.limit, decoded) }
                 }
             case 3, 4:
@@ -116,7 +123,7 @@ enum TransferFramingProperty {
                     machine.requestStarting(connection: checks[input.number(below: checks.count)])
                         == .abandonConnection, running
                 else { break }
-                let action = machine.curlCompleted(failure: facts(&input))
+                let action = machine.curlCompleted(failure: facts(&input), now: now)
                 if let failure = completionFailure(action, running: running, model: model, retries: retries) {
                     return "step \(step), a refused connection: \(failure)"
                 }
@@ -128,7 +135,7 @@ enum TransferFramingProperty {
                 now += UInt64(input.number(below: 1 << 16))
                 _ = machine.deadlineCheck(now: now, requestSent: input.byte() & 1 == 1)
             case 10:
-                let action = machine.curlCompleted(failure: facts(&input))
+                let action = machine.curlCompleted(failure: facts(&input), now: now)
                 if let failure = completionFailure(action, running: running, model: model, retries: retries) {
                     return "step \(step): \(failure)"
                 }
@@ -143,7 +150,7 @@ enum TransferFramingProperty {
         // libcurl always reports the transfer done in the end.
         for _ in 0..<2 where !machine.isFinished {
             let running = machine.attempt != nil
-            let action = machine.curlCompleted(failure: facts(&input))
+            let action = machine.curlCompleted(failure: facts(&input), now: now)
             if let failure = completionFailure(action, running: running, model: model, retries: retries) {
                 return "at the end: \(failure)"
             }
@@ -153,7 +160,7 @@ enum TransferFramingProperty {
             }
         }
         guard machine.isFinished else { return "the transfer never ends" }
-        guard machine.curlCompleted() == .ignore, machine.cancelRequested() == .none,
+        guard machine.curlCompleted(now: 0) == .ignore, machine.cancelRequested() == .none,
             machine.bodyReceived(count: 1, keptInMemory: true) == .abort,
             machine.submitted(now: now, loopIsShuttingDown: false) == .ignore
         else { return "a finished transfer acts on a later event" }
@@ -195,7 +202,7 @@ enum TransferFramingProperty {
         case 2: text = "content-length:" + input.text()
         case 3: text = "Transfer-Encoding: chunked"
         case 4: text = ""
-        case 5: text = "X-Field: value"
+        case 5: text = input.byte() & 1 == 0 ? "X-Field: value" : "Location: /next"
         default: return input.field().filter { $0 != 0x0A } + [0x0D, 0x0A]
         }
         return Array(text.utf8).filter { $0 != 0x0A } + [0x0D, 0x0A]
