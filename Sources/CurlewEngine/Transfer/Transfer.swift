@@ -73,10 +73,8 @@ final class Transfer: @unchecked Sendable, DeadlineHeapMember {
     /// handle's figures are the previous request's (a pooled plain GET or a repeat is not reset), and a failure
     /// carries no metrics.
     var libcurlHasTheRequest = false
-    /// The socket libcurl opened last for this transfer.
-    var openedSocket: Int32?
-    /// The one it opened before that: with happy eyeballs the first family's socket can win after the second opened.
-    var earlierOpenedSocket: Int32?
+    /// The sockets libcurl opened for the current request, until it has a connection.
+    var openedSockets = OpenedSockets()
     /// Whether libcurl started resolving a name or opened a socket for the current request: it has left the queue
     /// of transfers waiting for a free connection, so a timeout before the connection is a connect timeout.
     var connectionAttemptStarted = false
@@ -270,6 +268,7 @@ final class Transfer: @unchecked Sendable, DeadlineHeapMember {
         // forced to HTTP/1 may reuse it, and must not be checked on the socket of an earlier connection with the
         // same key.
         let newSocket = registry != nil ? ownNewSocket(easy, localPort: localPort) : nil
+        openedSockets.forget()
         if let registry, let newSocket { registry.register(newSocket, for: key) }
         var check = TransferStateMachine.ConnectionCheck.notChecked
         if let registry, newSocket == nil, settings.checksPooledConnectionsBeforeWriting {
@@ -309,17 +308,13 @@ final class Transfer: @unchecked Sendable, DeadlineHeapMember {
     }
 
     /// The socket of the connection the request is about to go out on, when that is a new connection this transfer
-    /// opened: the transfer opened one (CURLINFO_NUM_CONNECTS is 0 until it does) and it is a socket the transfer
-    /// opened last or just before (happy eyeballs), bound to the connection's local port. After an attempt on a new
-    /// connection, libcurl's own retry of a request that got nothing back can take a pooled connection (`make soak`
-    /// saw fake responses answer such retries): every other connection is a pooled one.
+    /// opened: the transfer opened one (CURLINFO_NUM_CONNECTS is 0 until it does) and it is one of the sockets it
+    /// opened for this request (happy eyeballs may open several), bound to the connection's local port. After an
+    /// attempt on a new connection, libcurl's own retry of a request that got nothing back can take a pooled
+    /// connection (`make soak` saw fake responses answer such retries): every other connection is a pooled one.
     private func ownNewSocket(_ easy: EasyHandle, localPort: Int32) -> Int32? {
         guard localPort > 0, easy.info(CURLINFO_NUM_CONNECTS) > 0 else { return nil }
-        if let openedSocket, curlew_socket_local_port(openedSocket) == localPort { return openedSocket }
-        if let earlierOpenedSocket, curlew_socket_local_port(earlierOpenedSocket) == localPort {
-            return earlierOpenedSocket
-        }
-        return nil
+        return openedSockets.newest(boundTo: localPort)
     }
 
     /// When this request is its connection's last allowed one (`uses` of `limit`), has libcurl close the connection
@@ -401,8 +396,7 @@ let transferPrereqCallback: curlew_prereq_callback = { userdata, remoteAddress, 
 /// and recorded in the loop's connection book for ``PoolStatistics``.
 let transferSocketOptionCallback: curl_sockopt_callback = { userdata, socket, _ in
     withTransfer(userdata) { transfer in
-        transfer.earlierOpenedSocket = transfer.openedSocket
-        transfer.openedSocket = socket
+        transfer.openedSockets.opened(socket)
         transfer.connectionAttemptStarted = true
         transfer.core?.connectionBook.opened(socket, origin: transfer.originKey)
     }

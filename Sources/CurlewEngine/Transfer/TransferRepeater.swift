@@ -135,8 +135,7 @@ extension Transfer {
         // Usually empty already (no head is kept, a discarded body is not stored): emptying an empty array is a call.
         if !rawHeaders.isEmpty { rawHeaders.removeAll(keepingCapacity: true) }
         if !responseBody.isEmpty { responseBody.removeAll(keepingCapacity: true) }
-        openedSocket = nil
-        earlierOpenedSocket = nil
+        openedSockets.forget()
         connectionKey = nil
         waitsForConnectionAgain()
         finalProgress = nil

@@ -1,0 +1,35 @@
+import Testing
+
+@testable import CurlewEngine
+
+@Suite("Sockets opened for a request")
+struct OpenedSocketsTests {
+    /// Descriptors 10…13 bound to local ports 40010…40013, as `getsockname` would read them.
+    private static func localPort(of socket: Int32) -> Int32 { 40_000 + socket }
+
+    /// Happy eyeballs with a failing address: the first family's socket connects after two later ones opened. Before,
+    /// only the last two were kept, and the connection went unregistered (never checked for stray bytes on reuse).
+    @Test func theWinnerIsFoundHoweverManySocketsOpenedAfterIt() {
+        var opened = OpenedSockets()
+        for socket: Int32 in [10, 11, 12, 13] { opened.opened(socket) }
+        #expect(opened.newest(boundTo: 40_010, localPortOf: Self.localPort) == 10)
+        #expect(opened.newest(boundTo: 40_013, localPortOf: Self.localPort) == 13)
+        #expect(opened.newest(boundTo: 40_099, localPortOf: Self.localPort) == nil, "a pooled connection's port")
+    }
+
+    /// A descriptor closed and reused reads as its latest socket's port: the newest entry answers.
+    @Test func aReusedDescriptorIsReadAsItsLatestSocket() {
+        var opened = OpenedSockets()
+        for socket: Int32 in [10, 11, 10] { opened.opened(socket) }
+        #expect(opened.newest(boundTo: 40_010, localPortOf: Self.localPort) == 10)
+    }
+
+    /// Once the request has its connection, a later request (a redirect, a retry, the next repeat) starts empty.
+    @Test func forgettingLeavesNoSocketForTheNextRequest() {
+        var opened = OpenedSockets()
+        opened.opened(10)
+        opened.forget()
+        #expect(opened.sockets.isEmpty)
+        #expect(opened.newest(boundTo: 40_010, localPortOf: Self.localPort) == nil)
+    }
+}
