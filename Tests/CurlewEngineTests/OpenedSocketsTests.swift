@@ -17,13 +17,6 @@ struct OpenedSocketsTests {
         #expect(opened.newest(boundTo: 40_099, localPortOf: Self.localPort) == nil, "a pooled connection's port")
     }
 
-    /// A descriptor closed and reused reads as its latest socket's port: the newest entry answers.
-    @Test func aReusedDescriptorIsReadAsItsLatestSocket() {
-        var opened = OpenedSockets()
-        for socket: Int32 in [10, 11, 10] { opened.opened(socket) }
-        #expect(opened.newest(boundTo: 40_010, localPortOf: Self.localPort) == 10)
-    }
-
     /// Once the request has its connection, a later request (a redirect, a retry, the next repeat) starts empty.
     @Test func forgettingLeavesNoSocketForTheNextRequest() {
         var opened = OpenedSockets()

@@ -245,6 +245,23 @@ struct TransferStateMachineDecisionTests {
         #expect(machine.curlCompleted(failure: facts, now: 0) == .finish)
     }
 
+    /// A POST answered 303 was acted on: when the GET that follows meets a connection with unread bytes, the whole
+    /// transfer is not sent again from the POST. An idempotent request with a body that can start over may be.
+    @Test func aDirtyConnectionAfterAnAnsweredRedirectRepeatsOnlyWhatIsSafeToRepeat() {
+        for (idempotent, expected) in [
+            (false, TransferStateMachine.CompletionAction.finish), (true, .retryOnFreshConnection),
+        ] {
+            var machine = Self.running(Setup(followsRedirects: true))
+            #expect(machine.requestStarting(connection: .notChecked) == .proceed)
+            _ = machine.headerLineReceived(.statusLine)
+            _ = machine.headerLineReceived(.location)
+            #expect(machine.headEnded(status: 303, now: 10) == .redirectFollowed(resumeSend: false))
+            #expect(machine.requestStarting(connection: .unreadBytesOrClosed) == .abandonConnection)
+            let facts = Self.facts(connectionFailed: false, written: 0, idempotent: idempotent)
+            #expect(machine.curlCompleted(failure: facts, now: 20) == expected, "idempotent: \(idempotent)")
+        }
+    }
+
     @Test func aCleanOrUncheckedConnectionProceeds() {
         var machine = Self.running()
         #expect(machine.requestStarting(connection: .clean) == .proceed)

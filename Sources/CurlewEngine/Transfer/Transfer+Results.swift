@@ -189,7 +189,10 @@ enum TransferFailure {
         case .staleConnection:
             return CurlewError(
                 code: .connectionClosed,
-                detail: "a fresh connection too had unread bytes or was closed before the request was written",
+                detail:
+                    "the connection had unread bytes or was closed before the request was written, and the request "
+                    + "was not sent again (a fresh connection had failed the same way, or a redirect it followed was "
+                    + "already answered)",
                 curlCode: curlCode)
         default:
             break

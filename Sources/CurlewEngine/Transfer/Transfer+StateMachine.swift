@@ -244,8 +244,10 @@ struct TransferStateMachine: Sendable, Equatable {
         /// (libcurl 7.88 never reports a send-paused transfer done), and hand the head to a streaming caller if
         /// `deliverHead`, once libcurl has returned.
         case finalResponse(resumeSend: Bool, deliverHead: Bool)
-        /// A head the transfer goes on past (a 417) while its upload is paused for its producer: resume the upload,
-        /// or libcurl 7.88 never moves on.
+        /// A 417 to an `Expect` the engine did not send, or a 3xx without a `Location` of a request that follows
+        /// redirects, while the upload is paused for its producer: resume the upload, or libcurl 7.88 never reports
+        /// the transfer done. The machine does not take either for the final response (libcurl keeps both as final):
+        /// a streaming caller gets the head with the first body byte.
         case resumeSend
         /// A redirect libcurl follows: its next request waits for a connection again (the machine's connection
         /// deadline counts from now), and an upload paused for its producer is resumed if `resumeSend`, as for
@@ -446,8 +448,10 @@ struct TransferStateMachine: Sendable, Equatable {
         if let facts, freshConnectionRetries == 0, !attempt.bodyBytesSeen, !attempt.headDelivered {
             let connectionWasUnusable = attempt.stopCause == .staleConnection
             let deadPooledConnection = attempt.stopCause == nil && facts.connectionFailed && facts.usedPooledConnection
+            // A refused connection proves only that its own request was not written: an earlier request of the
+            // transfer that got an answer (a POST answered 303, whose GET then met a dirty connection) was acted on.
             let serverCannotHaveActed =
-                connectionWasUnusable || (facts.requestBytesWritten == 0 && !attempt.responseBytesSeen)
+                (connectionWasUnusable || facts.requestBytesWritten == 0) && !attempt.responseBytesSeen
             let safeToRepeat = facts.isIdempotent && facts.bodyIsReplayable
             if (connectionWasUnusable || deadPooledConnection) && (serverCannotHaveActed || safeToRepeat) {
                 freshConnectionRetries += 1

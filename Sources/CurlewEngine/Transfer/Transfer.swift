@@ -258,7 +258,6 @@ final class Transfer: @unchecked Sendable, DeadlineHeapMember {
     /// whether the connection is refused before anything is written (the bytes belong to no request of ours) and
     /// whether a redirect that left the request's origin goes out without its credentials.
     func requestStarting(connection key: Int, localPort: Int32) -> Int32 {
-        let previousConnectionKey = connectionKey
         connectionKey = key
         currentRequestHasConnection = true
         guard let easy else { return CURL_PREREQFUNC_OK }
@@ -275,8 +274,9 @@ final class Transfer: @unchecked Sendable, DeadlineHeapMember {
             check = checkPooledConnection(key, in: registry, redirectTarget: redirectTarget)
         }
         if let registry, let limit = settings.maximumUsesPerConnection, localPort > 0 {
-            // A redirect followed on the transfer's own new connection is that connection's next use.
-            let isNew = newSocket != nil && previousConnectionKey != key
+            // A redirect followed on the transfer's own connection is found as pooled (its sockets were forgotten
+            // when the first request started): that connection's next use.
+            let isNew = newSocket != nil
             retireConnectionAfterItsLastUse(
                 easy, uses: registry.countUse(of: key, isNewConnection: isNew), limit: limit)
         }
