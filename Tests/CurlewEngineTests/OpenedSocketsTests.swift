@@ -17,6 +17,16 @@ struct OpenedSocketsTests {
         #expect(opened.newest(boundTo: 40_099, localPortOf: Self.localPort) == nil, "a pooled connection's port")
     }
 
+    /// A descriptor libcurl closed and reused reads as its later socket, and two sockets reading the same port (two
+    /// remote addresses can share a local one) resolve to the later one: the search runs from the newest.
+    @Test func theNewestOfSocketsReadingTheSamePortIsTaken() {
+        var opened = OpenedSockets()
+        for socket: Int32 in [10, 11, 12, 10] { opened.opened(socket) }
+        let sharedPort: (Int32) -> Int32 = { $0 == 11 || $0 == 12 ? 40_050 : 40_000 + $0 }
+        #expect(opened.newest(boundTo: 40_050, localPortOf: sharedPort) == 12)
+        #expect(opened.newest(boundTo: 40_010, localPortOf: sharedPort) == 10)
+    }
+
     /// Once the request has its connection, a later request (a redirect, a retry, the next repeat) starts empty.
     @Test func forgettingLeavesNoSocketForTheNextRequest() {
         var opened = OpenedSockets()

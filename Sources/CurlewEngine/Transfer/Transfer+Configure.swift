@@ -323,9 +323,7 @@ extension Transfer {
         // No connect timeout is libcurl's default, which libcurl 8 counts from submission too.
         let connect = timeouts.connect ?? Self.libcurlDefaultConnectTimeout
         setup.connectTimeout = connect.saturatingNanoseconds
-        if case (let deadline, false) = submittedAt.addingReportingOverflow(setup.connectTimeout) {
-            setup.connectionDeadline = deadline
-        }
+        setup.connectionDeadline = setup.connectionDeadline(forWaitFrom: submittedAt)
         // Idle timeouts beyond a century are no idle timeout, so deadline arithmetic cannot overflow.
         setup.idleTimeout =
             timeouts.idle.map { $0.saturatingNanoseconds }.flatMap { $0 > 3_155_760_000_000_000_000 ? nil : max($0, 1) }

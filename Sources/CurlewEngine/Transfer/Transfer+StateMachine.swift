@@ -44,6 +44,14 @@ struct TransferStateMachine: Sendable, Equatable {
         /// deadline of a later request of the transfer: a retry on a fresh connection, a redirect libcurl follows;
         /// `.max` for none.
         var connectTimeout: UInt64 = .max
+
+        /// When a request that has no connection from `start` on must have one: `start` plus the connect timeout,
+        /// or `.max` (no deadline) when that is too far to represent. The one rule for a transfer's first request
+        /// (from submission) and its later ones (from a retry or a redirect's head).
+        func connectionDeadline(forWaitFrom start: UInt64) -> UInt64 {
+            let (deadline, overflow) = start.addingReportingOverflow(connectTimeout)
+            return overflow ? .max : deadline
+        }
         /// Whether the request carries the engine's own `Expect: 100-continue`.
         var sentExpectContinue = false
         /// Whether libcurl follows redirects for this request (a 3xx head is then not the final one).
@@ -434,9 +442,9 @@ struct TransferStateMachine: Sendable, Equatable {
     /// libcurl reported the transfer done, successfully (`facts` nil) or not.
     ///
     /// A failure goes out once more on a fresh connection when the connection it was given turned out dead or
-    /// unusable before the caller got any part of a response, and either the server provably never saw the request
-    /// (the engine refused the connection before writing, or nothing was written and nothing came back) or the
-    /// request is idempotent with a body that can be sent again. An idempotent request whose response head arrived
+    /// unusable before the caller got any part of a response, and either the server provably never acted on the
+    /// transfer (no response came back in this attempt, a redirect's included, and the engine refused the connection
+    /// before writing or nothing was written) or the request is idempotent with a body that can be sent again. An idempotent request whose response head arrived
     /// but no byte of its body (a server that drops the streams its GOAWAY announced, after their HEADERS) goes out
     /// again too: the engine still holds that head, the caller has seen nothing. Never twice, never once a body
     /// byte arrived or a streamed head was handed over.
@@ -482,8 +490,7 @@ struct TransferStateMachine: Sendable, Equatable {
 
     /// The current request has no connection yet, from `now`: it must have one within the connect timeout.
     private mutating func waitForConnection(from now: UInt64) {
-        let (deadline, overflow) = now.addingReportingOverflow(setup.connectTimeout)
-        connectionDeadline = overflow ? .max : deadline
+        connectionDeadline = setup.connectionDeadline(forWaitFrom: now)
     }
 
     /// The earliest of the connection, idle and total deadlines, as of the last activity.
