@@ -122,11 +122,10 @@ public struct Stub: Sendable {
 
     /// The path of a URL: what follows the authority, up to the query.
     static func urlPath(_ url: String) -> (withoutQuery: String, path: String) {
-        let withoutQuery = String(url.prefix { $0 != "?" && $0 != "#" })
-        guard let schemeEnd = withoutQuery.range(of: "://") else { return (withoutQuery, withoutQuery) }
-        let afterScheme = withoutQuery[schemeEnd.upperBound...]
-        let path = afterScheme.firstIndex(of: "/").map { String(afterScheme[$0...]) } ?? "/"
-        return (withoutQuery, path)
+        let parts = URLParts(url)
+        let withoutQuery = String(parts.schemeAndAuthority + parts.path)
+        guard parts.scheme != nil else { return (withoutQuery, withoutQuery) }
+        return (withoutQuery, String(parts.pathOrRoot))
     }
 
     static func path(_ pattern: String, matches url: String) -> Bool {

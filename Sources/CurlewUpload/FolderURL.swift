@@ -11,23 +11,12 @@ package struct FolderURL: Sendable, Hashable {
     /// The query with its `?`, or empty.
     package let query: String
 
-    /// The folder of `url`, read as ``URLRedaction/redact(_:)`` reads a URL: the query from the first `?` after the
-    /// authority (unless a `#` comes first) to the first `#` after it.
+    /// The folder of `url`, its parts as ``URLParts`` reads them (as ``URLRedaction/redact(_:)`` does).
     package init(_ url: String) {
-        var rest = Substring(url)
-        var head = ""
-        if let schemeEnd = rest.range(of: "://") {
-            let authorityEnd =
-                rest[schemeEnd.upperBound...].firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? rest.endIndex
-            head = String(rest[..<authorityEnd])
-            rest = rest[authorityEnd...]
-        }
-        let pathEnd = rest.firstIndex { $0 == "?" || $0 == "#" } ?? rest.endIndex
-        let path = rest[..<pathEnd]
-        self.path = path + (path.hasSuffix("/") ? "" : "/")
-        folder = head + self.path
-        let afterPath = rest[pathEnd...]
-        query = afterPath.first == "?" ? String(afterPath.prefix { $0 != "#" }) : ""
+        let parts = URLParts(url)
+        path = parts.path + (parts.path.utf8.last == UInt8(ascii: "/") ? "" : "/")
+        folder = parts.schemeAndAuthority + path
+        query = String(parts.query)
     }
 
     /// The folder's own URL, query included.

@@ -60,13 +60,7 @@ public final class Upload: Sendable {
     /// path is another place. The path holds no credentials, and a journal is a file users keep and share.
     static func journalDestination(_ destination: UploadDestination) -> String {
         if let name = destination.journalName { return name }
-        func path(of url: String) -> String {
-            var rest = Substring(url)
-            if let schemeEnd = rest.range(of: "://") { rest = rest[schemeEnd.upperBound...] }
-            let pathStart = rest.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? rest.endIndex
-            let path = rest[pathStart...].prefix { $0 != "?" && $0 != "#" }
-            return path.isEmpty ? "/" : String(path)
-        }
+        func path(of url: String) -> String { String(URLParts(url).pathOrRoot) }
         switch destination.storage {
         case .put(let baseURL):
             // A folder with a query is another destination than the folder alone: before the query followed each

@@ -86,11 +86,9 @@ struct RequestTarget {
     let port: Int
 
     init(url: String) {
-        let schemeEnd = url.range(of: "://")
-        let scheme = schemeEnd.map { url[..<$0.lowerBound].lowercased() } ?? "http"
-        let rest = schemeEnd.map { url[$0.upperBound...] } ?? url[...]
-        let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? rest.endIndex
-        var authority = rest[..<authorityEnd]
+        let parts = URLParts(url)
+        let scheme = parts.scheme?.lowercased() ?? "http"
+        var authority = parts.authority
         if let at = authority.lastIndex(of: "@") { authority = authority[authority.index(after: at)...] }
         var host = Substring(authority)
         var port = scheme == "https" ? 443 : 80

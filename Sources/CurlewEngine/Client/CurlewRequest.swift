@@ -196,16 +196,12 @@ public struct CurlewRequest: Sendable {
 
     /// The request's head as swift-http-types describes it: method, scheme, authority, path and header fields.
     public var head: HTTPRequest {
-        // The URL was validated as an absolute http(s) URL: scheme "://" authority, then the path and query
-        // (a fragment is never sent).
-        let schemeEnd = url.range(of: "://")
-        let scheme = schemeEnd.map { String(url[..<$0.lowerBound]) }
-        let rest = schemeEnd.map { url[$0.upperBound...] } ?? url[...]
-        let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? rest.endIndex
-        var path = String(rest[authorityEnd...].prefix { $0 != "#" })
+        // The URL was validated as an absolute http(s) URL; a fragment is never sent.
+        let parts = URLParts(url)
+        var path = String(parts.path + parts.query)
         if !PercentEncoding.startsWithSlash(path) { path = "/" + path }
         return HTTPRequest(
-            method: method, scheme: scheme, authority: String(rest[..<authorityEnd]), path: path,
+            method: method, scheme: parts.scheme.map(String.init), authority: String(parts.authority), path: path,
             headerFields: headerFields)
     }
 

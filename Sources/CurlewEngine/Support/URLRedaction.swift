@@ -71,9 +71,10 @@ package struct URLRedaction: Sendable, Hashable {
     /// shown with more replaced than it needs; a template's `{{column}}` holds no `@` and is shown as it is.
     package func displaying(_ url: String) -> String {
         let redacted = redact(url)
-        guard let schemeEnd = redacted.range(of: "://") else { return redacted }
-        let afterScheme = redacted[schemeEnd.upperBound...]
-        let authority = afterScheme.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
+        let parts = URLParts(redacted)
+        guard parts.scheme != nil else { return redacted }
+        let afterScheme = redacted[parts.authority.startIndex...]
+        let authority = parts.authority
         guard !authority.contains("@") else { return redacted }
         let hiddenEnd: Substring.Index?
         if URLComponents(string: url) == nil {
@@ -96,12 +97,12 @@ package struct URLRedaction: Sendable, Hashable {
             case .password(let replacement): replacement
             case .whole(let replacement): replacement
             }
-        return redacted[..<schemeEnd.upperBound] + replacement + redacted[at...]
+        return parts.beforeAuthority + replacement + redacted[at...]
     }
 
-    /// The URL with its credentials replaced. The user-info is looked for in the authority after `://`, the query
-    /// from the first `?` after the authority, unless a `#` comes first, to the first `#` after it; when the query's
-    /// last value is replaced, the fragment after it is too.
+    /// The URL with its credentials replaced: the user-info of its authority, and the values of ``queryParameters``
+    /// in its query, the parts as ``URLParts`` reads them; when the query's last value is replaced, the fragment
+    /// after it is too.
     package func redact(_ url: String) -> String {
         // Most URLs carry neither: a span's URL is then the caller's string, not a copy.
         guard
@@ -109,23 +110,19 @@ package struct URLRedaction: Sendable, Hashable {
                 $0 == UInt8(ascii: "@") || ($0 == UInt8(ascii: "?") && !queryParameters.isEmpty)
             })
         else { return url }
-        var rest = Substring(url)
-        var result = ""
-        if let schemeEnd = rest.range(of: "://") {
-            result += rest[..<schemeEnd.upperBound]
-            rest = rest[schemeEnd.upperBound...]
-            let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? rest.endIndex
-            result += redactingUserInfo(of: rest[..<authorityEnd])
-            rest = rest[authorityEnd...]
+        let parts = URLParts(url)
+        var result = String(parts.beforeAuthority)
+        result += redactingUserInfo(of: parts.authority)
+        result += parts.path
+        guard !queryParameters.isEmpty, !parts.query.isEmpty else {
+            result += parts.query
+            result += parts.fragment
+            return result
         }
-        guard !queryParameters.isEmpty, let queryStart = rest.firstIndex(where: { $0 == "?" || $0 == "#" }),
-            rest[queryStart] == "?"
-        else { return result + rest }
-        result += rest[...queryStart]
-        rest = rest[rest.index(after: queryStart)...]
-        let queryEnd = rest.firstIndex(of: "#") ?? rest.endIndex
+        result += "?"
         var lastWasRedacted = false
-        let parameters = rest[..<queryEnd].split(separator: "&", omittingEmptySubsequences: false).map { parameter in
+        let parameters = parts.query.dropFirst().split(separator: "&", omittingEmptySubsequences: false).map {
+            parameter in
             guard let equals = parameter.firstIndex(of: "="),
                 queryParameters.contains(PercentEncoding.decode(parameter[..<equals])?.lowercased() ?? "")
             else {
@@ -138,7 +135,7 @@ package struct URLRedaction: Sendable, Hashable {
         // A secret typed with a raw `#` (`?key=ab#cd`) goes on into what parsers call the fragment: that goes too.
         // The fragment is never sent, so nothing the request carried is hidden.
         let fragment =
-            lastWasRedacted && queryEnd < rest.endIndex ? "#" + queryValueReplacement : String(rest[queryEnd...])
+            lastWasRedacted && !parts.fragment.isEmpty ? "#" + queryValueReplacement : String(parts.fragment)
         return result + parameters.joined(separator: "&") + fragment
     }
 

@@ -33,12 +33,12 @@ enum URLValidation {
     private static func validateUnixSocketURL(_ url: String) throws -> Validated? {
         // A byte comparison first: Foundation's `range(of:)` here cost every request made ~3 % of a load test's
         // CPU (`curlew bench` with a `{{seq}}` template), and almost no URL is a socket's.
-        guard startsWithUnixScheme(url), let schemeEnd = url.range(of: "://") else { return nil }
-        let scheme = url[..<schemeEnd.lowerBound].lowercased()
-        guard scheme == "http+unix" || scheme == "https+unix" else { return nil }
-        let rest = url[schemeEnd.upperBound...]
-        let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? rest.endIndex
-        let encodedPath = rest[..<authorityEnd]
+        guard startsWithUnixScheme(url) else { return nil }
+        let parts = URLParts(url)
+        guard let scheme = parts.scheme?.lowercased(), scheme == "http+unix" || scheme == "https+unix" else {
+            return nil
+        }
+        let encodedPath = parts.authority
         guard !encodedPath.isEmpty, let socketPath = PercentEncoding.decode(encodedPath), !socketPath.isEmpty else {
             throw CurlewError.invalidRequest(
                 "\(scheme) URLs name the socket path, percent-encoded, as their host (\(scheme)://%2Ftmp%2Fapp.sock/path)"
@@ -53,7 +53,7 @@ enum URLValidation {
                     + "\(maximumUnixSocketPathBytes)")
         }
         let networkScheme = scheme == "http+unix" ? "http" : "https"
-        let transferURL = "\(networkScheme)://localhost" + String(rest[authorityEnd...])
+        let transferURL = "\(networkScheme)://localhost" + String(parts.url[parts.path.startIndex...])
         try validateNetworkURL(transferURL)
         return Validated(transferURL: transferURL, unixSocketPath: socketPath)
     }
