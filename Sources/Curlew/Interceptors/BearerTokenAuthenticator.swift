@@ -19,7 +19,10 @@ import Synchronization
 public final class BearerTokenAuthenticator: Interceptor {
     private struct State {
         var token: String?
-        var refresh: Task<String, any Error>?
+        /// The callers waiting for the refresh in flight, by the number each registered with; nil when no refresh
+        /// runs.
+        var waiters: [Int: CheckedContinuation<String?, any Error>]?
+        var nextWaiter = 0
     }
 
     private let state: Mutex<State>
@@ -27,7 +30,8 @@ public final class BearerTokenAuthenticator: Interceptor {
 
     /// - Parameters:
     ///   - token: the token to start with; `nil` sends no header until the first refresh.
-    ///   - refreshToken: fetches a new token, given the one the server refused.
+    ///   - refreshToken: fetches a new token, given the one the server refused. It runs in a task of its own, so
+    ///     a call that is cancelled while it runs stops waiting for it at once; the refresh goes on for the others.
     public init(token: String?, refreshToken: @escaping @Sendable (_ expired: String?) async throws -> String) {
         self.state = Mutex(State(token: token))
         self.refreshToken = refreshToken
@@ -60,6 +64,8 @@ public final class BearerTokenAuthenticator: Interceptor {
         }
         do {
             _ = try await refreshed(replacing: sentToken)
+        } catch is CancellationError {
+            throw CancellationError()
         } catch {
             return .pass
         }
@@ -69,38 +75,83 @@ public final class BearerTokenAuthenticator: Interceptor {
     /// The token, waiting for a refresh in flight so no request goes out with the token being replaced. If that
     /// refresh fails, the request goes out with the old token and its 401 reaches the caller.
     private func currentToken() async throws -> String? {
-        let (token, refresh) = state.withLock { ($0.token, $0.refresh) }
-        if let refresh { return (try? await refresh.value) ?? token }
-        return token
-    }
-
-    /// Starts a refresh unless the refused token is already replaced or one is running; returns the new token.
-    private func refreshed(replacing refused: String?) async throws -> String {
-        let task: Task<String, any Error> = state.withLock { state in
-            if let running = state.refresh { return running }
-            if let current = state.token, current != refused {
-                return Task { current }
-            }
-            let refreshToken = self.refreshToken
-            let task = Task { try await refreshToken(refused) }
-            state.refresh = task
-            return task
-        }
         do {
-            let token = try await task.value
-            finishRefresh(task, with: token)
-            return token
+            return try await refreshed(replacing: nil, startingOne: false)
+        } catch is CancellationError {
+            throw CancellationError()
         } catch {
-            finishRefresh(task, with: nil)
-            throw error
+            return token
         }
     }
 
-    private func finishRefresh(_ task: Task<String, any Error>, with token: String?) {
-        state.withLock { state in
-            guard let running = state.refresh, running == task else { return }
-            state.refresh = nil
-            if let token { state.token = token }
+    /// The token once the refresh in flight ends. With `startingOne`, a refresh starts when none runs and the token
+    /// is still the refused one (a 401 for a token already replaced just gets the new one). Cancelling the caller
+    /// ends its wait with `CancellationError`, not the refresh.
+    private func refreshed(replacing refused: String?, startingOne: Bool = true) async throws -> String? {
+        // Most calls meet no refresh and start none: no continuation for them.
+        let answer: String?? = state.withLock { state in
+            guard state.waiters == nil, !(startingOne && Self.isRefused(state.token, refused)) else { return .none }
+            return .some(state.token)
         }
+        if let answer { return answer }
+        let id = state.withLock { state in
+            defer { state.nextWaiter += 1 }
+            return state.nextWaiter
+        }
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                enum Registration {
+                    case waiting(startedTheRefresh: Bool)
+                    case answered(String?)
+                    case cancelled
+                }
+                // Decided again under the lock: a refresh may have ended or started since the look above.
+                let registration = state.withLock { state -> Registration in
+                    // Cancelled before registering: the cancellation handler found nothing to end.
+                    if Task.isCancelled { return .cancelled }
+                    if state.waiters == nil {
+                        guard startingOne, Self.isRefused(state.token, refused) else { return .answered(state.token) }
+                        state.waiters = [id: continuation]
+                        return .waiting(startedTheRefresh: true)
+                    }
+                    state.waiters?[id] = continuation
+                    return .waiting(startedTheRefresh: false)
+                }
+                switch registration {
+                case .cancelled:
+                    continuation.resume(throwing: CancellationError())
+                case .answered(let token):
+                    continuation.resume(returning: token)
+                case .waiting(let startedTheRefresh):
+                    guard startedTheRefresh else { return }
+                    let refreshToken = self.refreshToken
+                    // Not a child of the caller: the caller may be cancelled, the others still wait for the token.
+                    Task {
+                        do {
+                            self.finishRefresh(with: .success(try await refreshToken(refused)))
+                        } catch {
+                            self.finishRefresh(with: .failure(error))
+                        }
+                    }
+                }
+            }
+        } onCancel: {
+            let waiter = state.withLock { $0.waiters?.removeValue(forKey: id) }
+            waiter?.resume(throwing: CancellationError())
+        }
+    }
+
+    /// Whether `token` is the one the server refused (or there is none yet), so a new one must be fetched.
+    private static func isRefused(_ token: String?, _ refused: String?) -> Bool {
+        token == nil || token == refused
+    }
+
+    private func finishRefresh(with outcome: Result<String, any Error>) {
+        let waiters = state.withLock { state in
+            defer { state.waiters = nil }
+            if case .success(let token) = outcome { state.token = token }
+            return state.waiters ?? [:]
+        }
+        for waiter in waiters.values { waiter.resume(with: outcome.map { Optional($0) }) }
     }
 }

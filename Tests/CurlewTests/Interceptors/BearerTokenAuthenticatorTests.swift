@@ -110,6 +110,47 @@ import Testing
         #expect(mock.receivedRequests.count == 2 * count)
     }
 
+    /// A refresh that hangs (a slow identity provider, a prompt nobody answers) must not hold calls their callers
+    /// gave up on: the call whose 401 started it and a call waiting in `adapt` both end as cancelled at once, and the
+    /// refresh goes on for the calls still waiting. Before, both waited for the refresh to return.
+    @Test func callsCancelledDuringARefreshEndAtOnceAndTheRefreshGoesOnForTheOthers() async throws {
+        let refreshStarted = Barrier(1)
+        let releaseRefresh = Barrier(1)
+        let mock = MockTransport(stubs: [
+            Stub(
+                matching: { _ in true },
+                respond: { request, _ in
+                    request.headerFields[.authorization] == "Bearer fresh"
+                        ? .json(["ok": true]) : StubResponse(status: .unauthorized)
+                })
+        ])
+        let authenticator = BearerTokenAuthenticator(token: "stale") { _ in
+            refreshStarted.arrive()
+            await releaseRefresh.wait()
+            return "fresh"
+        }
+        var configured = TestProvider(baseURL: "https://api.example.com", transport: mock)
+        configured.interceptors = [authenticator]
+        let provider = configured
+        let startedTheRefresh = Task { try await provider.request(Route(path: "/first")) }
+        await refreshStarted.wait()
+        let waitingInAdapt = Task { try await provider.request(Route(path: "/second")) }
+        let staysWaiting = Task { try await provider.request(Route(path: "/third")) }
+        startedTheRefresh.cancel()
+        waitingInAdapt.cancel()
+        for call in [startedTheRefresh, waitingInAdapt] {
+            let error = await #expect(throws: ProviderError.self) {
+                try await withTimeout(.seconds(30)) { try await call.value }
+            }
+            #expect(error?.code == .cancelled)
+        }
+        // Only the first call's stale request went out: the cancelled one in adapt never sent a request.
+        #expect(mock.receivedRequests.count == 1)
+        releaseRefresh.arrive()
+        #expect(try await withTimeout(.seconds(30)) { try await staysWaiting.value }.status == .ok)
+        #expect(authenticator.token == "fresh")
+    }
+
     private struct RefreshFailed: Error {}
 
     @Test func aFailedRefreshLetsThe401ReachTheCaller() async throws {
