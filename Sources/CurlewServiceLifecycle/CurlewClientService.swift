@@ -8,14 +8,16 @@ public import ServiceLifecycle
 /// ```swift
 /// let client = CurlewClient()
 /// let group = ServiceGroup(
-///     services: [myHTTPServer, CurlewClientService(client: client, gracePeriod: .seconds(10))],
+///     services: [CurlewClientService(client: client, gracePeriod: .seconds(10)), myHTTPServer],
 ///     gracefulShutdownSignals: [.sigterm], logger: logger)
 /// try await group.run()
 /// ```
 ///
-/// Put it after the services that use the client: a service group shuts its services down in reverse order,
-/// so they stop sending before the client stops taking requests. Cancelling the service (or the group) cancels
-/// requests in flight at once.
+/// Put it before the services that use the client: a service group shuts its services down in reverse order, the
+/// last first, each after the one behind it has finished, so the services that send (an HTTP server draining its
+/// requests, which may still call out) stop before the client stops taking requests. Listed after them, the client
+/// would refuse their last calls with ``CurlewEngine/CurlewError/Code/clientShutdown``. Cancelling the service (or
+/// the group) cancels requests in flight at once.
 ///
 /// A wrapper rather than a conformance of `CurlewClient` itself, so that the engine's public API does not carry
 /// the lifecycle package's types (`docs/design/0012-service-integrations.md`).

@@ -2,8 +2,10 @@ import CurlewEngine
 import CurlewLoopbackServer
 import CurlewServiceLifecycle
 import CurlewTestSupport
+import HTTPTypes
 import Logging
 import ServiceLifecycle
+import Synchronization
 import Testing
 
 /// Graceful shutdown, directly (`shutdown(gracePeriod:)`) and as a swift-service-lifecycle service, against the
@@ -92,6 +94,50 @@ struct CurlewClientServiceTests {
                 _ = try await client.execute(try CurlewRequest(url: "\(server.baseURL)/small"))
             }
             #expect(refused?.code == .clientShutdown)
+        }
+    }
+
+    /// A service that uses the client and, told to shut down, makes one last call (a server draining its requests
+    /// that still call out), keeping what that call got.
+    private final class ServiceCallingOutWhileDraining: Service {
+        let client: CurlewClient
+        let url: String
+        let lastCall = Mutex<Result<HTTPResponse.Status, any Error>?>(nil)
+
+        init(client: CurlewClient, url: String) {
+            self.client = client
+            self.url = url
+        }
+
+        func run() async throws {
+            try? await gracefulShutdown()
+            do {
+                let response = try await client.execute(try CurlewRequest(url: url))
+                lastCall.withLock { $0 = .success(response.status) }
+            } catch {
+                lastCall.withLock { $0 = .failure(error) }
+            }
+        }
+    }
+
+    /// The order the documentation gives: the client first, the services that use it after. The group shuts the
+    /// last service down first, so its last call goes out while the client still takes requests. Listed the other
+    /// way round (as the documentation first said), the call fails with `clientShutdown`.
+    @Test
+    func aServiceListedAfterTheClientStillCallsOutWhileItDrains() async throws {
+        try await withLoopbackServer { server in
+            let client = makeClient()
+            let user = ServiceCallingOutWhileDraining(client: client, url: "\(server.baseURL)/small")
+            let group = ServiceGroup(
+                services: [CurlewClientService(client: client, gracePeriod: .seconds(60)), user],
+                logger: Logger(label: "curlew.tests.lifecycle"))
+            let running = Task { try await group.run() }
+            await group.triggerGracefulShutdown()
+            try await withTimeout(.seconds(60)) { try await running.value }
+            let status = try user.lastCall.withLock { try #require($0) }.get()
+            #expect(status == .ok)
+            #expect(server.requestsServed == 1)
+            #expect(!client.isAcceptingRequests)
         }
     }
 
