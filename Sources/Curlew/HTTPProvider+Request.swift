@@ -313,7 +313,7 @@ struct RequestPipeline<Provider: HTTPProvider> {
         var head = RouteResponse(
             status: response.status, headerFields: response.headerFields, url: response.url, request: request)
         guard provider.isAcceptable(response.status) else {
-            head.body = (try? await response.body.collect(upTo: 64 * 1024)) ?? []
+            head.body = await response.body.leadingBytes(upTo: 64 * 1024)
             throw failure(.status(head.with(decoder: provider.jsonDecoder)), plugins, context)
         }
         var streamed = response

@@ -72,6 +72,21 @@ public struct RouteBodyStream: AsyncSequence, Sendable {
         }
     }
 
+    /// The body's first `count` bytes, or all of it when shorter, for an error's explanation: what follows is not
+    /// read (dropping the stream ends the transfer), and a transfer that fails part-way keeps what arrived.
+    func leadingBytes(upTo count: Int) async -> [UInt8] {
+        var collected: [UInt8] = []
+        do {
+            for try await chunk in self {
+                collected += chunk.prefix(count - collected.count)
+                if collected.count >= count { break }
+            }
+        } catch {
+            // What arrived before the failure still explains the status.
+        }
+        return collected
+    }
+
     /// Reads the whole body into memory.
     ///
     /// - Throws: `CurlewError` with code `bodyTooLarge` past `maxBytes`.

@@ -1,6 +1,7 @@
 import Curlew
 import CurlewEngine
 import CurlewTestSupport
+import CurlewTesting
 import Foundation
 import Testing
 
@@ -43,5 +44,25 @@ import Testing
         } catch {
             Issue.record("unexpected \(error)")
         }
+    }
+
+    /// A refused status's explanation is the body's first 64 KiB, as the documentation says, however long the body:
+    /// a proxy's HTML error page, a verbose JSON error. Before, a body past 64 KiB was dropped whole.
+    @Test func aRefusedStreamKeepsTheFirst64KiBOfALongBody() async throws {
+        let body = (0..<100_000).map { UInt8(truncatingIfNeeded: $0 % 251) }
+        func expectFirst64KiB(of provider: TestProvider) async {
+            let error = await #expect(throws: ProviderError.self) { _ = try await provider.stream(Route(path: "/big")) }
+            #expect(error?.code == .status)
+            #expect(error?.response?.status == .internalServerError)
+            #expect(error?.response?.body.count == 64 * 1024)
+            #expect(error?.response?.body.elementsEqual(body.prefix(64 * 1024)) == true, "the body's first bytes")
+        }
+        try await withScriptedServer({ _ in ScriptedResponse(status: 500, body: body) }) { server in
+            await expectFirst64KiB(of: TestProvider(baseURL: server.baseURL))
+        }
+        let mock = MockTransport(stubs: [
+            Stub(matching: { _ in true }, respond: { _, _ in StubResponse(status: .internalServerError, body: body) })
+        ])
+        await expectFirst64KiB(of: TestProvider(baseURL: "https://api.example.com", transport: mock))
     }
 }
