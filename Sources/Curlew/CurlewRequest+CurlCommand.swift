@@ -7,7 +7,7 @@ extension CurlewRequest {
     /// ```swift
     /// print(try provider.makeRequest(for: .login("a@b.c", "x")).curlCommand())
     /// // curl -X POST -H 'Content-Type: application/json' -H 'User-Agent:' -H 'Expect:' \
-    /// //   --data-binary '{"email":"a@b.c","password":"x"}' --compressed --location --max-redirs 10 'https://…/login'
+    /// //   --data-raw '{"email":"a@b.c","password":"x"}' --compressed --location --max-redirs 10 'https://…/login'
     /// ```
     /// The line reproduces what the engine sends with its default configuration: the method, every header field
     /// (and `-H 'User-Agent:'` to drop the one curl adds on its own), the body, `--compressed` when the response
@@ -15,7 +15,8 @@ extension CurlewRequest {
     /// argument is quoted for a POSIX shell, except binary bytes, which need bash's `$'…'`.
     ///
     /// Bodies:
-    /// - bytes as text, or as `$'…'` escapes when they are not printable UTF-8;
+    /// - bytes as `--data-raw` text, or `$'…'` escapes when they are not printable UTF-8 (`--data-raw`, because
+    ///   `--data-binary` reads a file when its argument starts with `@`, and a body may: `@channel deploy done`);
     /// - a file as `--data-binary @path`;
     /// - a `multipart/form-data` form as curl's own form (curl picks its own boundary): text fields as
     ///   `--form-string name=value`, files as `-F 'name=@"path";filename="…";type=…'`, other in-memory parts as
@@ -56,9 +57,11 @@ extension CurlewRequest {
             arguments += formArguments
         } else if let body {
             let standardInput = ShellQuoting.quote("@" + (bodyFile ?? "-"))
+            var option = "--data-binary"
             let argument: String
             switch body.storage {
             case .bytes(let bytes) where !bytes.contains(0):
+                option = "--data-raw"
                 argument = ShellQuoting.quote(bytes: bytes)
             case .bytes(let bytes):
                 argument = standardInput
@@ -77,7 +80,7 @@ extension CurlewRequest {
                 argument = standardInput
                 placeholders.append("the encoded multipart form (a field name holds \"=\", which curl's -F cannot)")
             }
-            arguments += ["--data-binary", argument]
+            arguments += [option, argument]
         }
         if decompression != .disabled { arguments.append("--compressed") }
         switch (httpVersion ?? .http2).storage {

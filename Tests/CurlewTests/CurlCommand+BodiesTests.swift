@@ -121,6 +121,20 @@ import Testing
         }
     }
 
+    /// A body that starts with `@` is data, not a file name: `--data-binary '@channel …'` made curl read a file of
+    /// that name (and fail, or send another file's bytes).
+    @Test func bytesStartingWithAtAreSentAsTheyAre() async throws {
+        let provider = TestProvider(baseURL: try await HTTPBinServer.shared().baseURL)
+        for body in [Array("@channel deploy done".utf8), [UInt8(ascii: "@"), 0xFF, 0x41]] {
+            let route = Route(path: "/anything/at", method: .post, body: .bytes(body, contentType: "text/plain"))
+            let command = try provider.curlCommand(for: route)
+            #expect(command.contains("--data-raw ") && !command.contains("--data-binary"))
+            let fromCurlew = try await provider.request(route).json()
+            let fromCurl = try JSONDecoder().decode(JSONValue.self, from: try await CurlCommandTests.run(command))
+            Self.expectSameEcho(fromCurl, fromCurlew, command, isForm: false)
+        }
+    }
+
     @Test func streamsArePlaceholdersThatReadStandardInput() async throws {
         let provider = TestProvider(baseURL: try await HTTPBinServer.shared().baseURL)
         let bytes = Array("streamed\nbytes".utf8)

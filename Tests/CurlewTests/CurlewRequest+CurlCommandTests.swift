@@ -23,7 +23,7 @@ import Testing
         request.timeouts = .init(CurlewClient.Timeouts(connect: .milliseconds(1500), total: .seconds(30), idle: nil))
         #expect(
             request.curlCommand()
-                == #"curl -X POST -H 'Content-Type: application/json' -H 'X-Quote: it'\''s' -H User-Agent: -H Expect: --data-binary '{"a":"b c"}' --compressed --http2 --location --max-redirs 10 --connect-timeout 1.5 --max-time 30 'https://api.example.com/login?x=1'"#
+                == #"curl -X POST -H 'Content-Type: application/json' -H 'X-Quote: it'\''s' -H User-Agent: -H Expect: --data-raw '{"a":"b c"}' --compressed --http2 --location --max-redirs 10 --connect-timeout 1.5 --max-time 30 'https://api.example.com/login?x=1'"#
         )
     }
 
@@ -35,7 +35,7 @@ import Testing
         request.redirects = .disabled
         #expect(
             request.curlCommand()
-                == #"curl -X PUT -H User-Agent: -H Expect: -H Content-Type: --data-binary $'\xFFA\'' --http1.1 --connect-timeout 10 http://h/x"#
+                == #"curl -X PUT -H User-Agent: -H Expect: -H Content-Type: --data-raw $'\xFFA\'' --http1.1 --connect-timeout 10 http://h/x"#
         )
         request.body = .file(.path("/tmp/a b"))
         #expect(request.curlCommand().contains("--data-binary '@/tmp/a b' --http1.1"))
