@@ -135,8 +135,20 @@ public struct Stub: Sendable {
             pattern.hasSuffix("*") ? subject.hasPrefix(pattern.dropLast()) : subject == pattern
         }
         if matches(subject, pattern) { return true }
-        guard let decodedSubject = PercentEncoding.decode(subject) else { return false }
-        return matches(decodedSubject, PercentEncoding.decode(pattern) ?? pattern)
+        guard let decodedSubject = decodingSegments(subject) else { return false }
+        return matches(decodedSubject, decodingSegments(pattern) ?? pattern)
+    }
+
+    /// `path` with each segment's escapes decoded (`%20` and a space match), except that what decodes to `/` or
+    /// `%` stays escaped: an encoded `/` is data within a segment, not a separator, and a server sees another path
+    /// (`/files/a%2Fb` is not `/files/a/b`). Nil for an invalid escape.
+    private static func decodingSegments(_ path: String) -> String? {
+        var decoded: [String] = []
+        for segment in PercentEncoding.segments(of: path) {
+            guard let text = PercentEncoding.decode(segment) else { return nil }
+            decoded.append(text.replacing("%", with: "%25").replacing("/", with: "%2F"))
+        }
+        return decoded.joined(separator: "/")
     }
 }
 

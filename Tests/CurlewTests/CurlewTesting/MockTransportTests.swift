@@ -98,6 +98,18 @@ import Testing
         #expect(json == ["token": "abc"])
     }
 
+    /// An encoded `/` is data within a segment: a stub for `/files/a%2Fb` must not answer `/files/a/b`, which a
+    /// real server routes elsewhere, or a test passes for code that forgot `Route.segment`.
+    @Test func anEncodedSlashMatchesOnlyAnEncodedSlash() async throws {
+        let mock = MockTransport(stubs: [.get("/files/\(Route.segment("a/b"))", json: ["file": "a/b"])])
+        let provider = provider(mock)
+        #expect(try await provider.request(Route(path: "/files/\(Route.segment("a/b"))")).json() == ["file": "a/b"])
+        #expect(try await provider.request(Route(path: "/files/a%2fb")).json() == ["file": "a/b"], "either case")
+        await #expect(throws: ProviderError.self) { try await provider.request(Route(path: "/files/a/b")) }
+        // A literal `%2F` in a name (sent as `%252F`) is not an encoded `/` either.
+        await #expect(throws: ProviderError.self) { try await provider.request(Route(path: "/files/a%252Fb")) }
+    }
+
     @Test func anUnmatchedRequestFailsLoudly() async throws {
         await #expect {
             try await provider(MockTransport()).request(Route(path: "/nothing"))
