@@ -135,20 +135,17 @@ public struct Stub: Sendable {
             pattern.hasSuffix("*") ? subject.hasPrefix(pattern.dropLast()) : subject == pattern
         }
         if matches(subject, pattern) { return true }
-        guard let decodedSubject = decodingSegments(subject) else { return false }
-        return matches(decodedSubject, decodingSegments(pattern) ?? pattern)
+        return matches(decodingSegments(subject), decodingSegments(pattern))
     }
 
     /// `path` with each segment's escapes decoded (`%20` and a space match), except that what decodes to `/` or
     /// `%` stays escaped: an encoded `/` is data within a segment, not a separator, and a server sees another path
-    /// (`/files/a%2Fb` is not `/files/a/b`). Nil for an invalid escape.
-    private static func decodingSegments(_ path: String) -> String? {
-        var decoded: [String] = []
-        for segment in PercentEncoding.segments(of: path) {
-            guard let text = PercentEncoding.decode(segment) else { return nil }
-            decoded.append(text.replacing("%", with: "%25").replacing("/", with: "%2F"))
-        }
-        return decoded.joined(separator: "/")
+    /// (`/files/a%2Fb` is not `/files/a/b`). A segment whose escapes are not valid is text as typed (a stub for
+    /// `/files/100%` answers the request the route layer sends for it, `/files/100%25`).
+    private static func decodingSegments(_ path: String) -> String {
+        PercentEncoding.segments(of: path).map { segment in
+            (PercentEncoding.decode(segment) ?? String(segment)).replacing("%", with: "%25").replacing("/", with: "%2F")
+        }.joined(separator: "/")
     }
 }
 

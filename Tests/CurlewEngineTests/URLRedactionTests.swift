@@ -21,6 +21,9 @@ import Testing
         ("https://api.local", "https://api.local"),
         // A `?` after the `#` is the fragment's, not a query.
         ("https://api.local/cb#state=1?token=x", "https://api.local/cb#state=1?token=x"),
+        // Parts end by bytes: a combining mark fused with the `?` or a `/` stays, and the key after it is found.
+        ("https://api.local/p?\u{301}a=1&sig=s", "https://api.local/p?\u{301}a=1&sig=REDACTED"),
+        ("https://u:p@api.local/\u{301}?sig=s", "https://REDACTED:REDACTED@api.local/\u{301}?sig=REDACTED"),
     ])
     func spansAndEngineLogsReplaceAnyUserInfoAndCredentialQueryValues(url: String, redacted: String) {
         #expect(URLRedaction.openTelemetry.redact(url) == redacted)

@@ -64,7 +64,7 @@ public final class BearerTokenAuthenticator: Interceptor {
         }
         do {
             _ = try await refreshed(replacing: sentToken)
-        } catch is CancellationError {
+        } catch is WaitCancelled {
             throw CancellationError()
         } catch {
             return .pass
@@ -77,16 +77,20 @@ public final class BearerTokenAuthenticator: Interceptor {
     private func currentToken() async throws -> String? {
         do {
             return try await refreshed(replacing: nil, startingOne: false)
-        } catch is CancellationError {
+        } catch is WaitCancelled {
             throw CancellationError()
         } catch {
             return token
         }
     }
 
+    /// The caller was cancelled while it waited for a refresh: not a `CancellationError`, which the refresh itself may
+    /// throw (a failed refresh lets the 401 through; only the caller's own cancellation cancels the call).
+    private struct WaitCancelled: Error {}
+
     /// The token once the refresh in flight ends. With `startingOne`, a refresh starts when none runs and the token
     /// is still the refused one (a 401 for a token already replaced just gets the new one). Cancelling the caller
-    /// ends its wait with `CancellationError`, not the refresh.
+    /// ends its wait with `WaitCancelled`, not the refresh.
     private func refreshed(replacing refused: String?, startingOne: Bool = true) async throws -> String? {
         // Most calls meet no refresh and start none: no continuation for them.
         let answer: String?? = state.withLock { state in
@@ -119,7 +123,7 @@ public final class BearerTokenAuthenticator: Interceptor {
                 }
                 switch registration {
                 case .cancelled:
-                    continuation.resume(throwing: CancellationError())
+                    continuation.resume(throwing: WaitCancelled())
                 case .answered(let token):
                     continuation.resume(returning: token)
                 case .waiting(let startedTheRefresh):
@@ -137,7 +141,7 @@ public final class BearerTokenAuthenticator: Interceptor {
             }
         } onCancel: {
             let waiter = state.withLock { $0.waiters?.removeValue(forKey: id) }
-            waiter?.resume(throwing: CancellationError())
+            waiter?.resume(throwing: WaitCancelled())
         }
     }
 

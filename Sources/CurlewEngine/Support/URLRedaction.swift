@@ -121,7 +121,9 @@ package struct URLRedaction: Sendable, Hashable {
         }
         result += "?"
         var lastWasRedacted = false
-        let parameters = parts.query.dropFirst().split(separator: "&", omittingEmptySubsequences: false).map {
+        // After the `?` by bytes: a combining mark after it is part of the query, not of a Character to drop.
+        let query = parts.url[parts.url.utf8.index(after: parts.query.startIndex)..<parts.query.endIndex]
+        let parameters = query.split(separator: "&", omittingEmptySubsequences: false).map {
             parameter in
             guard let equals = parameter.firstIndex(of: "="),
                 queryParameters.contains(PercentEncoding.decode(parameter[..<equals])?.lowercased() ?? "")

@@ -110,6 +110,18 @@ import Testing
         await #expect(throws: ProviderError.self) { try await provider.request(Route(path: "/files/a%252Fb")) }
     }
 
+    /// A stub written with a `%` that starts no escape is text as typed: it answers the request the route layer
+    /// sends for the same path (`/files/100%25`).
+    @Test func aStubWithALiteralPercentMatchesItsRoute() async throws {
+        let mock = MockTransport(stubs: [
+            .get("/files/100%", json: ["full": true]), .get("/off/50% off", json: ["off": true]),
+        ])
+        let provider = provider(mock)
+        #expect(try await provider.request(Route(path: "/files/100%")).json() == ["full": true])
+        #expect(try await provider.request(Route(path: "/off/50% off")).json() == ["off": true])
+        await #expect(throws: ProviderError.self) { try await provider.request(Route(path: "/files/100")) }
+    }
+
     @Test func anUnmatchedRequestFailsLoudly() async throws {
         await #expect {
             try await provider(MockTransport()).request(Route(path: "/nothing"))

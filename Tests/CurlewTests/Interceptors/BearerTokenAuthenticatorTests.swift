@@ -153,6 +153,20 @@ import Testing
 
     private struct RefreshFailed: Error {}
 
+    /// A refresh that fails with `CancellationError` of its own (a timeout built on a task group) is a failed
+    /// refresh: the 401 reaches the caller, whose call was not cancelled.
+    @Test func aRefreshThatThrowsCancellationIsAFailedRefreshNotACancelledCall() async throws {
+        let mock = MockTransport(stubs: [
+            Stub(matching: { _ in true }, respond: { _, _ in StubResponse(status: .unauthorized) })
+        ])
+        var provider = TestProvider(baseURL: "https://api.example.com", transport: mock)
+        provider.interceptors = [BearerTokenAuthenticator(token: "stale") { _ in throw CancellationError() }]
+        let error = await #expect(throws: ProviderError.self) { try await provider.request(Route(path: "/private")) }
+        #expect(error?.code == .status)
+        #expect(error?.status == .unauthorized)
+        #expect(mock.receivedRequests.count == 1)
+    }
+
     @Test func aFailedRefreshLetsThe401ReachTheCaller() async throws {
         try await withScriptedServer({ _ in ScriptedResponse(status: 401) }) { server in
             var provider = TestProvider(baseURL: server.baseURL)
