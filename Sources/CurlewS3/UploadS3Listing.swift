@@ -10,7 +10,7 @@ package struct S3ListedObject: Sendable, Equatable {
 extension S3XML {
     /// One page of ListObjectsV2: its objects, and the token of the next page if the listing is truncated.
     package static func parseObjectListing(_ xml: String) -> (objects: [S3ListedObject], nextToken: String?) {
-        let objects = values("Contents", in: xml).compactMap { block -> S3ListedObject? in
+        let objects = elements("Contents", in: xml).compactMap { block -> S3ListedObject? in
             guard let key = value("Key", in: block), let size = value("Size", in: block).flatMap({ Int64($0) }) else {
                 return nil
             }

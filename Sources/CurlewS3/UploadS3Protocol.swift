@@ -3,30 +3,79 @@ import CurlewEngine
 /// The few pieces of S3's XML that the upload reads and writes. S3's replies are flat and machine-made, so a tag
 /// scanner is enough (and keeps libxml2 out of a statically linked binary).
 package enum S3XML {
-    /// The text of every `<tag>…</tag>` in order, entities decoded.
-    package static func values(_ tag: String, in text: String) -> [String] {
-        var found: [String] = []
+    /// The text of every `<tag>…</tag>` in order, entities decoded: for elements that hold text.
+    package static func values(_ tag: String, in text: some StringProtocol) -> [String] {
+        elements(tag, in: text).map(unescape)
+    }
+
+    /// The content of every `<tag>…</tag>` in order, as it is: for elements that hold others, whose values
+    /// ``values(_:in:)`` then decodes once (decoded twice, a key `a&amp;b` would read as `a&b`).
+    package static func elements(_ tag: String, in text: some StringProtocol) -> [Substring] {
+        var found: [Substring] = []
         var rest = Substring(text)
         while let open = rest.range(of: "<\(tag)>") {
             guard let close = rest[open.upperBound...].range(of: "</\(tag)>") else { break }
-            found.append(unescape(rest[open.upperBound..<close.lowerBound]))
+            found.append(rest[open.upperBound..<close.lowerBound])
             rest = rest[close.upperBound...]
         }
         return found
     }
 
-    package static func value(_ tag: String, in text: String) -> String? { values(tag, in: text).first }
+    package static func value(_ tag: String, in text: some StringProtocol) -> String? { values(tag, in: text).first }
 
+    /// `text` as XML character data. A carriage return is written as a reference: an XML parser reads a raw one as
+    /// a line feed, and a key holding one would name another object.
     package static func escape(_ text: String) -> String {
         text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
             .replacingOccurrences(of: ">", with: "&gt;").replacingOccurrences(of: "\"", with: "&quot;")
+            .replacingOccurrences(of: "\r", with: "&#13;")
     }
 
+    /// XML character data with its references decoded, in one pass: the five named entities and every numeric
+    /// character reference, decimal or hexadecimal (`&#39;` and `&#xA;` from MinIO and Go's encoder, `&#13;` from
+    /// AWS). A reference that is not one is kept as it is.
     package static func unescape(_ text: Substring) -> String {
-        guard text.contains("&") else { return String(text) }
-        return text.replacingOccurrences(of: "&quot;", with: "\"").replacingOccurrences(of: "&apos;", with: "'")
-            .replacingOccurrences(of: "&lt;", with: "<").replacingOccurrences(of: "&gt;", with: ">")
-            .replacingOccurrences(of: "&#34;", with: "\"").replacingOccurrences(of: "&amp;", with: "&")
+        guard text.utf8.contains(UInt8(ascii: "&")) else { return String(text) }
+        var result = ""
+        var rest = text
+        while let ampersand = rest.firstIndex(of: "&") {
+            result += rest[..<ampersand]
+            let afterAmpersand = rest.index(after: ampersand)
+            // The longest reference S3 can send is `&#x10FFFF;` (10 characters).
+            guard let semicolon = rest[afterAmpersand...].prefix(9).firstIndex(of: ";"),
+                let decoded = character(referencedBy: rest[afterAmpersand..<semicolon])
+            else {
+                result += "&"
+                rest = rest[afterAmpersand...]
+                continue
+            }
+            result.unicodeScalars.append(decoded)
+            rest = rest[rest.index(after: semicolon)...]
+        }
+        return result + rest
+    }
+
+    /// The character a reference's name (between `&` and `;`) stands for.
+    private static func character(referencedBy name: Substring) -> Unicode.Scalar? {
+        switch name {
+        case "quot": return "\""
+        case "apos": return "'"
+        case "lt": return "<"
+        case "gt": return ">"
+        case "amp": return "&"
+        default:
+            guard name.first == "#" else { return nil }
+            let isHexadecimal = name.dropFirst().first == "x" || name.dropFirst().first == "X"
+            let digits = name.dropFirst(isHexadecimal ? 2 : 1)
+            // Digits only: the integer parsers would take a sign too.
+            guard !digits.isEmpty, digits.allSatisfy(\.isHexDigit) else { return nil }
+            // Only characters XML allows (a NUL is none: no key holds one).
+            guard let value = UInt32(digits, radix: isHexadecimal ? 16 : 10),
+                value >= 0x20 || value == 0x09
+                    || value == 0x0A || value == 0x0D
+            else { return nil }
+            return Unicode.Scalar(value)
+        }
     }
 }
 
@@ -58,7 +107,7 @@ package struct CompletedPart: Sendable, Equatable {
 
     /// ListParts' reply: the parts, and the marker of the next page if the listing is truncated.
     package static func parseListing(_ xml: String) -> (parts: [CompletedPart], nextMarker: String?) {
-        let parts = S3XML.values("Part", in: xml).compactMap { block -> CompletedPart? in
+        let parts = S3XML.elements("Part", in: xml).compactMap { block -> CompletedPart? in
             guard let number = S3XML.value("PartNumber", in: block).flatMap({ Int($0) }),
                 let etag = S3XML.value("ETag", in: block)
             else { return nil }

@@ -278,7 +278,7 @@ package final class S3Uploader: Sendable {
         key: String
     ) async throws(S3RequestFailure) -> (id: String, initiated: Date?)? {
         let reply = try await client.send(.get, key: "", query: [("uploads", ""), ("prefix", key)])
-        let uploads = S3XML.values("Upload", in: reply.text).filter { S3XML.value("Key", in: $0) == key }
+        let uploads = S3XML.elements("Upload", in: reply.text).filter { S3XML.value("Key", in: $0) == key }
         // ISO 8601 times of one format sort as text.
         let latest = uploads.max { (S3XML.value("Initiated", in: $0) ?? "") < (S3XML.value("Initiated", in: $1) ?? "") }
         guard let latest, let id = S3XML.value("UploadId", in: latest) else { return nil }

@@ -84,31 +84,42 @@ package struct WebDAVFolder: Sendable {
     }
 
     /// A Multi-Status body's entries, paths made relative to `basePath` (entries outside it are dropped). Namespace
-    /// prefixes (`D:`, `d:`, `lp1:` …) are ignored: servers pick their own.
+    /// prefixes (`D:`, `d:`, `lp1:` …) are ignored: servers pick their own. Paths are compared segment by segment,
+    /// decoded: servers encode differently (sabre, behind Nextcloud and ownCloud, writes lower-case hex and escapes
+    /// `+`, `'` and `,`, where the typed folder has upper-case hex or none).
     static func parse(_ xml: String, basePath: String) -> [ParsedEntry] {
         let plain = xml.replacingOccurrences(
             of: "<([/]?)[A-Za-z][A-Za-z0-9]*:", with: "<$1", options: .regularExpression)
-        let base = basePath.hasSuffix("/") ? basePath : basePath + "/"
-        return S3XML.values("response", in: plain).compactMap { block -> ParsedEntry? in
+        let base = decodedSegments(of: basePath)
+        return S3XML.elements("response", in: plain).compactMap { block -> ParsedEntry? in
             guard var href = S3XML.value("href", in: block) else { return nil }
             // An absolute URL or an absolute path: the path is what counts.
             if let components = URLComponents(string: href), components.host != nil {
                 href = components.percentEncodedPath
             }
-            guard href.hasPrefix(base) || href + "/" == base else { return nil }
-            let encoded = href.count > base.count ? String(href.dropFirst(base.count)) : ""
-            let trimmed = encoded.hasSuffix("/") ? String(encoded.dropLast()) : encoded
-            let relativePath = trimmed.removingPercentEncoding ?? trimmed
-            // A path that starts again at a root (`/dav/t//x`, `/dav/t/%2Fx`) names nothing under the base a sync may
-            // compare or delete: the entry is left out (found by `make fuzz`).
-            guard !relativePath.hasPrefix("/") else { return nil }
-            let isFolder = block.contains("<collection") || encoded.hasSuffix("/") || encoded.isEmpty
+            let path = decodedSegments(of: href)
+            guard path.segments.starts(with: base.segments) else { return nil }
+            let relative = path.segments.dropFirst(base.segments.count)
+            // An empty segment (`/dav/t//x`) or one holding a `/` (`/dav/t/%2Fx`) names nothing under the base that
+            // a sync may compare or delete: the entry is left out (found by `make fuzz`).
+            guard !relative.contains(where: { $0.isEmpty || $0.contains("/") }) else { return nil }
+            let isFolder = block.contains("<collection") || path.endsWithSlash || relative.isEmpty
             let size = S3XML.value("getcontentlength", in: block).flatMap {
                 Int64($0.trimmingCharacters(in: .whitespaces))
             }
             let modified = S3XML.value("getlastmodified", in: block).flatMap(Self.httpDate)
-            return ParsedEntry(relativePath: relativePath, isFolder: isFolder, size: size, modified: modified)
+            return ParsedEntry(
+                relativePath: relative.joined(separator: "/"), isFolder: isFolder, size: size, modified: modified)
         }
+    }
+
+    /// A path's segments, each percent-decoded (kept as it is when its escapes are not valid), without the empty
+    /// one a trailing `/` leaves; and whether there was one.
+    private static func decodedSegments(of path: String) -> (segments: [String], endsWithSlash: Bool) {
+        var segments = PercentEncoding.segments(of: path)
+        let endsWithSlash = segments.count > 1 && segments.last?.isEmpty == true
+        if endsWithSlash { segments.removeLast() }
+        return (segments.map { PercentEncoding.decode($0) ?? String($0) }, endsWithSlash)
     }
 
     /// An IMF-fixdate (`Fri, 27 Nov 2026 01:02:03 GMT`), in seconds since 1970.

@@ -137,6 +137,22 @@ import Testing
         #expect(entries == [.init(relativePath: "a/b.txt", isFolder: false, size: 3, modified: nil)])
     }
 
+    /// sabre (behind Nextcloud and ownCloud) writes lower-case hex and escapes `+`, `'` and `,`; the folder was typed
+    /// with upper-case hex, or with none. Before, hrefs were compared as encoded: every entry was dropped, the listing
+    /// came back empty, and `curlew sync` sent everything again on every run.
+    @Test(arguments: ["/dav/B%C3%BCcher/", "/dav/Bücher/", "/dav/B%c3%bccher"])
+    func hrefsEncodedOtherwiseThanTheFolderAreStillUnderIt(basePath: String) {
+        let entries = ["/dav/B%c3%bccher/", "/dav/B%c3%bccher/it%27s%2b1%2c2.txt", "/dav/B%c3%bccher/sub/"].map {
+            href in
+            "<d:response><d:href>\(href)</d:href><d:propstat><d:prop><d:getcontentlength>6</d:getcontentlength>"
+                + "</d:prop></d:propstat></d:response>"
+        }
+        let xml = "<d:multistatus xmlns:d=\"DAV:\">" + entries.joined() + "</d:multistatus>"
+        let parsed = WebDAVFolder.parse(xml, basePath: basePath)
+        #expect(parsed.map(\.relativePath) == ["", "it's+1,2.txt", "sub"])
+        #expect(parsed.map(\.isFolder) == [true, false, true])
+    }
+
     /// An href that starts again at a root after the base, by a second slash or an encoded one, is no path under the
     /// base: it is left out rather than read as `/…` (the fuzzer's `/dav/t//..../etc/passwd`).
     @Test func hrefsThatStartAgainAtARootAreLeftOut() {
