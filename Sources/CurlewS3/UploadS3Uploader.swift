@@ -135,6 +135,10 @@ package final class S3Uploader: Sendable {
         _ item: UploadItem, key: String, sent: @escaping @Sendable (Int64) -> Void,
         partStored: @escaping @Sendable (_ number: Int, _ size: Int64) -> Void = { _, _ in }
     ) async -> S3FileOutcome {
+        // S3 refuses a larger object only at CompleteMultipartUpload, once every part is sent (EntityTooLarge).
+        guard item.size <= PartPlan.maximumObjectSize else {
+            return .failed("\(item.size) bytes is larger than S3's largest object (5 TiB); nothing was sent")
+        }
         do {
             let plan = PartPlan(fileSize: item.size, requestedPartSize: options.partSize)
             // A killed run may have stored the file just before it could journal that: look before sending again.

@@ -67,6 +67,32 @@ import Testing
         }.count
     }
 
+    /// A file larger than S3's largest object (a sparse one here) fails before anything is sent: S3 would refuse
+    /// it only at CompleteMultipartUpload, after 5 TiB of parts.
+    @Test func aFileLargerThanS3sLargestObjectFailsBeforeAnythingIsSent() async throws {
+        let moto = try await MotoServer.shared(.checked)
+        let bucket = try await moto.makeBucket("too-large")
+        let tree = try SourceTree(prefix: "curlew-s3-too-large")
+        defer { tree.remove() }
+        let path = try tree.write("huge.bin", [])
+        let handle = try #require(FileHandle(forWritingAtPath: path))
+        try handle.truncate(atOffset: UInt64(PartPlan.maximumObjectSize) + 1)
+        try handle.close()
+        let client = CurlewClient()
+        defer { Task { await client.shutdown() } }
+        let uploader = try Self.uploader(moto, bucket: bucket, client: client, partSize: 16 << 20, skipExisting: false)
+        // Bounded: without the check the upload would go on sending zeros.
+        let outcome = try await withTimeout(.seconds(60)) {
+            try await Self.upload(uploader, path: path, key: "huge.bin")
+        }
+        guard case .failed(let reason) = outcome else {
+            Issue.record("a file over 5 TiB was not refused")
+            return
+        }
+        #expect(reason.contains("5 TiB"))
+        #expect(Self.writes(moto, bucket) == 0, "no upload was started")
+    }
+
     @Test func anObjectCurlewStoredIsRecognisedWhateverPartSizeTheNextRunUses() async throws {
         let moto = try await MotoServer.shared(.checked)
         let bucket = try await moto.makeBucket("rules")
