@@ -261,7 +261,22 @@ public final class S3Client: Sendable {
         headers: [(name: String, value: String)] = [], body: S3Body = .none, allowing: Set<Int> = [],
         cleanup: Bool = false
     ) async throws(S3RequestFailure) -> S3Reply {
-        try await retrying(maxAttempts: retryRules.maxAttempts) {
+        if cleanup && Task.isCancelled {
+            // An interrupted run still tidies up (an abort left unsent leaves parts billed for ever): the cleanup
+            // goes out in a task of its own, which the caller's cancellation does not reach. Bounded by the retries.
+            let outcome = await Task { () -> Result<S3Reply, S3RequestFailure> in
+                do throws(S3RequestFailure) {
+                    return .success(
+                        try await self.send(
+                            method, key: key, query: query, headers: headers, body: body, allowing: allowing,
+                            cleanup: true))
+                } catch {
+                    return .failure(error)
+                }
+            }.value
+            return try outcome.get()
+        }
+        return try await retrying(maxAttempts: retryRules.maxAttempts) {
             (attempt: RetryAttempt) async throws(S3RequestFailure) -> RetryStep<S3Reply> in
             if let runProblem, !cleanup { throw .run(runProblem) }
             if Task.isCancelled { throw .cancelled }

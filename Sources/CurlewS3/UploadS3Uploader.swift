@@ -239,10 +239,13 @@ package final class S3Uploader: Sendable {
             }
             try Self.checkUnchanged(item)
             try await complete(item, key: key, uploadID: uploadID, parts: plan.parts.map { done[$0.number]! })
-        } catch .cancelled {
-            // Interrupted: the upload stays, and the journal lets the next run resume it.
-            throw .cancelled
         } catch {
+            // Interrupted (the failure may also read as a transport error): the upload stays when the journal or
+            // the next run's listing of unfinished uploads can resume it.
+            let interrupted: Bool
+            if case .cancelled = error { interrupted = true } else { interrupted = Task.isCancelled }
+            if interrupted && (journal != nil || resumesUnfinishedUploads) { throw .cancelled }
+            // Nothing would ever resume it: dropped, even when interrupted, so its parts are not billed for ever.
             try? await abort(item, key: key, uploadID: uploadID)
             throw error
         }

@@ -93,6 +93,44 @@ import Testing
         #expect(Self.writes(moto, bucket) == 0, "no upload was started")
     }
 
+    /// An interrupted upload that nothing can resume (no journal, no listing of unfinished uploads) is aborted, so
+    /// its parts are not billed for ever. Before, the abort never went out: the client refused every request of a
+    /// cancelled task, cleanups included.
+    @Test func anInterruptedUploadNothingCanResumeIsAborted() async throws {
+        let moto = try await MotoServer.shared(.checked)
+        let bucket = try await moto.makeBucket("interrupted")
+        let tree = try SourceTree(prefix: "curlew-s3-interrupted")
+        defer { tree.remove() }
+        let path = try tree.write("large.bin", SourceTree.content(for: "large", size: Self.fileSize))
+        let client = CurlewClient()
+        defer { Task { await client.shutdown() } }
+        // One part at a time at 5 MiB/s: the upload is still sending when the first part is stored.
+        let s3 = S3Client(
+            http: client, endpoint: try S3Endpoint(endpoint: moto.endpoint, region: "us-east-1", bucket: bucket),
+            credentials: AWSCredentials(accessKeyID: moto.accessKeyID, secretAccessKey: moto.secretAccessKey),
+            retries: 2, concurrency: 1, budget: SendBudget(bytesPerSecond: 5 << 20))
+        var options = S3ObjectOptions()
+        options.partSize = 5 << 20
+        let uploader = S3Uploader(client: s3, options: options, journal: nil)
+        let upload = Task { try await Self.upload(uploader, path: path, key: "large.bin") }
+        try await waitUntil(timeout: .seconds(60), "a part stored") {
+            !moto.loggedRequests { method, target in
+                method == "PUT" && target.hasPrefix("/\(bucket)/large.bin?") && target.contains("partNumber=")
+            }.filter { $0.status == 200 }.isEmpty
+        }
+        upload.cancel()
+        let outcome = try await withTimeout(.seconds(60)) { try await upload.value }
+        guard case .failed = outcome else {
+            Issue.record("the interrupted upload did not fail")
+            return
+        }
+        #expect(
+            try await moto.inspect("uploads", bucket: bucket).trimmingCharacters(in: .whitespacesAndNewlines) == "[]",
+            "the upload was aborted")
+        let aborts = moto.loggedRequests { method, target in method == "DELETE" && target.contains("uploadId=") }
+        #expect(aborts.contains { $0.target.hasPrefix("/\(bucket)/large.bin?") && $0.status == 204 })
+    }
+
     @Test func anObjectCurlewStoredIsRecognisedWhateverPartSizeTheNextRunUses() async throws {
         let moto = try await MotoServer.shared(.checked)
         let bucket = try await moto.makeBucket("rules")
