@@ -202,26 +202,68 @@ public final class DescriptorReader: Sendable {
 
     /// Up to `count` bytes; empty at the end of the input.
     ///
+    /// Cancelling the calling task ends the wait at once with `CancellationError`, though no byte may ever come (a
+    /// producer that is still running); what that `read(2)` returns later is dropped.
+    ///
     /// - Throws: ``UploadError`` (``UploadError/Kind/unreadableSource``) when `read(2)` fails.
     public func read(upTo count: Int) async throws -> [UInt8] {
         let descriptor = descriptor
-        return try await withCheckedThrowingContinuation { continuation in
-            queue.async {
-                var bytes = [UInt8](repeating: 0, count: max(count, 1))
-                while true {
-                    let got = bytes.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, count) }
-                    if got < 0 && errno == EINTR { continue }
-                    if got < 0 {
-                        continuation.resume(
-                            throwing: UploadError(
-                                .unreadableSource, "reading the input failed: \(String(cString: strerror(errno)))"))
-                    } else {
-                        bytes.removeLast(bytes.count - got)
-                        continuation.resume(returning: bytes)
-                    }
+        let waiter = ReadWaiter()
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<[UInt8], any Error>) in
+                guard waiter.install(continuation) else {
+                    continuation.resume(throwing: CancellationError())
                     return
                 }
+                queue.async {
+                    var bytes = [UInt8](repeating: 0, count: max(count, 1))
+                    var got: Int
+                    repeat {
+                        got = bytes.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, count) }
+                    } while got < 0 && errno == EINTR
+                    if got < 0 {
+                        waiter.finish(
+                            .failure(
+                                UploadError(
+                                    .unreadableSource, "reading the input failed: \(String(cString: strerror(errno)))"))
+                        )
+                    } else {
+                        bytes.removeLast(bytes.count - got)
+                        waiter.finish(.success(bytes))
+                    }
+                }
             }
+        } onCancel: {
+            waiter.finish(.failure(CancellationError()))
+        }
+    }
+
+    /// Resumes the caller of one read once: with the read's outcome or its cancellation, whichever comes first.
+    private final class ReadWaiter: Sendable {
+        private enum State {
+            case notYet
+            case waiting(CheckedContinuation<[UInt8], any Error>)
+            case done
+        }
+
+        private let state = Mutex(State.notYet)
+
+        /// Whether the caller waits now; false when it was cancelled first.
+        func install(_ continuation: CheckedContinuation<[UInt8], any Error>) -> Bool {
+            state.withLock { state in
+                guard case .notYet = state else { return false }
+                state = .waiting(continuation)
+                return true
+            }
+        }
+
+        func finish(_ outcome: Result<[UInt8], any Error>) {
+            let continuation = state.withLock { state -> CheckedContinuation<[UInt8], any Error>? in
+                defer { state = .done }
+                if case .waiting(let continuation) = state { return continuation }
+                return nil
+            }
+            continuation?.resume(with: outcome)
         }
     }
 }

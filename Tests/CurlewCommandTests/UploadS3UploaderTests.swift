@@ -239,6 +239,42 @@ import Musl
         #expect(stored["stream.bin"]?["sha256"] as? String == digest)
     }
 
+    /// Ctrl-C (or SIGTERM) while standard input streams to S3: the multipart upload is aborted, nothing is stored,
+    /// and the exit status says interrupted. Before, the signal killed the process outright and the upload stayed in
+    /// the store, its parts billed; and an input that ended early could have been completed as the object.
+    @Test func anInterruptedStreamLeavesNoUploadAndNoObject() async throws {
+        let moto = try await MotoServer.shared(.checked)
+        let bucket = try await moto.makeBucket("interrupt-stream")
+        let tree = try SourceTree(prefix: "curlew-s3-interrupt-stream")
+        defer { tree.remove() }
+        let input = try tree.write("input.bin", SourceTree.content(for: "stream", size: 12 << 20))
+        let fifo = tree.root + "/fifo", writerDone = tree.root + "/writer-done"
+        guard mkfifo(fifo, 0o600) == 0 else { throw TestSupportError("mkfifo failed") }
+        let running = try CurlewBinary.start(
+            [
+                "upload", "-", "s3://\(bucket)/stream.bin", "--part-size", "5MiB", "--json", "--no-progress",
+                "--endpoint", moto.endpoint,
+            ], wrapper: ["/bin/sh", "-c", "exec \"$0\" \"$@\" < '\(fifo)'"],
+            environment: moto.credentialEnvironment.merging(["HOME": "/nonexistent"]) { $1 })
+        // The producer writes 12 MiB and keeps the pipe open (no end of input) until the test is done, at most 60 s.
+        async let writer = CurlewBinary.runProgram(
+            [
+                "/bin/sh", "-c",
+                "exec 3>'\(fifo)'; cat '\(input)' >&3; i=0; "
+                    + "while [ ! -e '\(writerDone)' ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done",
+            ], timeout: .seconds(120))
+        try await waitUntil(timeout: .seconds(60), "two parts stored") {
+            Self.acceptedParts(moto, bucket: bucket).count >= 2
+        }
+        running.signal(SIGINT)
+        let output = try await running.finish(timeout: .seconds(60))
+        #expect(FileManager.default.createFile(atPath: writerDone, contents: nil))
+        _ = try await writer
+        #expect(output.status == 130, "\(output.stdout)\n\(output.stderr)")
+        #expect(try await Self.openUploads(moto, bucket) == 0, "the multipart upload was aborted")
+        #expect(try await Self.inventory(moto, bucket)["stream.bin"] == nil, "no object was stored")
+    }
+
     @Test func aWrongSecretIsNamedOnceAndFailsTheRun() async throws {
         let moto = try await MotoServer.shared(.checked)
         let bucket = try await moto.makeBucket("badkey")

@@ -537,7 +537,12 @@ struct UploadCommand: AsyncParsableCommand {
         let upload = try StreamUpload(configuration, client: client)
         if let destinationLine, !json { print(destinationLine) }
         let input = DescriptorReader(descriptor: STDIN_FILENO)
-        let summary = await upload.run { try await input.read(upTo: $0) }
+        let work = Task { await upload.run { try await input.read(upTo: $0) } }
+        // The stream is one object: an interrupt cancels it at once, and an S3 multipart upload is aborted rather
+        // than completed with what was read so far (a producer killed by the same Ctrl-C ends the input early).
+        let interrupts = InterruptMonitor { _ in work.cancel() }
+        let summary = await work.value
+        interrupts.stop()
         await client.shutdown()
         if json {
             print(try jsonLine(summary))
@@ -553,6 +558,7 @@ struct UploadCommand: AsyncParsableCommand {
                         formatBytes(Int64(Double(summary.bytes) / seconds)), summary.sha256 ?? "-")
                     + (summary.sha256Stored ? " (stored with the object)" : ""))
         }
+        if interrupts.wasInterrupted { throw ExitCode(130) }
         if summary.error != nil { throw ExitCode(1) }
     }
 
