@@ -86,6 +86,9 @@ package protocol S3UploadJournal: Sendable {
     func wasInFlight(_ item: UploadItem) -> Bool
     /// The multipart upload an earlier run left for this file as it is now, if any.
     func multipartUpload(of item: UploadItem) -> S3MultipartProgress?
+    /// The multipart upload an earlier run left for an earlier version of this file (it changed since), if any: its
+    /// parts hold other bytes, so it is aborted rather than forgotten (an unfinished upload is billed for ever).
+    func staleMultipartUpload(of item: UploadItem) -> S3MultipartProgress?
     /// Records that a multipart upload of the file was created.
     func recordMultipartStart(_ item: UploadItem, uploadID: String, partSize: Int64)
     /// Records a part the store accepted, as soon as it did.

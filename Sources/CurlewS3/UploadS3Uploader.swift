@@ -204,6 +204,10 @@ package final class S3Uploader: Sendable {
                 try? await abort(item, key: key, uploadID: unfinished.id)
             }
         }
+        if let stale = journal?.staleMultipartUpload(of: item) {
+            // Begun for an earlier version of the file: its parts hold other bytes, and must not linger.
+            try? await abort(item, key: key, uploadID: stale.uploadID)
+        }
         if let earlier, earlier.partSize != plan.partSize {
             // Cut differently now (another --part-size): the old parts cannot be reused, and must not linger.
             try? await abort(item, key: key, uploadID: earlier.uploadID)

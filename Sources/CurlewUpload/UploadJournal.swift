@@ -184,6 +184,12 @@ package final class UploadJournal: S3UploadJournal {
         }
     }
 
+    package func staleMultipartUpload(of item: UploadItem) -> Multipart? {
+        multipartUploads[item.relativePath].flatMap {
+            $0.file != Entry(size: item.size, modifiedNanoseconds: item.modifiedNanoseconds) ? $0 : nil
+        }
+    }
+
     package func recordMultipartStart(_ item: UploadItem, uploadID: String, partSize: Int64) {
         appendRecord(
             "upload\t\(item.size)\t\(item.modifiedNanoseconds)\t\(partSize)\t\(Self.field(uploadID))"

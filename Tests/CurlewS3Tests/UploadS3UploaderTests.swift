@@ -39,6 +39,10 @@ import Testing
             self.multipart = multipart
         }
 
+        func staleMultipartUpload(of item: UploadItem) -> S3MultipartProgress? {
+            multipart.flatMap { $0.file != item.version ? $0 : nil }
+        }
+
         func record(_ item: UploadItem) { writes.withLock { $0.append("done") } }
         func recordSending(_ item: UploadItem) { writes.withLock { $0.append("sending") } }
         func wasInFlight(_ item: UploadItem) -> Bool { item.version == inFlight }
@@ -49,7 +53,7 @@ import Testing
             writes.withLock { $0.append("upload") }
         }
         func recordPart(_ item: UploadItem, uploadID: String, part: CompletedPart) {}
-        func recordAbort(_ item: UploadItem, uploadID: String) {}
+        func recordAbort(_ item: UploadItem, uploadID: String) { writes.withLock { $0.append("abort") } }
     }
 
     static func upload(_ uploader: S3Uploader, path: String, key: String) async throws -> S3FileOutcome {
@@ -129,6 +133,32 @@ import Testing
             "the upload was aborted")
         let aborts = moto.loggedRequests { method, target in method == "DELETE" && target.contains("uploadId=") }
         #expect(aborts.contains { $0.target.hasPrefix("/\(bucket)/large.bin?") && $0.status == 204 })
+    }
+
+    /// A journal's multipart upload for an earlier version of the file (it changed since the run was killed) cannot
+    /// be continued: it is aborted, not forgotten, and the file goes afresh. Before, the upload stayed in the store.
+    @Test func aJournaledUploadOfAnEarlierVersionIsAbortedNotForgotten() async throws {
+        let moto = try await MotoServer.shared(.checked)
+        let bucket = try await moto.makeBucket("stale-journal")
+        let tree = try SourceTree(prefix: "curlew-s3-stale-journal")
+        defer { tree.remove() }
+        let path = try tree.write("large.bin", SourceTree.content(for: "now", size: Self.fileSize))
+        let client = CurlewClient()
+        defer { Task { await client.shutdown() } }
+        let uploader = try Self.uploader(moto, bucket: bucket, client: client, partSize: 8 << 20, skipExisting: false)
+        // What the killed run left: an upload begun for the file when it was one byte shorter.
+        let created = try await uploader.client.send(.post, key: "large.bin", query: [("uploads", "")])
+        let staleID = try #require(S3XML.value("UploadId", in: created.text))
+        let item = try Self.item(path, key: "large.bin")
+        let earlier = FileVersion(size: item.size - 1, modifiedNanoseconds: item.modifiedNanoseconds)
+        let journal = KilledRunJournal(
+            multipart: S3MultipartProgress(file: earlier, partSize: 8 << 20, uploadID: staleID))
+        let journaled = S3Uploader(client: uploader.client, options: uploader.options, journal: journal)
+        #expect(await journaled.upload(item, key: "large.bin", sent: { _ in }) == .uploaded)
+        #expect(
+            try await moto.inspect("uploads", bucket: bucket).trimmingCharacters(in: .whitespacesAndNewlines) == "[]",
+            "the earlier version's upload was aborted")
+        #expect(journal.writes.withLock { $0.first } == "abort")
     }
 
     @Test func anObjectCurlewStoredIsRecognisedWhateverPartSizeTheNextRunUses() async throws {
