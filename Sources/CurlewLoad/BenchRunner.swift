@@ -349,7 +349,7 @@ package final class BenchRunner: Sendable {
         let countsTargets = severalTargets && plan.countsEachTarget
         let runRequestLimit = plan.runRequestLimit
         let deadline: UInt64? =
-            if case .duration(let duration) = plan.stop { start + duration.nanoseconds } else { nil }
+            if case .duration(let duration) = plan.stop { instant(start, after: duration) } else { nil }
         let limit: Int? = if case .count(let count) = plan.stop { count } else { nil }
         let arrivals = plan.arrivals
         let concurrency = plan.concurrency
@@ -369,7 +369,7 @@ package final class BenchRunner: Sendable {
                 guard
                     let active = concurrency.nextActiveSeconds(worker: runWorker, atOrAfter: Double(now &- start) / 1e9)
                 else { break }
-                let wake = start + UInt64(active * 1e9)
+                let wake = instant(start, afterSeconds: active)
                 if let deadline, wake >= deadline { break }
                 if wake > now {
                     guard await sleep(until: wake) else { break }
@@ -384,7 +384,7 @@ package final class BenchRunner: Sendable {
                 // The schedule is fixed in advance: a late request keeps its intended time, so its wait for a free
                 // worker counts as latency.
                 guard let offset = arrivals.intendedSeconds(ofRequest: runTicket) else { break }
-                intended = start + UInt64(offset * 1e9)
+                intended = instant(start, afterSeconds: offset)
                 if let deadline, intended >= deadline { break }
                 if intended > monotonicNanoseconds() {
                     guard await sleep(until: intended) else { break }
@@ -481,7 +481,7 @@ package final class BenchRunner: Sendable {
     /// (stop, count, duration or rows reached).
     fileprivate func claimRunTicket(intendedAt intended: UInt64, start: UInt64) -> Int? {
         if stopRequested.load(ordering: .relaxed) { return nil }
-        if case .duration(let duration) = plan.stop, intended >= start + duration.nanoseconds { return nil }
+        if case .duration(let duration) = plan.stop, intended >= instant(start, after: duration) { return nil }
         let ticket = nextTicket.wrappingAdd(1, ordering: .relaxed).oldValue
         if case .count(let count) = plan.stop, ticket >= count { return nil }
         let runTicket = plan.shard.globalNumber(ofLocal: ticket)
@@ -577,4 +577,24 @@ private final class BackToBackChooser: @unchecked Sendable {
         }
         return claim(at: end)
     }
+}
+
+/// `start` on ``monotonicNanoseconds()`` plus `seconds`, saturating at `UInt64.max`: a moment past the clock's range
+/// is one the run never reaches, not a trap. At `--rate 1e-11` request 1 is due in 3,000 years, which the
+/// conversion to nanoseconds trapped on as the second worker claimed it.
+private func instant(_ start: UInt64, afterSeconds seconds: Double) -> UInt64 {
+    let nanoseconds = seconds * 1e9
+    // 2^64 is the first double past `UInt64.max`; NaN fails the comparison too.
+    guard nanoseconds < 0x1p64 else { return .max }
+    return instant(start, afterNanoseconds: UInt64(max(nanoseconds, 0)))
+}
+
+/// `start` plus `duration`, saturating like ``instant(_:afterSeconds:)``: a plan's duration may be any `Duration`.
+private func instant(_ start: UInt64, after duration: Duration) -> UInt64 {
+    instant(start, afterNanoseconds: duration.nanoseconds)
+}
+
+private func instant(_ start: UInt64, afterNanoseconds nanoseconds: UInt64) -> UInt64 {
+    let (sum, overflow) = start.addingReportingOverflow(nanoseconds)
+    return overflow ? .max : sum
 }

@@ -43,12 +43,22 @@ package enum BenchStages: Sendable, Equatable {
         if !rates.isEmpty && !connections.isEmpty { throw fail("rates and connections cannot be mixed") }
         let stages = rates.isEmpty ? connections : rates
         guard stages.contains(where: { $0.seconds > 0 }) else { throw fail("the stages last no time") }
+        let totalSeconds = stages.reduce(0) { $0 + $1.seconds }
+        guard totalSeconds < longestSeconds else {
+            throw fail(
+                String(format: "the stages last %.0f s in all; a run lasts less than 1e9 s (31 years)", totalSeconds))
+        }
         if rates.isEmpty {
             guard stages.contains(where: { $0.level > 0 }) else { throw fail("every stage has 0 connections") }
             return .concurrency(ConcurrencySchedule(stages: stages))
         }
         return .arrivals(ArrivalSchedule(stages: stages))
     }
+
+    /// The longest run stages may plan, in seconds: the bound of one duration (`ScaledNumber.duration`), so the
+    /// run's end fits in `Int64` nanoseconds and its arrivals (at most 10^7 per second) in an `Int`. Ten stages of
+    /// `999999999s` (317 years) trapped when the run's length was made; a plan of centuries is a typo.
+    package static let longestSeconds = 1e9
 
     /// One stage: ramp to `level` over `seconds`.
     package struct Stage: Sendable, Equatable {
@@ -96,7 +106,9 @@ package struct ArrivalSchedule: Sendable, Equatable {
         self.segments = segments
         // Request k goes out when the arrivals reach k, so k = 0 … ⌈arrivals⌉ - 1; the tolerance keeps a total that
         // is whole but for rounding (3 × 33.333…) from gaining a request.
-        self.totalRequests = Int((arrivals - 1e-6).rounded(.up))
+        // Saturating, so a schedule made without `parse`'s bounds cannot trap here.
+        let whole = (arrivals - 1e-6).rounded(.up)
+        self.totalRequests = whole < 0x1p63 ? Int(whole) : .max
         self.totalSeconds = time
     }
 

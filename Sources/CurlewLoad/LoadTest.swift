@@ -79,7 +79,11 @@ public struct LoadShape: Sendable, Equatable {
         switch stages {
         case .arrivals(let schedule): self.init(stop: .schedule, arrivals: schedule)
         case .concurrency(let schedule):
-            self.init(stop: .duration(.nanoseconds(Int64(schedule.totalSeconds * 1e9))), concurrency: schedule)
+            // `parse` keeps stages under 1e9 s (1e18 ns); saturating all the same, as `Int64(_:)` of a larger
+            // double traps.
+            let nanoseconds = schedule.totalSeconds * 1e9
+            self.init(
+                stop: .duration(.nanoseconds(nanoseconds < 0x1p63 ? Int64(nanoseconds) : .max)), concurrency: schedule)
         }
     }
 

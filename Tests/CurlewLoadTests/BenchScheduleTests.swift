@@ -72,6 +72,29 @@ import Testing
         #expect(schedule.nextActiveSeconds(worker: 3, atOrAfter: 4.5) == nil)
     }
 
+    /// Stages adding up to centuries trapped: 10 × 999999999s made the run's length past `Int64` nanoseconds, and
+    /// 1000 × 999999999s at 10^7 rps an arrival total past `Int` (while the command checked its arguments). A run
+    /// lasts under 1e9 s, as one `-d` does, so both are refused as stages.
+    @Test(arguments: [
+        Array(repeating: "999999999s:1c", count: 10).joined(separator: ","),
+        Array(repeating: "999999999s:10000000rps", count: 1000).joined(separator: ","),
+        "600000000s:10rps,400000000s:10rps",
+    ])
+    func stagesOfCenturiesAreRefused(text: String) {
+        #expect {
+            try BenchStages.parse(text)
+        } throws: { error in
+            "\(error)".contains("a run lasts less than 1e9 s")
+        }
+        #expect(throws: LoadShape.ParseError.self) { try LoadShape(stages: text) }
+    }
+
+    /// A schedule made without `parse`'s bounds saturates its request total instead of trapping.
+    @Test func anArrivalTotalPastIntSaturates() {
+        let stages = Array(repeating: BenchStages.Stage(seconds: 999_999_999, level: 1e7), count: 1000)
+        #expect(ArrivalSchedule(stages: stages).totalRequests == .max)
+    }
+
     @Test(arguments: [
         ("30s", "DURATION:LEVEL"),
         ("ten:100rps", "not a duration"),

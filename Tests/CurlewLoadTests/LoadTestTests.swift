@@ -140,6 +140,57 @@ import Testing
         }
     }
 
+    /// Stops `load` after `limit` unless the run ended first: a test of a run that must end cannot hang.
+    private func stopping(_ load: LoadTest, after limit: Duration) -> Task<Void, Never> {
+        Task {
+            try? await Task.sleep(for: limit)
+            load.stop()
+        }
+    }
+
+    /// At 1e-11 requests/s request 1 is due in 3,000 years: its due time in nanoseconds passed `UInt64.max` and
+    /// trapped as the second connection claimed it. A rate that slow is still a rate (request 0 goes out at once,
+    /// the rest after the run), so the run sends one request and ends with its second.
+    @Test func aRateTooSlowForASecondRequestSendsOneAndEnds() async throws {
+        let nginx = try await NginxServer.shared()
+        let marker = "/hits/" + UUID().uuidString + "/"
+        var plan = try LoadPlan(
+            target: nginx.httpBaseURL + marker + "slow", shape: .rate(perSecond: 1e-11, for: .seconds(1)))
+        plan.connections = 2
+        plan.progressInterval = nil
+        let client = CurlewClient(configuration: plan.clientConfiguration())
+        let load = try LoadTest(plan, client: client)
+        let watchdog = stopping(load, after: .seconds(30))
+        let summary = try await load.run()
+        watchdog.cancel()
+        await client.shutdown()
+
+        #expect(!summary.stopped)
+        #expect(summary.requests == 1)
+        #expect(summary.succeeded == 1)
+        #expect(summary.duration < .seconds(10))
+    }
+
+    /// A plan's duration may be any `Duration`: `.seconds(.max)` overflowed its conversion to nanoseconds (a trap as
+    /// each connection started). It is a run that goes on until stopped.
+    @Test func aRunOfTheLongestDurationGoesOnUntilStopped() async throws {
+        let nginx = try await NginxServer.shared()
+        let marker = "/hits/" + UUID().uuidString + "/"
+        var plan = try LoadPlan(target: nginx.httpBaseURL + marker + "long", shape: .duration(.seconds(Int64.max)))
+        plan.connections = 2
+        plan.progressInterval = nil
+        let client = CurlewClient(configuration: plan.clientConfiguration())
+        let load = try LoadTest(plan, client: client)
+        let stopper = stopping(load, after: .milliseconds(300))
+        let summary = try await load.run()
+        await stopper.value
+        await client.shutdown()
+
+        #expect(summary.stopped)
+        #expect(summary.requests > 0)
+        #expect(summary.failed == 0)
+    }
+
     @Test func plansThatAskForNothingAndSecondRunsAreRefused() async throws {
         let client = CurlewClient()
         var plan = try LoadPlan(target: "http://127.0.0.1:9/", shape: .requests(10))
