@@ -38,13 +38,18 @@ public struct LoadData: Sendable, Equatable {
     }
 
     /// Rows from JSON lines: each non-empty line one object whose strings, numbers and booleans fill the columns
-    /// of their keys.
+    /// of their keys. Lines end in LF or CRLF.
     ///
     /// - Throws: ``ParseError`` for a line that is not a JSON object, or a value that is an array, object or null.
     public static func jsonLines(_ text: String) throws(ParseError) -> LoadData {
         var objects: [[String: String]] = []
         var keys = Set<String>()
-        for (index, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+        // Split at each LF byte, never at the Character "\n": CRLF is one Character, so a file written on Windows
+        // was one line and refused as not JSON.
+        for (index, bytes) in text.utf8.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
+            .enumerated()
+        {
+            let line = Substring(bytes.last == UInt8(ascii: "\r") ? bytes.dropLast() : bytes)
             let trimmed = line.trimmingCharacters(in: .whitespacesAndNewlines)
             if trimmed.isEmpty { continue }
             guard

@@ -34,6 +34,19 @@ struct LoadDataTests {
         #expect(data.rows == [["1", "Ann", nil], ["2.5", nil, "true"]])
     }
 
+    /// Lines were split at the Character "\n", and CRLF is one Character: a file with Windows line ends was a single
+    /// line, refused as not JSON. A CRLF line ends like an LF one; a bad line is still named by its number.
+    @Test func jsonLinesWithCRLFLineEndsReadEveryLine() throws {
+        let data = try LoadData.jsonLines("{\"id\":\"1\"}\r\n{\"id\":\"2\"}\r\n")
+        #expect(data.columns == ["id"])
+        #expect(data.rows == [["1"], ["2"]])
+        #expect {
+            _ = try LoadData.jsonLines("{\"a\": 1}\r\n\r\nnot json\r\n")
+        } throws: { error in
+            (error as? LoadData.ParseError)?.description.contains("line 3") == true
+        }
+    }
+
     @Test(arguments: ["[1]", "{\"a\": [1]}", "{\"a\": null}", "not json"])
     func badJSONLinesAreTypedErrorsNamingTheLine(_ line: String) {
         #expect {
