@@ -36,7 +36,8 @@ package struct BenchTargetSpec: Sendable, Equatable {
 /// - vegeta's plain-text format: `METHOD URL`, then `Name: value` header lines, then optionally `@path` for the
 ///   body; targets are separated by blank lines, `#` starts a comment line.
 ///
-/// The format is the JSON one when the first line that is not blank or a comment starts with `{`.
+/// The format is the JSON one when the first line that is not blank or a comment starts with `{`. A leading byte
+/// order mark (U+FEFF) is skipped.
 package enum BenchTargetFile {
     package struct ParseError: Error, CustomStringConvertible {
         package let description: String
@@ -46,7 +47,8 @@ package enum BenchTargetFile {
     package static func parse(_ text: String, directory: String) throws(ParseError) -> [BenchTargetSpec] {
         // Lines end at LF (or CRLF), as JSON lines and vegeta's files define them: a JSON string may hold U+2028,
         // U+0085 and the other characters Unicode calls line breaks, which JSON writers leave as they are.
-        let lines = text.unicodeScalars.split(separator: "\n", omittingEmptySubsequences: false).map {
+        let fileScalars = text.droppingByteOrderMark.unicodeScalars
+        let lines = fileScalars.split(separator: "\n", omittingEmptySubsequences: false).map {
             (slice: Substring.UnicodeScalarView) -> Substring in
             var scalars = String.UnicodeScalarView(slice)
             if scalars.last == "\r" { scalars.removeLast() }

@@ -15,12 +15,13 @@ public struct LoadData: Sendable, Equatable {
     public let rows: [[String?]]
 
     /// Rows from an RFC 4180 CSV text: the first record names the columns; fields may be quoted (`"a, ""b"""`),
-    /// and a quoted field may hold commas, quotes and line breaks. Lines end in CRLF or LF.
+    /// and a quoted field may hold commas, quotes and line breaks. Lines end in CRLF or LF. A leading byte order mark
+    /// is skipped.
     ///
     /// - Throws: ``ParseError`` for a text without a header, duplicate or empty column names, a record with another
     ///   number of fields than the header, an unterminated quote, or a quote inside an unquoted field.
     public static func csv(_ text: String) throws(ParseError) -> LoadData {
-        let records = try CSVReader.records(of: text)
+        let records = try CSVReader.records(of: text.droppingByteOrderMark)
         guard let header = records.first else { throw ParseError(description: "the CSV has no header row") }
         try checkColumns(header)
         var rows: [[String?]] = []
@@ -38,7 +39,7 @@ public struct LoadData: Sendable, Equatable {
     }
 
     /// Rows from JSON lines: each non-empty line one object whose strings, numbers and booleans fill the columns
-    /// of their keys. Lines end in LF or CRLF.
+    /// of their keys. Lines end in LF or CRLF. A leading byte order mark is skipped.
     ///
     /// - Throws: ``ParseError`` for a line that is not a JSON object, or a value that is an array, object or null.
     public static func jsonLines(_ text: String) throws(ParseError) -> LoadData {
@@ -46,9 +47,9 @@ public struct LoadData: Sendable, Equatable {
         var keys = Set<String>()
         // Split at each LF byte, never at the Character "\n": CRLF is one Character, so a file written on Windows
         // was one line and refused as not JSON.
-        for (index, bytes) in text.utf8.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
-            .enumerated()
-        {
+        for (index, bytes) in text.droppingByteOrderMark.utf8.split(
+            separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false
+        ).enumerated() {
             let line = Substring(bytes.last == UInt8(ascii: "\r") ? bytes.dropLast() : bytes)
             let trimmed = line.trimmingCharacters(in: .whitespacesAndNewlines)
             if trimmed.isEmpty { continue }
@@ -91,6 +92,15 @@ public struct LoadData: Sendable, Equatable {
     }
 }
 
+extension String {
+    /// The text without one leading U+FEFF: the byte order mark Excel's "CSV UTF-8" and Windows editors write
+    /// before UTF-8 text. Kept, it was part of a CSV file's first column name, and a targets file was neither
+    /// JSON (its first line did not start with `{`) nor plain (`METHOD` was not all letters).
+    var droppingByteOrderMark: Substring {
+        unicodeScalars.first == "\u{FEFF}" ? Substring(unicodeScalars.dropFirst()) : self[...]
+    }
+}
+
 /// Whether a JSON number is a boolean: `JSONSerialization` returns both as `NSNumber`, told apart by type encoding.
 private func isBoolean(_ number: NSNumber) -> Bool {
     let encoding = String(cString: number.objCType)
@@ -105,7 +115,7 @@ enum CSVReader {
         var line: Int
     }
 
-    static func records(of text: String) throws(LoadData.ParseError) -> [Record] {
+    static func records(of text: Substring) throws(LoadData.ParseError) -> [Record] {
         var records: [Record] = []
         var fields: [String] = []
         var field = ""

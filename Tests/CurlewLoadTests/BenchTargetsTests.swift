@@ -78,6 +78,19 @@ import Testing
         #expect(text.first?.headers.map(\.value) == ["1"])
     }
 
+    /// Windows editors save UTF-8 with a byte order mark: kept, it made the first line neither JSON (it did not start
+    /// with `{`) nor a target line (`METHOD` was not all letters), and the file was refused. One leading U+FEFF is
+    /// skipped, in either format.
+    @Test(arguments: [
+        ("\u{FEFF}GET http://h/\n", ["http://h/"]),
+        ("\u{FEFF}{\"url\": \"http://h/1\"}\r\n{\"url\": \"http://h/2\"}\r\n", ["http://h/1", "http://h/2"]),
+    ])
+    func aLeadingByteOrderMarkIsSkipped(text: String, urls: [String]) throws {
+        let targets = try BenchTargetFile.parse(text, directory: "/")
+        #expect(targets.map(\.url) == urls)
+        #expect(targets.allSatisfy { $0.method == "GET" && $0.headers.isEmpty && $0.body == nil })
+    }
+
     @Test func roundRobinCyclesThroughTheTargets() {
         #expect(
             (0..<7).map { LoadTargetOrder.roundRobin.targetIndex(ofRequest: $0, targetCount: 3) } == [

@@ -15,6 +15,17 @@ struct LoadDataTests {
         #expect(data.rows == [["", "x"], ["", ""]])
     }
 
+    /// Excel's "CSV UTF-8" starts the file with a byte order mark, which stayed in the first column's name: a
+    /// template's `{{id}}` was then an unknown placeholder. JSON lines skip it too.
+    @Test func aLeadingByteOrderMarkIsNoPartOfTheFirstColumn() throws {
+        let csv = try LoadData.csv("\u{FEFF}id\n1\n")
+        #expect(csv.columns == ["id"])
+        #expect(csv.rows == [["1"]])
+        let jsonLines = try LoadData.jsonLines("\u{FEFF}{\"id\": 1}\n")
+        #expect(jsonLines.columns == ["id"])
+        #expect(jsonLines.rows == [["1"]])
+    }
+
     @Test(arguments: [
         ("", "no header"), ("a,b\n1\n", "record 2 (line 2) has 1 fields"), ("a,a\n1,2\n", "names \"a\" twice"),
         ("a,\n1,2\n", "empty column name"), ("a\n\"open\n", "never closed"), ("a\nx\"y\n", "quote inside"),
