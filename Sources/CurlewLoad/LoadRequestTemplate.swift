@@ -23,7 +23,8 @@ public struct LoadDataRows: Sendable, Equatable {
 /// in header values and the body it is inserted as it is.
 ///
 /// Every placeholder, and every row's request, is checked when the template is made: a run never starts with a
-/// template it cannot fill.
+/// template it cannot fill. A placeholder that names both a data column and a generator (a column named `seq` used
+/// as `{{seq}}`) is refused as ambiguous: the column needs another name.
 ///
 /// Request k uses row k of the data (shuffled by a seed if one is given), so each request's row depends on its
 /// number alone: in a sharded run shard i of n sends requests i, i+n, … and therefore rows i, i+n, ….
@@ -78,7 +79,8 @@ public struct LoadRequestTemplate: Sendable {
     ///   - seed: shuffles the rows (the same seed, the same order); nil keeps the data's order. It also makes
     ///     `{{randInt}}` reproducible (each request's number depends on the seed and the request number).
     /// - Throws: ``ParseError`` for an unclosed or empty `{{`, a placeholder that is neither a column of `data`
-    ///   nor a generator, a `randInt` whose bounds are not two integers MIN ≤ MAX, `{{column}}` without data or
+    ///   nor a generator, or both (a column named `seq` or `uuid` in `{{seq}}` or `{{uuid}}`), a `randInt` whose
+    ///   bounds are not two integers MIN ≤ MAX, `{{column}}` without data or
     ///   without rows, `once` without rows, or a row whose request is invalid (a bad URL, a header value with a
     ///   line break, a missing JSON key).
     public init(
@@ -266,6 +268,14 @@ public struct LoadRequestTemplate: Sendable {
 
     private static func placeholder(_ name: String, in place: String, columns: [String]) throws(ParseError) -> Piece {
         let words = name.split(separator: " ", omittingEmptySubsequences: true)
+        // A data column named like a generator lost to it without a word: the requests carried random UUIDs or
+        // request numbers instead of the rows' values. Neither reading is safe to guess.
+        if let generator = words.first, ["seq", "uuid", "randInt"].contains(generator), columns.contains(name) {
+            throw ParseError(
+                description:
+                    "\(place): {{\(name)}} is ambiguous: it names a data column and the generator \(generator); rename the column"
+            )
+        }
         switch words.first {
         case nil: throw ParseError(description: "\(place): an empty placeholder {{}}")
         case "seq" where words.count == 1: return .sequence

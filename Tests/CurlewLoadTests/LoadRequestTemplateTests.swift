@@ -136,6 +136,22 @@ struct LoadRequestTemplateTests {
         }
     }
 
+    /// A data column named `seq` or `uuid` was silently replaced by the generator: every request carried a request
+    /// number or a random UUID instead of its row's value, and nothing said so. The placeholder names both, so the
+    /// template is refused, naming the column and the generator; other placeholders of such data still work.
+    @Test(arguments: [("seq", "{{seq}}"), ("uuid", "{{ uuid }}"), ("randInt 1 2", "{{randInt 1 2}}")])
+    func aPlaceholderNamingAColumnAndAGeneratorIsAmbiguous(column: String, placeholder: String) throws {
+        let data = LoadData(columns: ["id", column], rows: [["1", "row-value"]])
+        #expect {
+            _ = try LoadRequestTemplate(url: "http://127.0.0.1/" + placeholder, data: data)
+        } throws: { error in
+            let description = (error as? LoadRequestTemplate.ParseError)?.description ?? ""
+            return description.contains("{{\(column)}} is ambiguous") && description.contains("the generator")
+        }
+        let unambiguous = try LoadRequestTemplate(url: "http://127.0.0.1/{{id}}", data: data)
+        #expect(try request(unambiguous, 0).url == "http://127.0.0.1/1")
+    }
+
     @Test func aRowThatCannotMakeARequestIsNamedUpFront() {
         let data = LoadData(columns: ["v"], rows: [["fine"], ["bad\r\nInjected: 1"]])
         #expect {
