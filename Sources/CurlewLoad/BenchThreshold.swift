@@ -191,6 +191,17 @@ public struct LoadThreshold: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// Why the rule measures a check a run of `checkCount` checks does not have (`checks` without a check,
+    /// `check2` with one), or nil. Such a rule can only fail, for want of data, once the whole load was sent: it is
+    /// refused before anything is, as k6 refuses a threshold on a metric no script defines.
+    package func missingCheck(among checkCount: Int) -> String? {
+        switch metric {
+        case .checks where checkCount == 0: "there is no check to measure"
+        case .check(let number) where number > checkCount: "there is no check \(number) (\(checkCount) given)"
+        default: nil
+        }
+    }
+
     /// Evaluates the rule. Without a measured value the rule fails: a run that cannot show it met a limit has
     /// not met it.
     package func evaluate(_ measurements: BenchMeasurements) -> LoadThresholdResult {

@@ -106,7 +106,8 @@ public struct LoadPlan: Sendable {
     public var shape: LoadShape
     /// Requests in flight at most (one per connection). Stages in connections set their own.
     public var connections: Int = 16
-    /// Rules the summary evaluates; ``LoadSummary/passed`` is false when one fails.
+    /// Rules the summary evaluates; ``LoadSummary/passed`` is false when one fails. A rule on ``checks`` (`checks`,
+    /// `check2`) needs the checks it measures.
     public var thresholds: [LoadThreshold] = []
     /// Assertions on each response, counted apart from transport failures (at most 64). A check on the body makes
     /// the run read bodies, each up to ``checkBodyLimit`` bytes (a larger one fails as
@@ -191,6 +192,11 @@ public struct LoadPlan: Sendable {
             )
         }
         if checks.count > 64 { throw LoadTestError("at most 64 checks, not \(checks.count)") }
+        for threshold in thresholds {
+            if let reason = threshold.missingCheck(among: checks.count) {
+                throw LoadTestError("threshold \(threshold.text.debugDescription): \(reason)")
+            }
+        }
         if checkBodyLimit < 1 { throw LoadTestError("the check body limit must be at least 1 byte") }
         var requests = requests
         var template = template
@@ -249,7 +255,8 @@ public final class LoadTest: Sendable {
     /// A load test of `plan` with `client`, whose connections per host should be at least the plan's
     /// (``LoadPlan/clientConfiguration(_:)``).
     ///
-    /// - Throws: ``LoadTestError`` when the plan asks for nothing to send.
+    /// - Throws: ``LoadTestError`` when the plan asks for nothing to send, or has a threshold on a check it does
+    ///   not have (`checks` without checks, `check2` with one).
     public init(_ plan: LoadPlan, client: CurlewClient) throws(LoadTestError) {
         self.plan = plan
         self.runnerPlan = try plan.runnerPlan()

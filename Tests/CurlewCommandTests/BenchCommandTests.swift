@@ -261,6 +261,23 @@ import Testing
         #expect(output.stderr.contains(mention), "stderr: \(output.stderr)")
     }
 
+    /// A threshold on a check that is not given (`check2` with one `--check`, `checks` with none) passed the
+    /// argument checks, ran the whole load and then failed for "no data". It is a usage error before anything is
+    /// sent, as k6 refuses a threshold on a metric that does not exist.
+    @Test(arguments: [
+        (["--check", "status in 200", "--threshold", "check2>99%"], "\"check2>99%\": there is no check 2 (1 given)"),
+        (["--threshold", "p99<1s,checks>99%"], "\"checks>99%\": there is no check to measure"),
+    ])
+    func aThresholdOnACheckNotGivenIsAUsageErrorAndNothingIsSent(options: [String], mention: String) async throws {
+        try await withLoopbackServer { server in
+            let output = try await CurlewBinary.run(
+                ["bench", server.baseURL + "/small", "-n", "20", "--no-progress"] + options)
+            #expect(output.status == 64)
+            #expect(output.stderr.contains(mention), "\(output.stderr)")
+            #expect(server.requestsServed == 0)
+        }
+    }
+
     @Test func progressRedrawsOneLineOnATerminal() async throws {
         // script(1) gives the command a pseudo-terminal; its transcript is what the terminal received.
         guard FileManager.default.isExecutableFile(atPath: "/usr/bin/script") else { return }

@@ -191,6 +191,29 @@ import Testing
         #expect(summary.failed == 0)
     }
 
+    /// A threshold on a check the plan does not have could only fail, for want of data, after the whole load: the
+    /// plan is refused before anything is sent.
+    @Test func aThresholdOnACheckThePlanLacksIsRefused() async throws {
+        let client = CurlewClient()
+        var plan = try LoadPlan(target: "http://127.0.0.1:9/", shape: .requests(10))
+        plan.thresholds = [try LoadThreshold("checks>99%")]
+        #expect {
+            try LoadTest(plan, client: client)
+        } throws: { error in
+            "\(error)".contains("\"checks>99%\": there is no check to measure")
+        }
+        plan.checks = [try LoadCheck("status in 200")]
+        plan.thresholds = [try LoadThreshold("checks>99%"), try LoadThreshold("check1>99%")]
+        _ = try LoadTest(plan, client: client)
+        plan.thresholds.append(try LoadThreshold("check2>99%"))
+        #expect {
+            try LoadTest(plan, client: client)
+        } throws: { error in
+            "\(error)".contains("\"check2>99%\": there is no check 2 (1 given)")
+        }
+        await client.shutdown()
+    }
+
     @Test func plansThatAskForNothingAndSecondRunsAreRefused() async throws {
         let client = CurlewClient()
         var plan = try LoadPlan(target: "http://127.0.0.1:9/", shape: .requests(10))

@@ -340,14 +340,20 @@ struct BenchCommand: AsyncParsableCommand {
                 throw ValidationError("--stages in connections sets the connections: drop -c")
             }
         }
+        let thresholds: [LoadThreshold]
         do {
-            _ = try parsedThresholds()
+            thresholds = try parsedThresholds()
         } catch {
             throw ValidationError(error.description)
         }
         do {
             let checks = try parsedChecks()
             if checks.count > 64 { throw ValidationError("at most 64 --check, not \(checks.count)") }
+            for threshold in thresholds {
+                if let reason = threshold.missingCheck(among: checks.count) {
+                    throw ValidationError("--threshold \(threshold.text.debugDescription): \(reason) (--check)")
+                }
+            }
         } catch let error as LoadCheck.ParseError {
             throw ValidationError(error.description)
         }
