@@ -124,7 +124,7 @@ package struct BenchShardResult {
         }
         try checkFigures(summary, record, path: path)
         let histogramPath = (directory as NSString).appendingPathComponent(record.histogramFile)
-        let histogram: LatencyHistogram
+        var histogram: LatencyHistogram
         do {
             histogram = try JSONDecoder().decode(
                 StoredHistogram.self, from: try Data(contentsOf: URL(fileURLWithPath: histogramPath))
@@ -136,6 +136,20 @@ package struct BenchShardResult {
             throw BenchMergeError(
                 "\(histogramPath.debugDescription) holds \(histogram.totalCount) latencies, its summary \(summary.requests) requests"
             )
+        }
+        if histogram.totalCount > 0 {
+            // The stored counts keep the largest latency's bucket, read back as its lowest value; the summary keeps
+            // the latency itself. Raised to it (a count of 0 moves no count), the merge reports the largest of the
+            // shards' maxima and caps percentiles there, as a single run does. A max outside that bucket is no
+            // shard's.
+            let maximum = summary.latencyMicroseconds.max
+            guard let exact = UInt64(exactly: maximum), histogram.valuesAreEquivalent(exact, histogram.maxRecorded)
+            else {
+                throw BenchMergeError(
+                    "\(path.debugDescription) gives a max latency of \(maximum) µs, its histogram one of \(histogram.max) µs"
+                )
+            }
+            histogram.record(exact, count: 0)
         }
         let logPath = (directory as NSString).appendingPathComponent(record.hdrLogFile)
         let entries: [HdrHistogramLogEntry]

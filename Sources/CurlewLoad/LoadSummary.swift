@@ -85,10 +85,11 @@ public struct LoadSummary: Sendable {
         return histogram.totalCount > 0 ? .microseconds(Int64(histogram.min)) : nil
     }
 
-    /// The longest latency; nil when the run completed no request.
+    /// The longest latency, as recorded (not rounded up to its histogram bucket, so it agrees with the percentiles
+    /// and ``minLatency``); nil when the run completed no request.
     public var maxLatency: Duration? {
         let histogram = result.histogram
-        return histogram.totalCount > 0 ? .microseconds(Int64(histogram.max)) : nil
+        return histogram.totalCount > 0 ? .microseconds(Int64(histogram.maxRecorded)) : nil
     }
 }
 

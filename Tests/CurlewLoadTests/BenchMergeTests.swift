@@ -60,6 +60,46 @@ import Testing
         return try BenchShardResult.load(path: directory + "/s.json")
     }
 
+    /// Writes shard `index` of 2 as `curlew bench --output-dir` does, with these latencies (and `claimedMax` as its
+    /// summary's max, if given), and loads it.
+    private func loadShard(_ index: Int, latencies: [UInt64], claimedMax: Double? = nil) throws -> BenchShardResult {
+        let directory = NSTemporaryDirectory() + "curlew-merge-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var tally = BenchTally()
+        for latency in latencies { _ = tally.histogram.record(latency) }
+        tally.succeeded = latencies.count
+        var summary = BenchSummary(
+            result: BenchResult(tally: tally, elapsed: .seconds(1)), url: "x", method: "GET", connections: 1,
+            loops: 1, latencyFromIntendedTime: false, rate: nil, targets: nil)
+        if let claimedMax { summary.latencyMicroseconds.max = claimedMax }
+        summary.shard = ShardAssignment(index: index, count: 2)
+        summary.run = BenchRunRecord(
+            plan: BenchRunPlan(
+                target: "x", method: "GET", httpVersion: "1.1", targetsOrder: "round-robin", intervalSeconds: 1,
+                shards: 2),
+            intervals: [], histogramFile: "s.histogram.json", hdrLogFile: "s.hlog")
+        try JSONEncoder().encode(summary).write(to: URL(fileURLWithPath: directory + "/s.json"))
+        try JSONEncoder().encode(tally.histogram).write(to: URL(fileURLWithPath: directory + "/s.histogram.json"))
+        try HdrHistogramLogWriter(path: directory + "/s.hlog", startTime: Date()).close()
+        return try BenchShardResult.load(path: directory + "/s.json")
+    }
+
+    /// A shard's stored histogram keeps only its largest latency's bucket, read back as the bucket's lowest value:
+    /// with `max` the latency recorded, a merge reported less than a shard measured. It reports the largest of the
+    /// shards' maxima, caps percentiles there, and evaluates `max` on it; a max no bucket of its shard holds is
+    /// refused.
+    @Test func theMergedMaxIsTheLargestOfTheShardsMaxima() throws {
+        let first = try loadShard(0, latencies: [1_000, 999_990])
+        let second = try loadShard(1, latencies: [2_000, 500_003])
+        let merged = try BenchMerge(
+            [first, second], thresholds: [try LoadThreshold("max<1s"), try LoadThreshold("max>999989us")])
+        #expect(merged.summary.latencyMicroseconds.max == 999_990)
+        #expect(merged.summary.latencyMicroseconds.p99_9 == 999_990)
+        #expect(merged.summary.thresholds.map(\.passed) == [true, true])
+        #expect(throws: BenchMergeError.self) { try loadShard(0, latencies: [1_000, 999_990], claimedMax: 5_000_000) }
+    }
+
     @Test func anUnchangedShardLoads() throws {
         #expect(try loadChangedShard("", { $0 }).summary.shard == ShardAssignment(index: 0, count: 2))
     }
