@@ -52,7 +52,10 @@ package enum BenchStages: Sendable, Equatable {
             guard stages.contains(where: { $0.level > 0 }) else { throw fail("every stage has 0 connections") }
             return .concurrency(ConcurrencySchedule(stages: stages))
         }
-        return .arrivals(ArrivalSchedule(stages: stages))
+        let schedule = ArrivalSchedule(stages: stages)
+        // As with 0 connections: a plan that sends nothing (`2s:0rps`) is a mistake, not a run that passes.
+        guard schedule.totalRequests > 0 else { throw fail("the stages plan no requests: the rate is 0 throughout") }
+        return .arrivals(schedule)
     }
 
     /// The longest run stages may plan, in seconds: the bound of one duration (`ScaledNumber.duration`), so the
@@ -151,7 +154,10 @@ package struct ArrivalSchedule: Sendable, Equatable {
         for segment in segments {
             guard seconds > segment.start else { break }
             let t = min(seconds - segment.start, segment.seconds)
-            let slope = segment.seconds.isFinite ? (segment.toRate - segment.fromRate) / segment.seconds : 0
+            // A stage of 0 s adds no arrivals; its slope (a jump over no time) would be ±∞ or NaN, and ∞ × 0 NaN.
+            let slope =
+                segment.seconds.isFinite && segment.seconds > 0
+                ? (segment.toRate - segment.fromRate) / segment.seconds : 0
             total = segment.arrivalsBefore + segment.fromRate * t + slope * t * t / 2
         }
         return total

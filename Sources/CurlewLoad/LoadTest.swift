@@ -64,7 +64,8 @@ public struct LoadShape: Sendable, Equatable {
     /// `30s:100rps,2m:500rps,30s:0rps` (open model, requests per second) or `1m:16c,1m:256c` (closed model,
     /// connections). The run ends with the last stage.
     ///
-    /// - Throws: ``ParseError`` for a stage that is not `DURATION:LEVEL`, mixed units, or stages that last no time.
+    /// - Throws: ``ParseError`` for a stage that is not `DURATION:LEVEL`, mixed units, stages that last no time or
+    ///   1e9 s (31 years) or more, 0 connections throughout, or rates that plan no request (`2s:0rps`).
     public init(stages: String) throws(ParseError) {
         let parsed: BenchStages
         do {

@@ -242,6 +242,7 @@ import Testing
         (["bench", "--threshold", "p99<20"], "needs a unit"),
         (["bench", "--threshold", "errors<1"], "percentage"),
         (["bench", "--stages", "10s:fast"], "neither requests per second"),
+        (["bench", "--stages", "2s:0rps"], "the stages plan no requests"),
         (["bench", "--stages", "1s:10rps", "--rate", "5"], "not both"),
         (["bench", "--stages", "1s:10rps", "-n", "5"], "drop -n/-d"),
         (["bench", "--stages", "1s:4c", "-c", "8"], "drop -c"),

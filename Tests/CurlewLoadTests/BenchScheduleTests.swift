@@ -95,6 +95,27 @@ import Testing
         #expect(ArrivalSchedule(stages: stages).totalRequests == .max)
     }
 
+    /// A trailing stage of 0 s made the arrivals after it NaN: its slope was a jump divided by 0 s, times 0.
+    @Test func arrivalsPastAZeroLengthStageStayFinite() throws {
+        let schedule = try arrivals("1s:100rps,0s:50rps")
+        #expect(schedule.totalRequests == 50)
+        #expect(schedule.arrivals(at: 2) == 50)
+        #expect(schedule.plannedArrivals(from: 0.5, to: 5) == 37.5)
+        let plateau = try arrivals("1s:100rps,0s:100rps")
+        #expect(plateau.arrivals(at: 1.5) == 50)
+    }
+
+    /// `--stages 2s:0rps` was accepted and sent nothing (exit 0) while `2s:0c` was refused: a rate plan with no
+    /// requests, all zero or above zero only over no time, is refused the same way.
+    @Test(arguments: ["2s:0rps", "2s:0rps,3s:0rps", "1s:0rps,0s:100rps"])
+    func aRatePlanThatSendsNothingIsRefused(text: String) {
+        #expect {
+            try BenchStages.parse(text)
+        } throws: { error in
+            "\(error)".contains("the stages plan no requests")
+        }
+    }
+
     @Test(arguments: [
         ("30s", "DURATION:LEVEL"),
         ("ten:100rps", "not a duration"),
