@@ -80,9 +80,8 @@ public struct LoadRequestTemplate: Sendable {
     ///     `{{randInt}}` reproducible (each request's number depends on the seed and the request number).
     /// - Throws: ``ParseError`` for an unclosed or empty `{{`, a placeholder that is neither a column of `data`
     ///   nor a generator, or both (a column named `seq` or `uuid` in `{{seq}}` or `{{uuid}}`), a `randInt` whose
-    ///   bounds are not two integers MIN ≤ MAX, `{{column}}` without data or
-    ///   without rows, `once` without rows, or a row whose request is invalid (a bad URL, a header value with a
-    ///   line break, a missing JSON key).
+    ///   bounds are not two integers MIN ≤ MAX, `{{column}}` without data or without rows, `once` without rows, or
+    ///   a row whose request is invalid (a bad URL, a header value with a line break, a missing JSON key).
     public init(
         method: HTTPRequest.Method = .get, url: String, headers: [(String, String)] = [], body: String? = nil,
         data: LoadData? = nil, rows rowMode: LoadDataRows = .cycle, seed: UInt64? = nil
