@@ -86,7 +86,12 @@ public final class Upload: Sendable {
         self.configuration = configuration
         self.selection = selection
         let journal = try selection.journalPath.map { path throws(UploadError) in try UploadJournal(path: path) }
-        try journal?.bind(to: Self.journalDestination(configuration.destination))
+        do {
+            try journal?.bind(to: Self.journalDestination(configuration.destination))
+        } catch {
+            journal?.finish()
+            throw error
+        }
         self.journal = journal
         let journalSkips = skipsFilesTheJournalHasDone ? journal : nil
         self.journalSkips = journalSkips

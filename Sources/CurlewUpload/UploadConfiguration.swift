@@ -38,6 +38,9 @@ public struct UploadConfiguration: Sendable {
     public var maxAge: Duration?
     /// Where to record every file the server accepted; an upload with the same journal skips those. Multipart
     /// uploads to S3 are journaled part by part, so a stopped upload resumes a large file from its next part.
+    /// One upload at a time holds a journal: making an ``Upload`` whose journal another upload (in this process or
+    /// another) holds throws ``UploadError`` of kind ``UploadError/Kind/journal``; an upload holds it from when it
+    /// is made until its run ends, or until it is dropped unrun.
     public var journalPath: String?
     /// Called with every file event as it happens (started, part stored, done, skipped with its rule, failed with
     /// its cause), from the upload's workers, several at once: what `curlew upload --json-events` writes out. Keep it

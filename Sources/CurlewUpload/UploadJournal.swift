@@ -52,20 +52,37 @@ package final class UploadJournal: S3UploadJournal {
     private let unsynced = Atomic<Bool>(false)
     private let writeFailure = Mutex<String?>(nil)
     private let syncTask = Mutex<Task<Void, Never>?>(nil)
+    /// Set by ``finish()``, which closes the descriptor once however often it is called.
+    private let finished = Atomic<Bool>(false)
 
+    /// Opens (or creates) the journal at `path` and reads what earlier runs recorded.
+    ///
+    /// - Throws: ``UploadError`` of kind `journal` when the file cannot be opened, written or cut, or when another
+    ///   run (in this process or another) holds it open: two runs appending to one journal would each resume from
+    ///   records the other is still changing.
     package init(path: String) throws(UploadError) {
         self.path = path
+        descriptor = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else {
+            throw UploadError(
+                .journal, "cannot open --journal \(path.debugDescription): \(String(cString: strerror(errno)))")
+        }
+        // An advisory lock on the open file, released by the kernel when the descriptor closes, a kill -9 included.
+        // Taken before the records are read, so a run never reads a journal another run is still writing.
+        guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
+            let reason =
+                errno == EWOULDBLOCK
+                ? "another run is using it; wait for that run to end, or give this one a journal of its own"
+                : String(cString: strerror(errno))
+            _ = close(descriptor)
+            throw UploadError(.journal, "cannot lock --journal \(path.debugDescription): \(reason)")
+        }
         let existing = FileManager.default.contents(atPath: path).map { Array($0) } ?? []
         recordedDestination = Self.recordedDestination(existing)
         let parsed = Self.parse(existing)
         (entries, multipartUploads, ignoredLines) = (parsed.entries, parsed.multipart, parsed.ignored)
         inFlight = parsed.inFlight.filter { parsed.entries[$0.key] != $0.value }
 
-        descriptor = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o644)
-        guard descriptor >= 0 else {
-            throw UploadError(
-                .journal, "cannot open --journal \(path.debugDescription): \(String(cString: strerror(errno)))")
-        }
         if existing.isEmpty {
             try append(Self.header)
         } else if existing.last != UInt8(ascii: "\n") {
@@ -79,10 +96,13 @@ package final class UploadJournal: S3UploadJournal {
                 )
             }
         }
-        let task = Task.detached { [self] in
+        // Holds the journal weakly: a journal dropped without ``finish()`` (an upload built and never run) is freed,
+        // and its deinit closes the descriptor and so releases the lock.
+        let task = Task.detached { [weak self] in
             while !Task.isCancelled {
                 try? await Task.sleep(for: .milliseconds(100))
-                syncIfNeeded()
+                guard let self else { return }
+                self.syncIfNeeded()
             }
         }
         syncTask.withLock { $0 = task }
@@ -253,12 +273,21 @@ package final class UploadJournal: S3UploadJournal {
     /// The first write error, if any: the run must not claim a journal it could not keep.
     package var failure: String? { writeFailure.withLock { $0 } }
 
-    /// Flushes to disk and closes; call once at the end.
+    /// Flushes to disk, closes and so releases the lock; call at the end. Later calls do nothing.
     package func finish() {
         syncTask.withLock { $0?.cancel() }
+        guard !finished.exchange(true, ordering: .acquiringAndReleasing) else { return }
         syncIfNeeded()
         _ = fdatasync(descriptor)
         _ = close(descriptor)
+    }
+
+    deinit {
+        syncTask.withLock { $0?.cancel() }
+        if !finished.load(ordering: .acquiring) {
+            _ = fdatasync(descriptor)
+            _ = close(descriptor)
+        }
     }
 
     private func syncIfNeeded() {

@@ -70,4 +70,43 @@ import Testing
         defer { journal.finish() }
         #expect(journal.inFlight.keys.sorted() == ["a.txt"], "a done line settles an earlier sending line")
     }
+
+    /// Two runs appending to one journal would each resume from records the other is still changing: the second
+    /// run is refused while the first holds the journal, and opens it once the first has finished.
+    @Test func aJournalIsRefusedToASecondRunUntilTheFirstFinishes() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("journal-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("j").path
+        let first = try UploadJournal(path: path)
+        first.record(UploadItem(relativePath: "a.txt", absolutePath: "/a.txt", size: 1, modifiedNanoseconds: 2))
+        let refusal = #expect(throws: UploadError.self) { try UploadJournal(path: path) }
+        #expect(refusal?.kind == .journal)
+        #expect(refusal?.description.contains("another run is using it") == true, "\(String(describing: refusal))")
+        first.finish()
+        first.finish()
+        let second = try UploadJournal(path: path)
+        defer { second.finish() }
+        #expect(second.entries.keys.sorted() == ["a.txt"])
+    }
+
+    /// An upload built and never run drops its journal without finishing it: the journal is freed and its lock
+    /// released, so the next run in the same process can open it (the background sync task held it for good).
+    @Test func aJournalDroppedWithoutFinishingReleasesItsLock() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("journal-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("j").path
+        weak var dropped: UploadJournal?
+        do {
+            let journal = try UploadJournal(path: path)
+            dropped = journal
+        }
+        // The sync task holds the journal for the instant of a sync every 100 ms, so the last release may be its.
+        let deadline = ContinuousClock.now + .seconds(2)
+        while dropped != nil, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(dropped == nil)
+        let reopened = try UploadJournal(path: path)
+        reopened.finish()
+    }
 }
