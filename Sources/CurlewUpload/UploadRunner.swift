@@ -121,6 +121,12 @@ package struct UploadTally: Sendable {
     package var statusCounts: [Int: Int] = [:]
     package var failures: [UploadFailure] = []
 
+    /// One more response: its status, and a connection opened unless it reused one.
+    package mutating func count(status: Int, reusedConnection: Bool) {
+        statusCounts[status, default: 0] += 1
+        if !reusedConnection { connectionsOpened += 1 }
+    }
+
     /// One more file the destination already held, recognised by the rule named `rule`.
     package mutating func countAlreadyThere(by rule: String) {
         alreadyThere += 1
@@ -155,6 +161,8 @@ package final class UploadRunner: Sendable {
     private let s3: S3Uploader?
     /// Where the S3 uploader puts each file: the bucket and key prefix.
     private let s3Location: S3Location?
+    /// For PUTs to http(s): the folders a server that does not make them needs (MKCOL after a 409).
+    private let parentFolders: WebDAVParentFolders?
     /// Called after each file is settled (sent, skipped or failed), for the progress sequence.
     private let onFileSettled: @Sendable (UploadProgressSnapshot) -> Void
     /// Called with every file event as it happens (``UploadConfiguration/onEvent``).
@@ -181,6 +189,12 @@ package final class UploadRunner: Sendable {
         self.journal = journal
         self.s3 = s3?.uploader
         self.s3Location = s3?.location
+        self.parentFolders =
+            plan.mode == .put && s3 == nil
+            ? WebDAVParentFolders(
+                folder: WebDAVFolder(
+                    baseURL: plan.baseURL, client: client, headers: plan.headers.map { (name: $0.0, value: $0.1) }))
+            : nil
         self.onFileSettled = onFileSettled
         self.retryRules = RetryRules.upload.allowingRetries(plan.retries)
     }
@@ -246,6 +260,8 @@ package final class UploadRunner: Sendable {
             return
         }
         let idempotent = plan.mode == .put
+        // A PUT refused with 409 is sent again once its folders are made: once per file, not per attempt.
+        var madeParentFolders = false
         await retrying(maxAttempts: retryRules.maxAttempts) { (attempt: RetryAttempt) async -> RetryStep<Void> in
             // The state just before sending is what the journal records: the engine fails the transfer if the file
             // changes from there on.
@@ -281,15 +297,34 @@ package final class UploadRunner: Sendable {
             defer { if let live { bytesDone.subtract(live.settle(), ordering: .relaxed) } }
             do {
                 try await plan.budget?.reserve(item.size)
-                var request = try makeRequest(for: item)
-                if let live {
-                    request.progressInterval = .milliseconds(200)
-                    request.onProgress = { [self] progress in live.report(sent: progress.bytesSent, into: bytesDone) }
+                func send() async throws -> CurlewResponse {
+                    var request = try makeRequest(for: item)
+                    if let live {
+                        request.progressInterval = .milliseconds(200)
+                        request.onProgress = { [self] progress in
+                            live.report(sent: progress.bytesSent, into: bytesDone)
+                        }
+                    }
+                    let response = try await client.execute(request)
+                    tally.count(status: Int(response.status.code), reusedConnection: response.metrics.reusedConnection)
+                    return response
                 }
-                let response = try await client.execute(request)
-                tally.statusCounts[Int(response.status.code), default: 0] += 1
-                if !response.metrics.reusedConnection { tally.connectionsOpened += 1 }
+                func count(_ request: WebDAVParentFolders.Request) {
+                    tally.count(status: request.status, reusedConnection: request.reusedConnection)
+                }
+                await parentFolders?.prepare(for: item.relativePath, made: count)
+                var response = try await send()
+                var parentFoldersProblem: String?
+                if response.status.code == 409, let parentFolders, !madeParentFolders {
+                    madeParentFolders = true
+                    parentFoldersProblem = await parentFolders.makeAfterConflict(for: item.relativePath, made: count)
+                    if parentFoldersProblem == nil {
+                        try await plan.budget?.reserve(item.size)
+                        response = try await send()
+                    }
+                }
                 if (200..<300).contains(response.status.code) {
+                    parentFolders?.fileSent(item.relativePath)
                     journal?.record(item)
                     tally.uploaded += 1
                     tally.bytes += item.size
@@ -298,7 +333,9 @@ package final class UploadRunner: Sendable {
                     onEvent?(UploadEvent(.done, path: item.relativePath, size: item.size))
                     return .finished(())
                 }
-                failure = "HTTP \(response.status.code)" + Self.bodyHint(response.body)
+                failure =
+                    "HTTP \(response.status.code)" + Self.bodyHint(response.body)
+                    + (parentFoldersProblem.map { " (its folder could not be made: \($0))" } ?? "")
                 retryDelay = retryRules.delayBeforeRetry(
                     afterStatus: Int(response.status.code), retryAfter: response.header("Retry-After"),
                     idempotent: idempotent, attempt: attempt.number)

@@ -58,7 +58,8 @@ public struct UploadSummary: Sendable, Codable {
     public package(set) var retries: Int
     /// Connections opened (the rest were reused).
     public package(set) var connectionsOpened: Int
-    /// Responses by HTTP status (as text, JSON's object keys).
+    /// Responses by HTTP status (as text, JSON's object keys): every request a file took (S3's several; a PUT sent
+    /// again once its folders were made, and their MKCOLs).
     public package(set) var statusCodes: [String: Int]
     /// The journal's path, if the upload kept one.
     public package(set) var journal: String?

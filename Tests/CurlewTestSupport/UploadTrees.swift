@@ -43,30 +43,66 @@ public struct SourceTree: Sendable {
     }
 }
 
-/// The nginx WebDAV target of one test: its own folder, its own lines in the shared access log.
+/// The WebDAV target of one test (nginx or WsgiDAV): its own folder, its own lines in the server's shared access log.
 public struct DavTarget: Sendable {
-    /// The server.
-    public let nginx: NginxServer
-    /// The target's folder under the server's WebDAV root.
+    /// The server's URL: scheme, host and port.
+    public let baseURL: String
+    /// The folder the server stores the location's files in.
+    public let scratchDirectory: String
+    /// The server's log of requests to the location, `METHOD STATUS PATH` per line.
+    public let log: AccessLogIndex
+    /// The target's folder under the location.
     public let folder: String
+    /// How the server treats a PUT into a missing folder.
+    public let location: Location
 
-    /// A target in a folder of its own.
-    public init(nginx: NginxServer) {
-        self.nginx = nginx
-        self.folder = "run-" + UUID().uuidString
+    /// Where a target lives, by how its server treats a PUT into a folder that does not exist.
+    public enum Location: String, Sendable {
+        /// nginx's `/dav/`: a PUT makes the folders its path names (`create_full_put_path on`), as object stores do.
+        case makesFolders = "dav"
+        /// WsgiDAV's `/dav-strict/`: a PUT into a missing folder fails with 409 Conflict and MKCOL makes folders,
+        /// as RFC 4918 has it (Apache's mod_dav, sabre/dav, IIS).
+        case strict = "dav-strict"
+        /// WsgiDAV's `/dav-no-mkcol/`: as ``strict``, but MKCOL is forbidden (403).
+        case strictWithoutMKCOL = "dav-no-mkcol"
     }
 
+    /// A target on nginx's `/dav/`, in a folder of its own that does not exist until something is stored in it.
+    public init(nginx: NginxServer) {
+        self.init(
+            baseURL: nginx.httpBaseURL, scratchDirectory: nginx.scratchDirectory, log: nginx.davLog,
+            location: .makesFolders)
+    }
+
+    /// A target on WsgiDAV (``Location/strict`` or ``Location/strictWithoutMKCOL``), in a folder of its own that
+    /// does not exist until something makes it.
+    public init(wsgidav: WsgiDAVServer, location: Location) {
+        self.init(
+            baseURL: wsgidav.baseURL, scratchDirectory: wsgidav.scratchDirectory, log: wsgidav.log, location: location)
+    }
+
+    private init(baseURL: String, scratchDirectory: String, log: AccessLogIndex, location: Location) {
+        self.baseURL = baseURL
+        self.scratchDirectory = scratchDirectory
+        self.log = log
+        self.folder = "run-" + UUID().uuidString
+        self.location = location
+    }
+
+    /// The target's path on the server, which every request to it starts with (ends with `/`).
+    public var pathPrefix: String { "/\(location.rawValue)/\(folder)/" }
+
     /// The URL files are PUT under (ends with `/`).
-    public var url: String { nginx.httpBaseURL + "/dav/\(folder)/" }
+    public var url: String { baseURL + pathPrefix }
 
-    /// Where nginx stored a file.
-    public func storedPath(_ relativePath: String) -> String { nginx.scratchDirectory + "/\(folder)/" + relativePath }
+    /// Where the server stored a file.
+    public func storedPath(_ relativePath: String) -> String { scratchDirectory + "/\(folder)/" + relativePath }
 
-    /// Successful (2xx) PUTs per decoded relative path, from nginx's access log.
+    /// Successful (2xx) PUTs per decoded relative path, from the server's access log.
     public func acceptedPuts() throws -> [String: Int] {
-        let prefix = "/dav/\(folder)/"
+        let prefix = pathPrefix
         var counts: [String: Int] = [:]
-        for line in nginx.davLog.lines(inGroupOf: prefix) {
+        for line in log.lines(inGroupOf: prefix) {
             let fields = line.split(separator: " ", maxSplits: 2)
             guard fields.count == 3, fields[0] == "PUT", fields[1].hasPrefix("2"), fields[2].hasPrefix(prefix) else {
                 continue
@@ -77,11 +113,11 @@ public struct DavTarget: Sendable {
         return counts
     }
 
-    /// Every request of `method` to this target's folder in nginx's access log, in order: its status and the
+    /// Every request of `method` to this target's folder in the server's access log, in order: its status and the
     /// decoded relative path.
     public func loggedRequests(method: String) -> [(status: Int, path: String)] {
-        let prefix = "/dav/\(folder)/"
-        return nginx.davLog.lines(inGroupOf: prefix).compactMap { line in
+        let prefix = pathPrefix
+        return log.lines(inGroupOf: prefix).compactMap { line in
             let fields = line.split(separator: " ", maxSplits: 2)
             guard fields.count == 3, fields[0] == method, let status = Int(fields[1]), fields[2].hasPrefix(prefix)
             else { return nil }
@@ -91,6 +127,6 @@ public struct DavTarget: Sendable {
 
     /// Deletes what the target received.
     public func remove() {
-        try? FileManager.default.removeItem(atPath: nginx.scratchDirectory + "/\(folder)")
+        try? FileManager.default.removeItem(atPath: scratchDirectory + "/\(folder)")
     }
 }
