@@ -114,7 +114,14 @@ public struct UploadSource: Sendable, Hashable, CustomStringConvertible {
         return try Self.readManifest(source)
     }
 
+    /// Why a path that is not valid UTF-8 is not sent. Its name on the server would be a guess (AWS CLI skips such
+    /// files too), and decoded with U+FFFD it could name another file: `a\u{FFFD}.txt` beside `a<0xFF>.txt`.
+    static let notUTF8 =
+        "the name is not valid UTF-8 (shown with U+FFFD where it is not), so it has no name on the server: "
+        + "rename it to send it"
+
     /// Symbolic links to files are followed; links to directories are not, so a link cycle cannot loop forever.
+    /// A name that is not valid UTF-8 is a problem, and so is a folder's: nothing in it is listed.
     private static func walk(directory: String, relative: String, into listing: inout UploadListing) {
         guard let handle = opendir(directory) else {
             listing.problems.append(
@@ -125,12 +132,16 @@ public struct UploadSource: Sendable, Hashable, CustomStringConvertible {
         defer { closedir(handle) }
         var subdirectories: [(String, String)] = []
         while let entry = readdir(handle) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
-            }
+            let nameBytes = withUnsafeBytes(of: entry.pointee.d_name) { raw in Array(raw.prefix(while: { $0 != 0 })) }
+            let name = String(decoding: nameBytes, as: UTF8.self)
             if name == "." || name == ".." { continue }
             let path = directory + "/" + name
             let relativePath = relative.isEmpty ? name : relative + "/" + name
+            guard String(validating: nameBytes, as: UTF8.self) != nil else {
+                // Decoded with U+FFFD, the path names another file or none: never stat'd or sent under it.
+                listing.problems.append(UnlistablePath(relativePath: relativePath, reason: notUTF8))
+                continue
+            }
             var status = stat()
             guard lstat(path, &status) == 0 else {
                 listing.problems.append(
@@ -173,12 +184,17 @@ public struct UploadSource: Sendable, Hashable, CustomStringConvertible {
         var listing = UploadListing()
         // The file (device and inode) each server name was given to.
         var named: [String: (device: UInt64, inode: UInt64, line: String)] = [:]
-        for rawLine in String(decoding: data, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: true) {
-            let line = rawLine.hasSuffix("\r") ? String(rawLine.dropLast()) : String(rawLine)
+        for lineBytes in data.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: true) {
+            let rawLine = String(decoding: lineBytes, as: UTF8.self)
+            let line = rawLine.hasSuffix("\r") ? String(rawLine.dropLast()) : rawLine
             if line.trimmingCharacters(in: .whitespaces).isEmpty { continue }
             let absolutePath = line.hasPrefix("/") ? line : (base.isEmpty ? line : base + "/" + line)
             let relativePath = normalized(line)
             guard !relativePath.isEmpty else { continue }
+            guard String(validating: lineBytes, as: UTF8.self) != nil else {
+                listing.problems.append(UnlistablePath(relativePath: relativePath, reason: notUTF8))
+                continue
+            }
             var status = stat()
             guard stat(absolutePath, &status) == 0 else {
                 listing.problems.append(
