@@ -277,6 +277,16 @@ package final class S3Uploader: Sendable {
         try await verifyComposite(parts: parts, completion: reply.text, key: key)
     }
 
+    /// Aborts the multipart upload an earlier run left for a file that is no longer in the source (`key` is where
+    /// it was going): nothing will complete it, and the store bills its parts until it is aborted. A failure is left
+    /// for the next run, which tries again.
+    package func abandon(_ upload: S3MultipartProgress, ofFileAt relativePath: String, key: String) async {
+        let item = UploadItem(
+            relativePath: relativePath, absolutePath: "", size: upload.file.size,
+            modifiedNanoseconds: upload.file.modifiedNanoseconds)
+        try? await abort(item, key: key, uploadID: upload.uploadID)
+    }
+
     /// AbortMultipartUpload: the store drops the parts (and stops billing them); the journal forgets the upload.
     private func abort(_ item: UploadItem, key: String, uploadID: String) async throws(S3RequestFailure) {
         _ = try await client.send(.delete, key: key, query: [("uploadId", uploadID)], allowing: [404], cleanup: true)

@@ -33,6 +33,8 @@ public final class Upload: Sendable {
     package let mode: UploadMode
     /// Set for S3 destinations: its requests are what the summary counts.
     package let s3Client: S3Client?
+    /// Set for S3 destinations: the uploader and where it puts files.
+    private let s3: (uploader: S3Uploader, location: S3Location)?
     private let runner: UploadRunner
     private let broadcast: ProgressBroadcast
     private let hasRun = Atomic<Bool>(false)
@@ -142,6 +144,7 @@ public final class Upload: Sendable {
         let broadcast = ProgressBroadcast(
             filesTotal: pending.count, bytesTotal: pending.reduce(Int64(0)) { $0 + $1.size })
         self.broadcast = broadcast
+        self.s3 = s3
         runner = UploadRunner(
             client: client, plan: plan, items: pending, journal: journal, s3: s3,
             onFileSettled: { broadcast.publish($0) }, onEvent: configuration.onEvent)
@@ -169,6 +172,23 @@ public final class Upload: Sendable {
         return summary
     }
 
+    /// Aborts the multipart uploads the journal holds for files no longer in the source folder (deleted, or renamed
+    /// since a run was stopped midway): nothing would ever complete them, and S3 bills their parts until they are
+    /// aborted. A file that is still there, this run's filters or shard leaving it out included, keeps its upload
+    /// for a later run to resume; so does a file of a manifest source, whose paths the journal does not hold.
+    private func abortUploadsOfFilesGone() async {
+        guard let journal, let s3, let folder = configuration.source.folder else { return }
+        for (relativePath, upload) in journal.multipartUploads.sorted(by: { $0.key < $1.key }) {
+            // Completed (its done line records the same version): nothing is left to abort.
+            if journal.entries[relativePath] == upload.file { continue }
+            var status = stat()
+            guard lstat(folder + "/" + relativePath, &status) != 0, errno == ENOENT || errno == ENOTDIR else {
+                continue
+            }
+            await s3.uploader.abandon(upload, ofFileAt: relativePath, key: s3.location.key(for: relativePath))
+        }
+    }
+
     /// ``run()`` for the command, which prints the summary before it reports a journal that could not be written.
     package func runKeepingSummary() async throws(UploadError) -> (summary: UploadSummary, journalFailure: String?) {
         guard !hasRun.exchange(true, ordering: .relaxed) else {
@@ -187,6 +207,7 @@ public final class Upload: Sendable {
         let tally = await runner.run()
         let elapsed = ContinuousClock.now - started
         let interrupted = stopAsked.load(ordering: .relaxed) || Task.isCancelled
+        if !interrupted { await abortUploadsOfFilesGone() }
         journal?.finish()
         broadcast.finish(runner.progress)
 

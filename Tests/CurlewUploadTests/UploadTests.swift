@@ -129,6 +129,62 @@ import Testing
         #expect(puts.count >= Self.names.count && puts.count <= Self.names.count + Self.concurrency)
     }
 
+    /// Multipart uploads a stopped run left: one for a file deleted since, which nothing would ever complete (S3
+    /// bills its parts until it is aborted), and one for a file still there that this run's filter leaves out.
+    /// The next run aborts the first (boto3 sees it gone; the journal records it) and keeps the second.
+    @Test func theNextRunAbortsAnUnfinishedUploadOfAFileDeletedSince() async throws {
+        let moto = try await MotoServer.shared()
+        let bucket = try await moto.makeBucket("gone")
+        let tree = try SourceTree(prefix: "curlew-upload-gone")
+        let journal = tree.root + ".journal"
+        defer {
+            tree.remove()
+            try? FileManager.default.removeItem(atPath: journal)
+        }
+        try tree.write("kept.txt", [1, 2, 3])
+        try tree.write("later.bin", [4, 5, 6])
+        let credentials = AWSCredentials(accessKeyID: moto.accessKeyID, secretAccessKey: moto.secretAccessKey)
+        let destination = try S3Destination("s3://\(bucket)/p", endpoint: moto.endpoint, credentials: credentials)
+        var configuration = UploadConfiguration(source: .folder(tree.root), destination: .s3(destination))
+        configuration.journalPath = journal
+        configuration.excludes = ["later.bin"]
+        let client = CurlewClient()
+        #expect(try await Upload(configuration, client: client).run().uploaded == 1)
+
+        func startUpload(_ key: String) async throws -> String {
+            let reply = try await moto.inspect("create-upload", bucket: bucket, [key])
+            let object = try JSONSerialization.jsonObject(with: Data(reply.utf8)) as? [String: String]
+            return try #require(object?["upload_id"], "\(reply)")
+        }
+        let goneID = try await startUpload("p/gone.bin")
+        let laterID = try await startUpload("p/later.bin")
+        let handle = try #require(FileHandle(forWritingAtPath: journal))
+        try handle.seekToEnd()
+        for (id, path) in [(goneID, "gone.bin"), (laterID, "later.bin")] {
+            let line = "upload\t100\t5\t\(8 << 20)\t\(PercentEncoding.encodeComponent(id))\t\(path)\n"
+            try handle.write(contentsOf: Data(line.utf8))
+        }
+        try handle.close()
+
+        let second = try await Upload(configuration, client: client).run()
+        await client.shutdown()
+        #expect(second.failed == 0 && second.skipped == 1)
+        let open = try await moto.inspect("uploads", bucket: bucket)
+        let keys = ((try JSONSerialization.jsonObject(with: Data(open.utf8)) as? [[String: String]]) ?? []).map {
+            $0["key"] ?? "?"
+        }
+        #expect(keys == ["p/later.bin"], "\(open)")
+        func aborts() -> [Int] {
+            moto.loggedRequests { method, target in
+                method == "DELETE" && target.hasPrefix("/\(bucket)/") && target.contains("uploadId=")
+            }.map(\.status)
+        }
+        try await waitUntil(timeout: .seconds(10), "moto to log the abort") { !aborts().isEmpty }
+        #expect(aborts() == [204])
+        let recorded = try String(contentsOfFile: journal, encoding: .utf8)
+        #expect(recorded.contains("abort\t\(PercentEncoding.encodeComponent(goneID))\tgone.bin\n"))
+    }
+
     @Test func theS3ClientUploadsOneLargeFileInPartsAndSeesItExist() async throws {
         // The unchecked server: moto's signature checker refuses the ListMultipartUploads request that a resumable
         // upload starts with when its `prefix=` value holds a `%2F` (a key without `/` passes).

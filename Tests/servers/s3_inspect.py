@@ -6,6 +6,9 @@ Usage: s3_inspect.py ENDPOINT COMMAND BUCKET   (credentials in AWS_ACCESS_KEY_ID
     inventory       prints a JSON object: key -> {size, sha256 (of the bytes downloaded back), content_type,
                     metadata, storage_class, etag}
     uploads         prints a JSON list of the multipart uploads in progress (key, upload id)
+    create-upload KEY
+                    starts a multipart upload of KEY and sends no part, as a run stopped before its first part
+                    would leave it; prints {"upload_id": ...}
     delete-bucket   deletes every object and open multipart upload, then BUCKET (benchmarks free moto's memory)
     put KEY FILE PART_SIZE CHECKSUM
                     stores FILE as KEY the way another tool would: boto3's upload_file, in parts of PART_SIZE bytes
@@ -66,6 +69,9 @@ def main():
         extra = {"ChecksumAlgorithm": "SHA256"} if checksum == "sha256" else {}
         s3.upload_file(path, bucket, key, Config=config, ExtraArgs=extra)
         print(json.dumps({"etag": s3.head_object(Bucket=bucket, Key=key)["ETag"]}))
+    elif command == "create-upload":
+        upload = s3.create_multipart_upload(Bucket=bucket, Key=sys.argv[4])
+        print(json.dumps({"upload_id": upload["UploadId"]}))
     elif command == "uploads":
         uploads = s3.list_multipart_uploads(Bucket=bucket).get("Uploads", [])
         print(json.dumps([{"key": u["Key"], "upload_id": u["UploadId"]} for u in uploads]))
