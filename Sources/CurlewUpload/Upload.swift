@@ -172,6 +172,11 @@ public final class Upload: Sendable {
         return summary
     }
 
+    deinit {
+        // An upload dropped unrun releases its journal (and the journal's lock) here, on the caller's thread.
+        journal?.finish()
+    }
+
     /// Aborts the multipart uploads the journal holds for files no longer in the source folder (deleted, or renamed
     /// since a run was stopped midway): nothing would ever complete them, and S3 bills their parts until they are
     /// aborted. A file that is still there, this run's filters or shard leaving it out included, keeps its upload

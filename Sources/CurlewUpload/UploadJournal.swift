@@ -69,7 +69,9 @@ package final class UploadJournal: S3UploadJournal {
         }
         // An advisory lock on the open file, released by the kernel when the descriptor closes, a kill -9 included.
         // Taken before the records are read, so a run never reads a journal another run is still writing.
-        guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
+        // A file system that cannot lock at all (Lustre mounted noflock: ENOSYS; NFSv3 without lockd: ENOLCK) keeps
+        // the journal usable, unlocked, as it was before journals were locked.
+        guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 || [ENOSYS, ENOLCK, EOPNOTSUPP].contains(errno) else {
             let reason =
                 errno == EWOULDBLOCK
                 ? "another run is using it; wait for that run to end, or give this one a journal of its own"

@@ -313,14 +313,18 @@ package final class UploadRunner: Sendable {
                     tally.count(status: request.status, reusedConnection: request.reusedConnection)
                 }
                 await parentFolders?.prepare(for: item.relativePath, made: count)
+                // A 409 for a file whose folder was known to exist is about the file, not its folders.
+                let folderKnown = parentFolders?.knowsFolder(of: item.relativePath) ?? true
                 var response = try await send()
                 var parentFoldersProblem: String?
-                if response.status.code == 409, let parentFolders, !madeParentFolders {
+                if response.status.code == 409, let parentFolders, !folderKnown, !madeParentFolders {
                     madeParentFolders = true
-                    parentFoldersProblem = await parentFolders.makeAfterConflict(for: item.relativePath, made: count)
-                    if parentFoldersProblem == nil {
+                    switch await parentFolders.makeAfterConflict(for: item.relativePath, made: count) {
+                    case .made:
                         try await plan.budget?.reserve(item.size)
                         response = try await send()
+                    case .wereThere: break
+                    case .failed(let reason): parentFoldersProblem = reason
                     }
                 }
                 if (200..<300).contains(response.status.code) {

@@ -4,11 +4,12 @@ import Synchronization
 /// The folders a PUT needs, made with MKCOL on servers that do not make them themselves.
 ///
 /// RFC 4918 §9.7.1 has a PUT into a folder that does not exist fail with 409 Conflict: Apache's mod_dav, sabre/dav,
-/// IIS and nginx without `create_full_put_path` answer so, where object stores and nginx with it make the path.
-/// rclone's backends make a file's parent folder before each upload; here nothing is made until the server has
-/// refused a PUT with 409, so destinations that need no MKCOL never get one. From then on, a file whose folder is
-/// not yet known to exist has it made before it is sent: such a server reads a whole body before it answers 409, so
-/// otherwise every first file of a new folder would be sent twice.
+/// IIS and WsgiDAV answer so, where object stores and nginx with `create_full_put_path` make the path. rclone's
+/// backends make a file's parent folder before each upload; here nothing is made until the server has refused a
+/// PUT with 409 and a folder above the file turned out to be missing. From then on, a file whose folder is not yet
+/// known to exist has it made before it is sent: such a server reads a whole body before it answers 409, so
+/// otherwise the first file of every new folder would be sent twice. A 409 about anything else (the folder was
+/// there) makes nothing and sends nothing again.
 package final class WebDAVParentFolders: Sendable {
     private let folder: WebDAVFolder
     /// The scheme and authority of the folder's URL, which every folder's path follows.
@@ -16,16 +17,46 @@ package final class WebDAVParentFolders: Sendable {
     private let state = Mutex(State())
 
     private struct State {
-        /// Whether the server has refused a PUT into a missing folder.
+        /// Whether the server has refused a PUT into a folder that was then made.
         var serverNeedsThem = false
         /// Paths of folders (percent-encoded, ending with `/`) made, found or written into in this run.
         var existing: Set<String> = []
+        /// MKCOLs under way, by path: a worker that needs the same folder waits for the answer instead of sending
+        /// another (WsgiDAV answers 500 to the loser of two racing MKCOLs of one folder).
+        var making: [String: Task<MKCOLAnswer, Never>] = [:]
     }
 
     /// What one MKCOL answered, for the run's counts.
     package struct Request: Sendable {
         package let status: Int
         package let reusedConnection: Bool
+    }
+
+    /// The answer to one MKCOL: its request (nil when none came back), and what it means.
+    private struct MKCOLAnswer: Sendable {
+        let request: Request?
+        let outcome: FolderOutcome
+    }
+
+    private enum FolderOutcome: Sendable {
+        /// Made (2xx).
+        case made
+        /// Already there (405: MKCOL "can only be executed on an unmapped URL"; also a server that allows no MKCOL).
+        case there
+        /// 409: the folder above it is missing too.
+        case parentMissing
+        /// Any other answer, or no answer: why.
+        case refused(String)
+    }
+
+    /// What making the folders above a file came to.
+    package enum Outcome: Sendable, Equatable {
+        /// A folder was missing and is there now: the PUT is worth sending again.
+        case made
+        /// Every folder was already there: the 409 was about something else, and sending again would change nothing.
+        case wereThere
+        /// A folder could not be made: why.
+        case failed(String)
     }
 
     package init(folder: WebDAVFolder) {
@@ -50,23 +81,26 @@ package final class WebDAVParentFolders: Sendable {
         return paths
     }
 
+    /// Whether this run knows the folder of the file at `relativePath` to exist (made, found, or written into).
+    package func knowsFolder(of relativePath: String) -> Bool {
+        guard let innermost = folderPaths(above: relativePath).last else { return true }
+        return state.withLock { $0.existing.contains(innermost) }
+    }
+
     /// Before a file is sent: once the server has refused a PUT into a missing folder, makes the file's folders
     /// unless this run already knows they exist. A folder that cannot be made is left to the PUT's own answer.
     package func prepare(for relativePath: String, made: (Request) -> Void) async {
-        let paths = folderPaths(above: relativePath)
-        let needed = state.withLock { state in
-            state.serverNeedsThem && !(paths.last.map(state.existing.contains) ?? true)
-        }
-        if needed { _ = await make(paths, made: made) }
+        guard state.withLock({ $0.serverNeedsThem }), !knowsFolder(of: relativePath) else { return }
+        _ = await make(folderPaths(above: relativePath), made: made)
     }
 
-    /// After the PUT of the file at `relativePath` was refused with 409: makes the folders above it, starting at
-    /// the innermost and going out while the server answers 409 (its parent is missing too), then back in.
-    ///
-    /// - Returns: nil when every folder is there now, so the PUT is worth sending again; otherwise why not.
-    package func makeAfterConflict(for relativePath: String, made: (Request) -> Void) async -> String? {
-        state.withLock { $0.serverNeedsThem = true }
-        return await make(folderPaths(above: relativePath), made: made)
+    /// After the PUT of the file at `relativePath` was refused with 409, its folder not known before it was sent:
+    /// makes the folders above it, starting at the innermost and going out while the server answers 409 (its
+    /// parent is missing too), then back in.
+    package func makeAfterConflict(for relativePath: String, made: (Request) -> Void) async -> Outcome {
+        let outcome = await make(folderPaths(above: relativePath), made: made)
+        if outcome == .made { state.withLock { $0.serverNeedsThem = true } }
+        return outcome
     }
 
     /// After a file was sent: its folders exist.
@@ -76,43 +110,56 @@ package final class WebDAVParentFolders: Sendable {
         state.withLock { $0.existing.formUnion(paths) }
     }
 
-    private func make(_ paths: [String], made: (Request) -> Void) async -> String? {
-        guard !paths.isEmpty else { return "no folder above the file to make" }
-        let known = state.withLock { state in paths.map(state.existing.contains) }
+    private func make(_ paths: [String], made: (Request) -> Void) async -> Outcome {
+        guard let innermost = paths.last else { return .wereThere }
+        // Known now but not before the PUT: another worker made it meanwhile.
+        if state.withLock({ $0.existing.contains(innermost) }) { return .made }
         // Out from the innermost folder to the first one there (known, made, or found by a 405).
         var present = paths.count - 1
-        while present >= 0, !known[present] {
+        while present >= 0 {
+            if state.withLock({ $0.existing.contains(paths[present]) }) { break }
             switch await makeFolder(paths[present], made: made) {
-            case .there: break
+            case .made: break
+            case .there:
+                // The innermost folder was there all along: the 409 is about the file.
+                if present == paths.count - 1 { return .wereThere }
             case .parentMissing:
                 present -= 1
                 continue
-            case .refused(let reason): return reason
+            case .refused(let reason): return .failed(reason)
             }
             break
         }
-        guard present >= 0 else { return "MKCOL \(paths[0]) answered 409 Conflict" }
+        guard present >= 0 else { return .failed("MKCOL \(paths[0]) answered 409 Conflict") }
         // Back in: each folder below the one there.
         for path in paths[(present + 1)...] {
             switch await makeFolder(path, made: made) {
-            case .there: continue
-            case .parentMissing: return "MKCOL \(path) answered 409 Conflict after its parent was made"
-            case .refused(let reason): return reason
+            case .made, .there: continue
+            case .parentMissing: return .failed("MKCOL \(path) answered 409 Conflict after its parent was made")
+            case .refused(let reason): return .failed(reason)
             }
         }
-        return nil
+        return .made
     }
 
-    private enum FolderOutcome {
-        /// Made (2xx), or already there (405: MKCOL "can only be executed on an unmapped URL").
-        case there
-        /// 409: the folder above it is missing too.
-        case parentMissing
-        /// Any other answer, or no answer: why.
-        case refused(String)
-    }
-
+    /// One MKCOL of `path`, or the answer of the one another worker is sending; a folder made or there is known
+    /// from then on.
     private func makeFolder(_ path: String, made: (Request) -> Void) async -> FolderOutcome {
+        let (task, isMine) = state.withLock { state -> (Task<MKCOLAnswer, Never>, Bool) in
+            if let running = state.making[path] { return (running, false) }
+            let task = Task { await self.sendMKCOL(path) }
+            state.making[path] = task
+            return (task, true)
+        }
+        let answer = await task.value
+        if isMine {
+            state.withLock { _ = $0.making.removeValue(forKey: path) }
+            if let request = answer.request { made(request) }
+        }
+        return answer.outcome
+    }
+
+    private func sendMKCOL(_ path: String) async -> MKCOLAnswer {
         do {
             var request = try CurlewRequest(method: .init("MKCOL")!, url: origin + path + folder.folderURL.query)
             // The run's headers are for the destination (credentials, tokens); those about a body are the files'.
@@ -121,18 +168,27 @@ package final class WebDAVParentFolders: Sendable {
             }
             let response = try await folder.client.execute(request)
             let status = Int(response.status.code)
-            made(Request(status: status, reusedConnection: response.metrics.reusedConnection))
+            let outcome: FolderOutcome
             switch status {
-            case 200..<300, 405:
-                state.withLock { _ = $0.existing.insert(path) }
-                return .there
-            case 409: return .parentMissing
-            default: return .refused("MKCOL \(path) answered \(status)")
+            case 200..<300: outcome = .made
+            case 405: outcome = .there
+            case 409: outcome = .parentMissing
+            default: outcome = .refused("MKCOL \(path) answered \(status)")
             }
+            switch outcome {
+            case .made, .there:
+                // Known before the MKCOL counts as done, so a worker that finds no MKCOL under way finds this.
+                state.withLock { _ = $0.existing.insert(path) }
+            case .parentMissing, .refused: break
+            }
+            return MKCOLAnswer(
+                request: Request(status: status, reusedConnection: response.metrics.reusedConnection),
+                outcome: outcome)
         } catch let error as CurlewError {
-            return .refused("MKCOL \(path) failed: \(error.code.name): \(error.detail)")
+            return MKCOLAnswer(
+                request: nil, outcome: .refused("MKCOL \(path) failed: \(error.code.name): \(error.detail)"))
         } catch {
-            return .refused("MKCOL \(path) failed: \(error)")
+            return MKCOLAnswer(request: nil, outcome: .refused("MKCOL \(path) failed: \(error)"))
         }
     }
 }

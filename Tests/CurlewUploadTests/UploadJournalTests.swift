@@ -106,7 +106,13 @@ import Testing
         let deadline = ContinuousClock.now + .seconds(2)
         while dropped != nil, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
         #expect(dropped == nil)
-        let reopened = try UploadJournal(path: path)
-        reopened.finish()
+        // Its deinit may still be closing the descriptor on the sync task's thread.
+        var reopened: UploadJournal?
+        while reopened == nil, ContinuousClock.now < deadline {
+            reopened = try? UploadJournal(path: path)
+            if reopened == nil { try await Task.sleep(for: .milliseconds(5)) }
+        }
+        #expect(reopened != nil)
+        reopened?.finish()
     }
 }

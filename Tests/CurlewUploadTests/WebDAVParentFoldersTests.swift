@@ -91,6 +91,28 @@ import Testing
         #expect(target.loggedRequests(method: "MKCOL").map(\.status) == [403])
     }
 
+    /// A 409 about the file itself (here a file stands where its folder would be): MKCOL finds the path taken (405),
+    /// so nothing is made and the file is not sent again.
+    @Test func aConflictThatIsNotAboutAMissingFolderSendsTheFileOnce() async throws {
+        let target = DavTarget(wsgidav: try await WsgiDAVServer.shared(), location: .strict)
+        try FileManager.default.createDirectory(
+            atPath: target.scratchDirectory + "/\(target.folder)", withIntermediateDirectories: true)
+        try Data("a file where a folder would be".utf8).write(to: URL(fileURLWithPath: target.storedPath("x")))
+        let (summary, tree) = try await Self.upload(["x/y.txt"], to: target, concurrency: 1)
+        defer {
+            tree.remove()
+            target.remove()
+        }
+        #expect(summary.uploaded == 0)
+        let reason = summary.failures.first?.error ?? ""
+        #expect(reason.hasPrefix("HTTP 409") && !reason.contains("folder could not be made"), "\(reason)")
+        try await waitUntil(timeout: .seconds(10), "the server to log the MKCOL") {
+            !target.loggedRequests(method: "MKCOL").isEmpty
+        }
+        #expect(target.loggedRequests(method: "PUT").map(\.status) == [409])
+        #expect(target.loggedRequests(method: "MKCOL").map(\.status) == [405])
+    }
+
     /// A server that makes folders itself is never sent an MKCOL.
     @Test func aServerThatMakesFoldersIsSentNoMKCOL() async throws {
         let target = DavTarget(nginx: try await NginxServer.shared())
