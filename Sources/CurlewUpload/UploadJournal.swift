@@ -71,7 +71,7 @@ package final class UploadJournal: S3UploadJournal {
         // Taken before the records are read, so a run never reads a journal another run is still writing.
         // A file system that cannot lock at all (Lustre mounted noflock: ENOSYS; NFSv3 without lockd: ENOLCK) keeps
         // the journal usable, unlocked, as it was before journals were locked.
-        guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 || [ENOSYS, ENOLCK, EOPNOTSUPP].contains(errno) else {
+        guard Self.lock(descriptor) || [ENOSYS, ENOLCK, EOPNOTSUPP].contains(errno) else {
             let reason =
                 errno == EWOULDBLOCK
                 ? "another run is using it; wait for that run to end, or give this one a journal of its own"
@@ -108,6 +108,18 @@ package final class UploadJournal: S3UploadJournal {
             }
         }
         syncTask.withLock { $0 = task }
+    }
+
+    /// Takes the journal's lock, waiting up to 2 s for it: a process another thread of this one is starting holds a
+    /// copy of every descriptor (and so of the lock) from its fork until its exec, so a journal finished a moment ago
+    /// may still read as in use. A run that really holds it holds it longer, and is reported then.
+    private static func lock(_ descriptor: Int32) -> Bool {
+        let deadline = ContinuousClock.now + .seconds(2)
+        while true {
+            if flock(descriptor, LOCK_EX | LOCK_NB) == 0 { return true }
+            guard errno == EWOULDBLOCK, ContinuousClock.now < deadline else { return false }
+            usleep(10_000)
+        }
     }
 
     package static func parse(
