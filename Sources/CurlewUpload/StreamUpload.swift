@@ -15,7 +15,9 @@ import Musl
 ///
 /// To a ``UploadDestination/put(baseURL:)`` destination the stream goes as one PUT to that URL, chunked, the bytes
 /// passed on as they are read (1 MiB ahead at most). A stream cannot be replayed, so a PUT that fails is not sent
-/// again. To an ``UploadDestination/s3(_:)`` destination the location's ``S3Location/key`` is the object's: a stream
+/// again, and the folders above the URL are made with MKCOL before it (a WebDAV server that follows RFC 4918
+/// refuses a PUT into a missing folder with 409 Conflict, after reading the body); a server whose folders are there
+/// answers one MKCOL with 405. To an ``UploadDestination/s3(_:)`` destination the location's ``S3Location/key`` is the object's: a stream
 /// that fits in one part goes as a single PUT, a longer one as a multipart upload whose part size doubles every
 /// 1,000 parts, so S3's 10,000 parts hold up to 5 TiB whatever the stream's length (see `StreamPartSizing`); each
 /// part is retried on its own. Either way the stream's SHA-256 is computed as it is read; S3 stores it with the
@@ -114,6 +116,12 @@ public final class StreamUpload: Sendable {
     ) async
         -> StreamUploadSummary
     {
+        var folderProblem: String?
+        if case .failed(let failure) = await WebDAVParentFolders.makeBeforeSending(
+            to: url, client: client, headers: configuration.headers)
+        {
+            folderProblem = failure.reason
+        }
         let (body, writer) = RequestBodyStream.makeStream(bufferLimit: 1 << 20)
         let counted = Mutex<(bytes: Int64, hasher: SHA256)>((0, SHA256()))
         let pump = Task {
@@ -139,7 +147,10 @@ public final class StreamUpload: Sendable {
             request.maxSendBytesPerSecond = configuration.bytesPerSecondLimit
             let response = try await client.execute(request)
             if !(200..<300).contains(response.status.code) {
-                error = "HTTP \(response.status.code)"
+                error =
+                    "HTTP \(response.status.code)"
+                    + (response.status.code == 409
+                        ? folderProblem.map { " (its folder could not be made: \($0))" } ?? "" : "")
             }
         } catch let failure as CurlewError {
             error = "\(failure.code.name): \(failure.detail)"

@@ -260,7 +260,8 @@ package final class UploadRunner: Sendable {
             return
         }
         let idempotent = plan.mode == .put
-        // A PUT refused with 409 is sent again once its folders are made: once per file, not per attempt.
+        // A PUT refused with 409 is sent again once its folders are made or found: once per file, not per attempt
+        // (an attempt whose MKCOL failed in a way worth retrying leaves the next attempt to try again).
         var madeParentFolders = false
         await retrying(maxAttempts: retryRules.maxAttempts) { (attempt: RetryAttempt) async -> RetryStep<Void> in
             // The state just before sending is what the journal records: the engine fails the transfer if the file
@@ -317,14 +318,18 @@ package final class UploadRunner: Sendable {
                 let folderKnown = parentFolders?.knowsFolder(of: item.relativePath) ?? true
                 var response = try await send()
                 var parentFoldersProblem: String?
+                var parentFoldersRetryDelay: Duration?
                 if response.status.code == 409, let parentFolders, !folderKnown, !madeParentFolders {
                     madeParentFolders = true
                     switch await parentFolders.makeAfterConflict(for: item.relativePath, made: count) {
-                    case .made:
+                    case .made, .foundThere:
                         try await plan.budget?.reserve(item.size)
                         response = try await send()
-                    case .wereThere: break
-                    case .failed(let reason): parentFoldersProblem = reason
+                    case .failed(let failure):
+                        try Task.checkCancellation()
+                        parentFoldersProblem = failure.reason
+                        parentFoldersRetryDelay = folderRetryDelay(after: failure, idempotent: idempotent, attempt)
+                        if parentFoldersRetryDelay != nil { madeParentFolders = false }
                     }
                 }
                 if (200..<300).contains(response.status.code) {
@@ -340,9 +345,11 @@ package final class UploadRunner: Sendable {
                 failure =
                     "HTTP \(response.status.code)" + Self.bodyHint(response.body)
                     + (parentFoldersProblem.map { " (its folder could not be made: \($0))" } ?? "")
-                retryDelay = retryRules.delayBeforeRetry(
-                    afterStatus: Int(response.status.code), retryAfter: response.header("Retry-After"),
-                    idempotent: idempotent, attempt: attempt.number)
+                retryDelay =
+                    parentFoldersRetryDelay
+                    ?? retryRules.delayBeforeRetry(
+                        afterStatus: Int(response.status.code), retryAfter: response.header("Retry-After"),
+                        idempotent: idempotent, attempt: attempt.number)
             } catch let error as CurlewError {
                 failure = "\(error.code.name): \(error.detail)" + (error.curlMessage.map { " (\($0))" } ?? "")
                 retryDelay = retryRules.delayBeforeRetry(after: error, idempotent: idempotent, attempt: attempt.number)
@@ -362,6 +369,21 @@ package final class UploadRunner: Sendable {
             return .retry(after: retryDelay)
         } onCancelledWait: { _ in
             fail(listed, "cancelled (interrupted)", into: &tally)
+        }
+    }
+
+    /// The wait before the next attempt of a file whose folder's MKCOL failed, when what it met is worth retrying
+    /// (a 503, a connection refused): nil otherwise.
+    private func folderRetryDelay(
+        after failure: WebDAVParentFolders.Failure, idempotent: Bool, _ attempt: RetryAttempt
+    ) -> Duration? {
+        switch failure.cause {
+        case .status(let status, let retryAfter):
+            retryRules.delayBeforeRetry(
+                afterStatus: status, retryAfter: retryAfter, idempotent: idempotent, attempt: attempt.number)
+        case .error(let error):
+            retryRules.delayBeforeRetry(after: error, idempotent: idempotent, attempt: attempt.number)
+        case .other: nil
         }
     }
 

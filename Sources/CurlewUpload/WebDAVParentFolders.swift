@@ -1,4 +1,4 @@
-import CurlewEngine
+package import CurlewEngine
 import Synchronization
 
 /// The folders a PUT needs, made with MKCOL on servers that do not make them themselves.
@@ -8,8 +8,9 @@ import Synchronization
 /// backends make a file's parent folder before each upload; here nothing is made until the server has refused a
 /// PUT with 409 and a folder above the file turned out to be missing. From then on, a file whose folder is not yet
 /// known to exist has it made before it is sent: such a server reads a whole body before it answers 409, so
-/// otherwise the first file of every new folder would be sent twice. A 409 about anything else (the folder was
-/// there) makes nothing and sends nothing again.
+/// otherwise the first file of every new folder would be sent twice. A 409 for a file whose folder this run knew
+/// to exist makes nothing and sends nothing again; one whose folder MKCOL then finds there (405) is sent once more,
+/// as another run sharing the destination (a shard) may have made the folder between the PUT and the MKCOL.
 package final class WebDAVParentFolders: Sendable {
     private let folder: WebDAVFolder
     /// The scheme and authority of the folder's URL, which every folder's path follows.
@@ -45,18 +46,37 @@ package final class WebDAVParentFolders: Sendable {
         case there
         /// 409: the folder above it is missing too.
         case parentMissing
-        /// Any other answer, or no answer: why.
-        case refused(String)
+        /// Any other answer, or no answer.
+        case refused(Failure)
     }
 
     /// What making the folders above a file came to.
-    package enum Outcome: Sendable, Equatable {
+    package enum Outcome: Sendable {
         /// A folder was missing and is there now: the PUT is worth sending again.
         case made
-        /// Every folder was already there: the 409 was about something else, and sending again would change nothing.
-        case wereThere
-        /// A folder could not be made: why.
-        case failed(String)
+        /// The file's own folder is there (MKCOL answered 405): made since the PUT by someone else sharing the
+        /// destination (another shard of the run), or there all along and the 409 was about the file. Sending once
+        /// more tells which.
+        case foundThere
+        /// A folder could not be made.
+        case failed(Failure)
+    }
+
+    /// Why a folder could not be made, and what its MKCOL met, for the rules that decide whether the file's upload
+    /// is tried again.
+    package struct Failure: Sendable {
+        /// What went wrong, for the file's failure (`MKCOL /x/ answered 403`).
+        package let reason: String
+        package let cause: Cause
+
+        package enum Cause: Sendable {
+            /// The server answered with this status (and `Retry-After`).
+            case status(Int, retryAfter: String?)
+            /// The MKCOL got no answer.
+            case error(CurlewError)
+            /// Anything else (the MKCOL could not be built, or was cancelled).
+            case other
+        }
     }
 
     package init(folder: WebDAVFolder) {
@@ -99,8 +119,24 @@ package final class WebDAVParentFolders: Sendable {
     /// parent is missing too), then back in.
     package func makeAfterConflict(for relativePath: String, made: (Request) -> Void) async -> Outcome {
         let outcome = await make(folderPaths(above: relativePath), made: made)
-        if outcome == .made { state.withLock { $0.serverNeedsThem = true } }
+        if case .made = outcome { state.withLock { $0.serverNeedsThem = true } }
         return outcome
+    }
+
+    /// Before a body that cannot be sent twice (a stream) is PUT to `url`: makes the folders above it, whatever the
+    /// server, as waiting for a 409 would lose the body. A server whose folders are there answers one MKCOL with
+    /// 405; a server that is not WebDAV answers it with a refusal, which the PUT's own answer then overrules.
+    package static func makeBeforeSending(
+        to url: String, client: CurlewClient, headers: [(name: String, value: String)]
+    ) async -> Outcome {
+        let parts = URLParts(url)
+        guard let lastSlash = parts.path.lastIndex(of: "/") else { return .foundThere }
+        let folderPath = parts.path[...lastSlash]
+        let folders = WebDAVParentFolders(
+            folder: WebDAVFolder(
+                baseURL: String(parts.schemeAndAuthority) + folderPath + parts.query, client: client, headers: headers))
+        // Only the folder's own paths: the file's name below it has no folders.
+        return await folders.make(folders.folderPaths(above: "file"), made: { _ in })
     }
 
     /// After a file was sent: its folders exist.
@@ -111,7 +147,7 @@ package final class WebDAVParentFolders: Sendable {
     }
 
     private func make(_ paths: [String], made: (Request) -> Void) async -> Outcome {
-        guard let innermost = paths.last else { return .wereThere }
+        guard let innermost = paths.last else { return .foundThere }
         // Known now but not before the PUT: another worker made it meanwhile.
         if state.withLock({ $0.existing.contains(innermost) }) { return .made }
         // Out from the innermost folder to the first one there (known, made, or found by a 405).
@@ -121,22 +157,29 @@ package final class WebDAVParentFolders: Sendable {
             switch await makeFolder(paths[present], made: made) {
             case .made: break
             case .there:
-                // The innermost folder was there all along: the 409 is about the file.
-                if present == paths.count - 1 { return .wereThere }
+                // The file's own folder is there: nothing to make, nothing more to learn from MKCOL.
+                if present == paths.count - 1 { return .foundThere }
             case .parentMissing:
                 present -= 1
                 continue
-            case .refused(let reason): return .failed(reason)
+            case .refused(let failure): return .failed(failure)
             }
             break
         }
-        guard present >= 0 else { return .failed("MKCOL \(paths[0]) answered 409 Conflict") }
+        guard present >= 0 else {
+            return .failed(
+                Failure(reason: "MKCOL \(paths[0]) answered 409 Conflict", cause: .status(409, retryAfter: nil)))
+        }
         // Back in: each folder below the one there.
         for path in paths[(present + 1)...] {
             switch await makeFolder(path, made: made) {
             case .made, .there: continue
-            case .parentMissing: return .failed("MKCOL \(path) answered 409 Conflict after its parent was made")
-            case .refused(let reason): return .failed(reason)
+            case .parentMissing:
+                return .failed(
+                    Failure(
+                        reason: "MKCOL \(path) answered 409 Conflict after its parent was made",
+                        cause: .status(409, retryAfter: nil)))
+            case .refused(let failure): return .failed(failure)
             }
         }
         return .made
@@ -173,7 +216,11 @@ package final class WebDAVParentFolders: Sendable {
             case 200..<300: outcome = .made
             case 405: outcome = .there
             case 409: outcome = .parentMissing
-            default: outcome = .refused("MKCOL \(path) answered \(status)")
+            default:
+                outcome = .refused(
+                    Failure(
+                        reason: "MKCOL \(path) answered \(status)",
+                        cause: .status(status, retryAfter: response.header("Retry-After"))))
             }
             switch outcome {
             case .made, .there:
@@ -185,10 +232,11 @@ package final class WebDAVParentFolders: Sendable {
                 request: Request(status: status, reusedConnection: response.metrics.reusedConnection),
                 outcome: outcome)
         } catch let error as CurlewError {
-            return MKCOLAnswer(
-                request: nil, outcome: .refused("MKCOL \(path) failed: \(error.code.name): \(error.detail)"))
+            let reason = "MKCOL \(path) failed: \(error.code.name): \(error.detail)"
+            return MKCOLAnswer(request: nil, outcome: .refused(Failure(reason: reason, cause: .error(error))))
         } catch {
-            return MKCOLAnswer(request: nil, outcome: .refused("MKCOL \(path) failed: \(error)"))
+            return MKCOLAnswer(
+                request: nil, outcome: .refused(Failure(reason: "MKCOL \(path) failed: \(error)", cause: .other)))
         }
     }
 }

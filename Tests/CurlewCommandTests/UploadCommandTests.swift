@@ -670,6 +670,12 @@ import Musl
 
 /// `curlew upload - URL` to nginx's WebDAV: one chunked PUT of a pipe, stored byte for byte.
 @Suite struct UploadStandardInputTests {
+    /// `curlew upload - URL --json` reading `input` from a pipe.
+    static func pipe(_ input: String, to url: String) async throws -> CommandOutput {
+        try await CurlewBinary.run(
+            ["upload", "-", url, "--json"], wrapper: ["/bin/sh", "-c", "cat '\(input)' | \"$0\" \"$@\""])
+    }
+
     @Test func aPipeIsPutAsOneFileByteForByte() async throws {
         let nginx = try await NginxServer.shared()
         let target = DavTarget(nginx: nginx)
@@ -680,9 +686,7 @@ import Musl
         }
         let input = tree.root + "/dump.sql"
         try tree.write("dump.sql", SourceTree.content(for: "dump", size: 3 << 20))
-        let output = try await CurlewBinary.run(
-            ["upload", "-", target.url + "backup/dump.sql", "--json"],
-            wrapper: ["/bin/sh", "-c", "cat '\(input)' | \"$0\" \"$@\""])
+        let output = try await Self.pipe(input, to: target.url + "backup/dump.sql")
         #expect(output.status == 0, "\(output.stdout)\n\(output.stderr)")
         let summary = try output.json()
         #expect(summary["bytes"] as? Int == 3 << 20)
@@ -694,6 +698,46 @@ import Musl
             try target.acceptedPuts().values.reduce(0, +) >= 1
         }
         #expect(try target.acceptedPuts() == ["backup/dump.sql": 1])
+    }
+
+    /// A server that does not make folders (RFC 4918's 409) gets them by MKCOL before the pipe's PUT, which a 409
+    /// would have lost: the PUT is sent once and stored.
+    @Test func aPipeIntoFoldersTheServerDoesNotMakeIsStoredOnFirstTry() async throws {
+        let target = DavTarget(wsgidav: try await WsgiDAVServer.shared(), location: .strict)
+        let tree = try SourceTree()
+        defer {
+            tree.remove()
+            target.remove()
+        }
+        let input = tree.root + "/dump.sql"
+        try tree.write("dump.sql", SourceTree.content(for: "dump", size: 1 << 20))
+        let output = try await Self.pipe(input, to: target.url + "backup/2026/dump.sql")
+        #expect(output.status == 0, "\(output.stdout)\n\(output.stderr)")
+        let stored = target.storedPath("backup/2026/dump.sql")
+        #expect(try FileDigest.sha256(ofFile: stored) == FileDigest.sha256(ofFile: input))
+        try await waitUntil(timeout: .seconds(10), "the server to log the PUT") {
+            !target.loggedRequests(method: "PUT").isEmpty
+        }
+        #expect(target.loggedRequests(method: "PUT").map(\.status) == [201])
+        let folders = target.loggedRequests(method: "MKCOL")
+        #expect(folders.map(\.status) == [409, 409, 201, 201, 201])
+        #expect(folders.map(\.path) == ["backup/2026/", "backup/", "", "backup/", "backup/2026/"])
+    }
+
+    /// A folder the server will not make: the pipe's PUT fails with its 409 and the MKCOL's refusal.
+    @Test func aPipeIntoAFolderTheServerWillNotMakeFailsWithBothAnswers() async throws {
+        let target = DavTarget(wsgidav: try await WsgiDAVServer.shared(), location: .strictWithoutMKCOL)
+        let tree = try SourceTree()
+        defer {
+            tree.remove()
+            target.remove()
+        }
+        try tree.write("dump.sql", Array("streamed\n".utf8))
+        let output = try await Self.pipe(tree.root + "/dump.sql", to: target.url + "x/dump.sql")
+        #expect(output.status != 0)
+        let error = try output.json()["error"] as? String ?? ""
+        #expect(error.hasPrefix("HTTP 409 (its folder could not be made: MKCOL /dav-no-mkcol/"), "\(error)")
+        #expect(error.hasSuffix("/x/ answered 403)"), "\(error)")
     }
 }
 

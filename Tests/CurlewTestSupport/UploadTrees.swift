@@ -65,6 +65,11 @@ public struct DavTarget: Sendable {
         case strict = "dav-strict"
         /// WsgiDAV's `/dav-no-mkcol/`: as ``strict``, but MKCOL is forbidden (403).
         case strictWithoutMKCOL = "dav-no-mkcol"
+        /// WsgiDAV's `/dav-flaky-mkcol/`: as ``strict``, but the first MKCOL of each folder answers 503.
+        case strictWithFlakyMKCOL = "dav-flaky-mkcol"
+        /// WsgiDAV's `/dav-racing/`: as ``strict``, but a PUT refused with 409 has its folder made right after, as
+        /// another run sharing the destination would.
+        case strictRacing = "dav-racing"
     }
 
     /// A target on nginx's `/dav/`, in a folder of its own that does not exist until something is stored in it.
@@ -74,7 +79,7 @@ public struct DavTarget: Sendable {
             location: .makesFolders)
     }
 
-    /// A target on WsgiDAV (``Location/strict`` or ``Location/strictWithoutMKCOL``), in a folder of its own that
+    /// A target on WsgiDAV (any ``Location`` but ``Location/makesFolders``), in a folder of its own that
     /// does not exist until something makes it.
     public init(wsgidav: WsgiDAVServer, location: Location) {
         self.init(

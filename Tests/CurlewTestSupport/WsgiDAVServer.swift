@@ -3,11 +3,11 @@ import Foundation
 /// A real WsgiDAV (PyPI) under hypercorn on a loopback port: a WebDAV server that follows RFC 4918 where nginx's
 /// module does not. A PUT into a folder that does not exist fails with 409 Conflict, and MKCOL makes folders, as
 /// Apache's mod_dav, sabre/dav and IIS do (`Tests/servers/webdav_app.py`). `/dav-strict/` serves
-/// ``scratchDirectory``; `/dav-no-mkcol/` serves the same folder with MKCOL forbidden (403). Shared by every test in
-/// the process; needs `pip install wsgidav hypercorn`.
+/// ``scratchDirectory``; the other ``DavTarget/Location``s serve the same folder with MKCOL forbidden, failing once,
+/// or racing the client. Shared by every test in the process; needs `pip install wsgidav hypercorn`.
 public final class WsgiDAVServer: Sendable {
     public let port: Int
-    /// The folder behind `/dav-strict/` and `/dav-no-mkcol/`.
+    /// The folder behind every WsgiDAV ``DavTarget/Location``.
     public let scratchDirectory: String
     /// Every request as one line, `METHOD STATUS PATH` (the path percent-encoded), as nginx's ``NginxServer/davLog``.
     public let log: AccessLogIndex

@@ -72,45 +72,90 @@ import Testing
         #expect(stored.sorted() == names.sorted(), "each file stored once")
     }
 
+    /// What one run of `x/y.txt` alone did, as the server saw it.
+    struct OneFileRun {
+        let summary: UploadSummary
+        /// The run's folder on the server (`/dav-strict/run-…`), removed by now.
+        let folderPath: String
+        let putStatuses: [Int]
+        let mkcolStatuses: [Int]
+        /// Whether the server stored the file whole.
+        let stored: Bool
+
+        var failure: String { summary.failures.first?.error ?? "" }
+    }
+
+    /// `x/y.txt` alone, one worker, to a new target at `location` that `prepare` may set up first; read back once
+    /// the server has logged `puts` PUTs.
+    static func uploadOneFile(
+        to location: DavTarget.Location, puts: Int, prepare: (DavTarget) throws -> Void = { _ in }
+    ) async throws -> OneFileRun {
+        let target = DavTarget(wsgidav: try await WsgiDAVServer.shared(), location: location)
+        defer { target.remove() }
+        try prepare(target)
+        let (summary, tree) = try await upload(["x/y.txt"], to: target, concurrency: 1)
+        tree.remove()
+        try await waitUntil(timeout: .seconds(10), "the server to log \(puts) PUTs") {
+            target.loggedRequests(method: "PUT").count >= puts
+        }
+        let stored = FileManager.default.contents(atPath: target.storedPath("x/y.txt")).map { Array($0) }
+        return OneFileRun(
+            summary: summary, folderPath: "/\(location.rawValue)/\(target.folder)",
+            putStatuses: target.loggedRequests(method: "PUT").map(\.status),
+            mkcolStatuses: target.loggedRequests(method: "MKCOL").map(\.status),
+            stored: stored == SourceTree.content(for: "x/y.txt", size: 100 + "x/y.txt".utf8.count))
+    }
+
+    /// The run's own folder made on the server's disk, so that only the file's folder is missing.
+    static func makeRunFolder(of target: DavTarget) throws {
+        try FileManager.default.createDirectory(
+            atPath: target.scratchDirectory + "/\(target.folder)", withIntermediateDirectories: true)
+    }
+
     /// A folder the server will not make: the file fails with the PUT's 409 and MKCOL's answer, sent once.
     @Test func aFolderTheServerWillNotMakeFailsTheFileWithBothAnswers() async throws {
-        let target = DavTarget(wsgidav: try await WsgiDAVServer.shared(), location: .strictWithoutMKCOL)
-        let (summary, tree) = try await Self.upload(["x/y.txt"], to: target, concurrency: 1)
-        defer {
-            tree.remove()
-            target.remove()
-        }
-        #expect(summary.uploaded == 0)
-        let reason = summary.failures.first?.error ?? ""
-        #expect(reason.hasPrefix("HTTP 409"), "\(reason)")
-        #expect(reason.contains("its folder could not be made: MKCOL /dav-no-mkcol/\(target.folder)/x/ answered 403"))
-        try await waitUntil(timeout: .seconds(10), "the server to log the MKCOL") {
-            !target.loggedRequests(method: "MKCOL").isEmpty
-        }
-        #expect(target.loggedRequests(method: "PUT").map(\.status) == [409])
-        #expect(target.loggedRequests(method: "MKCOL").map(\.status) == [403])
+        let run = try await Self.uploadOneFile(to: .strictWithoutMKCOL, puts: 1)
+        #expect(run.summary.uploaded == 0 && !run.stored)
+        #expect(run.failure.hasPrefix("HTTP 409"), "\(run.failure)")
+        #expect(run.failure.contains("its folder could not be made: MKCOL \(run.folderPath)/x/ answered 403"))
+        #expect(run.putStatuses == [409])
+        #expect(run.mkcolStatuses == [403])
     }
 
     /// A 409 about the file itself (here a file stands where its folder would be): MKCOL finds the path taken (405),
-    /// so nothing is made and the file is not sent again.
-    @Test func aConflictThatIsNotAboutAMissingFolderSendsTheFileOnce() async throws {
-        let target = DavTarget(wsgidav: try await WsgiDAVServer.shared(), location: .strict)
-        try FileManager.default.createDirectory(
-            atPath: target.scratchDirectory + "/\(target.folder)", withIntermediateDirectories: true)
-        try Data("a file where a folder would be".utf8).write(to: URL(fileURLWithPath: target.storedPath("x")))
-        let (summary, tree) = try await Self.upload(["x/y.txt"], to: target, concurrency: 1)
-        defer {
-            tree.remove()
-            target.remove()
+    /// so nothing is made; the file is sent once more (the folder might have been made meanwhile) and fails with
+    /// the PUT's own answer.
+    @Test func aConflictThatIsNotAboutAMissingFolderFailsAfterOneMoreTry() async throws {
+        let run = try await Self.uploadOneFile(to: .strict, puts: 2) { target in
+            try Self.makeRunFolder(of: target)
+            try Data("a file where a folder would be".utf8).write(to: URL(fileURLWithPath: target.storedPath("x")))
         }
-        #expect(summary.uploaded == 0)
-        let reason = summary.failures.first?.error ?? ""
-        #expect(reason.hasPrefix("HTTP 409") && !reason.contains("folder could not be made"), "\(reason)")
-        try await waitUntil(timeout: .seconds(10), "the server to log the MKCOL") {
-            !target.loggedRequests(method: "MKCOL").isEmpty
-        }
-        #expect(target.loggedRequests(method: "PUT").map(\.status) == [409])
-        #expect(target.loggedRequests(method: "MKCOL").map(\.status) == [405])
+        #expect(run.summary.uploaded == 0)
+        #expect(run.failure.hasPrefix("HTTP 409") && !run.failure.contains("could not be made"), "\(run.failure)")
+        #expect(run.putStatuses == [409, 409])
+        #expect(run.mkcolStatuses == [405])
+        #expect(run.summary.retries == 0)
+    }
+
+    /// Another run sharing the destination (a shard) makes the folder between this run's PUT and its MKCOL: MKCOL
+    /// finds it there (405), and the file is sent again and stored.
+    @Test func aFolderAnotherRunMakesMeanwhileStillGetsTheFile() async throws {
+        let run = try await Self.uploadOneFile(to: .strictRacing, puts: 2)
+        #expect(run.summary.failures.isEmpty, "\(run.summary.failures)")
+        #expect(run.summary.uploaded == 1 && run.stored)
+        #expect(run.putStatuses == [409, 201])
+        #expect(run.mkcolStatuses == [405])
+    }
+
+    /// An MKCOL that fails in a way worth retrying (503) is not the file's end: the next attempt sends the file,
+    /// meets the 409 again, makes the folder and stores the file.
+    @Test func aFolderWhoseMKCOLFailsOnceIsMadeOnTheNextAttempt() async throws {
+        let run = try await Self.uploadOneFile(to: .strictWithFlakyMKCOL, puts: 3, prepare: Self.makeRunFolder)
+        #expect(run.summary.failures.isEmpty, "\(run.summary.failures)")
+        #expect(run.summary.uploaded == 1 && run.stored)
+        #expect(run.summary.retries == 1)
+        #expect(run.putStatuses == [409, 409, 201])
+        #expect(run.mkcolStatuses == [503, 201])
     }
 
     /// A server that makes folders itself is never sent an MKCOL.
