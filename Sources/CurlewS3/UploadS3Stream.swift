@@ -105,7 +105,7 @@ package final class S3StreamUploader: Sendable {
             let hex = SHA256Hex(hasher.finalize()).text
             let stored =
                 options.recordsWholeFileSHA256 && total <= PartPlan.maximumPartSize
-                ? try await recordSHA256(hex, key: key, contentType: contentType) : false
+                ? await recordSHA256(hex, key: key, contentType: contentType) : false
             return S3StreamUpload(bytes: total, parts: parts.count, sha256: hex, sha256Stored: stored)
         } catch {
             // Nothing half-made stays behind: the parts are dropped (and no longer billed).
@@ -193,17 +193,25 @@ package final class S3StreamUploader: Sendable {
         }
     }
 
-    /// CopyObject onto itself with the metadata replaced, the whole stream's SHA-256 among it.
-    private func recordSHA256(_ hex: String, key: String, contentType: String) async throws(S3RequestFailure) -> Bool {
+    /// CopyObject onto itself with the metadata replaced, the whole stream's SHA-256 among it; whether the store
+    /// took it.
+    ///
+    /// The object is complete by then, so a copy that fails does not fail the upload: a key allowed to write
+    /// objects but not to read them (a write-only backup key) is refused CopyObject, which reads its source.
+    private func recordSHA256(_ hex: String, key: String, contentType: String) async -> Bool {
         let source = "/" + client.endpoint.bucket + "/" + PercentEncoding.encodeEachSegment(of: key)
-        let reply = try await client.send(
-            .put, key: key,
-            headers: [
-                ("content-type", contentType), ("x-amz-copy-source", source),
-                ("x-amz-metadata-directive", "REPLACE"), ("x-amz-checksum-algorithm", "SHA256"),
-            ] + options.objectHeaders(wholeFileSHA256: hex))
-        if reply.text.contains("<Error>") { throw .refused(S3ErrorReply(status: 200, body: reply.body)) }
-        return true
+        do throws(S3RequestFailure) {
+            let reply = try await client.send(
+                .put, key: key,
+                headers: [
+                    ("content-type", contentType), ("x-amz-copy-source", source),
+                    ("x-amz-metadata-directive", "REPLACE"), ("x-amz-checksum-algorithm", "SHA256"),
+                ] + options.objectHeaders(wholeFileSHA256: hex))
+            // S3 may answer a copy's failure with 200 and an error document.
+            return !reply.text.contains("<Error>")
+        } catch {
+            return false
+        }
     }
 
     /// Reads until `count` bytes or the end of the stream.

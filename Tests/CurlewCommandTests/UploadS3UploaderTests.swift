@@ -524,6 +524,42 @@ import Musl
         #expect(try await Self.openUploads(moto, bucket) == 0)
     }
 
+    /// A key allowed to write objects but not to read them (a write-only backup key) cannot copy the object onto
+    /// itself to record the stream's SHA-256: the stream is stored all the same, and the summary says the checksum
+    /// is not kept. Before, the refused copy failed an upload whose object was already complete.
+    @Test func aPipeWhoseChecksumCannotBeRecordedIsStoredAndSaysSo() async throws {
+        let moto = try await MotoServer.shared(.checked)
+        let bucket = try await moto.makeBucket("pipe-no-copy")
+        let tree = try SourceTree(prefix: "curlew-s3-pipe-no-copy")
+        defer { tree.remove() }
+        let input = tree.root + "/input.bin"
+        try await offCooperativePool { try Self.writeRandomFile(input, size: 6 << 20) }
+        let output = try await CurlewBinary.run(
+            [
+                "upload", "-", "s3://\(bucket)/copy-refused.bin", "--part-size", "5MiB", "--endpoint", moto.endpoint,
+                "--json",
+            ],
+            wrapper: ["/bin/sh", "-c", "cat '\(input)' | \"$0\" \"$@\""],
+            environment: moto.credentialEnvironment.merging(["HOME": "/nonexistent"]) { $1 }, timeout: .seconds(120))
+        #expect(output.status == 0, "\(output.stdout)\n\(output.stderr)")
+        let summary = try output.json()
+        let digest = try await Self.hexSHA256(ofFile: input)
+        #expect(summary["parts"] as? Int == 2)
+        #expect(summary["sha256"] as? String == digest)
+        #expect(summary["sha256Stored"] as? Bool == false)
+        #expect(summary["error"] as? String == nil)
+        // The copy was tried, and refused by the store.
+        func copies() -> [Int] {
+            moto.loggedRequests { method, target in method == "PUT" && target == "/\(bucket)/copy-refused.bin" }
+                .map(\.status)
+        }
+        try await waitUntil(timeout: .seconds(10), "moto to log the copy") { !copies().isEmpty }
+        #expect(copies() == [403])
+        let inventory = try await Self.inventory(moto, bucket)
+        #expect(inventory["copy-refused.bin"]?["sha256"] as? String == digest)
+        #expect(try await Self.openUploads(moto, bucket) == 0)
+    }
+
     @Test func aPipeThatTheStoreRefusesLeavesNoPartsBehind() async throws {
         let moto = try await MotoServer.shared(.checked)
         let bucket = try await moto.makeBucket("pipe-refused")

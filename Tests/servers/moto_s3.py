@@ -18,7 +18,9 @@ a client's "begun before the file last changed" rule is tested against the times
 
 Faults: a part upload (PUT with partNumber) whose key contains "corrupt-in-transit" has one byte of its body
 flipped before moto stores it, as a bad network or proxy would; the client's checksums must catch it. Part 2 of a
-key containing "part-two-always-fails" is answered 500 InternalError every time (and logged like any request).
+key containing "part-two-always-fails" is answered 500 InternalError every time (and logged like any request). A
+CopyObject (a PUT with x-amz-copy-source) onto a key containing "copy-refused" is answered 403 AccessDenied, as S3
+answers a key allowed s3:PutObject but not s3:GetObject (a write-only backup key).
 """
 
 import argparse
@@ -177,6 +179,10 @@ def main():
             environ["wsgi.input"].read(length)
             start_response("500 Internal Server Error", [("Content-Type", "application/xml")])
             return [b"<?xml version=\"1.0\"?><Error><Code>InternalError</Code><Message>scripted failure</Message></Error>"]
+        if (environ["REQUEST_METHOD"] == "PUT" and environ.get("HTTP_X_AMZ_COPY_SOURCE")
+                and "copy-refused" in environ.get("PATH_INFO", "")):
+            start_response("403 Forbidden", [("Content-Type", "application/xml")])
+            return [b"<?xml version=\"1.0\"?><Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>"]
         if environ["REQUEST_METHOD"] == "PUT" and "partNumber=" in query and "corrupt-in-transit" in environ.get("PATH_INFO", ""):
             length = int(environ.get("CONTENT_LENGTH") or 0)
             body = bytearray(environ["wsgi.input"].read(length))
