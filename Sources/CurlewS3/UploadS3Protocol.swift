@@ -151,22 +151,27 @@ package struct S3ErrorReply: Sendable, Equatable {
                 "clock skew: this machine's clock differs from the store's by more than 15 minutes; fix the clock (RequestTimeTooSkewed)"
         case "NoSuchBucket": return "missing bucket: the bucket does not exist (NoSuchBucket)"
         case "AuthorizationHeaderMalformed", "PermanentRedirect", "IllegalLocationConstraintException":
-            return "wrong region: "
-                + (region.map { "the bucket is in \($0); use --region \($0)" }
-                    ?? "the bucket is in another region; set --region")
-                + " (\(code!))"
+            return wrongRegion + " (\(code!))"
         case "AccessDenied", "AllAccessDisabled":
             return "access denied: these credentials may not write here (\(code!))"
         default: break
         }
-        // HEAD replies have no body: the status alone has to do.
-        if code == nil && status == 301 {
-            return "wrong region: the bucket is in \(region ?? "another region"); set --region"
+        // HEAD replies have no body: the status and the x-amz-bucket-region header have to do. S3 answers a HEAD
+        // signed for another region with 400 and one sent to another region's endpoint with 301, both naming the
+        // bucket's region in that header.
+        if code == nil && (status == 301 || (status == 400 && region != nil)) {
+            return wrongRegion + " (HTTP \(status))"
         }
         if code == nil && status == 403 {
             return "access denied (HTTP 403 without details): check the credentials and the region"
         }
         return nil
+    }
+
+    private var wrongRegion: String {
+        "wrong region: "
+            + (region.map { "the bucket is in \($0); use --region \($0)" }
+                ?? "the bucket is in another region; set --region")
     }
 
     /// Worth another attempt: the store is busy or had a hiccup.

@@ -835,6 +835,36 @@ import Musl
     }
 }
 
+extension UploadS3RunProblemTests {
+    /// `--skip-existing` begins with a HEAD, and S3 answers a HEAD signed for another region with 400, no body, and
+    /// the bucket's region in `x-amz-bucket-region`: the run stops and names the region once. Before, every file
+    /// failed with a bare HTTP 400.
+    @Test func aHeadToTheWrongRegionNamesTheBucketsRegion() async throws {
+        let wrongRegion: @Sendable (ScriptedRequest) -> ScriptedResponse = { _ in
+            ScriptedResponse(status: 400, headers: [("x-amz-bucket-region", "eu-west-3")], body: [])
+        }
+        try await withScriptedServer(wrongRegion) { server in
+            let tree = try SourceTree(prefix: "curlew-s3-head-region")
+            defer { tree.remove() }
+            for index in 0..<30 { try tree.write("f\(index).txt", Array("file \(index)".utf8)) }
+            let output = try await CurlewBinary.run(
+                [
+                    "upload", tree.root, "s3://regional-bucket/", "--endpoint", server.baseURL, "--skip-existing",
+                    "--concurrency", "4", "--json", "--no-progress",
+                ],
+                environment: [
+                    "AWS_ACCESS_KEY_ID": "AKIDEXAMPLE", "AWS_SECRET_ACCESS_KEY": "example-secret",
+                    "HOME": "/nonexistent",
+                ])
+            #expect(output.status == 1)
+            let named = "wrong region: the bucket is in eu-west-3; use --region eu-west-3"
+            #expect(output.stderr.components(separatedBy: named).count - 1 == 1, "\(output.stderr)")
+            #expect(try output.json()["uploaded"] as? Int == 0)
+            #expect(server.requestCount <= 4, "\(server.requestCount) requests")
+        }
+    }
+}
+
 @Suite struct UploadS3UsageTests {
     @Test(arguments: [
         (["http://127.0.0.1:9/", "--endpoint", "http://127.0.0.1:9"], "--endpoint needs an s3://BUCKET/PREFIX target"),

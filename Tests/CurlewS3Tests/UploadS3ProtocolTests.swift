@@ -25,9 +25,14 @@ import Testing
             problem
                 == "wrong region: the bucket is in eu-central-1; use --region eu-central-1 (AuthorizationHeaderMalformed)"
         )
-        // HEAD replies have no body; S3 says the region in a header.
-        let head = S3ErrorReply(status: 301, body: [], bucketRegionHeader: "ap-south-1")
-        #expect(head.runProblem?.contains("ap-south-1") == true)
+        // HEAD replies have no body; S3 says the region in a header, with 301 (another region's endpoint) or 400
+        // (signed for another region: a --skip-existing run's first request).
+        let moved = S3ErrorReply(status: 301, body: [], bucketRegionHeader: "ap-south-1")
+        #expect(moved.runProblem == "wrong region: the bucket is in ap-south-1; use --region ap-south-1 (HTTP 301)")
+        let misSigned = S3ErrorReply(status: 400, body: [], bucketRegionHeader: "eu-west-3")
+        #expect(misSigned.runProblem == "wrong region: the bucket is in eu-west-3; use --region eu-west-3 (HTTP 400)")
+        // A 400 to a HEAD that names no region is about the request, not the run.
+        #expect(S3ErrorReply(status: 400, body: []).runProblem == nil)
     }
 
     @Test func fileLevelRefusalsDoNotStopTheRun() {
