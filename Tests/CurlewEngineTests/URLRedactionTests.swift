@@ -50,6 +50,12 @@ import Testing
         ("https://api.local/p?key=ab#cd", "https://api.local/p?key=<redacted>#<redacted>"),
         ("https://api.local/p?key=ab&page=2#top", "https://api.local/p?key=<redacted>&page=2#top"),
         ("/relative?key=secret", "/relative?key=<redacted>"),
+        // A combining mark after a delimiter fuses with it into one Character; the delimiter still counts, as it
+        // does for every parser and server that reads the bytes. Before, each of these kept its secret.
+        ("https://api.local/p?key=\u{301}secret", "https://api.local/p?key=<redacted>"),
+        ("https://api.local/p?a=1&\u{301}x=2&key=secret", "https://api.local/p?a=1&\u{301}x=2&key=<redacted>"),
+        ("https://user:\u{301}hunter2@api.local/", "https://user:<redacted>@api.local/"),
+        ("https://user:hunter2@\u{301}api.local/", "https://user:<redacted>@\u{301}api.local/"),
     ])
     func theRouteLayersLogsReplaceThePasswordAndSecretQueryValues(url: String, redacted: String) {
         #expect(logging.redact(url) == redacted)

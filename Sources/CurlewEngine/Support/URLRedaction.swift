@@ -73,21 +73,24 @@ package struct URLRedaction: Sendable, Hashable {
         let redacted = redact(url)
         let parts = URLParts(redacted)
         guard parts.scheme != nil else { return redacted }
+        // Delimiters by bytes, as everywhere in this type: a combining mark after one fuses with it into a
+        // Character that is not the delimiter, but every parser and server still reads the byte.
         let afterScheme = redacted[parts.authority.startIndex...]
         let authority = parts.authority
-        guard !authority.contains("@") else { return redacted }
+        guard !authority.utf8.contains(UInt8(ascii: "@")) else { return redacted }
         let hiddenEnd: Substring.Index?
         if URLComponents(string: url) == nil {
             // No parser reads it: whatever comes before the last `@` may be user-info.
-            hiddenEnd = afterScheme.lastIndex(of: "@")
-        } else if let colon = authority.firstIndex(of: ":"),
-            authority[authority.index(after: colon)...].allSatisfy({ $0.isASCII && $0.isNumber }),
+            hiddenEnd = afterScheme.utf8.lastIndex(of: UInt8(ascii: "@"))
+        } else if let colon = authority.utf8.firstIndex(of: UInt8(ascii: ":")),
+            authority.utf8[authority.utf8.index(after: colon)...].allSatisfy({ (0x30...0x39).contains($0) }),
             authority.endIndex < afterScheme.endIndex
         {
             // `name:digits`, then an `@` before the next `/`: the rest of a password with a raw `/`, `?` or `#`
             // (`https://admin:1234/x9@host/`). An `@` in a later segment (`/users/a@b.com`) is a path's.
-            let segment = afterScheme[afterScheme.index(after: authority.endIndex)...].prefix { $0 != "/" }
-            hiddenEnd = segment.firstIndex(of: "@")
+            let segment = afterScheme.utf8[afterScheme.utf8.index(after: authority.endIndex)...]
+                .prefix { $0 != UInt8(ascii: "/") }
+            hiddenEnd = segment.firstIndex(of: UInt8(ascii: "@"))
         } else {
             hiddenEnd = nil
         }
@@ -123,16 +126,18 @@ package struct URLRedaction: Sendable, Hashable {
         var lastWasRedacted = false
         // After the `?` by bytes: a combining mark after it is part of the query, not of a Character to drop.
         let query = parts.url[parts.url.utf8.index(after: parts.query.startIndex)..<parts.query.endIndex]
-        let parameters = query.split(separator: "&", omittingEmptySubsequences: false).map {
-            parameter in
-            guard let equals = parameter.firstIndex(of: "="),
+        let parameters = query.utf8.split(separator: UInt8(ascii: "&"), omittingEmptySubsequences: false).map {
+            bytes in
+            let parameter = Substring(bytes)
+            guard let equals = parameter.utf8.firstIndex(of: UInt8(ascii: "=")),
                 queryParameters.contains(PercentEncoding.decode(parameter[..<equals])?.lowercased() ?? "")
             else {
                 lastWasRedacted = false
                 return String(parameter)
             }
             lastWasRedacted = true
-            return parameter[...equals] + queryValueReplacement
+            // Up to the `=` byte: a combining mark fused with it is the value's.
+            return parameter[..<parameter.utf8.index(after: equals)] + queryValueReplacement
         }
         // A secret typed with a raw `#` (`?key=ab#cd`) goes on into what parsers call the fragment: that goes too.
         // The fragment is never sent, so nothing the request carried is hidden.
@@ -143,11 +148,11 @@ package struct URLRedaction: Sendable, Hashable {
 
     private func redactingUserInfo(of authority: Substring) -> Substring {
         // The last `@` ends the user-info: a password may hold `@` unescaped, a host never does.
-        guard let at = authority.lastIndex(of: "@") else { return authority }
+        guard let at = authority.utf8.lastIndex(of: UInt8(ascii: "@")) else { return authority }
         switch userInfo {
         case .password(let replacement):
-            guard let colon = authority[..<at].firstIndex(of: ":") else { return authority }
-            return authority[...colon] + replacement + authority[at...]
+            guard let colon = authority[..<at].utf8.firstIndex(of: UInt8(ascii: ":")) else { return authority }
+            return authority[..<authority.utf8.index(after: colon)] + replacement + authority[at...]
         case .whole(let replacement):
             return Substring(replacement) + authority[at...]
         }
