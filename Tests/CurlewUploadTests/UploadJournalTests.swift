@@ -55,6 +55,35 @@ import Testing
         #expect(try UploadJournal.read(path: path).keys.sorted() == ["b.txt", "c.txt"])
     }
 
+    /// What an S3 run reads from a journal file: the multipart upload recorded for the file as it is now is the one
+    /// to resume, one recorded for an earlier version (the file changed since) is the stale one to abort, an aborted
+    /// one is neither, and once the run records the abort no later run sees it again.
+    @Test func anUploadOfTheFileAsItIsResumesAndOneOfAnEarlierVersionIsStale() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("journal-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("j").path
+        try Data(Self.journal.utf8).write(to: URL(fileURLWithPath: path))
+        func big(modified: Int64) -> UploadItem {
+            UploadItem(relativePath: "big.bin", absolutePath: "/big.bin", size: 50, modifiedNanoseconds: modified)
+        }
+        let journal = try UploadJournal(path: path)
+        #expect(journal.multipartUpload(of: big(modified: 222))?.uploadID == "ID/1")
+        #expect(journal.staleMultipartUpload(of: big(modified: 222)) == nil)
+        #expect(journal.multipartUpload(of: big(modified: 999)) == nil)
+        let stale = journal.staleMultipartUpload(of: big(modified: 999))
+        #expect(stale?.uploadID == "ID/1")
+        #expect(stale?.parts.keys.sorted() == [1, 3])
+        let gone = UploadItem(relativePath: "gone.bin", absolutePath: "/gone.bin", size: 71, modifiedNanoseconds: 1)
+        #expect(journal.staleMultipartUpload(of: gone) == nil, "an aborted upload is not stale")
+        journal.recordAbort(big(modified: 999), uploadID: "ID/1")
+        journal.finish()
+        let reopened = try UploadJournal(path: path)
+        defer { reopened.finish() }
+        #expect(reopened.staleMultipartUpload(of: big(modified: 999)) == nil)
+        #expect(reopened.multipartUpload(of: big(modified: 222)) == nil)
+    }
+
     @Test func aFileSentButNotAcknowledgedIsInFlightUntilItsDoneLine() throws {
         let text = "sending\t10\t111\ta.txt\nsending\t20\t222\tb.txt\ndone\t20\t222\tb.txt\n"
         let (done, _, inFlight, ignored) = UploadJournal.parse(Array(text.utf8))
