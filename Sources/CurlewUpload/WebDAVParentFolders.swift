@@ -22,6 +22,8 @@ package final class WebDAVParentFolders: Sendable {
         var serverNeedsThem = false
         /// Paths of folders (percent-encoded, ending with `/`) made, found or written into in this run.
         var existing: Set<String> = []
+        /// The paths of `existing` this run's MKCOLs made.
+        var made: Set<String> = []
         /// MKCOLs under way, by path: a worker that needs the same folder waits for the answer instead of sending
         /// another (WsgiDAV answers 500 to the loser of two racing MKCOLs of one folder).
         var making: [String: Task<MKCOLAnswer, Never>] = [:]
@@ -33,9 +35,9 @@ package final class WebDAVParentFolders: Sendable {
         package let reusedConnection: Bool
     }
 
-    /// The answer to one MKCOL: its request (nil when none came back), and what it means.
+    /// The answer to a folder's MKCOL: the requests answered, and what the last answer means.
     private struct MKCOLAnswer: Sendable {
-        let request: Request?
+        var requests: [Request]
         let outcome: FolderOutcome
     }
 
@@ -130,8 +132,11 @@ package final class WebDAVParentFolders: Sendable {
         to url: String, client: CurlewClient, headers: [(name: String, value: String)]
     ) async -> Outcome {
         let parts = URLParts(url)
-        guard let lastSlash = parts.path.lastIndex(of: "/") else { return .foundThere }
-        let folderPath = parts.path[...lastSlash]
+        var path = parts.path
+        // A URL that names a folder (`…/dir/`): its parent is the one the PUT needs, not the folder itself.
+        if path.utf8.last == UInt8(ascii: "/") { path = path[..<path.utf8.index(before: path.endIndex)] }
+        guard let lastSlash = path.utf8.lastIndex(of: UInt8(ascii: "/")) else { return .foundThere }
+        let folderPath = path[...lastSlash]
         let folders = WebDAVParentFolders(
             folder: WebDAVFolder(
                 baseURL: String(parts.schemeAndAuthority) + folderPath + parts.query, client: client, headers: headers))
@@ -148,11 +153,15 @@ package final class WebDAVParentFolders: Sendable {
 
     private func make(_ paths: [String], made: (Request) -> Void) async -> Outcome {
         guard let innermost = paths.last else { return .foundThere }
-        // Known now but not before the PUT: another worker made it meanwhile.
-        if state.withLock({ $0.existing.contains(innermost) }) { return .made }
+        // Known now but not before the PUT: another worker made it, or found it, meanwhile.
+        if let known = state.withLock({ $0.existing.contains(innermost) ? $0.made.contains(innermost) : nil }) {
+            return known ? .made : .foundThere
+        }
+        let cancelled = Failure(reason: "cancelled", cause: .other)
         // Out from the innermost folder to the first one there (known, made, or found by a 405).
         var present = paths.count - 1
         while present >= 0 {
+            if Task.isCancelled { return .failed(cancelled) }
             if state.withLock({ $0.existing.contains(paths[present]) }) { break }
             switch await makeFolder(paths[present], made: made) {
             case .made: break
@@ -172,6 +181,7 @@ package final class WebDAVParentFolders: Sendable {
         }
         // Back in: each folder below the one there.
         for path in paths[(present + 1)...] {
+            if Task.isCancelled { return .failed(cancelled) }
             switch await makeFolder(path, made: made) {
             case .made, .there: continue
             case .parentMissing:
@@ -194,15 +204,31 @@ package final class WebDAVParentFolders: Sendable {
             state.making[path] = task
             return (task, true)
         }
-        let answer = await task.value
+        // A run being stopped stops its workers together: the MKCOL they share goes with them.
+        let answer = await withTaskCancellationHandler {
+            await task.value
+        } onCancel: {
+            task.cancel()
+        }
         if isMine {
             state.withLock { _ = $0.making.removeValue(forKey: path) }
-            if let request = answer.request { made(request) }
+            answer.requests.forEach(made)
         }
         return answer.outcome
     }
 
+    /// The MKCOL of `path`, sent once more after a 500: WsgiDAV answers 500 to the loser of two MKCOLs of one
+    /// folder, which workers of one run never send (they share one) but two runs sharing the destination (shards)
+    /// do; the second answers 405 when the other made it.
     private func sendMKCOL(_ path: String) async -> MKCOLAnswer {
+        let first = await sendMKCOLOnce(path)
+        guard case .refused(let failure) = first.outcome, case .status(500, _) = failure.cause else { return first }
+        var second = await sendMKCOLOnce(path)
+        second.requests = first.requests + second.requests
+        return second
+    }
+
+    private func sendMKCOLOnce(_ path: String) async -> MKCOLAnswer {
         do {
             var request = try CurlewRequest(method: .init("MKCOL")!, url: origin + path + folder.folderURL.query)
             // The run's headers are for the destination (credentials, tokens); those about a body are the files'.
@@ -222,21 +248,25 @@ package final class WebDAVParentFolders: Sendable {
                         reason: "MKCOL \(path) answered \(status)",
                         cause: .status(status, retryAfter: response.header("Retry-After"))))
             }
+            // Known before the MKCOL counts as done, so a worker that finds no MKCOL under way finds this.
             switch outcome {
-            case .made, .there:
-                // Known before the MKCOL counts as done, so a worker that finds no MKCOL under way finds this.
-                state.withLock { _ = $0.existing.insert(path) }
+            case .made:
+                state.withLock {
+                    $0.existing.insert(path)
+                    $0.made.insert(path)
+                }
+            case .there: state.withLock { _ = $0.existing.insert(path) }
             case .parentMissing, .refused: break
             }
             return MKCOLAnswer(
-                request: Request(status: status, reusedConnection: response.metrics.reusedConnection),
+                requests: [Request(status: status, reusedConnection: response.metrics.reusedConnection)],
                 outcome: outcome)
         } catch let error as CurlewError {
             let reason = "MKCOL \(path) failed: \(error.code.name): \(error.detail)"
-            return MKCOLAnswer(request: nil, outcome: .refused(Failure(reason: reason, cause: .error(error))))
+            return MKCOLAnswer(requests: [], outcome: .refused(Failure(reason: reason, cause: .error(error))))
         } catch {
             return MKCOLAnswer(
-                request: nil, outcome: .refused(Failure(reason: "MKCOL \(path) failed: \(error)", cause: .other)))
+                requests: [], outcome: .refused(Failure(reason: "MKCOL \(path) failed: \(error)", cause: .other)))
         }
     }
 }

@@ -722,6 +722,32 @@ import Musl
         let folders = target.loggedRequests(method: "MKCOL")
         #expect(folders.map(\.status) == [409, 409, 201, 201, 201])
         #expect(folders.map(\.path) == ["backup/2026/", "backup/", "", "backup/", "backup/2026/"])
+
+        // Into the same folder again: one MKCOL, answered 405, and the PUT.
+        let again = try await Self.pipe(input, to: target.url + "backup/2026/again.sql?token=k3y")
+        #expect(again.status == 0, "\(again.stdout)\n\(again.stderr)")
+        try await waitUntil(timeout: .seconds(10), "the server to log the second PUT") {
+            target.loggedRequests(method: "PUT").count >= 2
+        }
+        #expect(target.loggedRequests(method: "PUT").map(\.status) == [201, 201])
+        #expect(target.loggedRequests(method: "MKCOL").dropFirst(5).map(\.status) == [405])
+        #expect(!again.stdout.contains("k3y"), "\(again.stdout)")
+    }
+
+    /// A URL that names a folder (a trailing `/`) has its parent made, not itself.
+    @Test func aPipeToAFolderURLMakesOnlyItsParent() async throws {
+        let target = DavTarget(wsgidav: try await WsgiDAVServer.shared(), location: .strict)
+        let tree = try SourceTree()
+        defer {
+            tree.remove()
+            target.remove()
+        }
+        try tree.write("dump.sql", Array("streamed\n".utf8))
+        _ = try await Self.pipe(tree.root + "/dump.sql", to: target.url + "dir/")
+        try await waitUntil(timeout: .seconds(10), "the server to log the PUT") {
+            !target.loggedRequests(method: "PUT").isEmpty
+        }
+        #expect(target.loggedRequests(method: "MKCOL").map(\.path) == [""])
     }
 
     /// A folder the server will not make: the pipe's PUT fails with its 409 and the MKCOL's refusal.

@@ -70,6 +70,9 @@ public struct DavTarget: Sendable {
         /// WsgiDAV's `/dav-racing/`: as ``strict``, but a PUT refused with 409 has its folder made right after, as
         /// another run sharing the destination would.
         case strictRacing = "dav-racing"
+        /// WsgiDAV's `/dav-mkcol-race/`: as ``strict``, but the first MKCOL of each folder makes it and answers 500,
+        /// as WsgiDAV answers the loser of two MKCOLs of one folder sent by two runs at once.
+        case strictMKCOLRace = "dav-mkcol-race"
     }
 
     /// A target on nginx's `/dav/`, in a folder of its own that does not exist until something is stored in it.

@@ -158,6 +158,17 @@ import Testing
         #expect(run.mkcolStatuses == [503, 201])
     }
 
+    /// Two runs sharing the destination send the MKCOL of one folder at once, and WsgiDAV answers the loser 500: the
+    /// MKCOL is sent once more, finds the folder (405), and the file is sent again and stored.
+    @Test func anMKCOLLostToAnotherRunIsSentOnceMore() async throws {
+        let run = try await Self.uploadOneFile(to: .strictMKCOLRace, puts: 2, prepare: Self.makeRunFolder)
+        #expect(run.summary.failures.isEmpty, "\(run.summary.failures)")
+        #expect(run.summary.uploaded == 1 && run.stored)
+        #expect(run.putStatuses == [409, 201])
+        #expect(run.mkcolStatuses == [500, 405])
+        #expect(run.summary.statusCodes == ["201": 1, "405": 1, "409": 1, "500": 1])
+    }
+
     /// A server that makes folders itself is never sent an MKCOL.
     @Test func aServerThatMakesFoldersIsSentNoMKCOL() async throws {
         let target = DavTarget(nginx: try await NginxServer.shared())

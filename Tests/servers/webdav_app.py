@@ -6,6 +6,8 @@ mod_dav, sabre/dav and IIS do.
 /dav-strict/ is the folder CURLEW_WEBDAV_ROOT. The others are the same folder, served differently:
 - /dav-no-mkcol/: MKCOL is forbidden (403);
 - /dav-flaky-mkcol/: the first MKCOL of each folder answers 503 Service Unavailable, later ones go through;
+- /dav-mkcol-race/: the first MKCOL of each folder makes it and answers 500, as WsgiDAV answers the loser of two
+  MKCOLs of one folder sent at once (by two runs sharing the destination);
 - /dav-racing/: a PUT refused with 409 has its folder made right after its answer, as another run sharing the
   destination (a shard) would make it between that PUT and the client's MKCOL.
 Every request is logged to CURLEW_WEBDAV_LOG as `METHOD STATUS PATH` (the path percent-encoded, as nginx's test
@@ -23,6 +25,7 @@ LOG = open(os.environ["CURLEW_WEBDAV_LOG"], "a", buffering=1)
 dav = WsgiDAVApp({
     "provider_mapping": {
         "/dav-strict": ROOT, "/dav-no-mkcol": ROOT, "/dav-flaky-mkcol": ROOT, "/dav-racing": ROOT,
+        "/dav-mkcol-race": ROOT,
     },
     "simple_dc": {"user_mapping": {"*": True}},
     "verbose": 1,
@@ -59,6 +62,11 @@ def app(environ, start_response):
     elif method == "MKCOL" and path.startswith("/dav-flaky-mkcol/") and refuse_first_mkcol(path):
         status = "503 Service Unavailable"
         chunks = answer(start_response, status, "try again\n")
+    elif method == "MKCOL" and path.startswith("/dav-mkcol-race/") and refuse_first_mkcol(path):
+        # The other run's MKCOL won: the folder is there, this one is answered 500.
+        os.makedirs(os.path.join(os.fsencode(ROOT), raw_path[len(b"/dav-mkcol-race/"):]), exist_ok=True)
+        status = "500 Internal Server Error"
+        chunks = answer(start_response, status, "the folder was made meanwhile\n")
     else:
         answered = {}
 
