@@ -298,7 +298,8 @@ public final class S3Client: Sendable {
                 let reply = S3Reply(status: status, headers: response.headerFields, body: response.body)
                 if (200..<300).contains(status) || allowing.contains(status) { return .finished(reply) }
                 let refusal = S3ErrorReply(
-                    status: status, body: response.body, bucketRegionHeader: reply.header("x-amz-bucket-region"))
+                    status: status, body: response.body, bucketRegionHeader: reply.header("x-amz-bucket-region"),
+                    requestRegion: endpoint.region)
                 if let runProblem = refusal.runProblem {
                     problem.withLock { $0 = $0 ?? runProblem }
                     throw S3RequestFailure.run(self.runProblem ?? runProblem)

@@ -127,13 +127,16 @@ package struct S3ErrorReply: Sendable, Equatable {
     package let message: String?
     /// The bucket's region, when the store says the request went to the wrong one.
     package let region: String?
+    /// The region the request was signed for, when known.
+    private let requestRegion: String?
 
-    package init(status: Int, body: [UInt8], bucketRegionHeader: String? = nil) {
+    package init(status: Int, body: [UInt8], bucketRegionHeader: String? = nil, requestRegion: String? = nil) {
         let text = String(decoding: body.prefix(16 << 10), as: UTF8.self)
         self.status = status
         self.code = S3XML.value("Code", in: text)
         self.message = S3XML.value("Message", in: text)
         self.region = S3XML.value("Region", in: text) ?? bucketRegionHeader
+        self.requestRegion = requestRegion
     }
 
     /// A problem of the whole run, not of one file: every other request would fail the same way, so the run stops
@@ -158,8 +161,8 @@ package struct S3ErrorReply: Sendable, Equatable {
         }
         // HEAD replies have no body: the status and the x-amz-bucket-region header have to do. S3 answers a HEAD
         // signed for another region with 400 and one sent to another region's endpoint with 301, both naming the
-        // bucket's region in that header.
-        if code == nil && (status == 301 || (status == 400 && region != nil)) {
+        // bucket's region in that header. A 400 that names the request's own region is about the request.
+        if code == nil && (status == 301 || (status == 400 && region != nil && region != requestRegion)) {
             return wrongRegion + " (HTTP \(status))"
         }
         if code == nil && status == 403 {

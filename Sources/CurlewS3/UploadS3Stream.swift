@@ -206,9 +206,11 @@ package final class S3StreamUploader: Sendable {
                 headers: [
                     ("content-type", contentType), ("x-amz-copy-source", source),
                     ("x-amz-metadata-directive", "REPLACE"), ("x-amz-checksum-algorithm", "SHA256"),
-                ] + options.objectHeaders(wholeFileSHA256: hex))
+                ] + options.objectHeaders(wholeFileSHA256: hex),
+                // A refusal here is this copy's, not the run's: it must not read as a run-wide problem.
+                allowing: Set(400..<500))
             // S3 may answer a copy's failure with 200 and an error document.
-            return !reply.text.contains("<Error>")
+            return (200..<300).contains(reply.status) && !reply.text.contains("<Error>")
         } catch {
             return false
         }

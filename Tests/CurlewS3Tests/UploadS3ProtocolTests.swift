@@ -31,8 +31,11 @@ import Testing
         #expect(moved.runProblem == "wrong region: the bucket is in ap-south-1; use --region ap-south-1 (HTTP 301)")
         let misSigned = S3ErrorReply(status: 400, body: [], bucketRegionHeader: "eu-west-3")
         #expect(misSigned.runProblem == "wrong region: the bucket is in eu-west-3; use --region eu-west-3 (HTTP 400)")
-        // A 400 to a HEAD that names no region is about the request, not the run.
+        // A 400 to a HEAD that names no region, or the request's own, is about the request, not the run.
         #expect(S3ErrorReply(status: 400, body: []).runProblem == nil)
+        #expect(
+            S3ErrorReply(status: 400, body: [], bucketRegionHeader: "eu-west-3", requestRegion: "eu-west-3").runProblem
+                == nil)
     }
 
     @Test func fileLevelRefusalsDoNotStopTheRun() {
