@@ -256,10 +256,13 @@ public final class S3Client: Sendable {
     /// - Parameters:
     ///   - allowing: non-2xx statuses returned as a reply instead of thrown (404 for HEAD and ListParts).
     ///   - cleanup: an abort or delete that tidies up after a failure: sent even once the run has stopped.
+    ///   - refusalStopsTheRun: whether a refusal that would fail every request (credentials, access, region) stops
+    ///     the run. False for a request whose failure is its own: it is thrown (and retried when retryable) as a
+    ///     refusal of this request, and later requests still go out.
     package func send(
         _ method: HTTPRequest.Method, key: String, query: [(name: String, value: String)] = [],
         headers: [(name: String, value: String)] = [], body: S3Body = .none, allowing: Set<Int> = [],
-        cleanup: Bool = false
+        cleanup: Bool = false, refusalStopsTheRun: Bool = true
     ) async throws(S3RequestFailure) -> S3Reply {
         if cleanup && Task.isCancelled {
             // An interrupted run still tidies up (an abort left unsent leaves parts billed for ever): the cleanup
@@ -269,7 +272,7 @@ public final class S3Client: Sendable {
                     return .success(
                         try await self.send(
                             method, key: key, query: query, headers: headers, body: body, allowing: allowing,
-                            cleanup: true))
+                            cleanup: true, refusalStopsTheRun: refusalStopsTheRun))
                 } catch {
                     return .failure(error)
                 }
@@ -300,7 +303,7 @@ public final class S3Client: Sendable {
                 let refusal = S3ErrorReply(
                     status: status, body: response.body, bucketRegionHeader: reply.header("x-amz-bucket-region"),
                     requestRegion: endpoint.region)
-                if let runProblem = refusal.runProblem {
+                if refusalStopsTheRun, let runProblem = refusal.runProblem {
                     problem.withLock { $0 = $0 ?? runProblem }
                     throw S3RequestFailure.run(self.runProblem ?? runProblem)
                 }

@@ -40,6 +40,7 @@ public struct S3StreamUpload: Sendable, Hashable {
     /// Whether the SHA-256 is stored with the object (`x-amz-meta-curlew-sha256`): always for a single PUT; for a
     /// multipart upload the object is copied onto itself with the metadata once it is complete (S3 takes metadata
     /// only when an upload starts, before a stream's checksum is known), which S3's CopyObject allows up to 5 GiB.
+    /// False when the store refused the copy, or the key no longer held the object this upload completed.
     public let sha256Stored: Bool
 }
 
@@ -103,9 +104,10 @@ package final class S3StreamUploader: Sendable {
             let checker = S3Uploader(client: client, options: options, journal: nil)
             try await checker.verifyComposite(parts: parts, completion: completion.text, key: key)
             let hex = SHA256Hex(hasher.finalize()).text
+            let completedETag = S3XML.value("ETag", in: completion.text)
             let stored =
                 options.recordsWholeFileSHA256 && total <= PartPlan.maximumPartSize
-                ? await recordSHA256(hex, key: key, contentType: contentType) : false
+                ? await recordSHA256(hex, key: key, ofObjectTagged: completedETag, contentType: contentType) : false
             return S3StreamUpload(bytes: total, parts: parts.count, sha256: hex, sha256Stored: stored)
         } catch {
             // Nothing half-made stays behind: the parts are dropped (and no longer billed).
@@ -197,20 +199,26 @@ package final class S3StreamUploader: Sendable {
     /// took it.
     ///
     /// The object is complete by then, so a copy that fails does not fail the upload: a key allowed to write
-    /// objects but not to read them (a write-only backup key) is refused CopyObject, which reads its source.
-    private func recordSHA256(_ hex: String, key: String, contentType: String) async -> Bool {
+    /// objects but not to read them (a write-only backup key) is refused CopyObject, which reads its source. The
+    /// copy is made only of the object this upload completed (`x-amz-copy-source-if-match` with its ETag): another
+    /// writer may replace the key in between, and this stream's SHA-256 must not be stamped on their object. A store
+    /// whose completion names no ETag gets no copy.
+    private func recordSHA256(
+        _ hex: String, key: String, ofObjectTagged etag: String?, contentType: String
+    ) async -> Bool {
+        guard let etag, !etag.isEmpty else { return false }
         let source = "/" + client.endpoint.bucket + "/" + PercentEncoding.encodeEachSegment(of: key)
         do throws(S3RequestFailure) {
             let reply = try await client.send(
                 .put, key: key,
                 headers: [
-                    ("content-type", contentType), ("x-amz-copy-source", source),
+                    ("content-type", contentType), ("x-amz-copy-source", source), ("x-amz-copy-source-if-match", etag),
                     ("x-amz-metadata-directive", "REPLACE"), ("x-amz-checksum-algorithm", "SHA256"),
                 ] + options.objectHeaders(wholeFileSHA256: hex),
-                // A refusal here is this copy's, not the run's: it must not read as a run-wide problem.
-                allowing: Set(400..<500))
+                // A refusal here is this copy's (retried when retryable), not the run's.
+                refusalStopsTheRun: false)
             // S3 may answer a copy's failure with 200 and an error document.
-            return (200..<300).contains(reply.status) && !reply.text.contains("<Error>")
+            return !reply.text.contains("<Error>")
         } catch {
             return false
         }

@@ -19,6 +19,18 @@ package struct FolderURL: Sendable, Hashable {
         query = String(parts.query)
     }
 
+    /// The folder that holds what `url` names, file or folder: `…/a/` for both `…/a/b` and `…/a/b/`. Nil when the
+    /// path has no `/` to hold it.
+    package init?(parentOf url: String) {
+        let parts = URLParts(url)
+        var path = parts.path
+        if path.utf8.last == UInt8(ascii: "/") { path = path[..<path.utf8.index(before: path.endIndex)] }
+        guard let lastSlash = path.utf8.lastIndex(of: UInt8(ascii: "/")) else { return nil }
+        self.path = String(path[...lastSlash])
+        folder = parts.schemeAndAuthority + self.path
+        query = String(parts.query)
+    }
+
     /// The folder's own URL, query included.
     package var url: String { folder + query }
 

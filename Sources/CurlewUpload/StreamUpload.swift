@@ -17,11 +17,11 @@ import Musl
 /// passed on as they are read (1 MiB ahead at most). A stream cannot be replayed, so a PUT that fails is not sent
 /// again, and the folders above the URL are made with MKCOL before it (a WebDAV server that follows RFC 4918
 /// refuses a PUT into a missing folder with 409 Conflict, after reading the body); a server whose folders are there
-/// answers one MKCOL with 405. To an ``UploadDestination/s3(_:)`` destination the location's ``S3Location/key`` is the object's: a stream
-/// that fits in one part goes as a single PUT, a longer one as a multipart upload whose part size doubles every
-/// 1,000 parts, so S3's 10,000 parts hold up to 5 TiB whatever the stream's length (see `StreamPartSizing`); each
-/// part is retried on its own. Either way the stream's SHA-256 is computed as it is read; S3 stores it with the
-/// object (``StreamUploadSummary/sha256Stored``).
+/// answers one MKCOL with 405. To an ``UploadDestination/s3(_:)`` destination the location's ``S3Location/key`` is
+/// the object's: a stream that fits in one part goes as a single PUT, a longer one as a multipart upload whose part
+/// size doubles every 1,000 parts, so S3's 10,000 parts hold up to 5 TiB whatever the stream's length (see
+/// `StreamPartSizing`); each part is retried on its own. Either way the stream's SHA-256 is computed as it is read;
+/// S3 stores it with the object (``StreamUploadSummary/sha256Stored``).
 public final class StreamUpload: Sendable {
     /// What to send the stream to, and how.
     public struct Configuration: Sendable {

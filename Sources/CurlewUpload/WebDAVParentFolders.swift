@@ -131,15 +131,9 @@ package final class WebDAVParentFolders: Sendable {
     package static func makeBeforeSending(
         to url: String, client: CurlewClient, headers: [(name: String, value: String)]
     ) async -> Outcome {
-        let parts = URLParts(url)
-        var path = parts.path
         // A URL that names a folder (`…/dir/`): its parent is the one the PUT needs, not the folder itself.
-        if path.utf8.last == UInt8(ascii: "/") { path = path[..<path.utf8.index(before: path.endIndex)] }
-        guard let lastSlash = path.utf8.lastIndex(of: UInt8(ascii: "/")) else { return .foundThere }
-        let folderPath = path[...lastSlash]
-        let folders = WebDAVParentFolders(
-            folder: WebDAVFolder(
-                baseURL: String(parts.schemeAndAuthority) + folderPath + parts.query, client: client, headers: headers))
+        guard let parent = FolderURL(parentOf: url) else { return .foundThere }
+        let folders = WebDAVParentFolders(folder: WebDAVFolder(baseURL: parent.url, client: client, headers: headers))
         // Only the folder's own paths: the file's name below it has no folders.
         return await folders.make(folders.folderPaths(above: "file"), made: { _ in })
     }

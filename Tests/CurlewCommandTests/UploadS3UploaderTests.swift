@@ -530,33 +530,67 @@ import Musl
     @Test func aPipeWhoseChecksumCannotBeRecordedIsStoredAndSaysSo() async throws {
         let moto = try await MotoServer.shared(.checked)
         let bucket = try await moto.makeBucket("pipe-no-copy")
-        let tree = try SourceTree(prefix: "curlew-s3-pipe-no-copy")
+        let piped = try await pipeTwoParts(to: "copy-refused.bin", bucket: bucket, moto: moto)
+        #expect(piped.summary["parts"] as? Int == 2)
+        #expect(piped.summary["sha256"] as? String == piped.digest)
+        #expect(piped.summary["sha256Stored"] as? Bool == false)
+        #expect(piped.summary["error"] as? String == nil)
+        // The copy was tried, and refused by the store.
+        #expect(piped.copies == [403])
+        let inventory = try await Self.inventory(moto, bucket)
+        #expect(inventory["copy-refused.bin"]?["sha256"] as? String == piped.digest)
+        #expect(try await Self.openUploads(moto, bucket) == 0)
+    }
+
+    /// Pipes 6 MiB of random bytes to `key` as a two-part stream; the summary, the input's digest and the PUTs
+    /// (the copy among them) moto logged for the key, in order.
+    private func pipeTwoParts(
+        to key: String, bucket: String, moto: MotoServer
+    ) async throws -> (
+        summary: [String: Any], digest: String, copies: [Int]
+    ) {
+        let tree = try SourceTree(prefix: "curlew-s3-pipe-copy")
         defer { tree.remove() }
         let input = tree.root + "/input.bin"
         try await offCooperativePool { try Self.writeRandomFile(input, size: 6 << 20) }
         let output = try await CurlewBinary.run(
-            [
-                "upload", "-", "s3://\(bucket)/copy-refused.bin", "--part-size", "5MiB", "--endpoint", moto.endpoint,
-                "--json",
-            ],
+            ["upload", "-", "s3://\(bucket)/\(key)", "--part-size", "5MiB", "--endpoint", moto.endpoint, "--json"],
             wrapper: ["/bin/sh", "-c", "cat '\(input)' | \"$0\" \"$@\""],
             environment: moto.credentialEnvironment.merging(["HOME": "/nonexistent"]) { $1 }, timeout: .seconds(120))
         #expect(output.status == 0, "\(output.stdout)\n\(output.stderr)")
-        let summary = try output.json()
-        let digest = try await Self.hexSHA256(ofFile: input)
-        #expect(summary["parts"] as? Int == 2)
-        #expect(summary["sha256"] as? String == digest)
-        #expect(summary["sha256Stored"] as? Bool == false)
-        #expect(summary["error"] as? String == nil)
-        // The copy was tried, and refused by the store.
+        // The parts' PUTs carry a query; the copy is the only PUT of the bare key.
         func copies() -> [Int] {
-            moto.loggedRequests { method, target in method == "PUT" && target == "/\(bucket)/copy-refused.bin" }
-                .map(\.status)
+            moto.loggedRequests { method, target in method == "PUT" && target == "/\(bucket)/\(key)" }.map(\.status)
         }
         try await waitUntil(timeout: .seconds(10), "moto to log the copy") { !copies().isEmpty }
-        #expect(copies() == [403])
-        let inventory = try await Self.inventory(moto, bucket)
-        #expect(inventory["copy-refused.bin"]?["sha256"] as? String == digest)
+        return (try output.json(), try await Self.hexSHA256(ofFile: input), copies())
+    }
+
+    @Test func aChecksumCopyThatTimesOutIsRetried() async throws {
+        let moto = try await MotoServer.shared(.checked)
+        let bucket = try await moto.makeBucket("pipe-copy-timeout")
+        let piped = try await pipeTwoParts(to: "copy-timeout-once.bin", bucket: bucket, moto: moto)
+        // S3's RequestTimeout comes as a 400, and is worth another attempt.
+        #expect(piped.copies == [400, 200])
+        #expect(piped.summary["sha256Stored"] as? Bool == true)
+        #expect(piped.summary["error"] as? String == nil)
+        let stored = try await Self.inventory(moto, bucket)["copy-timeout-once.bin"]
+        #expect(stored?["sha256"] as? String == piped.digest)
+        #expect((stored?["metadata"] as? [String: String])?["curlew-sha256"] == piped.digest)
+    }
+
+    @Test func aChecksumIsNotStampedOnAnObjectAnotherWriterPutFirst() async throws {
+        let moto = try await MotoServer.shared(.checked)
+        let bucket = try await moto.makeBucket("pipe-replaced")
+        let piped = try await pipeTwoParts(to: "replaced-before-copy.bin", bucket: bucket, moto: moto)
+        #expect(piped.copies == [412])
+        #expect(piped.summary["sha256"] as? String == piped.digest)
+        #expect(piped.summary["sha256Stored"] as? Bool == false)
+        #expect(piped.summary["error"] as? String == nil)
+        // The other writer's object is left as they put it: their bytes, and no checksum of this stream on it.
+        let stored = try await Self.inventory(moto, bucket)["replaced-before-copy.bin"]
+        #expect(stored?["size"] as? Int == "another writer's bytes".utf8.count)
+        #expect((stored?["metadata"] as? [String: String])?["curlew-sha256"] == nil)
         #expect(try await Self.openUploads(moto, bucket) == 0)
     }
 

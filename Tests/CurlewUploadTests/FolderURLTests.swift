@@ -28,4 +28,18 @@ import Testing
         #expect(folderURL.appending("dir", isFolder: true) == "https://dav.example/up/dir/?api_key=k")
         #expect(FolderURL("https://dav.example/up/").appending("a.txt") == "https://dav.example/up/a.txt")
     }
+
+    @Test(arguments: [
+        ("https://dav.example/a/b", "https://dav.example/a/?"),
+        ("https://dav.example/a/b/", "https://dav.example/a/?"),
+        ("https://dav.example/a/b.txt?token=t", "https://dav.example/a/?token=t"),
+        ("https://dav.example/b.txt", "https://dav.example/?"),
+        ("https://u:p@dav.example/a/b#frag", "https://u:p@dav.example/a/?"),
+        ("https://dav.example/", nil),
+        ("https://dav.example", nil),
+    ])
+    func theParentHoldsWhatTheURLNames(url: String, parentAndQuery: String?) {
+        let parent = FolderURL(parentOf: url)
+        #expect(parent.map { $0.folder + "?" + $0.query.dropFirst() } == parentAndQuery)
+    }
 }

@@ -20,7 +20,13 @@ Faults: a part upload (PUT with partNumber) whose key contains "corrupt-in-trans
 flipped before moto stores it, as a bad network or proxy would; the client's checksums must catch it. Part 2 of a
 key containing "part-two-always-fails" is answered 500 InternalError every time (and logged like any request). A
 CopyObject (a PUT with x-amz-copy-source) onto a key containing "copy-refused" is answered 403 AccessDenied, as S3
-answers a key allowed s3:PutObject but not s3:GetObject (a write-only backup key).
+answers a key allowed s3:PutObject but not s3:GetObject (a write-only backup key). The first CopyObject onto a key
+containing "copy-timeout-once" is answered 400 RequestTimeout (S3's retryable 4xx). Before a CopyObject onto a key containing
+"replaced-before-copy", the key's object is replaced with other bytes, as another writer might between a client's
+CompleteMultipartUpload and its copy.
+
+CopyObject honours x-amz-copy-source-if-match as S3 does (412 PreconditionFailed when the source's ETag differs);
+moto 5.2.1 honours only x-amz-copy-source-if-none-match.
 """
 
 import argparse
@@ -32,7 +38,7 @@ import re
 import sys
 import threading
 from xml.sax.saxutils import escape
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, unquote
 
 
 def main():
@@ -68,6 +74,7 @@ def main():
 
     # When each multipart upload began, by upload ID.
     from datetime import datetime, timezone
+    from moto.core import DEFAULT_ACCOUNT_ID
     from moto.s3 import models as s3_models
 
     upload_started = {}
@@ -171,6 +178,38 @@ def main():
             yield result["body"]
         return spaces_then_result()
 
+    timed_out_copies = set()
+    timed_out_copy_guard = threading.Lock()
+
+    def stored_object(bucket_name, key_name):
+        partition, account = s3_models.s3_backends.bucket_accounts.get(bucket_name, ("aws", DEFAULT_ACCOUNT_ID))
+        backend = s3_models.s3_backends[account][partition]
+        return backend, backend.get_object(bucket_name, key_name)
+
+    def copy_fault(environ):
+        """The (status, S3 error code) a CopyObject is answered with instead of moto's answer, or None."""
+        path = environ.get("PATH_INFO", "")
+        if "copy-refused" in path:
+            return "403 Forbidden", "AccessDenied"
+        if "copy-timeout-once" in path:
+            with timed_out_copy_guard:
+                if path not in timed_out_copies:
+                    timed_out_copies.add(path)
+                    return "400 Bad Request", "RequestTimeout"
+        source = unquote(environ["HTTP_X_AMZ_COPY_SOURCE"].split("?", 1)[0]).lstrip("/")
+        if "/" not in source:
+            return None
+        source_bucket, source_key = source.split("/", 1)
+        if "replaced-before-copy" in path:
+            backend, _ = stored_object(source_bucket, source_key)
+            backend.put_object(source_bucket, source_key, b"another writer's bytes")
+        wanted = environ.get("HTTP_X_AMZ_COPY_SOURCE_IF_MATCH")
+        if wanted is not None:
+            _, current = stored_object(source_bucket, source_key)
+            if current is None or wanted not in (current.etag, current.etag.strip('"')):
+                return "412 Precondition Failed", "PreconditionFailed"
+        return None
+
     def unserialized_app(environ, start_response):
         query = environ.get("QUERY_STRING", "")
         if (environ["REQUEST_METHOD"] == "PUT" and "partNumber=2&" in query + "&"
@@ -179,10 +218,12 @@ def main():
             environ["wsgi.input"].read(length)
             start_response("500 Internal Server Error", [("Content-Type", "application/xml")])
             return [b"<?xml version=\"1.0\"?><Error><Code>InternalError</Code><Message>scripted failure</Message></Error>"]
-        if (environ["REQUEST_METHOD"] == "PUT" and environ.get("HTTP_X_AMZ_COPY_SOURCE")
-                and "copy-refused" in environ.get("PATH_INFO", "")):
-            start_response("403 Forbidden", [("Content-Type", "application/xml")])
-            return [b"<?xml version=\"1.0\"?><Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>"]
+        if environ["REQUEST_METHOD"] == "PUT" and environ.get("HTTP_X_AMZ_COPY_SOURCE"):
+            refusal = copy_fault(environ)
+            if refusal is not None:
+                status, code = refusal
+                start_response(status, [("Content-Type", "application/xml")])
+                return [f"<?xml version=\"1.0\"?><Error><Code>{code}</Code><Message>{code}</Message></Error>".encode()]
         if environ["REQUEST_METHOD"] == "PUT" and "partNumber=" in query and "corrupt-in-transit" in environ.get("PATH_INFO", ""):
             length = int(environ.get("CONTENT_LENGTH") or 0)
             body = bytearray(environ["wsgi.input"].read(length))
