@@ -260,9 +260,11 @@ package final class UploadRunner: Sendable {
             return
         }
         let idempotent = plan.mode == .put
-        // A PUT refused with 409 is sent again once its folders are made or found: once per file, not per attempt
-        // (an attempt whose MKCOL failed in a way worth retrying leaves the next attempt to try again).
+        // A PUT refused with 409 is sent again once its folders are made or found: once per file, not per attempt.
         var madeParentFolders = false
+        // An attempt whose MKCOL failed in a way worth retrying leaves the next attempt to make the folders before
+        // its PUT: the 409 is known, and sending the body into the missing folder again would only meet it again.
+        var makeFoldersBeforePUT = false
         await retrying(maxAttempts: retryRules.maxAttempts) { (attempt: RetryAttempt) async -> RetryStep<Void> in
             // The state just before sending is what the journal records: the engine fails the transfer if the file
             // changes from there on.
@@ -297,7 +299,6 @@ package final class UploadRunner: Sendable {
             let live = item.size >= Self.liveProgressThreshold && !plan.gzip ? LiveFileBytes(limit: item.size) : nil
             defer { if let live { bytesDone.subtract(live.settle(), ordering: .relaxed) } }
             do {
-                try await plan.budget?.reserve(item.size)
                 func send() async throws -> CurlewResponse {
                     var request = try makeRequest(for: item)
                     if let live {
@@ -313,9 +314,19 @@ package final class UploadRunner: Sendable {
                 func count(_ request: WebDAVParentFolders.Request) {
                     tally.count(status: request.status, reusedConnection: request.reusedConnection)
                 }
+                if makeFoldersBeforePUT, let parentFolders {
+                    makeFoldersBeforePUT = false
+                    if case .failed(let problem) = await parentFolders.makeAfterConflict(
+                        for: item.relativePath, made: count)
+                    {
+                        try Task.checkCancellation()
+                        throw FoldersNotMade(problem: problem)
+                    }
+                }
                 await parentFolders?.prepare(for: item.relativePath, made: count)
                 // A 409 for a file whose folder was known to exist is about the file, not its folders.
                 let folderKnown = parentFolders?.knowsFolder(of: item.relativePath) ?? true
+                try await plan.budget?.reserve(item.size)
                 var response = try await send()
                 var parentFoldersProblem: String?
                 var parentFoldersRetryDelay: Duration?
@@ -325,11 +336,11 @@ package final class UploadRunner: Sendable {
                     case .made, .foundThere:
                         try await plan.budget?.reserve(item.size)
                         response = try await send()
-                    case .failed(let failure):
+                    case .failed(let problem):
                         try Task.checkCancellation()
-                        parentFoldersProblem = failure.reason
-                        parentFoldersRetryDelay = folderRetryDelay(after: failure, idempotent: idempotent, attempt)
-                        if parentFoldersRetryDelay != nil { madeParentFolders = false }
+                        parentFoldersProblem = problem.reason
+                        parentFoldersRetryDelay = folderRetryDelay(after: problem, idempotent: idempotent, attempt)
+                        makeFoldersBeforePUT = parentFoldersRetryDelay != nil
                     }
                 }
                 if (200..<300).contains(response.status.code) {
@@ -353,6 +364,10 @@ package final class UploadRunner: Sendable {
             } catch let error as CurlewError {
                 failure = "\(error.code.name): \(error.detail)" + (error.curlMessage.map { " (\($0))" } ?? "")
                 retryDelay = retryRules.delayBeforeRetry(after: error, idempotent: idempotent, attempt: attempt.number)
+            } catch let notMade as FoldersNotMade {
+                failure = "its folder could not be made: \(notMade.problem.reason)"
+                retryDelay = folderRetryDelay(after: notMade.problem, idempotent: idempotent, attempt)
+                makeFoldersBeforePUT = retryDelay != nil
             } catch is CancellationError {
                 fail(listed, "cancelled (interrupted)", into: &tally)
                 return .finished(())
@@ -370,6 +385,11 @@ package final class UploadRunner: Sendable {
         } onCancelledWait: { _ in
             fail(listed, "cancelled (interrupted)", into: &tally)
         }
+    }
+
+    /// An attempt that made its file's folders before the PUT, and failed to: the body was not sent.
+    private struct FoldersNotMade: Error {
+        let problem: WebDAVParentFolders.Failure
     }
 
     /// The wait before the next attempt of a file whose folder's MKCOL failed, when what it met is worth retrying

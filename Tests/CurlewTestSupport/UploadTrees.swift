@@ -67,6 +67,8 @@ public struct DavTarget: Sendable {
         case strictWithoutMKCOL = "dav-no-mkcol"
         /// WsgiDAV's `/dav-flaky-mkcol/`: as ``strict``, but the first MKCOL of each folder answers 503.
         case strictWithFlakyMKCOL = "dav-flaky-mkcol"
+        /// WsgiDAV's `/dav-down-mkcol/`: as ``strict``, but every MKCOL answers 503.
+        case strictWithFailingMKCOL = "dav-down-mkcol"
         /// WsgiDAV's `/dav-racing/`: as ``strict``, but a PUT refused with 409 has its folder made right after, as
         /// another run sharing the destination would.
         case strictRacing = "dav-racing"

@@ -149,13 +149,29 @@ import Testing
 
     /// An MKCOL that fails in a way worth retrying (503) is not the file's end: the next attempt sends the file,
     /// meets the 409 again, makes the folder and stores the file.
+    /// The next attempt makes the folder before its PUT: the body is sent into the missing folder once, not once
+    /// per attempt.
     @Test func aFolderWhoseMKCOLFailsOnceIsMadeOnTheNextAttempt() async throws {
-        let run = try await Self.uploadOneFile(to: .strictWithFlakyMKCOL, puts: 3, prepare: Self.makeRunFolder)
+        let run = try await Self.uploadOneFile(to: .strictWithFlakyMKCOL, puts: 2, prepare: Self.makeRunFolder)
         #expect(run.summary.failures.isEmpty, "\(run.summary.failures)")
         #expect(run.summary.uploaded == 1 && run.stored)
         #expect(run.summary.retries == 1)
-        #expect(run.putStatuses == [409, 409, 201])
+        #expect(run.putStatuses == [409, 201])
         #expect(run.mkcolStatuses == [503, 201])
+    }
+
+    /// Every attempt's MKCOL fails in a way worth retrying: the body goes once (the first PUT's 409), and the
+    /// file fails with the last MKCOL's answer.
+    @Test func aFolderWhoseMKCOLKeepsFailingCostsTheBodyOnce() async throws {
+        let run = try await Self.uploadOneFile(to: .strictWithFailingMKCOL, puts: 1, prepare: Self.makeRunFolder)
+        #expect(run.summary.uploaded == 0 && !run.stored)
+        #expect(run.putStatuses == [409])
+        // The default two retries: three MKCOLs, one per attempt.
+        #expect(run.mkcolStatuses == [503, 503, 503])
+        #expect(run.summary.retries == 2)
+        #expect(
+            run.failure.contains("its folder could not be made: MKCOL \(run.folderPath)/x/ answered 503"),
+            "\(run.failure)")
     }
 
     /// Two runs sharing the destination send the MKCOL of one folder at once, and WsgiDAV answers the loser 500: the

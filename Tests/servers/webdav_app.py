@@ -6,6 +6,7 @@ mod_dav, sabre/dav and IIS do.
 /dav-strict/ is the folder CURLEW_WEBDAV_ROOT. The others are the same folder, served differently:
 - /dav-no-mkcol/: MKCOL is forbidden (403);
 - /dav-flaky-mkcol/: the first MKCOL of each folder answers 503 Service Unavailable, later ones go through;
+- /dav-down-mkcol/: every MKCOL answers 503 Service Unavailable;
 - /dav-mkcol-race/: the first MKCOL of each folder makes it and answers 500, as WsgiDAV answers the loser of two
   MKCOLs of one folder sent at once (by two runs sharing the destination);
 - /dav-racing/: a PUT refused with 409 has its folder made right after its answer, as another run sharing the
@@ -25,7 +26,7 @@ LOG = open(os.environ["CURLEW_WEBDAV_LOG"], "a", buffering=1)
 dav = WsgiDAVApp({
     "provider_mapping": {
         "/dav-strict": ROOT, "/dav-no-mkcol": ROOT, "/dav-flaky-mkcol": ROOT, "/dav-racing": ROOT,
-        "/dav-mkcol-race": ROOT,
+        "/dav-mkcol-race": ROOT, "/dav-down-mkcol": ROOT,
     },
     "simple_dc": {"user_mapping": {"*": True}},
     "verbose": 1,
@@ -62,6 +63,9 @@ def app(environ, start_response):
     elif method == "MKCOL" and path.startswith("/dav-flaky-mkcol/") and refuse_first_mkcol(path):
         status = "503 Service Unavailable"
         chunks = answer(start_response, status, "try again\n")
+    elif method == "MKCOL" and path.startswith("/dav-down-mkcol/"):
+        status = "503 Service Unavailable"
+        chunks = answer(start_response, status, "try again later\n")
     elif method == "MKCOL" and path.startswith("/dav-mkcol-race/") and refuse_first_mkcol(path):
         # The other run's MKCOL won: the folder is there, this one is answered 500.
         os.makedirs(os.path.join(os.fsencode(ROOT), raw_path[len(b"/dav-mkcol-race/"):]), exist_ok=True)
