@@ -54,8 +54,9 @@ def main():
             continue
         out += [f"## {title}", "", note, "",
                 f"| client | {unit} (median) | min–max | CPU s (user+sys, median) | ÷ {baseline} "
+                f"| ÷ {baseline}, paired by round (median; min–max) "
                 f"| {unit.split('/')[0]} per CPU-second ÷ {baseline} | runs |",
-                "|---|---:|---:|---:|---:|---:|---:|"]
+                "|---|---:|---:|---:|---:|---:|---:|---:|"]
         medians = {}
         for client in clients:
             client_runs = runs(scenario, client)
@@ -71,11 +72,18 @@ def main():
                 ratio = f"{median / medians[baseline][0]:.2f}" if baseline in medians else "–"
                 # Work per CPU-second: robust when other processes compete for the machine and wall time swings.
                 efficiency = f"{medians[baseline][3] / cpu:.2f}" if baseline in medians and cpu > 0 else "–"
-                out.append(f"| {client} | {median:,.0f} | {low:,.0f}–{high:,.0f} | {cpu:.2f} | {ratio} | {efficiency} "
-                           f"| {count}/{len(client_runs)} |")
+                # Each round runs the clients one after the other, so a ratio within a round leaves out the drift
+                # between rounds (the machine's speed changes by minutes), which the ratio of medians keeps.
+                baseline_rates = {row["rep"]: rate(row, scenario) for row in runs(scenario, baseline)}
+                paired = [rate(row, scenario) / baseline_rates[row["rep"]] for row in client_runs
+                          if baseline_rates.get(row["rep"], 0) > 0]
+                paired_text = (f"{statistics.median(paired):.2f}; {min(paired):.2f}–{max(paired):.2f}"
+                               if paired and baseline in medians else "–")
+                out.append(f"| {client} | {median:,.0f} | {low:,.0f}–{high:,.0f} | {cpu:.2f} | {ratio} | {paired_text} "
+                           f"| {efficiency} | {count}/{len(client_runs)} |")
             else:
                 reasons = [ok(row, scenario) for row in client_runs if ok(row, scenario)]
-                out.append(f"| {client} | **FAILED**: {reasons[0] if reasons else 'no runs'} | | | | | |")
+                out.append(f"| {client} | **FAILED**: {reasons[0] if reasons else 'no runs'} | | | | | | |")
         out.append("")
     out += scale_section(rows, meta, runs, rate, ok)
     out += checks_section(rows, meta, runs, rate, ok)
@@ -85,6 +93,8 @@ def main():
             "- raw-libcurl: `Benchmarks/raw-libcurl/bench_curl.c` (curl_multi_poll, handles re-added at once), the limit for anything on libcurl.",
             "- wrk -t1 -c64 is the ceiling (its own event loop, no HTTP library), not the bar; it runs for a duration, so its "
             "per-CPU-second figure is not comparable.",
+            "- paired by round: each round runs every client once, one after the other; the client's rate ÷ the "
+            "baseline's in the same round, then the median over rounds. It leaves out the drift between rounds.",
             "- per CPU-second: the baseline's median CPU (user + sys of the whole process) ÷ the client's, for the same N; "
             "on a busy machine wall-clock req/s swings by 2-3× between runs, CPU per request much less.",
             "- S7 curlew-upload: `curlew upload SOURCE URL --concurrency 16 --json`; xargs-curl: "
