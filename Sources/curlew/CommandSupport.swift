@@ -43,7 +43,42 @@ func parseHeaderOptions(_ headers: [String]) throws(ValidationError) -> [(name: 
 /// A failure the user can act on: printed as `Error: <message>`, exit status 1.
 struct CommandFailure: Error, CustomStringConvertible {
     let description: String
-    init(_ message: String) { self.description = message }
+    init(_ message: String) { self.description = TerminalText.printable(message) }
+}
+
+/// Text shown to a person that may hold text from outside (a server's error message, a listing's paths, a file's
+/// name): its control characters are shown as `\x1b`, not sent, so that no reply or name can move the cursor,
+/// retitle the window, or rewrite or hide lines of the output. git shows a remote's messages the same way. Line
+/// feeds and tabs stay; JSON output needs none of this (JSON escapes control characters itself).
+enum TerminalText {
+    static func printable(_ text: String) -> String {
+        guard text.unicodeScalars.contains(where: isControl) else { return text }
+        var shown = String.UnicodeScalarView()
+        for scalar in text.unicodeScalars {
+            if isControl(scalar) {
+                shown.append(contentsOf: "\\x".unicodeScalars)
+                let hex = String(scalar.value, radix: 16)
+                shown.append(contentsOf: ((hex.count < 2 ? "0" : "") + hex).unicodeScalars)
+            } else {
+                shown.append(scalar)
+            }
+        }
+        return String(shown)
+    }
+
+    /// C0 but line feed and tab, DEL, and C1 (which terminals may read as ESC sequences: U+009B is CSI).
+    private static func isControl(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar.value {
+        case 0x0A, 0x09: false
+        case 0x00...0x1F, 0x7F...0x9F: true
+        default: false
+        }
+    }
+}
+
+/// `print` for lines a person reads: see ``TerminalText``.
+func printLine(_ text: String) {
+    print(TerminalText.printable(text))
 }
 
 /// Where progress goes: stderr, redrawn in place on a terminal, one plain line per period otherwise (logs, CI).
@@ -59,7 +94,7 @@ struct ProgressOutput: Sendable {
     func update(_ line: String) {
         guard enabled else { return }
         if isTerminal {
-            writeStandardError("\r\u{1B}[2K" + line)
+            writeStandardError(Self.clearLine + TerminalText.printable(line), asItIs: true)
         } else {
             writeStandardError("progress: " + line + "\n")
         }
@@ -67,12 +102,17 @@ struct ProgressOutput: Sendable {
 
     /// Clears the live line so the summary starts on a clean row.
     func finish() {
-        if enabled && isTerminal { writeStandardError("\r\u{1B}[2K") }
+        if enabled && isTerminal { writeStandardError(Self.clearLine, asItIs: true) }
     }
+
+    /// Back to the start of the row, and the row erased.
+    private static let clearLine = "\r\u{1B}[2K"
 }
 
-func writeStandardError(_ text: String) {
-    var bytes = Array(text.utf8)
+/// Writes `text` to standard error, made printable (``TerminalText``) unless `asItIs` (the program's own escape
+/// sequences).
+func writeStandardError(_ text: String, asItIs: Bool = false) {
+    var bytes = Array((asItIs ? text : TerminalText.printable(text)).utf8)
     var offset = 0
     while offset < bytes.count {
         let written = bytes.withUnsafeMutableBytes { write(STDERR_FILENO, $0.baseAddress! + offset, $0.count - offset) }

@@ -960,3 +960,30 @@ import Musl
         }
     }
 }
+
+@Suite struct UploadOutputControlCharacterTests {
+    /// A server's error text and a file's name reach the terminal with their control characters shown, not sent:
+    /// no reply can retitle the window, erase a line or colour the output. `--json` keeps the text exact.
+    @Test func aServersRepliesAndFileNamesCannotSteerTheTerminal() async throws {
+        let hostile = "\u{1B}]0;owned\u{07}\u{1B}[2Kno\u{8}\u{9B}31mdenied"
+        let tree = try SourceTree(prefix: "curlew-upload-control")
+        defer { tree.remove() }
+        let name = "file\u{1B}[31m.txt"
+        try tree.write(name, Array("content".utf8))
+        try await withScriptedServer({ _ in ScriptedResponse(status: 403, body: Array(hostile.utf8)) }) { server in
+            let shown = try await CurlewBinary.run(["upload", tree.root, server.baseURL + "/up/", "--no-progress"])
+            let json = try await CurlewBinary.run(["upload", tree.root, server.baseURL + "/up/", "--json"])
+            #expect(shown.status == 1 && json.status == 1, "\(shown.stdout)\n\(shown.stderr)")
+            let text = shown.stdout + shown.stderr
+            let controls = text.unicodeScalars.filter {
+                $0 != "\n" && $0 != "\t" && ($0.value < 0x20 || (0x7F...0x9F).contains($0.value))
+            }
+            #expect(controls.isEmpty, "\(controls.map { String($0.value, radix: 16) })")
+            #expect(text.contains("\\x1b]0;owned\\x07\\x1b[2Kno\\x08\\x9b31mdenied"), "\(text)")
+            #expect(text.contains("file\\x1b[31m.txt"), "\(text)")
+            let failures = try json.json()["failures"] as? [[String: Any]]
+            #expect(failures?.first?["path"] as? String == name)
+            #expect((failures?.first?["error"] as? String)?.contains(hostile) == true, "\(failures ?? [])")
+        }
+    }
+}

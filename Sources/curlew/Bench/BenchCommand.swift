@@ -669,7 +669,7 @@ struct BenchCommand: AsyncParsableCommand {
         if json {
             print(try jsonLine(summary))
         } else {
-            print(summary.text)
+            printLine(summary.text)
         }
         if let metrics {
             if prometheusHold.duration > .zero {

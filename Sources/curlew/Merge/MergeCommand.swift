@@ -111,7 +111,7 @@ struct MergeCommand: AsyncParsableCommand {
             }
             summary.report = report
         }
-        print(json ? try jsonLine(summary) : summary.text)
+        if json { print(try jsonLine(summary)) } else { printLine(summary.text) }
         if summary.exitStatus != BenchExitStatus.success { throw ExitCode(summary.exitStatus) }
     }
 
@@ -139,7 +139,7 @@ struct MergeCommand: AsyncParsableCommand {
         }
         try ShardSet.check(members)
         let summary = UploadSummary(merging: shards.map(\.summary))
-        print(json ? try jsonLine(summary) : summary.text)
+        if json { print(try jsonLine(summary)) } else { printLine(summary.text) }
         if summary.interrupted { throw ExitCode(130) }
         if summary.failed > 0 { throw ExitCode(1) }
     }

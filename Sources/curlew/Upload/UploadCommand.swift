@@ -279,14 +279,14 @@ struct UploadCommand: AsyncParsableCommand {
         let upload = try Upload(configuration, client: client)
         // With --json-events, stdout carries JSON lines only.
         let json = self.json || jsonEvents
-        if let destinationLine, !json { print(destinationLine) }
+        if let destinationLine, !json { printLine(destinationLine) }
         let selection = upload.selection
         let listing = selection.listing
         let pending = upload.pending
         let skipped = listing.items.count - pending.count
         let totalBytes = pending.reduce(Int64(0)) { $0 + $1.size }
         if !json {
-            print(
+            printLine(
                 "curlew upload \(self.source) → \(URLRedaction.messages.displaying(upload.target))"
                     + (upload.s3Client == nil ? " (\(mode.rawValue))" : ""))
             var line =
@@ -295,9 +295,9 @@ struct UploadCommand: AsyncParsableCommand {
             if skipped > 0 {
                 line += "; \(formatCount(skipped)) already in the journal, \(formatCount(pending.count)) to send"
             }
-            print(line + "; \(concurrency) at a time")
+            printLine(line + "; \(concurrency) at a time")
             if !shard.isWhole {
-                print(
+                printLine(
                     "  shard \(shard)" + (runID.map { " of run \($0)" } ?? "")
                         + ": \(formatCount(selection.ownedByShard)) of the \(formatCount(selection.listedBeforeSharding)) files (by path hash)"
                         + (selection.journalPath.map { ", journal \($0)" } ?? ""))
@@ -352,7 +352,7 @@ struct UploadCommand: AsyncParsableCommand {
         } else if jsonEvents {
             writeStandardError(summary.text + "\n")
         } else {
-            print(summary.text)
+            printLine(summary.text)
         }
         if let problem = summary.error { writeStandardError("Error: \(problem)\n") }
         if let failure = outcome.journalFailure {
@@ -487,10 +487,10 @@ struct UploadCommand: AsyncParsableCommand {
             }
             await client.shutdown()
             for upload in preview.uploads {
-                print("would send \(upload.path) (\(formatBytes(upload.size))): \(upload.reason)")
+                printLine("would send \(upload.path) (\(formatBytes(upload.size))): \(upload.reason)")
             }
-            for path in preview.deletions { print("would delete \(path)") }
-            print(
+            for path in preview.deletions { printLine("would delete \(path)") }
+            printLine(
                 "dry run: \(formatCount(preview.uploads.count)) to send (files of the same size on S3 only if their "
                     + "checksums differ), \(formatCount(preview.unchanged.count)) unchanged, "
                     + "\(formatCount(preview.deletions.count)) to delete"
@@ -498,7 +498,7 @@ struct UploadCommand: AsyncParsableCommand {
             return
         }
         let json = self.json || jsonEvents
-        if let destinationLine, !json { print(destinationLine) }
+        if let destinationLine, !json { printLine(destinationLine) }
         let summary: SyncSummary
         do { summary = try await sync.run() } catch {
             await client.shutdown()
@@ -518,7 +518,7 @@ struct UploadCommand: AsyncParsableCommand {
                 text += "; \(formatCount(summary.deletionsWithheld)) deletions withheld because files failed"
             }
             if !summary.deleteFailures.isEmpty { text += "; \(summary.deleteFailures.count) deletions refused" }
-            if jsonEvents { writeStandardError(text + "\n") } else { print(text) }
+            if jsonEvents { writeStandardError(text + "\n") } else { printLine(text) }
         }
         if summary.upload.failed > 0 || !summary.deleteFailures.isEmpty || summary.upload.interrupted {
             throw ExitCode(1)
@@ -535,7 +535,7 @@ struct UploadCommand: AsyncParsableCommand {
         configuration.headers = try parseHeaderOptions(headers)
         configuration.bytesPerSecondLimit = bwlimit?.bytes
         let upload = try StreamUpload(configuration, client: client)
-        if let destinationLine, !json { print(destinationLine) }
+        if let destinationLine, !json { printLine(destinationLine) }
         let input = DescriptorReader(descriptor: STDIN_FILENO)
         let work = Task { await upload.run { try await input.read(upTo: $0) } }
         // The stream is one object: an interrupt cancels it at once, and an S3 multipart upload is aborted rather
@@ -547,10 +547,10 @@ struct UploadCommand: AsyncParsableCommand {
         if json {
             print(try jsonLine(summary))
         } else if let error = summary.error {
-            print("curlew upload - → \(summary.url): failed: \(error)")
+            printLine("curlew upload - → \(summary.url): failed: \(error)")
         } else {
             let seconds = max(summary.seconds, 0.001)
-            print(
+            printLine(
                 "curlew upload - → \(summary.url): \(formatBytes(summary.bytes))"
                     + (summary.parts > 0 ? " in \(summary.parts) parts" : "")
                     + String(
@@ -573,7 +573,7 @@ struct UploadCommand: AsyncParsableCommand {
                     " → s3://\(s3.bucket)/\(s3.key(for: item.relativePath))"
                     + (plan.isMultipart ? " in \(plan.partCount) parts of \(formatBytes(plan.partSize))" : "")
             }
-            print(line)
+            printLine(line)
         }
         let bytes = pending.reduce(Int64(0)) { $0 + $1.size }
         var summary = "dry run: \(formatCount(pending.count)) files, \(formatBytes(bytes)) would be sent"
@@ -582,7 +582,7 @@ struct UploadCommand: AsyncParsableCommand {
         }
         if excluded > 0 { summary += "; \(formatCount(excluded)) excluded by filters" }
         if skipExisting { summary += "; --skip-existing is not checked (that needs a request per file)" }
-        print(summary)
+        printLine(summary)
     }
 
     private static func reportProgress(
