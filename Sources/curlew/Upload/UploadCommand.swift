@@ -8,10 +8,11 @@ import Foundation
 
 extension UploadError {
     /// The command's form of the library's error: a usage error (exit status 64, with the usage) when the
-    /// arguments are at fault, a plain failure (exit status 1) otherwise.
+    /// arguments are at fault, a plain failure (exit status 1) otherwise. Either may name a file or a server's
+    /// answer, so it is made printable (``TerminalText``).
     var commandError: any Error {
         switch kind.storage {
-        case .invalidConfiguration, .unreadableSource: ValidationError(description)
+        case .invalidConfiguration, .unreadableSource: ValidationError(TerminalText.printable(description))
         case .journal, .unreadableDestination: CommandFailure(description)
         }
     }
