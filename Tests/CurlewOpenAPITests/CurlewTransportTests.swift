@@ -275,7 +275,10 @@ struct CurlewTransportTests {
                     configuration: .init(
                         client: client, responseBufferLimit: 64 * 1024, requestBufferLimit: 16 * 1024))
                 let (chunks, producer) = AsyncStream.makeStream(of: ArraySlice<UInt8>.self)
-                try await withTimeout(.seconds(60)) {
+                // A hang fails at the bound; a slow run does not: 0.3 s alone, but about a minute in CI's main run,
+                // whose other suites keep both cores and the cooperative pool busy while each chunk's round trip
+                // waits for a turn.
+                try await withTimeout(.seconds(240)) {
                     let (response, body) = try await transport.send(
                         HTTPRequest(method: .post, scheme: nil, authority: nil, path: "/echo"),
                         body: HTTPBody(chunks, length: .unknown, iterationBehavior: .single),
