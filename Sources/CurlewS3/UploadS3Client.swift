@@ -299,7 +299,12 @@ public final class S3Client: Sendable {
                     if !response.metrics.reusedConnection { $0.connectionsOpened += 1 }
                 }
                 let reply = S3Reply(status: status, headers: response.headerFields, body: response.body)
-                if (200..<300).contains(status) || allowing.contains(status) { return .finished(reply) }
+                // A 2xx carrying an error document is a refusal like any other, retried when S3 says so (its own
+                // advice for an InternalError after CompleteMultipartUpload's or CopyObject's 200).
+                let isRefusedAfterItsStatus = (200..<300).contains(status) && S3XML.isErrorDocument(response.body)
+                if ((200..<300).contains(status) || allowing.contains(status)) && !isRefusedAfterItsStatus {
+                    return .finished(reply)
+                }
                 let refusal = S3ErrorReply(
                     status: status, body: response.body, bucketRegionHeader: reply.header("x-amz-bucket-region"),
                     requestRegion: endpoint.region)

@@ -23,6 +23,27 @@ package enum S3XML {
 
     package static func value(_ tag: String, in text: some StringProtocol) -> String? { values(tag, in: text).first }
 
+    /// Whether `body` is an S3 error document: its root element is `Error`. S3 answers CompleteMultipartUpload and
+    /// CopyObject with 200 before it knows the outcome, so a failure can come as a 2xx whose body is an error
+    /// (after whitespace sent to keep the connection open). Only the root counts: a successful reply may name
+    /// anything inside it.
+    package static func isErrorDocument(_ body: [UInt8]) -> Bool {
+        var rest = body[...]
+        func skipWhitespace() { rest = rest.drop { [0x20, 0x09, 0x0D, 0x0A].contains($0) } }
+        if rest.starts(with: [0xEF, 0xBB, 0xBF]) { rest = rest.dropFirst(3) }
+        skipWhitespace()
+        // The XML declaration, then any comments or processing instructions before the root.
+        while rest.starts(with: Array("<?".utf8)) || rest.starts(with: Array("<!--".utf8)) {
+            let close: [UInt8] = rest.starts(with: Array("<?".utf8)) ? Array("?>".utf8) : Array("-->".utf8)
+            guard let end = rest.firstRange(of: close) else { return false }
+            rest = rest[end.upperBound...]
+            skipWhitespace()
+        }
+        guard rest.starts(with: Array("<Error".utf8)) else { return false }
+        let afterName = rest.dropFirst("<Error".utf8.count).first
+        return afterName == UInt8(ascii: ">") || afterName.map { [0x20, 0x09, 0x0D, 0x0A, 0x2F].contains($0) } == true
+    }
+
     /// `text` as XML character data. A carriage return is written as a reference: an XML parser reads a raw one as
     /// a line feed, and a key holding one would name another object.
     package static func escape(_ text: String) -> String {

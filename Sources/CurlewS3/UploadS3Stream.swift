@@ -98,9 +98,6 @@ package final class S3StreamUploader: Sendable {
             let completion = try await client.send(
                 .post, key: key, query: [("uploadId", uploadID)],
                 body: .bytes(Array(CompletedPart.completionXML(parts).utf8)))
-            if completion.text.contains("<Error>") {
-                throw S3RequestFailure.refused(S3ErrorReply(status: 200, body: completion.body))
-            }
             let checker = S3Uploader(client: client, options: options, journal: nil)
             try await checker.verifyComposite(parts: parts, completion: completion.text, key: key)
             let hex = SHA256Hex(hasher.finalize()).text
@@ -203,13 +200,18 @@ package final class S3StreamUploader: Sendable {
     /// copy is made only of the object this upload completed (`x-amz-copy-source-if-match` with its ETag): another
     /// writer may replace the key in between, and this stream's SHA-256 must not be stamped on their object. A store
     /// whose completion names no ETag gets no copy.
+    ///
+    /// A copy that seems to fail may have been made: its reply lost, the retry then finds the object changed by the
+    /// first attempt (412 against the completion's ETag). So a failed copy is followed by a HEAD, and the object's
+    /// own metadata says whether it carries this stream's SHA-256.
     private func recordSHA256(
         _ hex: String, key: String, ofObjectTagged etag: String?, contentType: String
     ) async -> Bool {
         guard let etag, !etag.isEmpty else { return false }
         let source = "/" + client.endpoint.bucket + "/" + PercentEncoding.encodeEachSegment(of: key)
         do throws(S3RequestFailure) {
-            let reply = try await client.send(
+            // A 200 with an error document is thrown by `send` as a refusal, retried when S3 says so.
+            _ = try await client.send(
                 .put, key: key,
                 headers: [
                     ("content-type", contentType), ("x-amz-copy-source", source), ("x-amz-copy-source-if-match", etag),
@@ -217,11 +219,22 @@ package final class S3StreamUploader: Sendable {
                 ] + options.objectHeaders(wholeFileSHA256: hex),
                 // A refusal here is this copy's (retried when retryable), not the run's.
                 refusalStopsTheRun: false)
-            // S3 may answer a copy's failure with 200 and an error document.
-            return !reply.text.contains("<Error>")
-        } catch {
+            return true
+        } catch .cancelled {
             return false
+        } catch {
+            return await objectCarriesSHA256(hex, key: key)
         }
+    }
+
+    /// Whether the object at `key` now has `hex` as its recorded SHA-256. A refused HEAD (a write-only key may not
+    /// read) is "no", never a problem of the run.
+    private func objectCarriesSHA256(_ hex: String, key: String) async -> Bool {
+        guard
+            let head = try? await client.send(.head, key: key, allowing: [404], refusalStopsTheRun: false),
+            head.status != 404
+        else { return false }
+        return head.header("x-amz-meta-" + S3Uploader.wholeFileSHA256MetadataName) == hex
     }
 
     /// Reads until `count` bytes or the end of the stream.

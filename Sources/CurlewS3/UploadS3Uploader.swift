@@ -270,10 +270,6 @@ package final class S3Uploader: Sendable {
             }
             return
         }
-        // CompleteMultipartUpload can fail after its 200 status line: the error is then in the body.
-        if reply.text.contains("<Error>") {
-            throw S3RequestFailure.refused(S3ErrorReply(status: 200, body: reply.body))
-        }
         try await verifyComposite(parts: parts, completion: reply.text, key: key)
     }
 

@@ -542,12 +542,12 @@ import Musl
         #expect(try await Self.openUploads(moto, bucket) == 0)
     }
 
-    /// Pipes 6 MiB of random bytes to `key` as a two-part stream; the summary, the input's digest and the PUTs
-    /// (the copy among them) moto logged for the key, in order.
+    /// Pipes 6 MiB of random bytes to `key` as a two-part stream; the summary, the input's digest and the statuses
+    /// of the PUTs of the bare key (the copies) moto had logged by then, in order, and a way to read them again.
     private func pipeTwoParts(
         to key: String, bucket: String, moto: MotoServer
     ) async throws -> (
-        summary: [String: Any], digest: String, copies: [Int]
+        summary: [String: Any], digest: String, copies: [Int], currentCopies: @Sendable () -> [Int]
     ) {
         let tree = try SourceTree(prefix: "curlew-s3-pipe-copy")
         defer { tree.remove() }
@@ -559,11 +559,11 @@ import Musl
             environment: moto.credentialEnvironment.merging(["HOME": "/nonexistent"]) { $1 }, timeout: .seconds(120))
         #expect(output.status == 0, "\(output.stdout)\n\(output.stderr)")
         // The parts' PUTs carry a query; the copy is the only PUT of the bare key.
-        func copies() -> [Int] {
+        let copies: @Sendable () -> [Int] = {
             moto.loggedRequests { method, target in method == "PUT" && target == "/\(bucket)/\(key)" }.map(\.status)
         }
         try await waitUntil(timeout: .seconds(10), "moto to log the copy") { !copies().isEmpty }
-        return (try output.json(), try await Self.hexSHA256(ofFile: input), copies())
+        return (try output.json(), try await Self.hexSHA256(ofFile: input), copies(), copies)
     }
 
     @Test func aChecksumCopyThatTimesOutIsRetried() async throws {
@@ -591,6 +591,68 @@ import Musl
         let stored = try await Self.inventory(moto, bucket)["replaced-before-copy.bin"]
         #expect(stored?["size"] as? Int == "another writer's bytes".utf8.count)
         #expect((stored?["metadata"] as? [String: String])?["curlew-sha256"] == nil)
+        #expect(try await Self.openUploads(moto, bucket) == 0)
+    }
+
+    /// S3 sends a copy's 200 before the copy is done, so a copy that fails inside comes as 200 with an error
+    /// document; an InternalError is worth another attempt, as S3 advises. Before, it was taken as the copy's final
+    /// answer: `sha256Stored: false` though a retry would have stored it.
+    @Test func aChecksumCopyAnsweredWith200AndAnErrorIsRetried() async throws {
+        let moto = try await MotoServer.shared(.checked)
+        let bucket = try await moto.makeBucket("pipe-copy-200-error")
+        let piped = try await pipeTwoParts(to: "copy-200-error-once.bin", bucket: bucket, moto: moto)
+        #expect(piped.copies == [200, 200])
+        #expect(piped.summary["sha256Stored"] as? Bool == true)
+        #expect(piped.summary["error"] as? String == nil)
+        let stored = try await Self.inventory(moto, bucket)["copy-200-error-once.bin"]
+        #expect(stored?["sha256"] as? String == piped.digest)
+        #expect((stored?["metadata"] as? [String: String])?["curlew-sha256"] == piped.digest)
+    }
+
+    /// The copy is made but its reply is lost: the retry's precondition (the completion's ETag) no longer holds,
+    /// because the first attempt changed the object, and the store answers 412. The object carries the stream's
+    /// SHA-256 all the same, and the summary says so. Before, `sha256Stored` was false.
+    @Test func aChecksumCopyWhoseReplyWasLostIsFoundStored() async throws {
+        let moto = try await MotoServer.shared(.checked)
+        let bucket = try await moto.makeBucket("pipe-copy-reply-lost")
+        let piped = try await pipeTwoParts(to: "copy-reply-lost-once.bin", bucket: bucket, moto: moto)
+        try await waitUntil(timeout: .seconds(10), "moto to log the retried copy") { piped.currentCopies().last == 412 }
+        #expect(piped.summary["sha256Stored"] as? Bool == true)
+        #expect(piped.summary["error"] as? String == nil)
+        let stored = try await Self.inventory(moto, bucket)["copy-reply-lost-once.bin"]
+        #expect(stored?["sha256"] as? String == piped.digest)
+        #expect((stored?["metadata"] as? [String: String])?["curlew-sha256"] == piped.digest)
+    }
+
+    /// CompleteMultipartUpload answered 200, then (after S3's keep-alive space) an InternalError: retried, and the
+    /// object is complete, for a stream and for a file. Before, the upload failed on the first such answer.
+    @Test func aCompletionAnsweredWith200AndAnErrorIsRetried() async throws {
+        let moto = try await MotoServer.shared(.checked)
+        let bucket = try await moto.makeBucket("complete-200-error")
+        func completions(of key: String) -> [Int] {
+            moto.loggedRequests { method, target in method == "POST" && target.hasPrefix("/\(bucket)/\(key)?uploadId=")
+            }
+            .map(\.status)
+        }
+        let piped = try await pipeTwoParts(to: "stream/complete-200-error-once.bin", bucket: bucket, moto: moto)
+        #expect(piped.summary["error"] as? String == nil)
+        #expect(piped.summary["sha256Stored"] as? Bool == true)
+        #expect(completions(of: "stream/complete-200-error-once.bin") == [200, 200])
+
+        let tree = try SourceTree(prefix: "curlew-s3-complete-200-error")
+        defer { tree.remove() }
+        try await offCooperativePool {
+            try Self.writeRandomFile(tree.root + "/complete-200-error-once.bin", size: 6 << 20)
+        }
+        let output = try await Self.run(moto, [tree.root, "s3://\(bucket)/file/", "--part-size", "5MiB", "--json"])
+        #expect(output.status == 0, "\(output.stdout)\n\(output.stderr)")
+        #expect(try output.json()["uploaded"] as? Int == 1)
+        #expect(completions(of: "file/complete-200-error-once.bin") == [200, 200])
+
+        let stored = try await Self.inventory(moto, bucket)
+        #expect(stored["stream/complete-200-error-once.bin"]?["sha256"] as? String == piped.digest)
+        let fileDigest = try await Self.hexSHA256(ofFile: tree.root + "/complete-200-error-once.bin")
+        #expect(stored["file/complete-200-error-once.bin"]?["sha256"] as? String == fileDigest)
         #expect(try await Self.openUploads(moto, bucket) == 0)
     }
 

@@ -47,6 +47,25 @@ import Testing
         #expect(Self.reply(400, "BadDigest").summary == "HTTP 400 BadDigest: m & more")
     }
 
+    /// A 2xx body is an error when its root element is `Error`, after S3's keep-alive whitespace and an XML
+    /// declaration; a successful reply that names `<Error>` inside it is not one.
+    @Test(arguments: [
+        ("<Error><Code>InternalError</Code></Error>", true),
+        ("   \n <?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>InternalError</Code></Error>", true),
+        ("\u{FEFF}<?xml version=\"1.0\"?><!-- a comment --> <Error xmlns=\"x\"><Code>SlowDown</Code></Error>", true),
+        (
+            "<?xml version=\"1.0\"?><CompleteMultipartUploadResult><ETag>\"e-2\"</ETag></CompleteMultipartUploadResult>",
+            false
+        ),
+        ("<CopyObjectResult><Key>a</Key><Note><Error></Error></Note></CopyObjectResult>", false),
+        ("<Errors><Error/></Errors>", false),
+        ("", false),
+        ("<?xml version=\"1.0\"", false),
+    ])
+    func anErrorDocumentIsOneWhoseRootIsError(body: String, isError: Bool) {
+        #expect(S3XML.isErrorDocument(Array(body.utf8)) == isError)
+    }
+
     @Test func completionXMLListsPartsInOrderWithChecksums() {
         let xml = CompletedPart.completionXML([
             CompletedPart(number: 2, etag: "\"b\"", checksum: "Yg==", size: 1),

@@ -23,7 +23,11 @@ CopyObject (a PUT with x-amz-copy-source) onto a key containing "copy-refused" i
 answers a key allowed s3:PutObject but not s3:GetObject (a write-only backup key). The first CopyObject onto a key
 containing "copy-timeout-once" is answered 400 RequestTimeout (S3's retryable 4xx). Before a CopyObject onto a key containing
 "replaced-before-copy", the key's object is replaced with other bytes, as another writer might between a client's
-CompleteMultipartUpload and its copy.
+CompleteMultipartUpload and its copy. The first CopyObject onto a key containing "copy-200-error-once" is answered
+200 with an InternalError document (S3 sends a copy's status before its outcome); the first onto a key containing
+"copy-reply-lost-once" is made, then its connection is closed before any reply. The first CompleteMultipartUpload of
+a key containing "complete-200-error-once" is answered 200, a space, then an InternalError document, and nothing is
+completed.
 
 CopyObject honours x-amz-copy-source-if-match as S3 does (412 PreconditionFailed when the source's ETag differs);
 moto 5.2.1 honours only x-amz-copy-source-if-none-match.
@@ -35,6 +39,7 @@ import json
 import logging
 import os
 import re
+import socket
 import sys
 import threading
 from xml.sax.saxutils import escape
@@ -178,8 +183,16 @@ def main():
             yield result["body"]
         return spaces_then_result()
 
-    timed_out_copies = set()
-    timed_out_copy_guard = threading.Lock()
+    faulted_once = set()
+    faulted_once_guard = threading.Lock()
+
+    def first_time(fault, path):
+        """Whether `fault` has not yet struck the key at `path` (and now has)."""
+        with faulted_once_guard:
+            if (fault, path) in faulted_once:
+                return False
+            faulted_once.add((fault, path))
+            return True
 
     def stored_object(bucket_name, key_name):
         partition, account = s3_models.s3_backends.bucket_accounts.get(bucket_name, ("aws", DEFAULT_ACCOUNT_ID))
@@ -191,11 +204,10 @@ def main():
         path = environ.get("PATH_INFO", "")
         if "copy-refused" in path:
             return "403 Forbidden", "AccessDenied"
-        if "copy-timeout-once" in path:
-            with timed_out_copy_guard:
-                if path not in timed_out_copies:
-                    timed_out_copies.add(path)
-                    return "400 Bad Request", "RequestTimeout"
+        if "copy-timeout-once" in path and first_time("copy-timeout-once", path):
+            return "400 Bad Request", "RequestTimeout"
+        if "copy-200-error-once" in path and first_time("copy-200-error-once", path):
+            return "200 OK", "InternalError"
         source = unquote(environ["HTTP_X_AMZ_COPY_SOURCE"].split("?", 1)[0]).lstrip("/")
         if "/" not in source:
             return None
@@ -218,6 +230,24 @@ def main():
             environ["wsgi.input"].read(length)
             start_response("500 Internal Server Error", [("Content-Type", "application/xml")])
             return [b"<?xml version=\"1.0\"?><Error><Code>InternalError</Code><Message>scripted failure</Message></Error>"]
+        path = environ.get("PATH_INFO", "")
+        if (environ["REQUEST_METHOD"] == "POST" and "uploadId=" in query and "complete-200-error-once" in path
+                and first_time("complete-200-error-once", path)):
+            environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
+            start_response("200 OK", [("Content-Type", "application/xml")])
+            return [b" ", b"<?xml version=\"1.0\"?>\n<Error><Code>InternalError</Code>"
+                    b"<Message>We encountered an internal error. Please try again.</Message></Error>"]
+        if (environ["REQUEST_METHOD"] == "PUT" and environ.get("HTTP_X_AMZ_COPY_SOURCE")
+                and "copy-reply-lost-once" in path and first_time("copy-reply-lost-once", path)):
+            body = moto_app(environ, lambda status, headers, exc_info=None: (lambda data: None))
+            try:
+                b"".join(body)
+            finally:
+                getattr(body, "close", lambda: None)()
+            # The copy is made; its reply never leaves (the client sees the connection end with no answer).
+            environ["werkzeug.socket"].shutdown(socket.SHUT_RDWR)
+            start_response("200 OK", [("Content-Type", "application/xml")])
+            return [b""]
         if environ["REQUEST_METHOD"] == "PUT" and environ.get("HTTP_X_AMZ_COPY_SOURCE"):
             refusal = copy_fault(environ)
             if refusal is not None:
