@@ -254,7 +254,11 @@ public final class S3Client: Sendable {
     /// Sends one request, signing each attempt anew (the signature carries the time).
     ///
     /// - Parameters:
-    ///   - allowing: non-2xx statuses returned as a reply instead of thrown (404 for HEAD and ListParts).
+    ///   - allowing: non-2xx statuses returned as a reply instead of thrown (404 for HEAD and ListParts). A 2xx
+    ///     whose body is an error document is thrown as a refusal (retried when its code says so).
+    ///   - expectsDocument: whether a 2xx must carry a whole XML document: CompleteMultipartUpload and CopyObject
+    ///     send their 200 before their outcome, and a store that fails after it may leave the body empty or cut.
+    ///     A 2xx without one is a failure, retried.
     ///   - cleanup: an abort or delete that tidies up after a failure: sent even once the run has stopped.
     ///   - refusalStopsTheRun: whether a refusal that would fail every request (credentials, access, region) stops
     ///     the run. False for a request whose failure is its own: it is thrown (and retried when retryable) as a
@@ -262,7 +266,7 @@ public final class S3Client: Sendable {
     package func send(
         _ method: HTTPRequest.Method, key: String, query: [(name: String, value: String)] = [],
         headers: [(name: String, value: String)] = [], body: S3Body = .none, allowing: Set<Int> = [],
-        cleanup: Bool = false, refusalStopsTheRun: Bool = true
+        expectsDocument: Bool = false, cleanup: Bool = false, refusalStopsTheRun: Bool = true
     ) async throws(S3RequestFailure) -> S3Reply {
         if cleanup && Task.isCancelled {
             // An interrupted run still tidies up (an abort left unsent leaves parts billed for ever): the cleanup
@@ -272,7 +276,7 @@ public final class S3Client: Sendable {
                     return .success(
                         try await self.send(
                             method, key: key, query: query, headers: headers, body: body, allowing: allowing,
-                            cleanup: true, refusalStopsTheRun: refusalStopsTheRun))
+                            expectsDocument: expectsDocument, cleanup: true, refusalStopsTheRun: refusalStopsTheRun))
                 } catch {
                     return .failure(error)
                 }
@@ -299,22 +303,28 @@ public final class S3Client: Sendable {
                     if !response.metrics.reusedConnection { $0.connectionsOpened += 1 }
                 }
                 let reply = S3Reply(status: status, headers: response.headerFields, body: response.body)
+                let isSuccessStatus = (200..<300).contains(status)
                 // A 2xx carrying an error document is a refusal like any other, retried when S3 says so (its own
                 // advice for an InternalError after CompleteMultipartUpload's or CopyObject's 200).
-                let isRefusedAfterItsStatus = (200..<300).contains(status) && S3XML.isErrorDocument(response.body)
-                if ((200..<300).contains(status) || allowing.contains(status)) && !isRefusedAfterItsStatus {
-                    return .finished(reply)
+                let carriesError = isSuccessStatus && S3XML.isErrorDocument(response.body)
+                if isSuccessStatus, !carriesError, expectsDocument, !S3XML.isWholeDocument(response.body) {
+                    failure = .transport("HTTP \(status) without a whole XML result: the reply was empty or cut")
+                    retryDelay = retryRules.delayBeforeRetry(afterAttempt: attempt.number)
+                } else {
+                    if (isSuccessStatus || allowing.contains(status)) && !carriesError { return .finished(reply) }
+                    let refusal = S3ErrorReply(
+                        status: status, body: response.body, bucketRegionHeader: reply.header("x-amz-bucket-region"),
+                        requestRegion: endpoint.region)
+                    // Past a 2xx status line the credentials, region and bucket were accepted: an error after it
+                    // is this operation's, not the run's.
+                    if refusalStopsTheRun, !isSuccessStatus, let runProblem = refusal.runProblem {
+                        problem.withLock { $0 = $0 ?? runProblem }
+                        throw S3RequestFailure.run(self.runProblem ?? runProblem)
+                    }
+                    failure = .refused(refusal)
+                    // S3's error codes say more than its statuses: the store's own verdict decides.
+                    retryDelay = refusal.isRetryable ? retryRules.delayBeforeRetry(afterAttempt: attempt.number) : nil
                 }
-                let refusal = S3ErrorReply(
-                    status: status, body: response.body, bucketRegionHeader: reply.header("x-amz-bucket-region"),
-                    requestRegion: endpoint.region)
-                if refusalStopsTheRun, let runProblem = refusal.runProblem {
-                    problem.withLock { $0 = $0 ?? runProblem }
-                    throw S3RequestFailure.run(self.runProblem ?? runProblem)
-                }
-                failure = .refused(refusal)
-                // S3's error codes say more than its statuses: the store's own verdict decides.
-                retryDelay = refusal.isRetryable ? retryRules.delayBeforeRetry(afterAttempt: attempt.number) : nil
             } catch let error as S3RequestFailure {
                 throw error
             } catch let error as CurlewError {

@@ -27,21 +27,35 @@ package enum S3XML {
     /// CopyObject with 200 before it knows the outcome, so a failure can come as a 2xx whose body is an error
     /// (after whitespace sent to keep the connection open). Only the root counts: a successful reply may name
     /// anything inside it.
-    package static func isErrorDocument(_ body: [UInt8]) -> Bool {
-        var rest = body[...]
-        func skipWhitespace() { rest = rest.drop { [0x20, 0x09, 0x0D, 0x0A].contains($0) } }
-        if rest.starts(with: [0xEF, 0xBB, 0xBF]) { rest = rest.dropFirst(3) }
-        skipWhitespace()
-        // The XML declaration, then any comments or processing instructions before the root.
+    package static func isErrorDocument(_ body: [UInt8]) -> Bool { rootElementName(of: body) == "Error" }
+
+    /// Whether `body` is a whole XML document: a root element, closed. A store that fails after its 200 may leave
+    /// the body empty, with only the XML declaration, or cut (Ceph RGW sends a copy's opening `<CopyObjectResult>`
+    /// with progress before the copy is done). The root's name is not checked: stores differ (moto answers
+    /// CompleteMultipartUpload with `CompleteMultipartUploadResponse`, S3 with `…Result`).
+    package static func isWholeDocument(_ body: [UInt8]) -> Bool {
+        guard let name = rootElementName(of: body) else { return false }
+        return body.firstRange(of: Array("</\(name)>".utf8)) != nil
+    }
+
+    /// The name of the root element: the first element after whitespace, a byte order mark, the XML declaration,
+    /// comments and processing instructions; nil when there is none.
+    package static func rootElementName(of body: [UInt8]) -> String? {
+        var rest = body.drop { isWhitespace($0) }
+        if rest.starts(with: [0xEF, 0xBB, 0xBF]) { rest = rest.dropFirst(3).drop { isWhitespace($0) } }
         while rest.starts(with: Array("<?".utf8)) || rest.starts(with: Array("<!--".utf8)) {
             let close: [UInt8] = rest.starts(with: Array("<?".utf8)) ? Array("?>".utf8) : Array("-->".utf8)
-            guard let end = rest.firstRange(of: close) else { return false }
-            rest = rest[end.upperBound...]
-            skipWhitespace()
+            guard let end = rest.firstRange(of: close) else { return nil }
+            rest = rest[end.upperBound...].drop { isWhitespace($0) }
         }
-        guard rest.starts(with: Array("<Error".utf8)) else { return false }
-        let afterName = rest.dropFirst("<Error".utf8.count).first
-        return afterName == UInt8(ascii: ">") || afterName.map { [0x20, 0x09, 0x0D, 0x0A, 0x2F].contains($0) } == true
+        guard rest.first == UInt8(ascii: "<") else { return nil }
+        let name = rest.dropFirst().prefix { !isWhitespace($0) && $0 != UInt8(ascii: ">") && $0 != UInt8(ascii: "/") }
+        return name.isEmpty ? nil : String(decoding: name, as: UTF8.self)
+    }
+
+    /// XML's white space: what S3 sends to keep a connection open, and what may stand before the root.
+    package static func isWhitespace(_ byte: UInt8) -> Bool {
+        byte == 0x20 || byte == 0x09 || byte == 0x0D || byte == 0x0A
     }
 
     /// `text` as XML character data. A carriage return is written as a reference: an XML parser reads a raw one as
@@ -152,7 +166,8 @@ package struct S3ErrorReply: Sendable, Equatable {
     private let requestRegion: String?
 
     package init(status: Int, body: [UInt8], bucketRegionHeader: String? = nil, requestRegion: String? = nil) {
-        let text = String(decoding: body.prefix(16 << 10), as: UTF8.self)
+        // S3's keep-alive whitespace may stand before the document, for as long as the operation took.
+        let text = String(decoding: body.drop(while: S3XML.isWhitespace).prefix(16 << 10), as: UTF8.self)
         self.status = status
         self.code = S3XML.value("Code", in: text)
         self.message = S3XML.value("Message", in: text)
@@ -209,7 +224,8 @@ package struct S3ErrorReply: Sendable, Equatable {
     }
 
     package var summary: String {
-        var text = "HTTP \(status)"
+        // A 2xx refusal: the status line said success, the body then said otherwise.
+        var text = (200..<300).contains(status) ? "HTTP \(status) with an error" : "HTTP \(status)"
         if let code { text += " \(code)" }
         if let message, !message.isEmpty { text += ": \(message)" }
         return text

@@ -40,7 +40,8 @@ public struct S3StreamUpload: Sendable, Hashable {
     /// Whether the SHA-256 is stored with the object (`x-amz-meta-curlew-sha256`): always for a single PUT; for a
     /// multipart upload the object is copied onto itself with the metadata once it is complete (S3 takes metadata
     /// only when an upload starts, before a stream's checksum is known), which S3's CopyObject allows up to 5 GiB.
-    /// False when the store refused the copy, or the key no longer held the object this upload completed.
+    /// False when the store refused the copy, or the key no longer held the object this upload completed. A copy
+    /// that seemed to fail (its reply lost or cut) counts when a HEAD finds the metadata on the object.
     public let sha256Stored: Bool
 }
 
@@ -97,14 +98,26 @@ package final class S3StreamUploader: Sendable {
                 first: first, hasher: &hasher, key: key, uploadID: uploadID, read: read, partStored: partStored)
             let completion = try await client.send(
                 .post, key: key, query: [("uploadId", uploadID)],
-                body: .bytes(Array(CompletedPart.completionXML(parts).utf8)))
+                body: .bytes(Array(CompletedPart.completionXML(parts).utf8)), allowing: [404],
+                expectsDocument: true)
             let checker = S3Uploader(client: client, options: options, journal: nil)
-            try await checker.verifyComposite(parts: parts, completion: completion.text, key: key)
+            let completedETag: String?
+            if completion.status == 404 {
+                // An attempt whose reply was lost may have completed the upload, and the retry finds it gone: the
+                // object is this stream's when its size and the store's checksum of its parts are.
+                guard let etag = try await checker.etagOfObjectCompleted(from: parts, size: total, key: key) else {
+                    throw .refused(S3ErrorReply(status: 404, body: completion.body))
+                }
+                completedETag = etag
+            } else {
+                try await checker.verifyComposite(parts: parts, completion: completion.text, key: key)
+                completedETag = S3XML.value("ETag", in: completion.text)
+            }
             let hex = SHA256Hex(hasher.finalize()).text
-            let completedETag = S3XML.value("ETag", in: completion.text)
             let stored =
                 options.recordsWholeFileSHA256 && total <= PartPlan.maximumPartSize
-                ? await recordSHA256(hex, key: key, ofObjectTagged: completedETag, contentType: contentType) : false
+                ? await recordSHA256(
+                    hex, size: total, key: key, ofObjectTagged: completedETag, contentType: contentType) : false
             return S3StreamUpload(bytes: total, parts: parts.count, sha256: hex, sha256Stored: stored)
         } catch {
             // Nothing half-made stays behind: the parts are dropped (and no longer billed).
@@ -205,36 +218,37 @@ package final class S3StreamUploader: Sendable {
     /// first attempt (412 against the completion's ETag). So a failed copy is followed by a HEAD, and the object's
     /// own metadata says whether it carries this stream's SHA-256.
     private func recordSHA256(
-        _ hex: String, key: String, ofObjectTagged etag: String?, contentType: String
+        _ hex: String, size: Int64, key: String, ofObjectTagged etag: String?, contentType: String
     ) async -> Bool {
         guard let etag, !etag.isEmpty else { return false }
         let source = "/" + client.endpoint.bucket + "/" + PercentEncoding.encodeEachSegment(of: key)
         do throws(S3RequestFailure) {
-            // A 200 with an error document is thrown by `send` as a refusal, retried when S3 says so.
+            // A 200 with an error document, or without a whole result, is thrown by `send` (and retried).
             _ = try await client.send(
                 .put, key: key,
                 headers: [
                     ("content-type", contentType), ("x-amz-copy-source", source), ("x-amz-copy-source-if-match", etag),
                     ("x-amz-metadata-directive", "REPLACE"), ("x-amz-checksum-algorithm", "SHA256"),
                 ] + options.objectHeaders(wholeFileSHA256: hex),
+                expectsDocument: true,
                 // A refusal here is this copy's (retried when retryable), not the run's.
                 refusalStopsTheRun: false)
             return true
         } catch .cancelled {
             return false
         } catch {
-            return await objectCarriesSHA256(hex, key: key)
+            return await objectCarriesSHA256(hex, size: size, key: key)
         }
     }
 
-    /// Whether the object at `key` now has `hex` as its recorded SHA-256. A refused HEAD (a write-only key may not
-    /// read) is "no", never a problem of the run.
-    private func objectCarriesSHA256(_ hex: String, key: String) async -> Bool {
+    /// Whether the object at `key` is `size` bytes and has `hex` as its recorded SHA-256. A refused HEAD (a
+    /// write-only key may not read) is "no", never a problem of the run.
+    private func objectCarriesSHA256(_ hex: String, size: Int64, key: String) async -> Bool {
         guard
             let head = try? await client.send(.head, key: key, allowing: [404], refusalStopsTheRun: false),
-            head.status != 404
+            head.status == 200, head.header("content-length").flatMap({ Int64($0) }) == size
         else { return false }
-        return head.header("x-amz-meta-" + S3Uploader.wholeFileSHA256MetadataName) == hex
+        return head.header("x-amz-meta-" + S3Uploader.wholeFileSHA256MetadataName)?.lowercased() == hex
     }
 
     /// Reads until `count` bytes or the end of the stream.

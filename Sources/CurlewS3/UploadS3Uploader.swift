@@ -263,7 +263,8 @@ package final class S3Uploader: Sendable {
     ) async throws(S3RequestFailure) {
         let reply = try await client.send(
             .post, key: key, query: [("uploadId", uploadID)],
-            body: .bytes(Array(CompletedPart.completionXML(parts).utf8)), allowing: [404])
+            body: .bytes(Array(CompletedPart.completionXML(parts).utf8)), allowing: [404],
+            expectsDocument: true)
         if reply.status == 404 {
             guard try await ruleFindingTheFile(item, key: key) != nil else {
                 throw .refused(S3ErrorReply(status: 404, body: reply.body))
@@ -429,6 +430,20 @@ package final class S3Uploader: Sendable {
                 "the stored object's SHA-256 of parts \(reported) differs from the file's \(expected)-\(parts.count); the object was deleted"
             )
         }
+    }
+
+    /// The ETag of the object at `key` when it is the one `parts` complete: `size` bytes, and the store's SHA-256
+    /// of its parts theirs. Nil when it is not, or when the store keeps no checksum to tell by.
+    package func etagOfObjectCompleted(
+        from parts: [CompletedPart], size: Int64, key: String
+    ) async throws(S3RequestFailure) -> String? {
+        let head = try await client.send(
+            .head, key: key, headers: [("x-amz-checksum-mode", "ENABLED")], allowing: [404])
+        guard head.status == 200, head.header("content-length").flatMap({ Int64($0) }) == size,
+            let reported = head.header("x-amz-checksum-sha256"),
+            reported.split(separator: "-").first.map(String.init) == Self.compositeChecksum(parts.map(\.checksum))
+        else { return nil }
+        return head.header("etag")
     }
 
     package static func compositeChecksum(_ partChecksums: [String]) -> String {

@@ -2,6 +2,7 @@ import Crypto
 import CurlewEngine
 import CurlewTestSupport
 import Foundation
+import Synchronization
 import Testing
 
 @testable import CurlewS3
@@ -111,5 +112,59 @@ import Testing
         #expect(
             try await moto.inspect("uploads", bucket: bucket).trimmingCharacters(in: .whitespacesAndNewlines) == "[]",
             "the stale upload was aborted")
+    }
+
+    /// S3 sends CompleteMultipartUpload's and CopyObject's 200 before their outcome. After it: an error document
+    /// (behind any amount of keep-alive whitespace) is a refusal, retried when its code is S3's advice to retry and
+    /// never a problem of the whole run (the status line had accepted the credentials); a body that is not the whole
+    /// expected result (empty, only the XML declaration) is retried too.
+    @Test func aSuccessStatusFollowedByAnErrorOrNoResultIsAFailure() async throws {
+        let attempts = Mutex<[String: Int]>([:])
+        let keepAlive = String(repeating: " ", count: 20 << 10)
+        let result =
+            "<?xml version=\"1.0\"?><CompleteMultipartUploadResult><ETag>&quot;e-2&quot;</ETag>"
+            + "</CompleteMultipartUploadResult>"
+        try await withScriptedServer({ request in
+            let attempt = attempts.withLock { counts -> Int in
+                counts[request.path, default: 0] += 1
+                return counts[request.path]!
+            }
+            let body: String
+            switch (request.path, attempt) {
+            case ("/bucket/internal-error", 1):
+                body = keepAlive + "<?xml version=\"1.0\"?>\n<Error><Code>InternalError</Code></Error>"
+            case ("/bucket/access-denied", _):
+                body = "<Error><Code>AccessDenied</Code><Message>not this one</Message></Error>"
+            case ("/bucket/declaration-only", 1): body = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+            case ("/bucket/cut", 1): body = keepAlive + "<CompleteMultipartUploadResult><ETag>"
+            default: body = result
+            }
+            return ScriptedResponse(headers: [("Content-Type", "application/xml")], body: Array(body.utf8))
+        }) { server in
+            let client = CurlewClient()
+            defer { Task { await client.shutdown() } }
+            let s3 = S3Client(
+                endpoint: try S3Endpoint(endpoint: server.baseURL, region: "us-east-1", bucket: "bucket"),
+                credentials: AWSCredentials(accessKeyID: "AKIDEXAMPLE", secretAccessKey: "secret"), client: client)
+            func complete(_ key: String) async throws(S3RequestFailure) -> S3Reply {
+                try await s3.send(
+                    .post, key: key, query: [("uploadId", "u")], expectsDocument: true)
+            }
+            for key in ["internal-error", "declaration-only", "cut"] {
+                #expect(S3XML.value("ETag", in: try await complete(key).text) == "\"e-2\"", "\(key)")
+                #expect(attempts.withLock { $0["/bucket/" + key] } == 2, "\(key): retried once")
+            }
+            do throws(S3RequestFailure) {
+                _ = try await complete("access-denied")
+                Issue.record("a 200 carrying AccessDenied was taken as a success")
+            } catch .refused(let reply) {
+                #expect(reply.code == "AccessDenied")
+                #expect(reply.summary == "HTTP 200 with an error AccessDenied: not this one")
+            } catch {
+                Issue.record("expected the store's refusal, got \(error)")
+            }
+            #expect(attempts.withLock { $0["/bucket/access-denied"] } == 1, "AccessDenied is not retried")
+            #expect(s3.runProblem == nil, "an error after a 200 is the operation's, not the run's")
+        }
     }
 }

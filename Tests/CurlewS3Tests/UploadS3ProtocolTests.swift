@@ -66,6 +66,24 @@ import Testing
         #expect(S3XML.isErrorDocument(Array(body.utf8)) == isError)
     }
 
+    /// A whole document: a root element, closed (whatever its name); an empty, declaration-only or cut body is not.
+    @Test func aWholeDocumentHasItsRootClosed() {
+        let whole = "  <?xml version=\"1.0\"?>\n<CopyObjectResult><ETag>e</ETag></CopyObjectResult>"
+        #expect(S3XML.isWholeDocument(Array(whole.utf8)))
+        #expect(S3XML.rootElementName(of: Array(whole.utf8)) == "CopyObjectResult")
+        for body in ["", "   ", "<?xml version=\"1.0\"?>", "<CopyObjectResult><Progress>1</Progress>", "<>"] {
+            #expect(!S3XML.isWholeDocument(Array(body.utf8)), "\(body)")
+        }
+    }
+
+    /// The code and message of an error document behind more keep-alive whitespace than the 16 KiB read.
+    @Test func anErrorBehindLongKeepAliveWhitespaceIsRead() {
+        let body = String(repeating: " ", count: 20 << 10) + "<Error><Code>SlowDown</Code><Message>m</Message></Error>"
+        let reply = S3ErrorReply(status: 200, body: Array(body.utf8))
+        #expect(reply.code == "SlowDown")
+        #expect(reply.isRetryable)
+    }
+
     @Test func completionXMLListsPartsInOrderWithChecksums() {
         let xml = CompletedPart.completionXML([
             CompletedPart(number: 2, etag: "\"b\"", checksum: "Yg==", size: 1),

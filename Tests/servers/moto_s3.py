@@ -24,10 +24,14 @@ answers a key allowed s3:PutObject but not s3:GetObject (a write-only backup key
 containing "copy-timeout-once" is answered 400 RequestTimeout (S3's retryable 4xx). Before a CopyObject onto a key containing
 "replaced-before-copy", the key's object is replaced with other bytes, as another writer might between a client's
 CompleteMultipartUpload and its copy. The first CopyObject onto a key containing "copy-200-error-once" is answered
-200 with an InternalError document (S3 sends a copy's status before its outcome); the first onto a key containing
-"copy-reply-lost-once" is made, then its connection is closed before any reply. The first CompleteMultipartUpload of
-a key containing "complete-200-error-once" is answered 200, a space, then an InternalError document, and nothing is
-completed.
+200 with an InternalError document (S3 sends a copy's status before its outcome), and the first onto a key containing
+"copy-200-empty-once" 200 with only the XML declaration (as a store that failed after its 200 may), neither copying;
+the first onto a key containing "copy-reply-lost-once" is made, then its connection is closed before any reply
+(requests.log still logs it as 200: werkzeug logs a status as it starts to send it). The first
+CompleteMultipartUpload of a key containing "complete-200-error-once" is answered 200, a space, then an
+InternalError document, and nothing is completed; the first of a key containing "complete-reply-lost-then-gone"
+completes the upload and loses its reply the same way, and later ones are answered 404 NoSuchUpload (as S3 answers
+once it no longer knows the finished upload; moto would answer 200 again).
 
 CopyObject honours x-amz-copy-source-if-match as S3 does (412 PreconditionFailed when the source's ETag differs);
 moto 5.2.1 honours only x-amz-copy-source-if-none-match.
@@ -200,7 +204,8 @@ def main():
         return backend, backend.get_object(bucket_name, key_name)
 
     def copy_fault(environ):
-        """The (status, S3 error code) a CopyObject is answered with instead of moto's answer, or None."""
+        """The (status, S3 error code or None for no document) a CopyObject is answered with instead of moto's
+        answer, or None."""
         path = environ.get("PATH_INFO", "")
         if "copy-refused" in path:
             return "403 Forbidden", "AccessDenied"
@@ -208,6 +213,8 @@ def main():
             return "400 Bad Request", "RequestTimeout"
         if "copy-200-error-once" in path and first_time("copy-200-error-once", path):
             return "200 OK", "InternalError"
+        if "copy-200-empty-once" in path and first_time("copy-200-empty-once", path):
+            return "200 OK", None
         source = unquote(environ["HTTP_X_AMZ_COPY_SOURCE"].split("?", 1)[0]).lstrip("/")
         if "/" not in source:
             return None
@@ -237,22 +244,30 @@ def main():
             start_response("200 OK", [("Content-Type", "application/xml")])
             return [b" ", b"<?xml version=\"1.0\"?>\n<Error><Code>InternalError</Code>"
                     b"<Message>We encountered an internal error. Please try again.</Message></Error>"]
-        if (environ["REQUEST_METHOD"] == "PUT" and environ.get("HTTP_X_AMZ_COPY_SOURCE")
-                and "copy-reply-lost-once" in path and first_time("copy-reply-lost-once", path)):
+        if ((environ["REQUEST_METHOD"] == "PUT" and environ.get("HTTP_X_AMZ_COPY_SOURCE")
+                and "copy-reply-lost-once" in path and first_time("copy-reply-lost-once", path))
+                or (environ["REQUEST_METHOD"] == "POST" and "uploadId=" in query
+                    and "complete-reply-lost-then-gone" in path and first_time("complete-reply-lost-then-gone", path))):
             body = moto_app(environ, lambda status, headers, exc_info=None: (lambda data: None))
             try:
                 b"".join(body)
             finally:
                 getattr(body, "close", lambda: None)()
-            # The copy is made; its reply never leaves (the client sees the connection end with no answer).
+            # Done by moto; the reply never leaves (the client sees the connection end with no answer).
             environ["werkzeug.socket"].shutdown(socket.SHUT_RDWR)
             start_response("200 OK", [("Content-Type", "application/xml")])
             return [b""]
+        if environ["REQUEST_METHOD"] == "POST" and "uploadId=" in query and "complete-reply-lost-then-gone" in path:
+            environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
+            start_response("404 Not Found", [("Content-Type", "application/xml")])
+            return [b"<?xml version=\"1.0\"?><Error><Code>NoSuchUpload</Code><Message>gone</Message></Error>"]
         if environ["REQUEST_METHOD"] == "PUT" and environ.get("HTTP_X_AMZ_COPY_SOURCE"):
             refusal = copy_fault(environ)
             if refusal is not None:
                 status, code = refusal
                 start_response(status, [("Content-Type", "application/xml")])
+                if code is None:
+                    return [b"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"]
                 return [f"<?xml version=\"1.0\"?><Error><Code>{code}</Code><Message>{code}</Message></Error>".encode()]
         if environ["REQUEST_METHOD"] == "PUT" and "partNumber=" in query and "corrupt-in-transit" in environ.get("PATH_INFO", ""):
             length = int(environ.get("CONTENT_LENGTH") or 0)
