@@ -16,6 +16,13 @@ import Testing
             client: client)
     }
 
+    /// A client of bucket `bucket` at a scripted server, with example credentials (the server checks no signature).
+    static func s3Client(scripted server: ScriptedServer, client: CurlewClient) throws -> S3Client {
+        S3Client(
+            endpoint: try S3Endpoint(endpoint: server.baseURL, region: "us-east-1", bucket: "bucket"),
+            credentials: AWSCredentials(accessKeyID: "AKIDEXAMPLE", secretAccessKey: "secret"), client: client)
+    }
+
     /// What a call cancelled after its first part leaves in the store: a multipart upload of `key` begun with
     /// `metadata`, and the file's first part.
     static func leaveUnfinishedUpload(
@@ -143,9 +150,7 @@ import Testing
         }) { server in
             let client = CurlewClient()
             defer { Task { await client.shutdown() } }
-            let s3 = S3Client(
-                endpoint: try S3Endpoint(endpoint: server.baseURL, region: "us-east-1", bucket: "bucket"),
-                credentials: AWSCredentials(accessKeyID: "AKIDEXAMPLE", secretAccessKey: "secret"), client: client)
+            let s3 = try Self.s3Client(scripted: server, client: client)
             func complete(_ key: String) async throws(S3RequestFailure) -> S3Reply {
                 try await s3.send(
                     .post, key: key, query: [("uploadId", "u")], expectsDocument: true)

@@ -270,9 +270,7 @@ import Testing
         }) { server in
             let client = CurlewClient()
             defer { Task { await client.shutdown() } }
-            let s3 = S3Client(
-                endpoint: try S3Endpoint(endpoint: server.baseURL, region: "us-east-1", bucket: "bucket"),
-                credentials: AWSCredentials(accessKeyID: "AKIDEXAMPLE", secretAccessKey: "secret"), client: client)
+            let s3 = try UploadS3ClientTests.s3Client(scripted: server, client: client)
             let uploader = S3Uploader(client: s3, options: S3ObjectOptions(), journal: nil)
             let parts = [CompletedPart(number: 1, etag: "\"e\"", checksum: "", size: Int64(Self.fileSize))]
 
