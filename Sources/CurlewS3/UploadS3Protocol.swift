@@ -29,28 +29,43 @@ package enum S3XML {
     /// anything inside it.
     package static func isErrorDocument(_ body: [UInt8]) -> Bool { rootElementName(of: body) == "Error" }
 
-    /// Whether `body` is a whole XML document: a root element, closed. A store that fails after its 200 may leave
-    /// the body empty, with only the XML declaration, or cut (Ceph RGW sends a copy's opening `<CopyObjectResult>`
-    /// with progress before the copy is done). The root's name is not checked: stores differ (moto answers
-    /// CompleteMultipartUpload with `CompleteMultipartUploadResponse`, S3 with `…Result`).
+    /// Whether `body` is a whole XML document: a root element, closed (or self-closing). A store that fails after
+    /// its 200 may leave the body empty, with only the XML declaration, or cut (Ceph RGW sends a copy's opening
+    /// `<CopyObjectResult>` with progress before the copy is done). The root's name is not checked: stores differ
+    /// (moto answers CompleteMultipartUpload with `CompleteMultipartUploadResponse`, S3 with `…Result`).
     package static func isWholeDocument(_ body: [UInt8]) -> Bool {
-        guard let name = rootElementName(of: body) else { return false }
-        return body.firstRange(of: Array("</\(name)>".utf8)) != nil
+        guard let root = rootStartTag(of: body) else { return false }
+        guard let tagEnd = root.after.firstIndex(of: UInt8(ascii: ">")) else { return false }
+        if tagEnd > root.after.startIndex && root.after[tagEnd - 1] == UInt8(ascii: "/") { return true }
+        // The end tag: `</name`, white space allowed before its `>`.
+        var rest = root.after[(tagEnd + 1)...]
+        let endTag = Array("</\(root.name)".utf8)
+        while let found = rest.firstRange(of: endTag) {
+            let afterName = rest[found.upperBound...].drop(while: isWhitespace)
+            if afterName.first == UInt8(ascii: ">") { return true }
+            rest = rest[found.upperBound...]
+        }
+        return false
     }
 
     /// The name of the root element: the first element after whitespace, a byte order mark, the XML declaration,
-    /// comments and processing instructions; nil when there is none.
-    package static func rootElementName(of body: [UInt8]) -> String? {
-        var rest = body.drop { isWhitespace($0) }
-        if rest.starts(with: [0xEF, 0xBB, 0xBF]) { rest = rest.dropFirst(3).drop { isWhitespace($0) } }
-        while rest.starts(with: Array("<?".utf8)) || rest.starts(with: Array("<!--".utf8)) {
-            let close: [UInt8] = rest.starts(with: Array("<?".utf8)) ? Array("?>".utf8) : Array("-->".utf8)
+    /// a document type, comments and processing instructions; nil when there is none.
+    package static func rootElementName(of body: [UInt8]) -> String? { rootStartTag(of: body)?.name }
+
+    /// The root element's name and what follows it, from its attributes on.
+    private static func rootStartTag(of body: [UInt8]) -> (name: String, after: ArraySlice<UInt8>)? {
+        var rest = body.drop(while: isWhitespace)
+        if rest.starts(with: [0xEF, 0xBB, 0xBF]) { rest = rest.dropFirst(3).drop(while: isWhitespace) }
+        while rest.starts(with: Array("<?".utf8)) || rest.starts(with: Array("<!".utf8)) {
+            let close: [UInt8] =
+                rest.starts(with: Array("<?".utf8))
+                ? Array("?>".utf8) : rest.starts(with: Array("<!--".utf8)) ? Array("-->".utf8) : Array(">".utf8)
             guard let end = rest.firstRange(of: close) else { return nil }
-            rest = rest[end.upperBound...].drop { isWhitespace($0) }
+            rest = rest[end.upperBound...].drop(while: isWhitespace)
         }
         guard rest.first == UInt8(ascii: "<") else { return nil }
         let name = rest.dropFirst().prefix { !isWhitespace($0) && $0 != UInt8(ascii: ">") && $0 != UInt8(ascii: "/") }
-        return name.isEmpty ? nil : String(decoding: name, as: UTF8.self)
+        return name.isEmpty ? nil : (String(decoding: name, as: UTF8.self), rest[name.endIndex...])
     }
 
     /// XML's white space: what S3 sends to keep a connection open, and what may stand before the root.

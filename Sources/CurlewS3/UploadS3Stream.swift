@@ -103,12 +103,16 @@ package final class S3StreamUploader: Sendable {
             let checker = S3Uploader(client: client, options: options, journal: nil)
             let completedETag: String?
             if completion.status == 404 {
-                // An attempt whose reply was lost may have completed the upload, and the retry finds it gone: the
-                // object is this stream's when its size and the store's checksum of its parts are.
-                guard let etag = try await checker.etagOfObjectCompleted(from: parts, size: total, key: key) else {
-                    throw .refused(S3ErrorReply(status: 404, body: completion.body))
+                // The upload is gone. An attempt whose reply was lost may have completed it (its retry finds it so):
+                // the object is this stream's when its size and the store's checksum of its parts are.
+                guard let head = await checker.headOfObjectCompleted(from: parts, size: total, key: key) else {
+                    throw .transport(
+                        S3ErrorReply(status: 404, body: completion.body).summary
+                            + "; an earlier attempt may have completed the upload, but the object at the key cannot"
+                            + " be confirmed as this stream's (the store reports no SHA-256 of its parts, or another"
+                            + " size)")
                 }
-                completedETag = etag
+                completedETag = head.header("etag")
             } else {
                 try await checker.verifyComposite(parts: parts, completion: completion.text, key: key)
                 completedETag = S3XML.value("ETag", in: completion.text)

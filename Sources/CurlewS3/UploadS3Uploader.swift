@@ -432,18 +432,19 @@ package final class S3Uploader: Sendable {
         }
     }
 
-    /// The ETag of the object at `key` when it is the one `parts` complete: `size` bytes, and the store's SHA-256
-    /// of its parts theirs. Nil when it is not, or when the store keeps no checksum to tell by.
-    package func etagOfObjectCompleted(
-        from parts: [CompletedPart], size: Int64, key: String
-    ) async throws(S3RequestFailure) -> String? {
-        let head = try await client.send(
-            .head, key: key, headers: [("x-amz-checksum-mode", "ENABLED")], allowing: [404])
-        guard head.status == 200, head.header("content-length").flatMap({ Int64($0) }) == size,
+    /// The HEAD of the object at `key` when it is the one `parts` complete: `size` bytes, and the store's SHA-256
+    /// of its parts theirs. Nil when it is not, when there is no object, when the store keeps no checksum to tell
+    /// by, or when the HEAD is refused (a write-only key may not read): never a problem of the run.
+    package func headOfObjectCompleted(from parts: [CompletedPart], size: Int64, key: String) async -> S3Reply? {
+        guard
+            let head = try? await client.send(
+                .head, key: key, headers: [("x-amz-checksum-mode", "ENABLED")], allowing: [404],
+                refusalStopsTheRun: false),
+            head.status == 200, head.header("content-length").flatMap({ Int64($0) }) == size,
             let reported = head.header("x-amz-checksum-sha256"),
             reported.split(separator: "-").first.map(String.init) == Self.compositeChecksum(parts.map(\.checksum))
         else { return nil }
-        return head.header("etag")
+        return head
     }
 
     package static func compositeChecksum(_ partChecksums: [String]) -> String {

@@ -71,7 +71,14 @@ import Testing
         let whole = "  <?xml version=\"1.0\"?>\n<CopyObjectResult><ETag>e</ETag></CopyObjectResult>"
         #expect(S3XML.isWholeDocument(Array(whole.utf8)))
         #expect(S3XML.rootElementName(of: Array(whole.utf8)) == "CopyObjectResult")
-        for body in ["", "   ", "<?xml version=\"1.0\"?>", "<CopyObjectResult><Progress>1</Progress>", "<>"] {
+        for body in [
+            "<X/>", "<X a=\"1\" />", "<!DOCTYPE X><X></X >", "<s3:X xmlns:s3=\"u\">\r\n<Y/></s3:X>\r\n",
+        ] {
+            #expect(S3XML.isWholeDocument(Array(body.utf8)), "\(body)")
+        }
+        for body in [
+            "", "   ", "<?xml version=\"1.0\"?>", "<CopyObjectResult><Progress>1</Progress>", "<>", "<X></XY>",
+        ] {
             #expect(!S3XML.isWholeDocument(Array(body.utf8)), "\(body)")
         }
     }

@@ -246,6 +246,36 @@ import Testing
         #expect(journal.writes.withLock { $0 } == ["done"])
     }
 
+    /// Whether a stream's vanished upload left its object is asked with a HEAD, which a write-only key may not
+    /// send: the store's bare 403 is "cannot tell", not the run's "access denied". A HEAD whose size or checksum of
+    /// parts differs is not the stream's object either.
+    @Test func aRefusedOrDifferentHeadDoesNotConfirmACompletedStream() async throws {
+        let part = CompletedPart(
+            number: 1, etag: "\"e\"", checksum: Data(repeating: 7, count: 32).base64EncodedString(), size: 10)
+        let composite = S3Uploader.compositeChecksum([part.checksum]) + "-1"
+        try await withScriptedServer({ request in
+            switch request.path {
+            case "/bucket/refused": ScriptedResponse(status: 403)
+            case "/bucket/other-size":
+                ScriptedResponse(headers: [("Content-Length", "11"), ("x-amz-checksum-sha256", composite)])
+            default:
+                ScriptedResponse(headers: [
+                    ("Content-Length", "10"), ("x-amz-checksum-sha256", composite), ("ETag", "\"e-1\""),
+                ])
+            }
+        }) { server in
+            let client = CurlewClient()
+            defer { Task { await client.shutdown() } }
+            let s3 = try UploadS3ClientTests.s3Client(scripted: server, client: client)
+            let uploader = S3Uploader(client: s3, options: S3ObjectOptions(), journal: nil)
+            #expect(await uploader.headOfObjectCompleted(from: [part], size: 10, key: "refused") == nil)
+            #expect(s3.runProblem == nil, "a refused HEAD is not the run's problem")
+            #expect(await uploader.headOfObjectCompleted(from: [part], size: 10, key: "other-size") == nil)
+            let head = await uploader.headOfObjectCompleted(from: [part], size: 10, key: "ours")
+            #expect(head?.header("etag") == "\"e-1\"")
+        }
+    }
+
     /// CompleteMultipartUpload retried after an attempt whose reply was lost gets 404 `NoSuchUpload` (the upload is
     /// complete and gone): the object holds the file's bytes, so the upload succeeded; an object with other bytes
     /// fails it. moto completes a completed upload again and fails an unknown one with a 500, so a scripted store
