@@ -566,15 +566,27 @@ import Musl
         return (try output.json(), try await Self.hexSHA256(ofFile: input), copies())
     }
 
-    @Test func aChecksumCopyThatTimesOutIsRetried() async throws {
+    /// A checksum copy that seems to fail is retried, or found made, and the summary says the checksum is stored:
+    /// - S3's RequestTimeout comes as a 400, worth another attempt (before: `sha256Stored: false`);
+    /// - S3 sends a copy's 200 before the copy is done, so a copy that fails inside comes as 200 with an error
+    ///   document (an InternalError is worth another attempt, as S3 advises), or, from a store that fails after its
+    ///   200, with no whole result (before: `sha256Stored: false` though a retry would have stored it, and
+    ///   `sha256Stored: true` with nothing stored);
+    /// - the copy is made but its reply is lost: the retry's precondition (the completion's ETag) no longer holds,
+    ///   because the first attempt changed the object, and the store answers 412; moto logs the lost reply's 200 as
+    ///   it starts to send it (before: `sha256Stored: false`).
+    @Test(arguments: [
+        ("copy-timeout-once.bin", [400, 200]), ("copy-200-error-once.bin", [200, 200]),
+        ("copy-200-empty-once.bin", [200, 200]), ("copy-reply-lost-once.bin", [200, 412]),
+    ])
+    func aChecksumCopyThatSeemsToFailIsRetriedOrFoundMade(key: String, copies: [Int]) async throws {
         let moto = try await MotoServer.shared(.checked)
-        let bucket = try await moto.makeBucket("pipe-copy-timeout")
-        let piped = try await pipeTwoParts(to: "copy-timeout-once.bin", bucket: bucket, moto: moto)
-        // S3's RequestTimeout comes as a 400, and is worth another attempt.
-        #expect(piped.copies == [400, 200])
+        let bucket = try await moto.makeBucket("pipe-" + key.prefix { $0 != "." })
+        let piped = try await pipeTwoParts(to: key, bucket: bucket, moto: moto)
+        #expect(piped.copies == copies)
         #expect(piped.summary["sha256Stored"] as? Bool == true)
         #expect(piped.summary["error"] as? String == nil)
-        let stored = try await Self.inventory(moto, bucket)["copy-timeout-once.bin"]
+        let stored = try await Self.inventory(moto, bucket)[key]
         #expect(stored?["sha256"] as? String == piped.digest)
         #expect((stored?["metadata"] as? [String: String])?["curlew-sha256"] == piped.digest)
     }
@@ -592,39 +604,6 @@ import Musl
         #expect(stored?["size"] as? Int == "another writer's bytes".utf8.count)
         #expect((stored?["metadata"] as? [String: String])?["curlew-sha256"] == nil)
         #expect(try await Self.openUploads(moto, bucket) == 0)
-    }
-
-    /// S3 sends a copy's 200 before the copy is done, so a copy that fails inside comes as 200 with an error
-    /// document (an InternalError is worth another attempt, as S3 advises), or, from a store that fails after its
-    /// 200, with no whole result. Before, the first was taken as the copy's final answer (`sha256Stored: false`
-    /// though a retry would have stored it) and the second as a success (`sha256Stored: true`, nothing stored).
-    @Test(arguments: ["copy-200-error-once.bin", "copy-200-empty-once.bin"])
-    func aChecksumCopyAnsweredWith200AndNoResultIsRetried(key: String) async throws {
-        let moto = try await MotoServer.shared(.checked)
-        let bucket = try await moto.makeBucket("pipe-" + key.prefix { $0 != "." })
-        let piped = try await pipeTwoParts(to: key, bucket: bucket, moto: moto)
-        #expect(piped.copies == [200, 200])
-        #expect(piped.summary["sha256Stored"] as? Bool == true)
-        #expect(piped.summary["error"] as? String == nil)
-        let stored = try await Self.inventory(moto, bucket)[key]
-        #expect(stored?["sha256"] as? String == piped.digest)
-        #expect((stored?["metadata"] as? [String: String])?["curlew-sha256"] == piped.digest)
-    }
-
-    /// The copy is made but its reply is lost: the retry's precondition (the completion's ETag) no longer holds,
-    /// because the first attempt changed the object, and the store answers 412. The object carries the stream's
-    /// SHA-256 all the same, and the summary says so. Before, `sha256Stored` was false.
-    @Test func aChecksumCopyWhoseReplyWasLostIsFoundStored() async throws {
-        let moto = try await MotoServer.shared(.checked)
-        let bucket = try await moto.makeBucket("pipe-copy-reply-lost")
-        let piped = try await pipeTwoParts(to: "copy-reply-lost-once.bin", bucket: bucket, moto: moto)
-        // moto logs the lost reply's 200 as it starts to send it.
-        #expect(piped.copies == [200, 412])
-        #expect(piped.summary["sha256Stored"] as? Bool == true)
-        #expect(piped.summary["error"] as? String == nil)
-        let stored = try await Self.inventory(moto, bucket)["copy-reply-lost-once.bin"]
-        #expect(stored?["sha256"] as? String == piped.digest)
-        #expect((stored?["metadata"] as? [String: String])?["curlew-sha256"] == piped.digest)
     }
 
     /// CompleteMultipartUpload answered 200, then (after S3's keep-alive space) an InternalError: retried. Or done,
