@@ -275,9 +275,9 @@ struct CurlewTransportTests {
                     configuration: .init(
                         client: client, responseBufferLimit: 64 * 1024, requestBufferLimit: 16 * 1024))
                 let (chunks, producer) = AsyncStream.makeStream(of: ArraySlice<UInt8>.self)
-                // A hang fails at the bound; a slow run does not: 0.3 s alone, but about a minute in CI's main run,
-                // whose other suites keep both cores and the cooperative pool busy while each chunk's round trip
-                // waits for a turn.
+                // A hang fails at the bound; a slow run does not: 0.3 s alone, about 6 s in CI's main run of 12
+                // tests at a time, 71 s when every test of the run started at once (each chunk's round trip waits
+                // for a turn of the cooperative pool).
                 try await withTimeout(.seconds(240)) {
                     let (response, body) = try await transport.send(
                         HTTPRequest(method: .post, scheme: nil, authority: nil, path: "/echo"),
