@@ -5,15 +5,30 @@
 # "<codename>-backports". Prints the prefix's libcurl version; exits non-zero if anything is missing.
 #
 # Usage: extract-backports-libcurl.sh PREFIX
-# Afterwards: headers in PREFIX/usr/include/<multiarch>, libraries in PREFIX/usr/lib/<multiarch>.
+# Afterwards: headers in PREFIX/usr/include/<multiarch>, libraries in PREFIX/usr/lib/<multiarch>, and
+# PREFIX/pkgconfig/libcurl.pc naming both: with PKG_CONFIG_PATH=PREFIX/pkgconfig, SwiftPM gives the flags of that
+# libcurl to the targets that use CLibCurl (Package.swift's `pkgConfig: "libcurl"`) and to no others.
 set -euo pipefail
 
 prefix=${1:?usage: extract-backports-libcurl.sh PREFIX}
+prefix=$(mkdir -p "$prefix" && cd "$prefix" && pwd)
 multiarch=$(gcc -print-multiarch 2>/dev/null || dpkg-architecture -qDEB_HOST_MULTIARCH)
 library="$prefix/usr/lib/$multiarch/libcurl.so.4"
 header="$prefix/usr/include/$multiarch/curl/curlver.h"
 
+# The package's libcurl.pc names /usr, where it would be installed. The copy names the prefix, and leaves out the
+# private fields of static linking: they require other packages' .pc files, which only their -dev packages install.
+write_pkg_config() {
+    mkdir -p "$prefix/pkgconfig"
+    sed -e "s|^prefix=.*|prefix=$prefix/usr|" \
+        -e "s|^libdir=.*|libdir=\${prefix}/lib/$multiarch|" \
+        -e "s|^includedir=.*|includedir=\${prefix}/include/$multiarch|" \
+        -e '/^Requires.private:/d' -e '/^Libs.private:/d' -e '/^Cflags.private:/d' \
+        "$prefix/usr/lib/$multiarch/pkgconfig/libcurl.pc" > "$prefix/pkgconfig/libcurl.pc"
+}
+
 if [ -e "$prefix/.extracted" ] && [ -e "$library" ] && [ -e "$header" ]; then
+    write_pkg_config
     sed -n 's/^#define LIBCURL_VERSION "\(.*\)"/\1/p' "$header"
     exit 0
 fi
@@ -72,5 +87,6 @@ if ldd "$library" | grep -q 'not found'; then
     ldd "$library" | grep 'not found' >&2
     exit 1
 fi
+write_pkg_config
 touch "$prefix/.extracted"
 sed -n 's/^#define LIBCURL_VERSION "\(.*\)"/\1/p' "$header"
