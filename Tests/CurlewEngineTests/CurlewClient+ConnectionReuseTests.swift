@@ -1,5 +1,6 @@
 import CurlewEngine
 import CurlewTestSupport
+import Foundation
 import HTTPTypes
 import Testing
 
@@ -49,6 +50,32 @@ struct CurlewClientConnectionReuseTests {
                 }
             }
             // Every request reached the server, each answered once.
+            #expect(server.requests.map(\.target).filter { $0.hasPrefix("/next-") }.count == 5)
+        }
+    }
+
+    /// The same over a Unix domain socket. Every connection to one socket looks alike to libcurl's pre-request
+    /// callback (a path, no ports), so on libcurl 7.x, where the engine must find a reused connection's socket to
+    /// check it, a request there never goes out on a pooled connection; libcurl 8 checks pooled connections itself.
+    @Test(arguments: allLoops, StrayTiming.allCases)
+    func bytesAfterABodyOverAUnixSocketNeverAnswerTheNextRequest(
+        loop: CurlewClient.Configuration.EventLoopKind, timing: StrayTiming
+    ) async throws {
+        let socketPath =
+            FileManager.default.temporaryDirectory.path + "/curlew-wire-\(UUID().uuidString.prefix(8)).sock"
+        defer { try? FileManager.default.removeItem(atPath: socketPath) }
+        try await withWireScriptServer(unixSocketPath: socketPath, Self.strayScript(timing)) { server in
+            try await withClient(loop, configure: { $0.unixSocketPath = socketPath }) { client in
+                for round in 0..<5 {
+                    let first = try await client.execute(try CurlewRequest(url: "http://localhost/first"))
+                    #expect(first.text == "first", "round \(round)")
+                    let last = try #require(server.requests.last)
+                    try await server.waitForMark("stray-\(last.connection)-\(last.indexOnConnection)")
+                    let next = try await client.execute(try CurlewRequest(url: "http://localhost/next-\(round)"))
+                    #expect(next.text == "own:/next-\(round)", "round \(round): \(timing)")
+                    #expect(next.status == .ok)
+                }
+            }
             #expect(server.requests.map(\.target).filter { $0.hasPrefix("/next-") }.count == 5)
         }
     }

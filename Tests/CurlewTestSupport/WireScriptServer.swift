@@ -62,7 +62,10 @@ public final class WireScriptServer: Sendable {
     private let channel: any Channel
     private let shared: SharedWireState
     public let host: String
+    /// The TCP port; 0 for a server on a Unix domain socket.
     public let port: Int
+    /// The Unix domain socket the server listens on instead of TCP, when it was started on one.
+    public let unixSocketPath: String?
 
     /// `http://HOST:PORT`
     public var baseURL: String { "http://\(host):\(port)" }
@@ -73,25 +76,33 @@ public final class WireScriptServer: Sendable {
     public var connectionCount: Int { shared.state.withLock { $0.connections } }
 
     private init(
-        group: MultiThreadedEventLoopGroup, channel: any Channel, host: String, port: Int, shared: SharedWireState
+        group: MultiThreadedEventLoopGroup, channel: any Channel, host: String, port: Int, unixSocketPath: String?,
+        shared: SharedWireState
     ) {
         self.group = group
         self.channel = channel
         self.host = host
         self.port = port
+        self.unixSocketPath = unixSocketPath
         self.shared = shared
     }
 
-    /// Starts a server on `host` (any 127.0.0.0/8 address Linux accepts without configuration) and a free port.
+    /// Starts a server on `host` (any 127.0.0.0/8 address Linux accepts without configuration) and a free port, or,
+    /// with `unixSocketPath`, on that Unix domain socket (a file left there is replaced).
     public static func start(
-        host: String = "127.0.0.1", _ script: @escaping @Sendable (WireRequest) -> [WireStep]
+        host: String = "127.0.0.1", unixSocketPath: String? = nil,
+        _ script: @escaping @Sendable (WireRequest) -> [WireStep]
     ) async throws -> WireScriptServer {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let shared = SharedWireState()
-        let bootstrap = ServerBootstrap(group: group)
+        var bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 256)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
+        if unixSocketPath == nil {
+            bootstrap = bootstrap.childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
+        }
+        bootstrap =
+            bootstrap
             .childChannelInitializer { channel in
                 let index = shared.state.withLock { state -> Int in
                     state.connections += 1
@@ -103,12 +114,21 @@ public final class WireScriptServer: Sendable {
                 }
             }
         do {
+            if let unixSocketPath {
+                let channel = try await bootstrap.bind(
+                    unixDomainSocketPath: unixSocketPath, cleanupExistingSocketFile: true
+                )
+                .get()
+                return WireScriptServer(
+                    group: group, channel: channel, host: host, port: 0, unixSocketPath: unixSocketPath, shared: shared)
+            }
             let channel = try await bootstrap.bind(host: host, port: 0).get()
             guard let port = channel.localAddress?.port else {
                 try? await channel.close()
                 throw TestSupportError("wire script server has no local port")
             }
-            return WireScriptServer(group: group, channel: channel, host: host, port: port, shared: shared)
+            return WireScriptServer(
+                group: group, channel: channel, host: host, port: port, unixSocketPath: nil, shared: shared)
         } catch {
             try? await group.shutdownGracefully()
             throw error
@@ -139,11 +159,13 @@ public final class WireScriptServer: Sendable {
 public func withWireScriptServer<T>(
     isolation: isolated (any Actor)? = #isolation,
     host: String = "127.0.0.1",
+    unixSocketPath: String? = nil,
     _ script: @escaping @Sendable (WireRequest) -> [WireStep],
     _ body: (WireScriptServer) async throws -> T
 ) async throws -> T {
     try await withStartedServer(
-        start: { try await WireScriptServer.start(host: host, script) }, shutdown: { try await $0.shutdown() }, body)
+        start: { try await WireScriptServer.start(host: host, unixSocketPath: unixSocketPath, script) },
+        shutdown: { try await $0.shutdown() }, body)
 }
 
 struct WireServerState: Sendable {
