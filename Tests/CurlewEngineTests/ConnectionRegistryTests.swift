@@ -81,4 +81,20 @@ struct ConnectionRegistryTests {
         registry.register(6, for: Self.key("127.0.0.3", "127.0.0.1"))
         #expect(registry.countUse(of: key, isNewConnection: false) == 1)
     }
+
+    /// A connection a response came back on in HTTP/1 is known to speak it (an https request that allowed HTTP/2
+    /// found a server without it); a new connection under the same key is not, until its own response says so.
+    @Test func aConnectionIsKnownToSpeakHTTP1OnlyAfterAResponseOnItSaidSo() {
+        let registry = ConnectionRegistry()
+        let key = Self.key("127.0.0.1", "127.0.0.1")
+        registry.carriedHTTP1(key)
+        #expect(!registry.carriesHTTP1(key), "no such connection")
+        registry.register(5, for: key)
+        #expect(!registry.carriesHTTP1(key))
+        registry.carriedHTTP1(key)
+        #expect(registry.carriesHTTP1(key))
+        registry.register(6, for: key)
+        #expect(!registry.carriesHTTP1(key), "a new connection on the same ports")
+        #expect(!registry.carriesHTTP1(Self.key("127.0.0.2", "127.0.0.1")))
+    }
 }

@@ -80,6 +80,32 @@ struct CurlewClientConnectionReuseTests {
         }
     }
 
+    /// The same on https, where a request allows HTTP/2 (the client's default) and the server's ALPN chose HTTP/1.1,
+    /// as most https servers that do not speak HTTP/2 do: the pooled connection is checked as any HTTP/1 one is. Before,
+    /// on libcurl 7.x, only requests that could be nothing but HTTP/1 were, and the fake answered the next request.
+    @Test(arguments: allLoops)
+    func bytesAfterABodyOnAnHTTPSConnectionThatTurnedOutHTTP1NeverAnswerTheNextRequest(
+        loop: CurlewClient.Configuration.EventLoopKind
+    ) async throws {
+        try await withTLSStrayServer { server in
+            try await withClient(loop, configure: { $0.tls.caFile = server.caFile }) { client in
+                for round in 0..<5 {
+                    let first = try await client.execute(try CurlewRequest(url: "\(server.baseURL)/first"))
+                    #expect(first.text == "first", "round \(round)")
+                    #expect(first.metrics.httpVersion == .http1_1)
+                    let last = try #require(server.requests.last)
+                    try await server.waitForStray(after: last)
+                    let next = try await client.execute(try CurlewRequest(url: "\(server.baseURL)/next-\(round)"))
+                    #expect(next.text == "own:/next-\(round)", "round \(round)")
+                }
+            }
+            // Counted by the server: every next request arrived once, first on a connection of its own.
+            let nexts = server.requests.filter { $0.target.hasPrefix("/next-") }
+            #expect(nexts.count == 5)
+            #expect(nexts.allSatisfy { $0.indexOnConnection == 0 }, "\(nexts)")
+        }
+    }
+
     /// How soon the next request follows the response whose connection carries the fake one.
     enum ReuseGap: String, CaseIterable, CustomTestStringConvertible {
         /// At once: the request is submitted as soon as the server has written (microseconds).

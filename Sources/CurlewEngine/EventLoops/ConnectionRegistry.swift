@@ -14,6 +14,9 @@ final class ConnectionRegistry {
         var socket: Int32
         /// Requests sent on it, counted only for a client with ``CurlewClient/Configuration/maximumUsesPerConnection``.
         var uses = 0
+        /// Whether a response came back on it in HTTP/1: a request that allowed HTTP/2 (https with ALPN) found a
+        /// server that does not speak it, so the connection is checked before reuse as any HTTP/1 one is.
+        var carriesHTTP1 = false
     }
 
     @exclusivity(unchecked) private var connections: [Int: Connection] = [:]
@@ -41,6 +44,18 @@ final class ConnectionRegistry {
             connections[earlierKey] = nil
         }
         connections[key, default: Connection(socket: socket)].socket = socket
+        connections[key]?.carriesHTTP1 = false
+    }
+
+    /// A response came back in HTTP/1 on connection `key`, whose requests could have negotiated HTTP/2.
+    func carriedHTTP1(_ key: Int) {
+        connections[key]?.carriesHTTP1 = true
+    }
+
+    /// Whether connection `key` is known to speak HTTP/1 from a response on it (``carriedHTTP1(_:)``).
+    @inline(__always)
+    func carriesHTTP1(_ key: Int) -> Bool {
+        connections[key]?.carriesHTTP1 ?? false
     }
 
     /// Counts a request about to go out on connection `key` and returns how many it has carried with this one; a

@@ -294,16 +294,19 @@ final class Transfer: @unchecked Sendable, DeadlineHeapMember {
     }
 
     /// Peeks the pooled connection `key` for bytes waiting, when the request (or the redirect it follows) is one
-    /// the engine checks and the connection's socket is known.
+    /// the engine checks, or the connection is known to speak HTTP/1, and the connection's socket is known.
     private func checkPooledConnection(
         _ key: Int, in registry: ConnectionRegistry, redirectTarget: String?
     ) -> TransferStateMachine.ConnectionCheck {
+        // A request that may negotiate HTTP/2 (https) is checked too on a connection that turned out HTTP/1.
         let checks =
             redirectTarget.map {
                 settings.checksPooledConnection(
                     beforeWritingTo: $0, version: request.httpVersion ?? settings.httpVersion)
             } ?? checksReusedConnections
-        guard checks, let socket = registry.socketToCheck(for: key) else { return .notChecked }
+        guard checks || registry.carriesHTTP1(key), let socket = registry.socketToCheck(for: key) else {
+            return .notChecked
+        }
         return curlew_socket_is_quiet(socket) == 1 ? .clean : .unreadBytesOrClosed
     }
 

@@ -1,0 +1,93 @@
+import Foundation
+
+/// HTTP/1.1 over TLS (ALPN offers only `http/1.1`) that leaves a fake response on a kept-alive connection 20 ms after
+/// answering `GET /first` (`Tests/servers/tls_stray_server.py`); every other GET is answered `own:<target>`. For the
+/// check of pooled connections when a request allowed HTTP/2 and the server chose HTTP/1.1. Its own process, stopped
+/// by ``stop()`` (or by the supervisor when this process exits).
+public final class TLSStrayServer: Sendable {
+    public let port: Int
+    /// PEM of the CA that signed the server certificate (for `127.0.0.1` and `localhost`).
+    public let caFile: String
+    private let logPath: String
+    private let process: SupervisedProcess
+
+    /// `https://127.0.0.1:port`
+    public var baseURL: String { "https://127.0.0.1:\(port)" }
+
+    private init(port: Int, caFile: String, logPath: String, process: SupervisedProcess) {
+        self.port = port
+        self.caFile = caFile
+        self.logPath = logPath
+        self.process = process
+    }
+
+    /// One request the server read: its connection (numbered from 0 in accept order), its place on that connection
+    /// and its target.
+    public struct LoggedRequest: Sendable, Equatable {
+        public let connection: Int
+        public let indexOnConnection: Int
+        public let target: String
+    }
+
+    /// Every request read so far, in arrival order, from the server's log.
+    public var requests: [LoggedRequest] {
+        logLines(kind: "request").compactMap { fields in
+            guard fields.count == 3, let connection = Int(fields[0]), let index = Int(fields[1]) else { return nil }
+            return LoggedRequest(connection: connection, indexOnConnection: index, target: fields[2])
+        }
+    }
+
+    /// Waits (bounded) until the fake response after the `/first` request `request` is written.
+    public func waitForStray(after request: LoggedRequest, timeout: Duration = .seconds(10)) async throws {
+        let expected = ["\(request.connection)", "\(request.indexOnConnection)"]
+        try await waitUntil(timeout: timeout, "the server to write its stray bytes") {
+            self.logLines(kind: "stray").contains(expected)
+        }
+    }
+
+    private func logLines(kind: String) -> [[String]] {
+        let text = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
+        return text.split(separator: "\n").compactMap { line in
+            let fields = line.split(separator: " ").map(String.init)
+            return fields.first == kind ? Array(fields.dropFirst()) : nil
+        }
+    }
+
+    /// Starts a server on a fresh loopback port and waits until it accepts connections.
+    public static func start() async throws -> TLSStrayServer {
+        let directory = try TemporaryDirectory.make(prefix: "curlew-tls-stray")
+        do {
+            try TestCertificates.generate(in: directory)
+            let logPath = directory + "/requests.log"
+            _ = FileManager.default.createFile(atPath: logPath, contents: nil)
+            let process = try await SupervisedProcess.launch(
+                name: "TLS stray server",
+                program: [
+                    "{python}", ServerScripts.directory + "/tls_stray_server.py", "{fd0}", directory + "/server.pem",
+                    directory + "/server.key", logPath,
+                ],
+                listen: 1,
+                stderrPath: directory + "/stderr.log",
+                cleanupDirectory: directory
+            )
+            let port = process.ports[0]
+            try await process.waitUntilReady { Probe.acceptsConnections(port: port) }
+            return TLSStrayServer(port: port, caFile: directory + "/ca.pem", logPath: logPath, process: process)
+        } catch {
+            try? FileManager.default.removeItem(atPath: directory)
+            throw error
+        }
+    }
+
+    /// Stops the server (SIGTERM to its supervisor) and waits for it.
+    public func stop() {
+        process.terminate()
+    }
+}
+
+/// Runs `body` against a fresh ``TLSStrayServer`` and always stops it.
+public func withTLSStrayServer<T>(
+    isolation: isolated (any Actor)? = #isolation, _ body: (TLSStrayServer) async throws -> T
+) async throws -> T {
+    try await withStartedServer(start: { try await TLSStrayServer.start() }, shutdown: { $0.stop() }, body)
+}
