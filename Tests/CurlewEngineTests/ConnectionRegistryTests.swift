@@ -87,11 +87,11 @@ struct ConnectionRegistryTests {
     @Test func aConnectionIsKnownToSpeakHTTP1OnlyAfterAResponseOnItSaidSo() {
         let registry = ConnectionRegistry()
         let key = Self.key("127.0.0.1", "127.0.0.1")
-        registry.carriedHTTP1(key)
+        registry.noteSpeaksHTTP1(key)
         #expect(!registry.carriesHTTP1(key), "no such connection")
         registry.register(5, for: key)
         #expect(!registry.carriesHTTP1(key))
-        registry.carriedHTTP1(key)
+        registry.noteSpeaksHTTP1(key)
         #expect(registry.carriesHTTP1(key))
         registry.register(6, for: key)
         #expect(!registry.carriesHTTP1(key), "a new connection on the same ports")

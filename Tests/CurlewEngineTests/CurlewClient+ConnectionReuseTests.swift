@@ -106,6 +106,46 @@ struct CurlewClientConnectionReuseTests {
         }
     }
 
+    /// libcurl hands a finished transfer's connection to a transfer waiting for one within the same perform, before
+    /// the loop reads the first one's completion: the connection must be known to speak HTTP/1 by then (the status
+    /// line of its response says so). One connection allowed; the second request waits for it while the server holds
+    /// the first, then answers the first with a fake response right behind it, in a TLS record of its own.
+    @Test(arguments: allLoops)
+    func aRequestWaitingForAnHTTPSConnectionThatTurnedOutHTTP1IsNeverAnsweredByItsStrayBytes(
+        loop: CurlewClient.Configuration.EventLoopKind
+    ) async throws {
+        try await withTLSStrayServer { server in
+            try await withClient(
+                loop,
+                configure: {
+                    $0.tls.caFile = server.caFile
+                    $0.loopCount = 1
+                    $0.maxConnectionsPerHost = 1
+                    // The second request waits for the connection however slow a loaded machine makes the first.
+                    $0.timeouts.connect = .seconds(300)
+                }
+            ) { client in
+                let firstRequest = try CurlewRequest(url: "\(server.baseURL)/held-first")
+                let nextRequest = try CurlewRequest(url: "\(server.baseURL)/next")
+                let first = Task { try await client.execute(firstRequest).text }
+                try await waitUntil(timeout: .seconds(10)) {
+                    server.requests.contains { $0.target == "/held-first" }
+                }
+                let next = Task { try await client.execute(nextRequest).text }
+                try await waitUntil(timeout: .seconds(10)) {
+                    await client.poolStatistics().total.transfersWaitingForConnection == 1
+                }
+                server.release()
+                let answers = [try await first.value, try await next.value]
+                #expect(answers == ["first", "own:/next"])
+            }
+            // Counted by the server: the second request arrived once, first on a connection of its own.
+            let nexts = server.requests.filter { $0.target == "/next" }
+            #expect(nexts.count == 1)
+            #expect(nexts.first?.indexOnConnection == 0, "\(server.requests)")
+        }
+    }
+
     /// How soon the next request follows the response whose connection carries the fake one.
     enum ReuseGap: String, CaseIterable, CustomTestStringConvertible {
         /// At once: the request is submitted as soon as the server has written (microseconds).

@@ -8,9 +8,9 @@ import Testing
 /// over a socket is `unix:`.
 @Suite("Unix domain sockets")
 struct CurlewClientUnixSocketTests {
-    /// Whether HTTP/1 connections over a Unix socket are pooled: on libcurl 8, which checks a pooled connection for
-    /// stray bytes itself; on 7.x the engine must check it and cannot tell one socket's connections apart, so every
-    /// request gets a connection of its own (`bytesAfterABodyOverAUnixSocketNeverAnswerTheNextRequest`).
+    /// Whether connections over a Unix socket are pooled: on libcurl 8, which checks a pooled connection for stray
+    /// bytes itself; on 7.x the engine must check it and cannot tell one socket's connections apart, so every request
+    /// gets a connection of its own (`bytesAfterABodyOverAUnixSocketNeverAnswerTheNextRequest`).
     static let socketConnectionsArePooled = LibcurlVersion.running.refusesPooledConnectionsWithPendingInput
 
     @Test(arguments: allLoops)
@@ -44,6 +44,27 @@ struct CurlewClientUnixSocketTests {
         }
         let hits = try await loggedHits(nginx, marker: marker, atLeast: 1)
         #expect(hits.map(\.address) == ["unix:"])
+    }
+
+    /// https over a socket too, though nginx's socket speaks HTTP/2 here: another server's ALPN may choose HTTP/1.1,
+    /// and on libcurl 7.x nothing could check such a connection before its reuse.
+    @Test(arguments: allLoops)
+    func httpsRequestsOverASocketArePooledOnlyWhereLibcurlChecksThem(
+        loop: CurlewClient.Configuration.EventLoopKind
+    ) async throws {
+        let nginx = try await NginxServer.shared()
+        let marker = "/hits/" + UUID().uuidString + "/"
+        try await withClient(loop, configure: { $0.tls.caFile = nginx.caFile }) { client in
+            for index in 0..<3 {
+                let url = "https+unix://\(encodedSocketPath(nginx.httpsUnixSocketPath))\(marker)\(index)"
+                let response = try await client.execute(try CurlewRequest(url: url))
+                #expect(response.text == "hit\n")
+                #expect(response.metrics.httpVersion == .http2)
+            }
+        }
+        let hits = try await loggedHits(nginx, marker: marker, atLeast: 3)
+        #expect(hits.map(\.address) == ["unix:", "unix:", "unix:"])
+        #expect(Set(hits.map(\.connection)).count == (Self.socketConnectionsArePooled ? 1 : 3))
     }
 
     @Test(arguments: allLoops)

@@ -1,7 +1,8 @@
 import Foundation
 
 /// HTTP/1.1 over TLS (ALPN offers only `http/1.1`) that leaves a fake response on a kept-alive connection 20 ms after
-/// answering `GET /first` (`Tests/servers/tls_stray_server.py`); every other GET is answered `own:<target>`. For the
+/// answering `GET /first`, or right behind the answer to `GET /held-first`, which waits for ``release()``
+/// (`Tests/servers/tls_stray_server.py`); every other GET is answered `own:<target>`. For the
 /// check of pooled connections when a request allowed HTTP/2 and the server chose HTTP/1.1. Its own process, stopped
 /// by ``stop()`` (or by the supervisor when this process exits).
 public final class TLSStrayServer: Sendable {
@@ -35,6 +36,12 @@ public final class TLSStrayServer: Sendable {
             guard fields.count == 3, let connection = Int(fields[0]), let index = Int(fields[1]) else { return nil }
             return LoggedRequest(connection: connection, indexOnConnection: index, target: fields[2])
         }
+    }
+
+    /// Lets the server answer a held `/held-first` request (and any later one at once).
+    public func release() {
+        let path = (logPath as NSString).deletingLastPathComponent + "/release"
+        _ = FileManager.default.createFile(atPath: path, contents: nil)
     }
 
     /// Waits (bounded) until the fake response after the `/first` request `request` is written.

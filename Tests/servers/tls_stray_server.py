@@ -4,11 +4,14 @@ request allowed HTTP/2 and the server's ALPN chose HTTP/1.1 (most https servers 
     tls_stray_server.py LISTEN_FD CERTIFICATE KEY LOG
 
 ALPN offers only http/1.1. `GET /first` is answered with the body `first`, then, 20 ms later in a TLS record of its
-own, a complete fake response no request asked for; every other GET with the body `own:<target>`. Every request is
+own, a complete fake response no request asked for. `GET /held-first` waits until a file `release` appears beside
+LOG, then is answered the same way with the fake response right behind the answer (its own record, no delay). Every
+other GET is answered with the body `own:<target>`. Every request is
 logged to LOG as `request <connection> <index on connection> <target>` when it is read, and `stray <connection>
 <index>` once the fake response is written, so tests wait on the server's word."""
 
 import asyncio
+import os
 import socket
 import ssl
 import sys
@@ -21,7 +24,15 @@ def response(body):
     return b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\nConnection: keep-alive\r\n\r\n%s" % (len(body), body)
 
 
-async def serve(reader, writer, log):
+async def released(path):
+    """Waits (at most 60 s) until the test creates `path`."""
+    for _ in range(12000):
+        if os.path.exists(path):
+            return
+        await asyncio.sleep(0.005)
+
+
+async def serve(reader, writer, log, release_path):
     global CONNECTIONS
     connection = CONNECTIONS
     CONNECTIONS += 1
@@ -31,10 +42,13 @@ async def serve(reader, writer, log):
             head = await reader.readuntil(b"\r\n\r\n")
             target = head.split(b"\r\n", 1)[0].split(b" ")[1].decode("latin-1")
             log.write(f"request {connection} {index} {target}\n")
-            if target == "/first":
+            if target in ("/first", "/held-first"):
+                if target == "/held-first":
+                    await released(release_path)
                 writer.write(response(b"first"))
                 await writer.drain()
-                await asyncio.sleep(0.02)
+                if target == "/first":
+                    await asyncio.sleep(0.02)
                 writer.write(STRAY_RESPONSE)
                 await writer.drain()
                 log.write(f"stray {connection} {index}\n")
@@ -55,7 +69,8 @@ async def main():
     tls.load_cert_chain(certificate, key)
     tls.set_alpn_protocols(["http/1.1"])
     server = await asyncio.start_server(
-        lambda reader, writer: serve(reader, writer, log), sock=socket.socket(fileno=listen_fd), ssl=tls)
+        lambda reader, writer: serve(reader, writer, log, os.path.join(os.path.dirname(log_path), "release")),
+        sock=socket.socket(fileno=listen_fd), ssl=tls)
     print("tls stray server ready", file=sys.stderr, flush=True)
     async with server:
         await server.serve_forever()

@@ -48,11 +48,11 @@ final class ConnectionRegistry {
     }
 
     /// A response came back in HTTP/1 on connection `key`, whose requests could have negotiated HTTP/2.
-    func carriedHTTP1(_ key: Int) {
+    func noteSpeaksHTTP1(_ key: Int) {
         connections[key]?.carriesHTTP1 = true
     }
 
-    /// Whether connection `key` is known to speak HTTP/1 from a response on it (``carriedHTTP1(_:)``).
+    /// Whether connection `key` is known to speak HTTP/1 from a response on it (``noteSpeaksHTTP1(_:)``).
     @inline(__always)
     func carriesHTTP1(_ key: Int) -> Bool {
         connections[key]?.carriesHTTP1 ?? false

@@ -182,13 +182,6 @@ final class MultiCore {
         let transfer = Unmanaged<Transfer>.fromOpaque(userdata).takeUnretainedValue()
         curl_multi_remove_handle(multi, handle)
         guard let easy = transfer.easy else { return }
-        if reported == CURLE_OK, !transfer.checksReusedConnections,
-            transfer.settings.checksPooledConnectionsBeforeWriting,
-            let key = transfer.connectionKey, Self.isHTTP1(easy.info(CURLINFO_HTTP_VERSION))
-        {
-            // An https request that allowed HTTP/2 got HTTP/1: its connection is checked before its next request.
-            connections.carriedHTTP1(key)
-        }
         // libcurl's framing said the body was whole; its content coding may still have ended early.
         let result = reported == CURLE_OK && transfer.bodyIncompleteAtEnd() ? CURLE_WRITE_ERROR : reported
         let facts = result == CURLE_OK ? nil : transfer.completionFacts(result, easy: easy)
@@ -213,11 +206,6 @@ final class MultiCore {
             resume(transfer, with: outcome)
             Unmanaged.passUnretained(transfer).release()
         }
-    }
-
-    /// Whether `CURLINFO_HTTP_VERSION` names HTTP/1.0 or HTTP/1.1.
-    private static func isHTTP1(_ version: Int) -> Bool {
-        version == Int(CURL_HTTP_VERSION_1_0) || version == Int(CURL_HTTP_VERSION_1_1)
     }
 
     /// Sends a request once more on a new connection: the same easy handle and options (libcurl keeps them when a

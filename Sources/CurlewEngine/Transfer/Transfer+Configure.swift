@@ -160,12 +160,13 @@ extension Transfer {
         if let socketPath = request.effectiveUnixSocketPath(clientDefault: settings.unixSocketPath) {
             // libcurl reuses a socket's connection only for the same socket path, and never a TCP one for it.
             apply(easy.set(CURLOPT_UNIX_SOCKET_PATH, socketPath))
-            if checksReusedConnections {
+            if settings.checksPooledConnectionsBeforeWriting {
                 // Where the engine checks a pooled connection for stray bytes itself (libcurl 7.x), it finds the
                 // connection's socket by the addresses and ports the pre-request callback names, and every connection
                 // to one Unix socket has the same (a path, no ports): such a connection cannot be checked, so it is
                 // never reused. A server's stray bytes would otherwise answer the next request, and every later one
-                // the request before it.
+                // the request before it. Whatever the scheme and version: an https request that allowed HTTP/2 may
+                // have got HTTP/1.1.
                 apply(easy.set(CURLOPT_FRESH_CONNECT, true))
                 apply(easy.set(CURLOPT_FORBID_REUSE, true))
             }

@@ -85,6 +85,9 @@ final class Transfer: @unchecked Sendable, DeadlineHeapMember {
     /// Whether libcurl picked a connection for the current request (the pre-request callback ran for it). Unlike
     /// ``connectionKey``, forgotten when a redirect libcurl follows needs a connection again.
     var currentRequestHasConnection = false
+    /// Whether the current request (or the redirect it follows) may negotiate HTTP/2 on a libcurl where the engine
+    /// checks pooled connections (7.x): its head's HTTP version says whether the connection is checked from then on.
+    var currentRequestMayNegotiateHTTP2 = false
     /// Whether the current request has left libcurl's queue of transfers waiting for a free connection: libcurl is
     /// resolving or connecting for it, or it has a connection. The one rule for the engine's connection deadline
     /// and for naming a libcurl timeout (design note 0028).
@@ -95,6 +98,7 @@ final class Transfer: @unchecked Sendable, DeadlineHeapMember {
     func waitsForConnectionAgain() {
         connectionAttemptStarted = false
         currentRequestHasConnection = false
+        currentRequestMayNegotiateHTTP2 = false
     }
 
     /// The current request's origin, `scheme://host:port` (``PoolStatistics``): parsed when asked, which is once per
@@ -181,6 +185,7 @@ final class Transfer: @unchecked Sendable, DeadlineHeapMember {
                 rawHeaders.removeAll(keepingCapacity: true)
                 if rawHeaders.capacity == 0 { rawHeaders.reserveCapacity(512) }
             }
+            if currentRequestMayNegotiateHTTP2, let easy { noteHTTP1Connection(easy) }
             recordActivity()
         case .endOfBlock:
             recordActivity()
@@ -270,8 +275,10 @@ final class Transfer: @unchecked Sendable, DeadlineHeapMember {
         openedSockets.forget()
         if let registry, let newSocket { registry.register(newSocket, for: key) }
         var check = TransferStateMachine.ConnectionCheck.notChecked
-        if let registry, newSocket == nil, settings.checksPooledConnectionsBeforeWriting {
-            check = checkPooledConnection(key, in: registry, redirectTarget: redirectTarget)
+        if let registry, settings.checksPooledConnectionsBeforeWriting {
+            let checksAsHTTP1 = checksConnectionAsHTTP1(redirectTarget: redirectTarget)
+            currentRequestMayNegotiateHTTP2 = !checksAsHTTP1
+            if newSocket == nil { check = checkPooledConnection(key, in: registry, checksAsHTTP1: checksAsHTTP1) }
         }
         if let registry, let limit = settings.maximumUsesPerConnection, localPort > 0 {
             // A redirect followed on the transfer's own connection is found as pooled (its sockets were forgotten
@@ -293,18 +300,34 @@ final class Transfer: @unchecked Sendable, DeadlineHeapMember {
         }
     }
 
-    /// Peeks the pooled connection `key` for bytes waiting, when the request (or the redirect it follows) is one
-    /// the engine checks, or the connection is known to speak HTTP/1, and the connection's socket is known.
+    /// Whether the request (or the redirect it follows) can be nothing but HTTP/1, so its pooled connection is
+    /// checked whatever the registry knows of it.
+    private func checksConnectionAsHTTP1(redirectTarget: String?) -> Bool {
+        redirectTarget.map {
+            settings.checksPooledConnection(beforeWritingTo: $0, version: request.httpVersion ?? settings.httpVersion)
+        } ?? checksReusedConnections
+    }
+
+    /// A request that allowed HTTP/2 (https with ALPN) got a head in HTTP/1 (the server does not speak HTTP/2): its
+    /// connection is checked before every later request on it, as any HTTP/1 connection is. Noted at the status
+    /// line (libcurl sets the version as it parses it), not at the transfer's end: libcurl may hand the connection to
+    /// a waiting transfer, or follow a redirect on it, before the loop reads the transfer's completion. A proxy's
+    /// CONNECT answer comes before the pre-request callback, while this request's flag is still clear.
+    private func noteHTTP1Connection(_ easy: EasyHandle) {
+        guard let connectionKey, let registry = core?.connections else { return }
+        let version = easy.info(CURLINFO_HTTP_VERSION)
+        if version == Int(CURL_HTTP_VERSION_1_0) || version == Int(CURL_HTTP_VERSION_1_1) {
+            registry.noteSpeaksHTTP1(connectionKey)
+        }
+    }
+
+    /// Peeks the pooled connection `key` for bytes waiting, when the request (or the redirect it follows) can be
+    /// nothing but HTTP/1 or the connection is known to speak HTTP/1 (a request that may negotiate HTTP/2 met a
+    /// server without it), and the connection's socket is known.
     private func checkPooledConnection(
-        _ key: Int, in registry: ConnectionRegistry, redirectTarget: String?
+        _ key: Int, in registry: ConnectionRegistry, checksAsHTTP1: Bool
     ) -> TransferStateMachine.ConnectionCheck {
-        // A request that may negotiate HTTP/2 (https) is checked too on a connection that turned out HTTP/1.
-        let checks =
-            redirectTarget.map {
-                settings.checksPooledConnection(
-                    beforeWritingTo: $0, version: request.httpVersion ?? settings.httpVersion)
-            } ?? checksReusedConnections
-        guard checks || registry.carriesHTTP1(key), let socket = registry.socketToCheck(for: key) else {
+        guard checksAsHTTP1 || registry.carriesHTTP1(key), let socket = registry.socketToCheck(for: key) else {
             return .notChecked
         }
         return curlew_socket_is_quiet(socket) == 1 ? .clean : .unreadBytesOrClosed
