@@ -5,7 +5,8 @@ request allowed HTTP/2 and the server's ALPN chose HTTP/1.1 (most https servers 
 
 ALPN offers only http/1.1. `GET /first` is answered with the body `first`, then, 20 ms later in a TLS record of its
 own, a complete fake response no request asked for. `GET /held-first` waits until a file `release` appears beside
-LOG, then is answered the same way with the fake response right behind the answer (its own record, no delay). Every
+LOG, then is answered the same way with the fake response right behind the answer (its own TLS record, in the same TCP
+segment: the socket is corked while both are written). Every
 other GET is answered with the body `own:<target>`. Every request is
 logged to LOG as `request <connection> <index on connection> <target>` when it is read, and `stray <connection>
 <index>` once the fake response is written, so tests wait on the server's word."""
@@ -43,14 +44,21 @@ async def serve(reader, writer, log, release_path):
             target = head.split(b"\r\n", 1)[0].split(b" ")[1].decode("latin-1")
             log.write(f"request {connection} {index} {target}\n")
             if target in ("/first", "/held-first"):
-                if target == "/held-first":
+                held = target == "/held-first"
+                if held:
                     await released(release_path)
+                    # Both records leave in one segment (the kernel holds the first until the cork is pulled): the
+                    # fake is in the client's socket with the answer, before the client can hand the connection on,
+                    # however the machine schedules this process.
+                    writer.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_CORK, 1)
                 writer.write(response(b"first"))
                 await writer.drain()
-                if target == "/first":
+                if not held:
                     await asyncio.sleep(0.02)
                 writer.write(STRAY_RESPONSE)
                 await writer.drain()
+                if held:
+                    writer.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_CORK, 0)
                 log.write(f"stray {connection} {index}\n")
             else:
                 writer.write(response(b"own:" + target.encode("latin-1")))
