@@ -38,13 +38,17 @@ extension CurlewRequest {
         var formArguments: [String]?
         if let form = body?.multipart { formArguments = Self.curlForm(form, placeholders: &placeholders) }
         for field in headerFields {
+            // The engine frames the body itself and never sends these as given; curl would.
+            if field.name == .contentLength || field.name == .transferEncoding { continue }
             if formArguments != nil, field.name == .contentType,
                 field.value.lowercased().hasPrefix("multipart/form-data")
             {
                 continue
             }
+            // The engine sends it to proxies only, as `--proxy-header` does.
+            let option = field.name == .proxyAuthorization ? "--proxy-header" : "-H"
             arguments += [
-                "-H", ShellQuoting.quote(field.value.isEmpty ? "\(field.name);" : "\(field.name): \(field.value)"),
+                option, ShellQuoting.quote(field.value.isEmpty ? "\(field.name);" : "\(field.name): \(field.value)"),
             ]
         }
         if headerFields[.userAgent] == nil { arguments += ["-H", "User-Agent:"] }

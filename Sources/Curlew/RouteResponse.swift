@@ -83,9 +83,11 @@ public struct RouteResponse: Sendable {
     public var url: String { head.response.url }
 
     /// Whether the response came from the origin its request was sent to (no redirect, or redirects within that
-    /// origin), by the engine's rule for credentials on redirects.
+    /// origin), by the engine's rule for credentials on redirects. A redirect chain that left the origin and came
+    /// back (``TransferMetrics/leftRequestedOrigin``) does not count: its last request went without the credentials.
     public var isFromRequestedOrigin: Bool {
-        url == request.url || CredentialPolicy.mayCarryCredentials(from: request.url, to: url)
+        guard !metrics.leftRequestedOrigin else { return false }
+        return url == request.url || CredentialPolicy.mayCarryCredentials(from: request.url, to: url)
     }
 
     /// The request as it was sent, after every request interceptor.

@@ -150,4 +150,43 @@ struct ProxyEnvironmentTests {
         }
         #expect(try await loggedHits(nginx, marker: marker, atLeast: 4).count == 4)
     }
+
+    /// `NO_PROXY` steers only the environment's proxies: a client given a proxy of its own goes through it, here a
+    /// port nothing listens on, whatever the variable says.
+    @Test(arguments: allLoops)
+    func anExplicitProxyIgnoresNoProxyFromTheEnvironment(loop: CurlewClient.Configuration.EventLoopKind) async throws {
+        let nginx = try await NginxServer.shared()
+        let nowhere = "http://127.0.0.1:\(try FreePort.allocate())"
+        for name in ["NO_PROXY", "no_proxy"] {
+            try await withEnvironment([name: "localhost,127.0.0.1"]) {
+                try await withClient(loop, configure: { $0.proxy = .url(nowhere) }) { client in
+                    let code = await curlewErrorCode {
+                        _ = try await client.execute(try CurlewRequest(url: "\(nginx.httpBaseURL)/small"))
+                    }
+                    #expect(code == .connectionRefused, "\(name)")
+                }
+                // The client's own list still applies.
+                try await withClient(loop, configure: { $0.proxy = .url(nowhere, noProxy: "127.0.0.1") }) { client in
+                    let response = try await client.execute(try CurlewRequest(url: "\(nginx.httpBaseURL)/small"))
+                    #expect(response.status == .ok, "\(name)")
+                }
+            }
+        }
+    }
+
+    /// A proxy variable libcurl cannot parse (a raw space in its password) fails the request with libcurl's
+    /// message, which quotes the URL, redacted.
+    @Test func aProxyVariableLibcurlCannotReadFailsWithoutNamingItsPassword() async throws {
+        let nginx = try await NginxServer.shared()
+        try await withEnvironment(["http_proxy": "http://user:s3 cret@127.0.0.1:1"]) {
+            try await withClient(.dispatch) { client in
+                let error = await #expect(throws: CurlewError.self) {
+                    _ = try await client.execute(try CurlewRequest(url: "\(nginx.httpBaseURL)/small"))
+                }
+                let described = error.map { "\($0)" } ?? ""
+                #expect(!described.contains("s3 cret"), "\(described)")
+                #expect(described.contains("http://<redacted>@127.0.0.1:1"), "\(described)")
+            }
+        }
+    }
 }

@@ -79,6 +79,44 @@ struct CurlewClientProxyTests {
         #expect(hits.count == 1)
     }
 
+    /// A caller's own `Proxy-Authorization` field goes to the proxy only: on the CONNECT of an https request (libcurl
+    /// would send it to the server, through the tunnel) and with a plain request the proxy forwards; a request
+    /// without a proxy never sends it.
+    @Test(arguments: allLoops)
+    func aProxyAuthorizationFieldGoesToTheProxyAndNeverToTheServer(
+        loop: CurlewClient.Configuration.EventLoopKind
+    ) async throws {
+        let nginx = try await NginxServer.shared()
+        let proxy = try await AuthenticatingProxy.start(password: Self.password)
+        defer { proxy.stop() }
+        let marker = "/hits/" + UUID().uuidString + "/"
+        let basic = "Basic " + Data("\(proxy.username):\(proxy.password)".utf8).base64EncodedString()
+        try await withClient(
+            loop,
+            configure: {
+                $0.tls.caFile = nginx.caFile
+                $0.proxy = .url("http://127.0.0.1:\(proxy.port)")
+            }
+        ) { client in
+            for base in [nginx.httpsBaseURL, nginx.httpBaseURL] {
+                var request = try CurlewRequest(url: "\(base)\(marker)\(base.prefix { $0 != ":" })")
+                try request.addHeader("Proxy-Authorization", basic)
+                let response = try await client.execute(request)
+                #expect(response.text == "hit\n", "\(base)")
+            }
+        }
+        #expect(try await loggedHits(nginx, marker: marker, atLeast: 2).count == 2)
+        try await withWireScriptServer({ request in [.response(body: request.target)] }) { server in
+            try await withClient(loop, configure: { $0.proxy = .none }) { client in
+                var request = try CurlewRequest(url: "\(server.baseURL)/direct")
+                try request.addHeader("Proxy-Authorization", basic)
+                #expect(try await client.execute(request).text == "/direct")
+            }
+            #expect(server.requests.count == 1)
+            #expect(server.requests.first?.header("proxy-authorization") == nil)
+        }
+    }
+
     @Test(arguments: allLoops)
     func anHTTPProxysRefusalOfTheCredentialsFailsWithAProxyError(
         loop: CurlewClient.Configuration.EventLoopKind
@@ -103,6 +141,38 @@ struct CurlewClientProxyTests {
             #expect(error?.code == .proxy)
             #expect(error?.detail.contains("407") == true)
         }
+    }
+
+    /// libcurl quotes a proxy URL it cannot read, password included: a scheme it does not take is refused before
+    /// libcurl sees it, and a URL it cannot parse (a raw space in the password) fails with its message redacted.
+    @Test func aProxyURLLibcurlCannotReadFailsWithoutNamingItsPassword() async throws {
+        let nginx = try await NginxServer.shared()
+        let handler = InMemoryLogHandler()
+        var logger = Logger(label: "curlew.tests", factory: { _ in handler })
+        logger.logLevel = .debug
+        let cases: [(proxy: String, code: CurlewError.Code?)] = [
+            ("htps://user:s3cret@127.0.0.1:1", .invalidRequest),
+            ("http://user:s3 cret@127.0.0.1:1", nil),
+        ]
+        for (proxy, expectedCode) in cases {
+            try await withClient(
+                .dispatch,
+                configure: {
+                    $0.logger = logger
+                    $0.proxy = .url(proxy)
+                }
+            ) { client in
+                let error = await #expect(throws: CurlewError.self) {
+                    _ = try await client.execute(try CurlewRequest(url: "\(nginx.httpBaseURL)/small"))
+                }
+                let described = error.map { "\($0)" } ?? ""
+                if let expectedCode { #expect(error?.code == expectedCode, "\(described)") }
+                #expect(!described.contains("s3cret") && !described.contains("s3 cret"), "\(described)")
+                // libcurl's message is still there, with the URL's user-info replaced.
+                if expectedCode == nil { #expect(described.contains("http://<redacted>@127.0.0.1:1"), "\(described)") }
+            }
+        }
+        #expect(!handler.entries.contains { "\($0.message) \($0.metadata)".contains("s3") })
     }
 
     @Test func proxyCredentialsAreNeverLoggedOrDescribed() async throws {

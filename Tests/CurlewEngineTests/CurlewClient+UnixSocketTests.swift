@@ -1,8 +1,7 @@
+import CurlewEngine
 import CurlewTestSupport
 import Foundation
 import Testing
-
-@testable import CurlewEngine
 
 /// Requests over nginx's Unix domain sockets, checked in nginx's log: the client address of a request that came
 /// over a socket is `unix:`.

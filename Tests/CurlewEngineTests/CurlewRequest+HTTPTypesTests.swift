@@ -57,6 +57,28 @@ struct CurlewRequestHTTPTypesTests {
         #expect(file?.code == .protocolNotAllowed)
     }
 
+    /// The URL is the head's scheme, authority and path joined: a path that does not start with `/` (or an
+    /// authority with a delimiter in it) would give the URL another host, port or user-info than the head names.
+    @Test(arguments: [
+        ("127.0.0.1:8080", "@127.0.0.2:9090/"), ("127.0.0.1:8080", ".evil.example/"), ("127.0.0.1", ":1/"),
+        ("127.0.0.1:8080", ""), ("127.0.0.1:8080", "?q=1"), ("evil.example/x", "/"), ("evil.example?", "/"),
+        ("evil.example#", "/"),
+    ])
+    func aHeadWhosePathOrAuthorityWouldMoveTheHostIsATypedError(authority: String, path: String) {
+        let error = #expect(throws: CurlewError.self) {
+            try CurlewRequest(HTTPRequest(method: .get, scheme: "http", authority: authority, path: path))
+        }
+        #expect(error?.code == .invalidRequest)
+    }
+
+    @Test
+    func aHeadWhosePathStartsWithTwoSlashesKeepsItsAuthority() throws {
+        let request = try CurlewRequest(
+            HTTPRequest(method: .get, scheme: "http", authority: "127.0.0.1:8080", path: "//evil.example/x"))
+        #expect(request.url == "http://127.0.0.1:8080//evil.example/x")
+        #expect(request.head.authority == "127.0.0.1:8080")
+    }
+
     @Test
     func aStreamedResponseHasItsHeadAndHeaderGetterBeforeTheBody() async throws {
         try await withLoopbackServer { server in

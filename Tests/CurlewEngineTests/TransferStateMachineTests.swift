@@ -225,10 +225,10 @@ struct TransferStateMachineDecisionTests {
         #expect(machine.attempt?.bodyLimit == 10)
         _ = machine.requestStarting(
             connection: .notChecked, redirectTarget: "http://b.test/", requestURL: "http://a.test/")
-        #expect(machine.attempt?.credentialsWithheld == true)
+        #expect(machine.attempt?.leftRequestedOrigin == true)
         #expect(machine.curlCompleted(failure: Self.facts(), now: 0) == .retryOnFreshConnection)
         #expect(machine.attempt?.bodyLimit == 100)
-        #expect(machine.attempt?.credentialsWithheld == false)
+        #expect(machine.attempt?.leftRequestedOrigin == false)
         #expect(machine.attempt?.responseBytesSeen == false)
     }
 
@@ -284,15 +284,23 @@ struct TransferStateMachineDecisionTests {
         #expect(
             machine.requestStarting(connection: .notChecked, redirectTarget: "https://api.test/c", requestURL: origin)
                 == .proceed)
-        #expect(machine.attempt?.credentialsWithheld == true)
+        #expect(machine.attempt?.leftRequestedOrigin == true)
+        #expect(machine.leftRequestedOrigin)
     }
 
     @Test func aRequestWithoutCredentialsNeverSwapsItsHeaders() {
         var machine = Self.running()
         #expect(
             machine.requestStarting(
+                connection: .notChecked, redirectTarget: "https://api.test/b", requestURL: "https://api.test/")
+                == .proceed)
+        #expect(!machine.leftRequestedOrigin, "same origin")
+        #expect(
+            machine.requestStarting(
                 connection: .notChecked, redirectTarget: "https://evil.test/", requestURL: "https://api.test/")
                 == .proceed)
+        // Still noted: the response came back from elsewhere, whatever it carried.
+        #expect(machine.leftRequestedOrigin)
     }
 
     // MARK: framing

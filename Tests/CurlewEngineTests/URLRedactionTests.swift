@@ -96,6 +96,19 @@ import Testing
         #expect(URLRedaction.messages.displaying(url) == shown)
     }
 
+    @Test(arguments: [
+        (
+            "Unsupported proxy syntax in 'http://u:pass word@127.0.0.1:1'", "http://u:pass word@127.0.0.1:1",
+            "Unsupported proxy syntax in 'http://<redacted>@127.0.0.1:1'"
+        ),
+        ("Unsupported proxy syntax in 'u:p w@h:1'", "u:p w@h:1", "Unsupported proxy syntax in '<redacted>@h:1'"),
+        ("Could not resolve proxy: h", "http://u:p@h:1", "Could not resolve proxy: h"),
+        ("Failed to connect to 127.0.0.1 port 1", nil, "Failed to connect to 127.0.0.1 port 1"),
+    ])
+    func libcurlsMessagesQuoteAProxyURLWithoutItsUserInfo(message: String, proxy: String?, shown: String) {
+        #expect(URLRedaction.hidingProxyCredentials(in: message, configured: proxy) == shown)
+    }
+
     @Test func withoutCredentialsTheURLIsUnchanged() {
         let url = "https://api.local/a%20b?c=d#e"
         #expect(URLRedaction.openTelemetry.redact(url) == url)

@@ -42,35 +42,17 @@ public final class FaultServer: Sendable {
 
     /// Starts a server on two fresh loopback ports and waits until both accept connections.
     public static func start() async throws -> FaultServer {
-        let directory = try TemporaryDirectory.make(prefix: "curlew-fault-server")
-        do {
-            let certificates = directory + "/certs"
-            try FileManager.default.createDirectory(atPath: certificates, withIntermediateDirectories: true)
-            try TestCertificates.generate(in: certificates)
-            let process = try await SupervisedProcess.launch(
-                name: "fault server",
-                program: [
-                    "{python}", ServerScripts.directory + "/fault_server.py", "{fd0}", "{fd1}",
-                    certificates + "/server.pem", certificates + "/server.key",
-                ],
-                listen: 2,
-                stderrPath: directory + "/stderr.log",
-                cleanupDirectory: directory
-            )
-            let ports = process.ports
-            do {
-                try await process.waitUntilReady {
-                    Probe.acceptsConnections(port: ports[0]) && Probe.acceptsConnections(port: ports[1])
-                }
-            } catch let exited as ServerExited {
-                throw TestSupportError("\(exited)\nhint: `pip install hypercorn` (for h2) for \(ServerScripts.python)")
-            }
-            return FaultServer(
-                http1Port: ports[0], http2Port: ports[1], caFile: certificates + "/ca.pem", process: process)
-        } catch {
-            try? FileManager.default.removeItem(atPath: directory)
-            throw error
+        let started = try await SupervisedProcess.launchWithTestCertificates(
+            name: "fault server", folderPrefix: "curlew-fault-server", listen: 2,
+            installHint: "`pip install hypercorn` (for h2)"
+        ) { _, certificates in
+            [
+                "{python}", ServerScripts.directory + "/fault_server.py", "{fd0}", "{fd1}",
+                certificates + "/server.pem", certificates + "/server.key",
+            ]
         }
+        let ports = started.process.ports
+        return FaultServer(http1Port: ports[0], http2Port: ports[1], caFile: started.caFile, process: started.process)
     }
 
     /// Stops the server (SIGTERM to its supervisor, which stops the script by its process group) and waits for it.

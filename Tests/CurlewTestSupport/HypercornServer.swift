@@ -44,38 +44,21 @@ public final class HypercornServer: Sendable {
     }
 
     private static func start() async throws -> HypercornServer {
-        let directory = try TemporaryDirectory.make(prefix: "curlew-hypercorn")
-        do {
-            let certificates = directory + "/certs"
-            try FileManager.default.createDirectory(atPath: certificates, withIntermediateDirectories: true)
-            try TestCertificates.generate(in: certificates)
-            let process = try await SupervisedProcess.launch(
-                name: "hypercorn",
-                program: [
-                    // keep_alive_max_requests stays at hypercorn's default (1,000): the GOAWAY the tests cross.
-                    "{python}", "-m", "hypercorn", "--keep-alive", String(keepAliveTimeoutSeconds),
-                    "--access-logfile", directory + "/access.log", "--access-logformat", "%(m)s %(U)s %(s)s",
-                    "--bind", "fd://{fd0}", "--insecure-bind", "fd://{fd1}",
-                    "--certfile", certificates + "/server.pem", "--keyfile", certificates + "/server.key",
-                    "--workers", "1",
-                    ServerScripts.directory + "/hypercorn_app.py:app",
-                ],
-                listen: 2,
-                stderrPath: directory + "/stderr.log",
-                cleanupDirectory: directory
-            )
-            let h2cPort = process.ports[1]
-            do {
-                try await process.waitUntilReady { Probe.acceptsConnections(port: h2cPort) }
-            } catch let exited as ServerExited {
-                throw TestSupportError("\(exited)\nhint: `pip install hypercorn` for \(ServerScripts.python)")
-            }
-            return HypercornServer(
-                tlsPort: process.ports[0], h2cPort: h2cPort, caFile: certificates + "/ca.pem",
-                accessLogPath: directory + "/access.log", process: process)
-        } catch {
-            try? FileManager.default.removeItem(atPath: directory)
-            throw error
+        let started = try await SupervisedProcess.launchWithTestCertificates(
+            name: "hypercorn", folderPrefix: "curlew-hypercorn", listen: 2, installHint: "`pip install hypercorn`"
+        ) { directory, certificates in
+            [
+                // keep_alive_max_requests stays at hypercorn's default (1,000): the GOAWAY the tests cross.
+                "{python}", "-m", "hypercorn", "--keep-alive", String(keepAliveTimeoutSeconds),
+                "--access-logfile", directory + "/access.log", "--access-logformat", "%(m)s %(U)s %(s)s",
+                "--bind", "fd://{fd0}", "--insecure-bind", "fd://{fd1}",
+                "--certfile", certificates + "/server.pem", "--keyfile", certificates + "/server.key",
+                "--workers", "1",
+                ServerScripts.directory + "/hypercorn_app.py:app",
+            ]
         }
+        return HypercornServer(
+            tlsPort: started.process.ports[0], h2cPort: started.process.ports[1], caFile: started.caFile,
+            accessLogPath: started.directory + "/access.log", process: started.process)
     }
 }

@@ -203,6 +203,51 @@ extension SupervisedProcess {
     }
 }
 
+extension SupervisedProcess {
+    /// A server started by ``launchWithTestCertificates(name:folderPrefix:listen:installHint:program:)``.
+    struct WithCertificates {
+        let process: SupervisedProcess
+        /// The server's own folder (logs, scratch), removed with the server.
+        let directory: String
+        /// `ca.pem`, and `server.pem` / `server.key` for `127.0.0.1` and `localhost`, signed by it.
+        let certificates: String
+        var caFile: String { certificates + "/ca.pem" }
+    }
+
+    /// Starts a TLS server in a fresh folder with a throwaway test CA's certificates on `listen` supervisor-bound
+    /// loopback ports, and waits until every port accepts connections. The folder goes if the start fails.
+    ///
+    /// - Parameters:
+    ///   - installHint: added to the error when the program exits during startup (what it needs installed).
+    ///   - program: the command line, given the server's folder and its certificates' folder; it may write files
+    ///     there first.
+    static func launchWithTestCertificates(
+        name: String, folderPrefix: String, listen: Int, installHint: String? = nil,
+        program: (_ directory: String, _ certificates: String) throws -> [String]
+    ) async throws -> WithCertificates {
+        let directory = try TemporaryDirectory.make(prefix: folderPrefix)
+        do {
+            let certificates = directory + "/certs"
+            try FileManager.default.createDirectory(atPath: certificates, withIntermediateDirectories: true)
+            try TestCertificates.generate(in: certificates)
+            let process = try await launch(
+                name: name, program: try program(directory, certificates), listen: listen,
+                stderrPath: directory + "/stderr.log", cleanupDirectory: directory)
+            let ports = process.ports
+            do {
+                try await process.waitUntilReady { ports.allSatisfy { Probe.acceptsConnections(port: $0) } }
+            } catch let exited as ServerExited {
+                guard let installHint else { throw exited }
+                throw TestSupportError("\(exited)\nhint: \(installHint) for \(ServerScripts.python)")
+            }
+            return WithCertificates(process: process, directory: directory, certificates: certificates)
+        } catch {
+            try? FileManager.default.removeItem(atPath: directory)
+            throw error
+        }
+    }
+}
+
 /// posix_spawn with exactly the descriptors we intend: everything this file opens is
 /// close-on-exec, and dup2 onto 0/1/2 is the only way a descriptor reaches the child.
 enum Spawn {

@@ -62,28 +62,19 @@ public final class TLSStrayServer: Sendable {
 
     /// Starts a server on a fresh loopback port and waits until it accepts connections.
     public static func start() async throws -> TLSStrayServer {
-        let directory = try TemporaryDirectory.make(prefix: "curlew-tls-stray")
-        do {
-            try TestCertificates.generate(in: directory)
-            let logPath = directory + "/requests.log"
+        var logPath = ""
+        let started = try await SupervisedProcess.launchWithTestCertificates(
+            name: "TLS stray server", folderPrefix: "curlew-tls-stray", listen: 1
+        ) { directory, certificates in
+            logPath = directory + "/requests.log"
             _ = FileManager.default.createFile(atPath: logPath, contents: nil)
-            let process = try await SupervisedProcess.launch(
-                name: "TLS stray server",
-                program: [
-                    "{python}", ServerScripts.directory + "/tls_stray_server.py", "{fd0}", directory + "/server.pem",
-                    directory + "/server.key", logPath,
-                ],
-                listen: 1,
-                stderrPath: directory + "/stderr.log",
-                cleanupDirectory: directory
-            )
-            let port = process.ports[0]
-            try await process.waitUntilReady { Probe.acceptsConnections(port: port) }
-            return TLSStrayServer(port: port, caFile: directory + "/ca.pem", logPath: logPath, process: process)
-        } catch {
-            try? FileManager.default.removeItem(atPath: directory)
-            throw error
+            return [
+                "{python}", ServerScripts.directory + "/tls_stray_server.py", "{fd0}", certificates + "/server.pem",
+                certificates + "/server.key", logPath,
+            ]
         }
+        return TLSStrayServer(
+            port: started.process.ports[0], caFile: started.caFile, logPath: logPath, process: started.process)
     }
 
     /// Stops the server (SIGTERM to its supervisor) and waits for it.

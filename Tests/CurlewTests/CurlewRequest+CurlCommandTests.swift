@@ -64,6 +64,9 @@ import Testing
             path: "/anything/raw", method: .patch,
             body: .bytes([0x01, 0xC3, 0x28, 0x7F, 0x27, 0x5C], contentType: "application/octet-stream")),
         Route(path: "/anything/delete", method: .delete, headers: ["Empty": ""]),
+        Route(
+            path: "/anything/framed", method: .post, params: ["text": "framed by the engine"],
+            headers: ["Content-Length": "3", "Transfer-Encoding": "gzip", "Proxy-Authorization": "Basic cHJveHk="]),
     ].map(Case.init)
 
     @Test(arguments: cases)

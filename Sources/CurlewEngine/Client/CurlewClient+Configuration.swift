@@ -440,7 +440,8 @@ extension CurlewClient {
         /// for https targets, forwarding for http), `https://`, `socks5://` (names resolved locally), `socks5h://`
         /// (names resolved by the proxy), `socks4://`, `socks4a://`. `credentials` log in to it; so do credentials
         /// in the URL (percent-encoded). A proxy that refuses them fails the request with
-        /// ``CurlewError/Code/proxy``.
+        /// ``CurlewError/Code/proxy``. No environment variable applies, `NO_PROXY` included; a scheme libcurl does not
+        /// take fails every request with ``CurlewError/Code/invalidRequest``.
         public static func url(_ url: String, noProxy: String? = nil, credentials: Credentials? = nil) -> Proxy {
             Proxy(.url(url, noProxy: noProxy, credentials: credentials))
         }

@@ -97,7 +97,10 @@ public struct CurlewRequest: Sendable {
     /// The socket path an `http+unix` or `https+unix` ``url`` names; nil for every other URL.
     let urlUnixSocketPath: String?
     /// The header fields to send. Use ``addHeader(_:_:)`` for strings from untrusted sources:
-    /// it rejects CR, LF and NUL where `HTTPFields` would silently turn them into spaces.
+    /// it rejects CR, LF and NUL where `HTTPFields` would silently turn them into spaces. `Content-Length` and
+    /// `Transfer-Encoding` are never sent as given: the engine frames the body itself (a stream of known size says
+    /// so with ``RequestBodyStream/length``), as AsyncHTTPClient does, so a length that disagrees with the body
+    /// cannot make its tail another request.
     public var headerFields: HTTPFields
     /// The body, if any.
     public var body: Body?
@@ -185,10 +188,24 @@ public struct CurlewRequest: Sendable {
     /// ``init(method:url:headerFields:body:)`` does.
     ///
     /// - Throws: ``CurlewError/Code/invalidRequest`` if the head has no scheme, authority or path (an
-    ///   `OPTIONS *` or `CONNECT` form), and the errors of ``init(method:url:headerFields:body:)``.
+    ///   `OPTIONS *` or `CONNECT` form), if its path does not start with `/` or its authority holds a `/`, `?` or
+    ///   `#` (either would move the URL's host, port or user-info away from the head's authority:
+    ///   path `@other:8080/` makes `authority` a user name), and the errors of
+    ///   ``init(method:url:headerFields:body:)``.
     public init(_ head: HTTPRequest, body: Body? = nil) throws {
         guard let scheme = head.scheme, let authority = head.authority, let path = head.path else {
             throw CurlewError.invalidRequest("the request head needs a scheme, an authority and a path")
+        }
+        // By bytes: a combining mark after a delimiter fuses with it into another Character, but parsers read the byte.
+        guard PercentEncoding.startsWithSlash(path) else {
+            throw CurlewError.invalidRequest("the request head's path must start with \"/\"")
+        }
+        guard
+            !authority.utf8.contains(where: {
+                $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#")
+            })
+        else {
+            throw CurlewError.invalidRequest("the request head's authority holds a \"/\", \"?\" or \"#\"")
         }
         try self.init(
             method: head.method, url: "\(scheme)://\(authority)\(path)", headerFields: head.headerFields, body: body)

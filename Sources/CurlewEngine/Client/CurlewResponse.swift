@@ -102,6 +102,11 @@ public struct TransferMetrics: Sendable, Hashable {
     /// dead or unusable (closed, reset, idle-closed, GOAWAY'd, or holding bytes no request asked for) before any
     /// byte of a response arrived: 0 or 1. The timings and sizes above are those of the last attempt.
     public var freshConnectionRetries: Int
+    /// Whether a redirect took the request to another origin than its URL's (scheme, host and port), even if a
+    /// later one led back: from that redirect on, the request went without its credentials (`Authorization`,
+    /// `Cookie` and the other fields the engine withholds from other origins), so a `401` at the end says nothing of
+    /// them.
+    public var leftRequestedOrigin: Bool
 
     /// Creates metrics; every value defaults to zero (for mock transports and tests).
     public init(
@@ -109,7 +114,7 @@ public struct TransferMetrics: Sendable, Hashable {
         tlsHandshakeDone: Duration = .zero, firstByte: Duration = .zero, total: Duration = .zero,
         reusedConnection: Bool = false, httpVersion: HTTPVersion = .unknown, bytesSent: Int64 = 0,
         bytesReceived: Int64 = 0, headerBytesReceived: Int = 0, redirectCount: Int = 0, localPort: Int = 0,
-        freshConnectionRetries: Int = 0
+        freshConnectionRetries: Int = 0, leftRequestedOrigin: Bool = false
     ) {
         self.queued = queued
         self.dnsLookup = dnsLookup
@@ -125,6 +130,7 @@ public struct TransferMetrics: Sendable, Hashable {
         self.redirectCount = redirectCount
         self.localPort = localPort
         self.freshConnectionRetries = freshConnectionRetries
+        self.leftRequestedOrigin = leftRequestedOrigin
     }
 }
 

@@ -146,6 +146,27 @@ package struct URLRedaction: Sendable, Hashable {
         return result + parameters.joined(separator: "&") + fragment
     }
 
+    /// The environment variables libcurl reads a proxy URL from, for ``hidingProxyCredentials(in:configured:)``.
+    static let proxyVariables = ["http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"]
+
+    /// libcurl's error message with the user-info of every proxy URL it may quote replaced by `<redacted>`: the
+    /// client's own (`configured`) and the environment's. libcurl quotes a proxy URL it cannot read whole, password
+    /// included (`Unsupported proxy syntax in 'http://user:pass word@host'`), and URLs no parser reads are exactly
+    /// those, so each is found as the string it is, not parsed.
+    package static func hidingProxyCredentials(in message: String, configured: String?) -> String {
+        guard message.utf8.contains(UInt8(ascii: "@")) else { return message }
+        var message = message
+        let proxies = [configured] + proxyVariables.map { name in getenv(name).map { String(cString: $0) } }
+        for proxy in proxies.compactMap({ $0 }) where !proxy.isEmpty && message.contains(proxy) {
+            guard let at = proxy.utf8.lastIndex(of: UInt8(ascii: "@")) else { continue }
+            let userInfoStart = proxy.range(of: "://").map(\.upperBound) ?? proxy.startIndex
+            guard userInfoStart <= at else { continue }
+            let hidden = proxy[..<userInfoStart] + "<redacted>" + proxy[at...]
+            message = message.replacingOccurrences(of: proxy, with: hidden)
+        }
+        return message
+    }
+
     private func redactingUserInfo(of authority: Substring) -> Substring {
         // The last `@` ends the user-info: a password may hold `@` unescaped, a host never does.
         guard let at = authority.utf8.lastIndex(of: UInt8(ascii: "@")) else { return authority }

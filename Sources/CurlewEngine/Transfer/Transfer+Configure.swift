@@ -101,6 +101,12 @@ extension Transfer {
             headerList = list
             apply(curlew_easy_setopt_slist(easy.raw, CURLOPT_HTTPHEADER, list))
         }
+        if request.headerFields[.proxyAuthorization] != nil {
+            var list: UnsafeMutablePointer<curl_slist>?
+            request.headerFields.forEachProxyHeaderLine { list = Self.appending($0, to: list) }
+            proxyHeaderList = list
+            apply(curlew_easy_setopt_slist(easy.raw, CURLOPT_PROXYHEADER, list))
+        }
         if case .enabled(let timeout) = expectContinue.storage, sendsBody {
             apply(
                 easy.set(
@@ -268,8 +274,10 @@ extension Transfer {
         case .none:
             apply(easy.set(CURLOPT_PROXY, ""))
         case .url(let proxy, let noProxy, let credentials):
+            if let error = Self.unsupportedProxyScheme(proxy) { return .invalidRequest(error) }
             apply(easy.set(CURLOPT_PROXY, proxy))
-            if let noProxy { apply(easy.set(CURLOPT_NOPROXY, noProxy)) }
+            // Unset, libcurl would read `no_proxy` / `NO_PROXY`: an explicit proxy is not steered by the environment.
+            apply(easy.set(CURLOPT_NOPROXY, noProxy ?? ""))
             if let credentials {
                 apply(easy.set(CURLOPT_PROXYUSERNAME, credentials.username))
                 apply(easy.set(CURLOPT_PROXYPASSWORD, credentials.password))
@@ -281,6 +289,20 @@ extension Transfer {
             return nil
         }
         return failure
+    }
+
+    /// The proxy schemes libcurl takes (`http` when the URL names none).
+    static let proxySchemes: Set<String> = ["http", "https", "socks4", "socks4a", "socks5", "socks5h"]
+
+    /// The error for a proxy URL whose scheme libcurl does not take, before libcurl sees it: libcurl's own message
+    /// would quote the whole URL, credentials included, and name a connection failure.
+    static func unsupportedProxyScheme(_ proxy: String) -> CurlewError? {
+        guard let separator = proxy.range(of: "://") else { return nil }
+        let scheme = proxy[..<separator.lowerBound].lowercased()
+        guard !proxySchemes.contains(scheme) else { return nil }
+        let shown = scheme.utf8.count <= 16 && scheme.allSatisfy(\.isLetter) ? "\"\(scheme)\"" : "that is not a scheme"
+        return .invalidRequest(
+            "the proxy URL's scheme \(shown) is not one of \(proxySchemes.sorted().joined(separator: ", "))")
     }
 
     /// `CURLOPT_SSLVERSION` for a version range: the minimum, or'd with the maximum shifted left by 16.
@@ -456,11 +478,7 @@ extension Transfer {
         hasBody: Bool, expectContinue: CurlewClient.ExpectContinue, withholdingCredentials: Bool
     ) -> UnsafeMutablePointer<curl_slist>? {
         var list: UnsafeMutablePointer<curl_slist>?
-        func append(_ line: String) {
-            line.withCString { pointer in
-                if let extended = curl_slist_append(list, pointer) { list = extended }
-            }
-        }
+        func append(_ line: String) { list = Self.appending(line, to: list) }
         request.headerFields.forEachRequestHeaderLine(withholdingCredentials: withholdingCredentials, append)
         if hasBody {
             switch expectContinue.storage {
@@ -478,6 +496,13 @@ extension Transfer {
         return list
     }
 
+    /// `list` with `line` appended (libcurl copies it); as it was when libcurl cannot allocate.
+    static func appending(
+        _ line: String, to list: UnsafeMutablePointer<curl_slist>?
+    ) -> UnsafeMutablePointer<curl_slist>? {
+        line.withCString { curl_slist_append(list, $0) } ?? list
+    }
+
     /// Frees what only the transfer's time in libcurl needed: the header list and the body's descriptor.
     func releaseTransferResources() {
         releaseRequestResources()
@@ -493,6 +518,10 @@ extension Transfer {
         if let headerListWithoutCredentials {
             curl_slist_free_all(headerListWithoutCredentials)
             self.headerListWithoutCredentials = nil
+        }
+        if let proxyHeaderList {
+            curl_slist_free_all(proxyHeaderList)
+            self.proxyHeaderList = nil
         }
         openedBody?.close()
     }

@@ -38,7 +38,8 @@ extension Transfer {
             headerBytesReceived: easy.info(CURLINFO_HEADER_SIZE),
             redirectCount: easy.info(CURLINFO_REDIRECT_COUNT),
             localPort: easy.info(CURLINFO_LOCAL_PORT),
-            freshConnectionRetries: stateMachine.freshConnectionRetries
+            freshConnectionRetries: stateMachine.freshConnectionRetries,
+            leftRequestedOrigin: stateMachine.leftRequestedOrigin
         )
     }
 
@@ -84,7 +85,10 @@ extension Transfer {
             var wantsProgress = false
             if case .engine(.timeout) = ending { wantsProgress = true }
             return HandleFacts(
-                message: easy.errorMessage, osErrno: Int32(easy.info(CURLINFO_OS_ERRNO)),
+                message: easy.errorMessage.map {
+                    URLRedaction.hidingProxyCredentials(in: $0, configured: settings.proxy.url)
+                },
+                osErrno: Int32(easy.info(CURLINFO_OS_ERRNO)),
                 lastStatus: easy.info(CURLINFO_RESPONSE_CODE),
                 proxyConnectStatus: easy.info(CURLINFO_HTTP_CONNECTCODE),
                 progress: wantsProgress ? progress(easy) : nil,

@@ -98,8 +98,10 @@ struct TransferStateMachine: Sendable, Equatable {
         var bodyBytes: Int64 = 0
         /// The body limit in force: ``Setup/bodyLimit``, lowered for a content-encoded body.
         var bodyLimit: Int64
-        /// Whether the requests of this attempt go out without the fields `CredentialPolicy` withholds.
-        var credentialsWithheld = false
+        /// Whether a redirect of this attempt went to an origin the request's credentials may not go to
+        /// (`CredentialPolicy`), even if a later one came back: from then on its requests go out without the fields
+        /// the policy withholds.
+        var leftRequestedOrigin = false
         /// Whether a streaming caller holds the response head: nothing can be sent again then.
         var headDelivered = false
 
@@ -331,6 +333,10 @@ struct TransferStateMachine: Sendable, Equatable {
     }
     /// How many times the request went out again on a fresh connection (at most once).
     private(set) var freshConnectionRetries = 0
+    /// Whether a redirect of the last attempt went to another origin than the request's (``Attempt/leftRequestedOrigin``).
+    var leftRequestedOrigin: Bool {
+        if case .created = phase { false } else { current.leftRequestedOrigin }
+    }
     /// When the current request must have a connection: ``Setup/connectionDeadline`` for the first one, the connect
     /// timeout from when a retry or a followed redirect began for a later one; `.max` once a request has started on
     /// a connection.
@@ -588,11 +594,13 @@ struct TransferStateMachine: Sendable, Equatable {
                 if attempt.stopCause == nil { attempt.stopCause = .staleConnection }
                 return .abandonConnection
             }
-            if carriesCredentials, !attempt.credentialsWithheld, let redirectTarget,
+            // Checked for every redirect, not only for requests with credentials: the response says whether it came
+            // back from elsewhere (``TransferMetrics/leftRequestedOrigin``).
+            if !attempt.leftRequestedOrigin, let redirectTarget,
                 !CredentialPolicy.mayCarryCredentials(from: requestURL, to: redirectTarget)
             {
-                attempt.credentialsWithheld = true
-                return .proceedWithoutCredentials
+                attempt.leftRequestedOrigin = true
+                if carriesCredentials { return .proceedWithoutCredentials }
             }
             return .proceed
         }

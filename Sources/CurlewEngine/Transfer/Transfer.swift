@@ -43,6 +43,8 @@ final class Transfer: @unchecked Sendable, DeadlineHeapMember {
     /// The header list without the credentials (`CredentialPolicy`), built the first time a redirect leaves the
     /// request's origin.
     var headerListWithoutCredentials: UnsafeMutablePointer<curl_slist>?
+    /// The header fields only a proxy gets (``HTTPFields/forEachProxyHeaderLine(_:)``); nil when there are none.
+    var proxyHeaderList: UnsafeMutablePointer<curl_slist>?
 
     // Appended to from libcurl's callbacks, a few times per request. Only the loop touches them and no access
     // overlaps another (a callback never re-enters the transfer), so the runtime's exclusivity check is skipped.
@@ -86,8 +88,9 @@ final class Transfer: @unchecked Sendable, DeadlineHeapMember {
     /// ``connectionKey``, forgotten when a redirect libcurl follows needs a connection again.
     var currentRequestHasConnection = false
     /// Whether the current request (or the redirect it follows) may negotiate HTTP/2 on a libcurl where the engine
-    /// checks pooled connections (7.x): its head's HTTP version says whether the connection is checked from then on.
-    var currentRequestMayNegotiateHTTP2 = false
+    /// checks pooled connections (7.x), on a connection not yet known to speak HTTP/1: its head's HTTP version says
+    /// whether the connection is checked from then on.
+    var currentRequestNotesHTTP1Connection = false
     /// Whether the current request has left libcurl's queue of transfers waiting for a free connection: libcurl is
     /// resolving or connecting for it, or it has a connection. The one rule for the engine's connection deadline
     /// and for naming a libcurl timeout (design note 0028).
@@ -98,7 +101,7 @@ final class Transfer: @unchecked Sendable, DeadlineHeapMember {
     func waitsForConnectionAgain() {
         connectionAttemptStarted = false
         currentRequestHasConnection = false
-        currentRequestMayNegotiateHTTP2 = false
+        currentRequestNotesHTTP1Connection = false
     }
 
     /// The current request's origin, `scheme://host:port` (``PoolStatistics``): parsed when asked, which is once per
@@ -185,7 +188,7 @@ final class Transfer: @unchecked Sendable, DeadlineHeapMember {
                 rawHeaders.removeAll(keepingCapacity: true)
                 if rawHeaders.capacity == 0 { rawHeaders.reserveCapacity(512) }
             }
-            if currentRequestMayNegotiateHTTP2, let easy { noteHTTP1Connection(easy) }
+            if currentRequestNotesHTTP1Connection, let easy { noteHTTP1Connection(easy) }
             recordActivity()
         case .endOfBlock:
             recordActivity()
@@ -277,8 +280,10 @@ final class Transfer: @unchecked Sendable, DeadlineHeapMember {
         var check = TransferStateMachine.ConnectionCheck.notChecked
         if let registry, settings.checksPooledConnectionsBeforeWriting {
             let checksAsHTTP1 = checksConnectionAsHTTP1(redirectTarget: redirectTarget)
-            currentRequestMayNegotiateHTTP2 = !checksAsHTTP1
-            if newSocket == nil { check = checkPooledConnection(key, in: registry, checksAsHTTP1: checksAsHTTP1) }
+            // A new connection is never known to speak HTTP/1 (its registration forgot the key's note).
+            let knownHTTP1 = !checksAsHTTP1 && registry.carriesHTTP1(key)
+            currentRequestNotesHTTP1Connection = !checksAsHTTP1 && !knownHTTP1
+            if newSocket == nil, checksAsHTTP1 || knownHTTP1 { check = checkPooledConnection(key, in: registry) }
         }
         if let registry, let limit = settings.maximumUsesPerConnection, localPort > 0 {
             // A redirect followed on the transfer's own connection is found as pooled (its sockets were forgotten
@@ -321,15 +326,13 @@ final class Transfer: @unchecked Sendable, DeadlineHeapMember {
         }
     }
 
-    /// Peeks the pooled connection `key` for bytes waiting, when the request (or the redirect it follows) can be
-    /// nothing but HTTP/1 or the connection is known to speak HTTP/1 (a request that may negotiate HTTP/2 met a
-    /// server without it), and the connection's socket is known.
+    /// Peeks the pooled HTTP/1 connection `key` for bytes waiting, when its socket is known. It is HTTP/1 when the
+    /// request (or the redirect it follows) can be nothing else, or when a request that may negotiate HTTP/2 met a
+    /// server without it there.
     private func checkPooledConnection(
-        _ key: Int, in registry: ConnectionRegistry, checksAsHTTP1: Bool
+        _ key: Int, in registry: ConnectionRegistry
     ) -> TransferStateMachine.ConnectionCheck {
-        guard checksAsHTTP1 || registry.carriesHTTP1(key), let socket = registry.socketToCheck(for: key) else {
-            return .notChecked
-        }
+        guard let socket = registry.socketToCheck(for: key) else { return .notChecked }
         return curlew_socket_is_quiet(socket) == 1 ? .clean : .unreadBytesOrClosed
     }
 

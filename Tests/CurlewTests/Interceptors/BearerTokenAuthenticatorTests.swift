@@ -167,6 +167,40 @@ import Testing
         #expect(mock.receivedRequests.count == 1)
     }
 
+    /// A 401 at the end of redirects that left the origin and came back is no verdict on the token: the engine sent
+    /// the last request without it. Another origin must not be able to make the client rotate its token. Within the
+    /// origin, a 401 after a redirect refreshes as ever. `localhost` and `127.0.0.1` are two origins on one server.
+    @Test func a401AfterARedirectOutAndBackRefreshesNothing() async throws {
+        let refreshes = Atomic(0)
+        try await withScriptedServer({ request in
+            let port = request.header("Host")?.split(separator: ":").last.map(String.init) ?? ""
+            switch request.path {
+            case "/out": return ScriptedResponse(status: 302, headers: [("Location", "http://localhost:\(port)/back")])
+            case "/back", "/within":
+                return ScriptedResponse(status: 302, headers: [("Location", "http://127.0.0.1:\(port)/protected")])
+            default:
+                return request.header("Authorization") == "Bearer t1"
+                    ? .json(#"{"ok":true}"#) : ScriptedResponse(status: 401)
+            }
+        }) { server in
+            var provider = TestProvider(baseURL: server.baseURL)
+            provider.interceptors = [
+                BearerTokenAuthenticator(token: "t0") { _ in
+                    refreshes.add(1, ordering: .relaxed)
+                    return "t1"
+                }
+            ]
+            let error = await #expect(throws: ProviderError.self) { try await provider.request(Route(path: "/out")) }
+            #expect(error?.status == .unauthorized)
+            #expect(refreshes.load(ordering: .relaxed) == 0)
+            #expect(server.requestCount == 3, "/out, /back, /protected: no second attempt")
+            // The control: within the origin, the 401 is the token's.
+            let within = try await provider.request(Route(path: "/within"))
+            #expect(within.status == .ok)
+            #expect(refreshes.load(ordering: .relaxed) == 1)
+        }
+    }
+
     @Test func aFailedRefreshLetsThe401ReachTheCaller() async throws {
         try await withScriptedServer({ _ in ScriptedResponse(status: 401) }) { server in
             var provider = TestProvider(baseURL: server.baseURL)

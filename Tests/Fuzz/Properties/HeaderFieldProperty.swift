@@ -4,7 +4,8 @@ import HTTPTypes
 
 /// Header fields, by every way a caller can give them (`addHeader`, `setHeader`, `init(headers:)`, http-types'
 /// `HTTPFields`), against the lines libcurl is handed: nothing Curlew accepts puts CR, LF or NUL on the wire, or
-/// a field under another name than the caller's.
+/// a field under another name than the caller's, a caller's `Content-Length` or `Transfer-Encoding` at all, or
+/// `Proxy-Authorization` anywhere but in the lines for proxies.
 enum HeaderFieldProperty {
     @Sendable static func check(_ bytes: [UInt8]) -> String? {
         var input = FuzzInput(bytes)
@@ -25,12 +26,23 @@ enum HeaderFieldProperty {
                 requests.append(("HTTPFields", request))
             }
         }
+        // The engine frames the body itself: these never go out as given. A proxy's credentials go to proxies only.
+        let isFraming = ["content-length", "transfer-encoding"].contains(name.lowercased())
+        let isForProxies = name.lowercased() == "proxy-authorization"
         for (way, request) in requests {
             var lines: [String] = []
             request.headerFields.forEachRequestHeaderLine(withholdingCredentials: input.byte() & 1 == 1) {
                 lines.append($0)
             }
-            for line in lines {
+            if (isFraming || isForProxies) && !lines.isEmpty {
+                return "\(way)(\(name.debugDescription), …) sends the field to the server: \(lines)"
+            }
+            var proxyLines: [String] = []
+            request.headerFields.forEachProxyHeaderLine { proxyLines.append($0) }
+            if !isForProxies && !proxyLines.isEmpty {
+                return "\(way)(\(name.debugDescription), …) sends the field to a proxy: \(proxyLines)"
+            }
+            for line in lines + proxyLines {
                 if line.utf8.contains(where: { $0 == 0x0D || $0 == 0x0A || $0 == 0x00 }) {
                     return "\(way)(\(name.debugDescription), \(value.debugDescription)) sends \(line.debugDescription)"
                 }
