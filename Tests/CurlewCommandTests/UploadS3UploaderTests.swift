@@ -796,8 +796,10 @@ import Musl
         for round in 1...kills {
             // Kill once the journal holds this many parts: spread over the upload.
             let target = max(1, partCount * round / (kills + 1))
+            // Paced (60 MiB in about 3 s), so a loaded machine that runs this poll late still kills the run before
+            // it ends: unpaced, moto took the whole file before the poll saw a quarter of it (CI, libcurl 8.14).
             let running = try CurlewBinary.start(
-                ["upload"] + arguments + ["--endpoint", moto.endpoint], environment: environment)
+                ["upload"] + arguments + ["--endpoint", moto.endpoint, "--bwlimit", "20MB"], environment: environment)
             try await waitUntil(
                 timeout: .seconds(120), pollInterval: .milliseconds(2), "the journal to hold \(target) parts"
             ) {

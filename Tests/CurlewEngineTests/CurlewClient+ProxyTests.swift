@@ -117,6 +117,58 @@ struct CurlewClientProxyTests {
         }
     }
 
+    /// A redirect to another origin goes without the request's `Proxy-Authorization`, as without its other
+    /// credentials: the other origin may be reached through another proxy (the environment's `http_proxy` and
+    /// `https_proxy`). Here the one proxy forwards the first request with it and refuses the CONNECT without it.
+    @Test(arguments: allLoops)
+    func aProxyAuthorizationFieldIsWithheldOnARedirectToAnotherOrigin(
+        loop: CurlewClient.Configuration.EventLoopKind
+    ) async throws {
+        let nginx = try await NginxServer.shared()
+        let proxy = try await AuthenticatingProxy.start(password: Self.password)
+        defer { proxy.stop() }
+        let basic = "Basic " + Data("\(proxy.username):\(proxy.password)".utf8).base64EncodedString()
+        let elsewhere = "\(nginx.httpsBaseURL)/small"
+        try await withWireScriptServer({ _ in [.response(status: 302, headers: [("Location", elsewhere)], body: "")] })
+        {
+            server in
+            try await withClient(
+                loop,
+                configure: {
+                    $0.tls.caFile = nginx.caFile
+                    $0.proxy = .url("http://127.0.0.1:\(proxy.port)")
+                }
+            ) { client in
+                var request = try CurlewRequest(url: "\(server.baseURL)/start")
+                try request.addHeader("Proxy-Authorization", basic)
+                let error = await caughtError { _ = try await client.execute(request) } as? CurlewError
+                #expect(error?.code == .proxy)
+                #expect(error?.detail.contains("407") == true, "\(String(describing: error))")
+            }
+            #expect(server.requests.count == 1, "the first request went through the proxy with the field")
+        }
+    }
+
+    /// An empty `Proxy-Authorization` (an interceptor that blanked it) is no field at all: the proxy credentials the
+    /// client was given still log in.
+    @Test func anEmptyProxyAuthorizationFieldLeavesTheClientsProxyCredentials() async throws {
+        let nginx = try await NginxServer.shared()
+        let proxy = try await AuthenticatingProxy.start(password: Self.password)
+        defer { proxy.stop() }
+        let credentials = CurlewClient.Proxy.Credentials(username: proxy.username, password: proxy.password)
+        try await withClient(
+            .dispatch,
+            configure: {
+                $0.tls.caFile = nginx.caFile
+                $0.proxy = .url("http://127.0.0.1:\(proxy.port)", credentials: credentials)
+            }
+        ) { client in
+            var request = try CurlewRequest(url: "\(nginx.httpsBaseURL)/small")
+            try request.addHeader("Proxy-Authorization", "")
+            #expect(try await client.execute(request).status == .ok)
+        }
+    }
+
     @Test(arguments: allLoops)
     func anHTTPProxysRefusalOfTheCredentialsFailsWithAProxyError(
         loop: CurlewClient.Configuration.EventLoopKind

@@ -71,6 +71,14 @@ struct CurlewRequestHTTPTypesTests {
         #expect(error?.code == .invalidRequest)
     }
 
+    @Test(arguments: ["https://evil.example/#", "http:", "", "1http", "ht tp"])
+    func aHeadWhoseSchemeIsNoSchemeIsATypedError(scheme: String) {
+        let error = #expect(throws: CurlewError.self) {
+            try CurlewRequest(HTTPRequest(method: .get, scheme: scheme, authority: "good.example", path: "/p"))
+        }
+        #expect(error?.code == .invalidRequest)
+    }
+
     @Test
     func aHeadWhosePathStartsWithTwoSlashesKeepsItsAuthority() throws {
         let request = try CurlewRequest(

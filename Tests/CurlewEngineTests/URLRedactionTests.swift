@@ -103,6 +103,13 @@ import Testing
         ),
         ("Unsupported proxy syntax in 'u:p w@h:1'", "u:p w@h:1", "Unsupported proxy syntax in '<redacted>@h:1'"),
         ("Could not resolve proxy: h", "http://u:p@h:1", "Could not resolve proxy: h"),
+        // libcurl cuts its message at 256 bytes, here inside the password: what is left of it goes.
+        (
+            "Unsupported proxy syntax in 'http://u:p wAAAA",
+            "http://u:p w" + String(repeating: "A", count: 300) + "@h:1",
+            "Unsupported proxy syntax in 'http://<redacted>"
+        ),
+        ("Unsupported proxy syntax in 'htt", "http://u:p w@h:1", "Unsupported proxy syntax in 'htt"),
         ("Failed to connect to 127.0.0.1 port 1", nil, "Failed to connect to 127.0.0.1 port 1"),
     ])
     func libcurlsMessagesQuoteAProxyURLWithoutItsUserInfo(message: String, proxy: String?, shown: String) {

@@ -188,13 +188,23 @@ public struct CurlewRequest: Sendable {
     /// ``init(method:url:headerFields:body:)`` does.
     ///
     /// - Throws: ``CurlewError/Code/invalidRequest`` if the head has no scheme, authority or path (an
-    ///   `OPTIONS *` or `CONNECT` form), if its path does not start with `/` or its authority holds a `/`, `?` or
+    ///   `OPTIONS *` or `CONNECT` form), if its scheme is not one by RFC 3986's grammar (letters, digits, `+`, `-`,
+    ///   `.`, a letter first), if its path does not start with `/` or its authority holds a `/`, `?` or
     ///   `#` (either would move the URL's host, port or user-info away from the head's authority:
     ///   path `@other:8080/` makes `authority` a user name), and the errors of
     ///   ``init(method:url:headerFields:body:)``.
     public init(_ head: HTTPRequest, body: Body? = nil) throws {
         guard let scheme = head.scheme, let authority = head.authority, let path = head.path else {
             throw CurlewError.invalidRequest("the request head needs a scheme, an authority and a path")
+        }
+        // A scheme by RFC 3986's grammar: anything else (`https://evil.example/#`) would carry a URL of its own.
+        guard let first = scheme.utf8.first, (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(first | 0x20),
+            scheme.utf8.allSatisfy({ byte in
+                let letter = (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte | 0x20)
+                return letter || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || "+-.".utf8.contains(byte)
+            })
+        else {
+            throw CurlewError.invalidRequest("the request head's scheme is not a scheme")
         }
         // By bytes: a combining mark after a delimiter fuses with it into another Character, but parsers read the byte.
         guard PercentEncoding.startsWithSlash(path) else {

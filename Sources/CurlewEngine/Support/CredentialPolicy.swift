@@ -30,6 +30,22 @@ package enum CredentialPolicy {
         return from == to
     }
 
+    /// Whether a redirect to `location` (absolute, scheme-relative or relative, as a `Location` field gives it) from a
+    /// request to `requestURL` leaves its origin by the credential rule. A relative one stays on the current hop's
+    /// origin, which is the request's until a hop left it; a target no reading can place leaves.
+    package static func redirectLeavesOrigin(of requestURL: String, for location: String) -> Bool {
+        let bytes = location.utf8
+        if bytes.starts(with: "//".utf8) {
+            let scheme = requestURL.prefix { $0 != ":" }
+            return !mayCarryCredentials(from: requestURL, to: scheme + ":" + location)
+        }
+        guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")),
+            bytes[..<colon].allSatisfy({ $0 != UInt8(ascii: "/") && $0 != UInt8(ascii: "?") && $0 != UInt8(ascii: "#") }
+            )
+        else { return false }
+        return !mayCarryCredentials(from: requestURL, to: location)
+    }
+
     struct Origin: Equatable {
         let scheme: String
         let host: String

@@ -150,21 +150,38 @@ package struct URLRedaction: Sendable, Hashable {
     static let proxyVariables = ["http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"]
 
     /// libcurl's error message with the user-info of every proxy URL it may quote replaced by `<redacted>`: the
-    /// client's own (`configured`) and the environment's. libcurl quotes a proxy URL it cannot read whole, password
+    /// client's own (`configured`) and the environment's. libcurl quotes a proxy URL it cannot read, password
     /// included (`Unsupported proxy syntax in 'http://user:pass word@host'`), and URLs no parser reads are exactly
-    /// those, so each is found as the string it is, not parsed.
+    /// those, so each is found as the bytes it is, not parsed: from its start to its `@`, or to the end of a message
+    /// libcurl cut at its buffer's size (256 bytes) inside the URL.
     package static func hidingProxyCredentials(in message: String, configured: String?) -> String {
-        guard message.utf8.contains(UInt8(ascii: "@")) else { return message }
-        var message = message
         let proxies = [configured] + proxyVariables.map { name in getenv(name).map { String(cString: $0) } }
-        for proxy in proxies.compactMap({ $0 }) where !proxy.isEmpty && message.contains(proxy) {
-            guard let at = proxy.utf8.lastIndex(of: UInt8(ascii: "@")) else { continue }
-            let userInfoStart = proxy.range(of: "://").map(\.upperBound) ?? proxy.startIndex
-            guard userInfoStart <= at else { continue }
-            let hidden = proxy[..<userInfoStart] + "<redacted>" + proxy[at...]
-            message = message.replacingOccurrences(of: proxy, with: hidden)
+        var bytes = Array(message.utf8)
+        let replacement = Array("<redacted>".utf8)
+        var changed = false
+        for proxy in proxies.compactMap({ $0 }) {
+            let url = Array(proxy.utf8)
+            guard let at = url.lastIndex(of: UInt8(ascii: "@")) else { continue }
+            // The user-info starts after `scheme://`, or at the start of a URL without a scheme.
+            let separator = Array("://".utf8)
+            let userInfoStart =
+                url.indices.first { $0 + 3 <= at && url[$0..<$0 + 3].elementsEqual(separator) }.map { $0 + 3 } ?? 0
+            guard userInfoStart < at else { continue }
+            let secret = url[..<at]
+            var index = 0
+            while index < bytes.count {
+                let compared = min(secret.count, bytes.count - index)
+                // At least one byte of the user-info: a message cut inside the scheme shows nothing of it.
+                if compared > userInfoStart, bytes[index..<index + compared].elementsEqual(secret.prefix(compared)) {
+                    bytes.replaceSubrange(index + userInfoStart..<index + compared, with: replacement)
+                    changed = true
+                    index += userInfoStart + replacement.count
+                } else {
+                    index += 1
+                }
+            }
         }
-        return message
+        return changed ? String(decoding: bytes, as: UTF8.self) : message
     }
 
     private func redactingUserInfo(of authority: Substring) -> Substring {

@@ -48,6 +48,13 @@ enum HeaderLine: Equatable {
     private static let contentEncodingName: StaticString = "content-encoding:"
     private static let locationName: StaticString = "location:"
 
+    /// The value of a `Location` line (classified as ``location``): after the colon, without surrounding white space
+    /// or the line's end.
+    static func locationValue(_ line: UnsafeRawBufferPointer) -> String {
+        String(decoding: line[locationName.utf8CodeUnitCount...], as: UTF8.self).trimmingCharacters(
+            in: .whitespacesAndNewlines)
+    }
+
     /// The value of a `Content-Encoding` line (classified as ``contentEncoding``): after the colon, as sent.
     static func contentEncodingValue(_ line: UnsafeRawBufferPointer) -> String {
         String(decoding: line[contentEncodingName.utf8CodeUnitCount...], as: UTF8.self)

@@ -32,9 +32,10 @@ extension HTTPFields {
 
     /// The lines only a proxy gets (libcurl's `CURLOPT_PROXYHEADER`): the request's `Proxy-Authorization` fields.
     /// libcurl sends its list of header fields to the server, through a proxy's tunnel too, and this list to the
-    /// proxy (on its CONNECT, or with a request it forwards), so a proxy's credentials never reach the server.
+    /// proxy (on its CONNECT, or with a request it forwards), so a proxy's credentials never reach the server. An
+    /// empty one is left out: libcurl would send none and drop the proxy credentials the client was given too.
     func forEachProxyHeaderLine(_ emit: (String) -> Void) {
-        for field in self where field.name == .proxyAuthorization {
+        for field in self where field.name == .proxyAuthorization && !field.value.isEmpty {
             emit("\(field.name.rawName): \(field.value)")
         }
     }

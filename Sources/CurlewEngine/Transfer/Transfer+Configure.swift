@@ -104,8 +104,11 @@ extension Transfer {
         if request.headerFields[.proxyAuthorization] != nil {
             var list: UnsafeMutablePointer<curl_slist>?
             request.headerFields.forEachProxyHeaderLine { list = Self.appending($0, to: list) }
-            proxyHeaderList = list
-            apply(curlew_easy_setopt_slist(easy.raw, CURLOPT_PROXYHEADER, list))
+            proxyHeadersWithheld = false
+            if let list {
+                proxyHeaderList = list
+                apply(curlew_easy_setopt_slist(easy.raw, CURLOPT_PROXYHEADER, list))
+            }
         }
         if case .enabled(let timeout) = expectContinue.storage, sendsBody {
             apply(
@@ -292,7 +295,7 @@ extension Transfer {
     }
 
     /// The proxy schemes libcurl takes (`http` when the URL names none).
-    static let proxySchemes: Set<String> = ["http", "https", "socks4", "socks4a", "socks5", "socks5h"]
+    static let proxySchemes: Set<String> = ["http", "https", "socks", "socks4", "socks4a", "socks5", "socks5h"]
 
     /// The error for a proxy URL whose scheme libcurl does not take, before libcurl sees it: libcurl's own message
     /// would quote the whole URL, credentials included, and name a connection failure.

@@ -45,6 +45,10 @@ extension Transfer {
             // out without credentials (its list is nil when every field was one: nil cannot say it was swapped).
             _ = curlew_easy_setopt_slist(easy.raw, CURLOPT_HTTPHEADER, headerList)
         }
+        if let proxyHeaderList {
+            proxyHeadersWithheld = false
+            _ = curlew_easy_setopt_slist(easy.raw, CURLOPT_PROXYHEADER, proxyHeaderList)
+        }
         // The option stays on the handle: a pooled plain-GET handle must be reset before its next transfer.
         self.easy?.isConfiguredForPlainGET = false
         return easy.set(CURLOPT_FRESH_CONNECT, true) == CURLE_OK

@@ -45,6 +45,11 @@ final class Transfer: @unchecked Sendable, DeadlineHeapMember {
     var headerListWithoutCredentials: UnsafeMutablePointer<curl_slist>?
     /// The header fields only a proxy gets (``HTTPFields/forEachProxyHeaderLine(_:)``); nil when there are none.
     var proxyHeaderList: UnsafeMutablePointer<curl_slist>?
+    /// Whether a redirect to another origin took ``proxyHeaderList`` off the handle: the other origin may be reached
+    /// through another proxy (the environment's `http_proxy` and `https_proxy`). Reset when the request starts over.
+    var proxyHeadersWithheld = false
+    /// The `Location` of the head being read, kept only while ``proxyHeaderList`` is on the handle.
+    var location: String?
 
     // Appended to from libcurl's callbacks, a few times per request. Only the loop touches them and no access
     // overlaps another (a callback never re-enters the transfer), so the runtime's exclusivity check is skipped.
@@ -197,7 +202,9 @@ final class Transfer: @unchecked Sendable, DeadlineHeapMember {
                 let value = HeaderLine.contentEncodingValue(line)
                 contentEncodingField = contentEncodingField.map { $0 + "," + value } ?? value
             }
-        case .contentLength, .transferEncoding, .location, .otherField:
+        case .location:
+            if proxyHeaderList != nil, !proxyHeadersWithheld { location = HeaderLine.locationValue(line) }
+        case .contentLength, .transferEncoding, .otherField:
             break
         }
         switch stateMachine.headerLineReceived(kind) {
@@ -246,6 +253,14 @@ final class Transfer: @unchecked Sendable, DeadlineHeapMember {
             loop?.unpause(self, .send)
             return true
         case .redirectFollowed(let resumeSend):
+            if proxyHeaderList != nil, !proxyHeadersWithheld, let location,
+                CredentialPolicy.redirectLeavesOrigin(of: request.transferURL, for: location)
+            {
+                // Before libcurl connects for the redirect: its CONNECT comes before the pre-request callback.
+                proxyHeadersWithheld = true
+                _ = curlew_easy_setopt_slist(easy.raw, CURLOPT_PROXYHEADER, nil)
+            }
+            location = nil
             waitsForConnectionAgain()
             // The machine's connection deadline may now come before the one the loop's heap holds.
             core?.deadlineMayBeEarlier(for: self)
