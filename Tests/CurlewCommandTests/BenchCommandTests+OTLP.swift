@@ -10,35 +10,44 @@ extension BenchCommandTests {
     @Test func anOTLPRunsLastExportHasTheCountsTheServerServed() async throws {
         let receiver = try await OTLPReceiver.start()
         defer { receiver.stop() }
-        try await withLoopbackServer { server in
-            // 1,500 requests at 1,000/s: about 1.5 s, several exports 200 ms apart while it goes.
-            // Credentials in OTEL_EXPORTER_OTLP_HEADERS reach the collector and no log, even at swift-otel's most
-            // talkative level, where it logs every variable it applies.
-            let output = try await CurlewBinary.run(
-                [
-                    "bench", server.baseURL + "/small", "-n", "1500", "--rate", "1000", "-c", "8", "--json",
-                    "--otlp", receiver.baseURL, "--otlp-interval", "200ms",
-                ],
-                environment: ["OTEL_EXPORTER_OTLP_HEADERS": "Authorization=Bearer hunter3", "OTEL_LOG_LEVEL": "trace"])
-            #expect(output.status == 0, "\(output.stderr)")
-            let json = try output.json()
-            let requests = try #require(json["requests"] as? Int)
-            #expect(requests == 1500)
-            #expect(server.requestsServed == 1500)
-            let exports = try receiver.exports()
-            #expect(exports.allSatisfy { $0.error == nil && $0.path == "/v1/metrics" })
-            #expect(exports.allSatisfy { $0.authorization == "Bearer hunter3" })
-            #expect(!output.stderr.contains("hunter3"), "\(output.stderr)")
-            #expect(
-                exports.contains { $0.total("curlew.bench.running") == 1 && $0.total("curlew.bench.requests") > 0 },
-                "no export while the run went: \(exports.count) exports")
-            let last = try #require(exports.last)
-            #expect(last.total("curlew.bench.requests") == Double(server.requestsServed))
-            #expect(last.total("curlew.bench.requests", ["outcome": "ok"]) == Double(json["succeeded"] as? Int ?? -1))
-            #expect(last.total("curlew.bench.running") == 0)
-            #expect(last.points("curlew.bench.request.duration").first?.count == 1500)
-            #expect(!output.stderr.contains("Failed to export"), "\(output.stderr)")
+        // The server holds the run's first request, so the run goes on until the test has seen an export while it
+        // goes.
+        let server = try await WireScriptServer.startHoldingTheFirstRequest()
+        defer { server.releaseTheFirstRequest() }
+        // Credentials in OTEL_EXPORTER_OTLP_HEADERS reach the collector and no log, even at swift-otel's most
+        // talkative level, where it logs every variable it applies.
+        let running = try CurlewBinary.start(
+            [
+                "bench", server.baseURL + "/small", "-n", "1500", "--rate", "1000", "-c", "8", "--json",
+                "--otlp", receiver.baseURL, "--otlp-interval", "200ms",
+            ],
+            environment: ["OTEL_EXPORTER_OTLP_HEADERS": "Authorization=Bearer hunter3", "OTEL_LOG_LEVEL": "trace"])
+        defer { if running.isRunning { running.signal(SIGKILL) } }
+        try await server.waitUntilTheFirstRequestIsHeld()
+        try await waitUntil(timeout: .seconds(20), "an export while the run goes") {
+            try receiver.exports().contains {
+                $0.total("curlew.bench.running") == 1 && $0.total("curlew.bench.requests") > 0
+            }
         }
+        server.releaseTheFirstRequest()
+        let output = try await running.finish()
+        let served = server.requests.count
+        try await server.shutdown()
+        #expect(output.status == 0, "\(output.stderr)")
+        let json = try output.json()
+        let requests = try #require(json["requests"] as? Int)
+        #expect(requests == 1500)
+        #expect(served == 1500)
+        let exports = try receiver.exports()
+        #expect(exports.allSatisfy { $0.error == nil && $0.path == "/v1/metrics" })
+        #expect(exports.allSatisfy { $0.authorization == "Bearer hunter3" })
+        #expect(!output.stderr.contains("hunter3"), "\(output.stderr)")
+        let last = try #require(exports.last)
+        #expect(last.total("curlew.bench.requests") == Double(served))
+        #expect(last.total("curlew.bench.requests", ["outcome": "ok"]) == Double(json["succeeded"] as? Int ?? -1))
+        #expect(last.total("curlew.bench.running") == 0)
+        #expect(last.points("curlew.bench.request.duration").first?.count == 1500)
+        #expect(!output.stderr.contains("Failed to export"), "\(output.stderr)")
     }
 
     /// A collector that refuses the exports is reported on stderr; the run and its exit status are its own.

@@ -1,4 +1,3 @@
-import CurlewLoopbackServer
 import CurlewTestSupport
 import Foundation
 import Testing
@@ -86,51 +85,54 @@ import Testing
     /// While the run goes on, a scrape has the counts so far; the hold keeps the endpoint up after it with the
     /// final ones, which are the run's.
     ///
-    /// Here, in the `prometheus` step's process, not in the main run: there, under the other suites' load, a 2 s run
-    /// and then a 10 s one ended before a scrape (a `curl` process each) saw it running. The run is paced over 10 s.
+    /// The server holds the run's first request until a scrape has seen the run going: under load, a 2 s and then a
+    /// 10 s run of fixed length ended before a scrape (a `curl` process each) saw it running.
     @Test func theEndpointServesTheRunAndItsFinalCountsDuringTheHold() async throws {
-        try await withLoopbackServer { server in
-            let port = try FreePort.allocate()
-            let running = try CurlewBinary.start([
-                "bench", server.baseURL + "/small", "-n", "3000", "--rate", "300", "-c", "4", "--prometheus",
-                ":\(port)", "--prometheus-hold", "60s", "--json", "--no-progress",
-            ])
-            defer { running.signal(SIGKILL) }
-            var live = -1.0
-            try await waitUntil(timeout: .seconds(20), "a scrape during the run") {
-                guard let samples = try? await BenchCommandTests.scrape(port: port) else { return false }
-                if samples.value("curlew_bench_running") == 0 {
-                    throw TestSupportError("the 10 s run ended before a scrape saw it running")
-                }
-                guard let ok = samples.value("curlew_bench_requests_total", ["outcome": "ok"]), ok > 0 else {
-                    return false
-                }
-                live = ok
-                return true
+        let server = try await WireScriptServer.startHoldingTheFirstRequest()
+        defer { server.releaseTheFirstRequest() }
+        let port = try FreePort.allocate()
+        let running = try CurlewBinary.start([
+            "bench", server.baseURL + "/small", "-n", "1000", "--rate", "500", "-c", "4", "--prometheus",
+            ":\(port)", "--prometheus-hold", "60s", "--json", "--no-progress",
+        ])
+        defer { running.signal(SIGKILL) }
+        try await server.waitUntilTheFirstRequestIsHeld()
+        var live = -1.0
+        try await waitUntil(timeout: .seconds(20), "a scrape during the run") {
+            guard let samples = try? await BenchCommandTests.scrape(port: port) else { return false }
+            if samples.value("curlew_bench_running") == 0 {
+                throw TestSupportError("the run ended before a scrape saw it running")
             }
-            #expect(live > 0 && live < 3000)
-            var final: [ExpositionSample] = []
-            try await waitUntil(timeout: .seconds(20), "the run to end") {
-                guard let samples = try? await BenchCommandTests.scrape(port: port),
-                    samples.value("curlew_bench_running") == 0
-                else { return false }
-                final = samples
-                return true
+            guard let ok = samples.value("curlew_bench_requests_total", ["outcome": "ok"]), ok > 0 else {
+                return false
             }
-            #expect(final.value("curlew_bench_requests_total", ["outcome": "ok"]) == 3000)
-            #expect(final.value("curlew_bench_request_duration_seconds_count") == 3000)
-            #expect(final.value("curlew_bench_in_flight") == 0)
-            #expect(server.requestsServed == 3000)
-            // Still holding, with the summary printed: SIGTERM (or Ctrl-C) cuts the hold short.
-            #expect(running.isRunning)
-            try await waitUntil(timeout: .seconds(20), "the summary on stdout") {
-                (try? String(contentsOfFile: running.stdoutPath, encoding: .utf8))?.hasSuffix("\n") == true
-            }
-            running.signal(SIGTERM)
-            let output = try await running.finish(timeout: .seconds(20))
-            // The hold ended by SIGTERM; the exit status is the run's.
-            #expect(output.status == 0, "\(output.stderr)")
-            #expect(try output.json()["requests"] as? Int == 3000)
+            live = ok
+            return true
         }
+        #expect(live > 0 && live < 1000)
+        server.releaseTheFirstRequest()
+        var final: [ExpositionSample] = []
+        try await waitUntil(timeout: .seconds(20), "the run to end") {
+            guard let samples = try? await BenchCommandTests.scrape(port: port),
+                samples.value("curlew_bench_running") == 0
+            else { return false }
+            final = samples
+            return true
+        }
+        #expect(final.value("curlew_bench_requests_total", ["outcome": "ok"]) == 1000)
+        #expect(final.value("curlew_bench_request_duration_seconds_count") == 1000)
+        #expect(final.value("curlew_bench_in_flight") == 0)
+        #expect(server.requests.count == 1000)
+        // Still holding, with the summary printed: SIGTERM (or Ctrl-C) cuts the hold short.
+        #expect(running.isRunning)
+        try await waitUntil(timeout: .seconds(20), "the summary on stdout") {
+            (try? String(contentsOfFile: running.stdoutPath, encoding: .utf8))?.hasSuffix("\n") == true
+        }
+        running.signal(SIGTERM)
+        let output = try await running.finish(timeout: .seconds(20))
+        // The hold ended by SIGTERM; the exit status is the run's.
+        #expect(output.status == 0, "\(output.stderr)")
+        #expect(try output.json()["requests"] as? Int == 1000)
+        try await server.shutdown()
     }
 }

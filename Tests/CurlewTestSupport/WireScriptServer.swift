@@ -298,3 +298,32 @@ private final class WireScriptHandler: ChannelInboundHandler {
             connection: connection, indexOnConnection: served)
     }
 }
+
+extension WireScriptServer {
+    private static let firstRequestHeld = "first request held"
+
+    /// Starts a server that answers every request with a 200 and `body`, kept alive, but holds the first request it
+    /// reads (the first on its first connection) until the test calls ``releaseTheFirstRequest()``.
+    ///
+    /// For tests that must see a run while it goes (a live export, a scrape): a run of a fixed length can end
+    /// between two looks on a machine that stalls, and fail a right exporter; a held request keeps it going for
+    /// exactly as long as the test needs.
+    public static func startHoldingTheFirstRequest(body: String = "ok") async throws -> WireScriptServer {
+        try await start { request in
+            let answer = WireStep.response(body: body)
+            guard request.connection == 0 && request.indexOnConnection == 0 else { return [answer] }
+            return [.mark(firstRequestHeld), .waitForRelease(firstRequestHeld), answer]
+        }
+    }
+
+    /// Waits (bounded) until a server from ``startHoldingTheFirstRequest(body:)`` holds its first request.
+    public func waitUntilTheFirstRequestIsHeld(timeout: Duration = .seconds(20)) async throws {
+        try await waitForMark(Self.firstRequestHeld, timeout: timeout)
+    }
+
+    /// Lets a server from ``startHoldingTheFirstRequest(body:)`` answer its first request (at once when it reaches it,
+    /// if it has not yet).
+    public func releaseTheFirstRequest() {
+        release(Self.firstRequestHeld)
+    }
+}
