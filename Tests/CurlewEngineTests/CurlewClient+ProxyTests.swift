@@ -120,17 +120,19 @@ struct CurlewClientProxyTests {
     /// A redirect to another origin goes without the request's `Proxy-Authorization`, as without its other
     /// credentials: the other origin may be reached through another proxy (the environment's `http_proxy` and
     /// `https_proxy`). Here the one proxy forwards the first request with it and refuses the CONNECT without it.
-    @Test(arguments: allLoops)
+    /// With two `Location` fields libcurl follows the first, so the first decides (a second one back to the origin
+    /// does not keep the field on).
+    @Test(arguments: allLoops, [false, true])
     func aProxyAuthorizationFieldIsWithheldOnARedirectToAnotherOrigin(
-        loop: CurlewClient.Configuration.EventLoopKind
+        loop: CurlewClient.Configuration.EventLoopKind, secondLocationBack: Bool
     ) async throws {
         let nginx = try await NginxServer.shared()
         let proxy = try await AuthenticatingProxy.start(password: Self.password)
         defer { proxy.stop() }
         let basic = "Basic " + Data("\(proxy.username):\(proxy.password)".utf8).base64EncodedString()
         let elsewhere = "\(nginx.httpsBaseURL)/small"
-        try await withWireScriptServer({ _ in [.response(status: 302, headers: [("Location", elsewhere)], body: "")] })
-        {
+        let locations = [("Location", elsewhere)] + (secondLocationBack ? [("Location", "/back")] : [])
+        try await withWireScriptServer({ _ in [.response(status: 302, headers: locations, body: "")] }) {
             server in
             try await withClient(
                 loop,

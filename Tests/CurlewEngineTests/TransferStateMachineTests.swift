@@ -303,6 +303,61 @@ struct TransferStateMachineDecisionTests {
         #expect(machine.leftRequestedOrigin)
     }
 
+    /// A proxy's fields come off at the head of a redirect that leaves the origin, before libcurl connects for it
+    /// (a CONNECT comes before the pre-request callback), and stay off for the attempt; a new attempt starts with
+    /// them.
+    @Test func proxyFieldsAreWithheldAtTheHeadOfARedirectThatLeavesTheOrigin() {
+        let origin = "https://api.test/a"
+        var machine = Self.running(Setup(followsRedirects: true, carriesCredentials: true, hasProxyHeaderLines: true))
+        func redirect(to location: String?) -> TransferStateMachine.HeadAction {
+            _ = machine.headerLineReceived(.statusLine)
+            _ = machine.headerLineReceived(.location)
+            return machine.headEnded(status: 302, location: location, requestURL: origin, now: 0)
+        }
+        #expect(redirect(to: "/b") == .redirectFollowed(resumeSend: false, withholdProxyHeaderLines: false))
+        #expect(redirect(to: "https://API.test:443/c") == .redirectFollowed(resumeSend: false))
+        #expect(redirect(to: "//evil.test/") == .redirectFollowed(resumeSend: false, withholdProxyHeaderLines: true))
+        #expect(machine.attempt?.proxyHeaderLinesWithheld == true)
+        // Once off, they stay off: nothing more to take off, wherever the next hop goes.
+        #expect(redirect(to: "https://api.test/d") == .redirectFollowed(resumeSend: false))
+        #expect(redirect(to: "https://other.test/") == .redirectFollowed(resumeSend: false))
+        // libcurl's target of the hop still withholds the credentials at the request.
+        #expect(
+            machine.requestStarting(connection: .notChecked, redirectTarget: "https://evil.test/", requestURL: origin)
+                == .proceedWithoutCredentials)
+        #expect(machine.curlCompleted(failure: Self.facts(), now: 0) == .retryOnFreshConnection)
+        #expect(machine.attempt?.proxyHeaderLinesWithheld == false, "a retry starts from the origin with them")
+        // A Location the shell did not keep is taken to leave.
+        #expect(redirect(to: nil) == .redirectFollowed(resumeSend: false, withholdProxyHeaderLines: true))
+    }
+
+    /// Where the head's `Location` and libcurl's reading of it disagree, libcurl's target at the request counts:
+    /// the proxy's fields come off there if they had not.
+    @Test func proxyFieldsComeOffAtTheRequestIfTheHeadDidNotTakeThemOff() {
+        let origin = "https://api.test/a"
+        var machine = Self.running(Setup(followsRedirects: true, carriesCredentials: true, hasProxyHeaderLines: true))
+        _ = machine.headerLineReceived(.statusLine)
+        _ = machine.headerLineReceived(.location)
+        #expect(
+            machine.headEnded(status: 302, location: "/b", requestURL: origin, now: 0)
+                == .redirectFollowed(resumeSend: false))
+        #expect(
+            machine.requestStarting(connection: .notChecked, redirectTarget: "https://evil.test/", requestURL: origin)
+                == .proceedWithoutCredentials)
+        #expect(machine.attempt?.proxyHeaderLinesWithheld == true)
+    }
+
+    /// Without proxy fields nothing comes off at a head, wherever it points.
+    @Test func aRequestWithoutProxyFieldsWithholdsNothingAtAHead() {
+        var machine = Self.running(Setup(followsRedirects: true, carriesCredentials: true))
+        _ = machine.headerLineReceived(.statusLine)
+        _ = machine.headerLineReceived(.location)
+        #expect(
+            machine.headEnded(status: 302, location: "https://evil.test/", requestURL: "https://api.test/", now: 0)
+                == .redirectFollowed(resumeSend: false))
+        #expect(machine.attempt?.proxyHeaderLinesWithheld == false)
+    }
+
     // MARK: framing
 
     @Test func conflictingContentLengthsAbortWithAmbiguousFraming() {

@@ -31,19 +31,14 @@ package enum CredentialPolicy {
     }
 
     /// Whether a redirect to `location` (absolute, scheme-relative or relative, as a `Location` field gives it) from a
-    /// request to `requestURL` leaves its origin by the credential rule. A relative one stays on the current hop's
-    /// origin, which is the request's until a hop left it; a target no reading can place leaves.
+    /// request to `requestURL` leaves its origin by the credential rule. The target is resolved against the request
+    /// as libcurl resolves the redirect it follows (its URL parser, with the flags it gives it), so the two agree
+    /// on where it goes; a target that does not resolve leaves.
     package static func redirectLeavesOrigin(of requestURL: String, for location: String) -> Bool {
-        let bytes = location.utf8
-        if bytes.starts(with: "//".utf8) {
-            let scheme = requestURL.prefix { $0 != ":" }
-            return !mayCarryCredentials(from: requestURL, to: scheme + ":" + location)
-        }
-        guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")),
-            bytes[..<colon].allSatisfy({ $0 != UInt8(ascii: "/") && $0 != UInt8(ascii: "?") && $0 != UInt8(ascii: "#") }
-            )
-        else { return false }
-        return !mayCarryCredentials(from: requestURL, to: location)
+        guard let from = Origin(requestURL),
+            let to = Origin(requestURL, resolving: location, flags: UInt32(CURLU_URLENCODE | CURLU_ALLOW_SPACE))
+        else { return true }
+        return from != to
     }
 
     struct Origin: Equatable {
@@ -51,10 +46,12 @@ package enum CredentialPolicy {
         let host: String
         let port: String
 
-        init?(_ url: String) {
+        /// The origin of `url`, or with `relative`, of `relative` resolved against `url` (read with `flags`).
+        init?(_ url: String, resolving relative: String? = nil, flags: UInt32 = 0) {
             guard let handle = curl_url() else { return nil }
             defer { curl_url_cleanup(handle) }
             guard curl_url_set(handle, CURLUPART_URL, url, 0) == CURLUE_OK else { return nil }
+            if let relative, curl_url_set(handle, CURLUPART_URL, relative, flags) != CURLUE_OK { return nil }
             func part(_ which: CURLUPart, _ flags: UInt32 = 0) -> String? {
                 var pointer: UnsafeMutablePointer<CChar>?
                 guard curl_url_get(handle, which, &pointer, flags) == CURLUE_OK, let pointer else { return nil }

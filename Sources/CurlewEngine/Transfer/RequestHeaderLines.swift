@@ -35,8 +35,15 @@ extension HTTPFields {
     /// proxy (on its CONNECT, or with a request it forwards), so a proxy's credentials never reach the server. An
     /// empty one is left out: libcurl would send none and drop the proxy credentials the client was given too.
     func forEachProxyHeaderLine(_ emit: (String) -> Void) {
-        for field in self where field.name == .proxyAuthorization && !field.value.isEmpty {
+        for field in self where Self.isProxyHeaderLine(field) {
             emit("\(field.name.rawName): \(field.value)")
         }
+    }
+
+    /// Whether ``forEachProxyHeaderLine(_:)`` emits any line.
+    var hasProxyHeaderLines: Bool { contains(where: Self.isProxyHeaderLine) }
+
+    private static func isProxyHeaderLine(_ field: HTTPField) -> Bool {
+        field.name == .proxyAuthorization && !field.value.isEmpty
     }
 }

@@ -101,10 +101,9 @@ extension Transfer {
             headerList = list
             apply(curlew_easy_setopt_slist(easy.raw, CURLOPT_HTTPHEADER, list))
         }
-        if request.headerFields[.proxyAuthorization] != nil {
+        if stateMachine.setup.hasProxyHeaderLines {
             var list: UnsafeMutablePointer<curl_slist>?
             request.headerFields.forEachProxyHeaderLine { list = Self.appending($0, to: list) }
-            proxyHeadersWithheld = false
             if let list {
                 proxyHeaderList = list
                 apply(curlew_easy_setopt_slist(easy.raw, CURLOPT_PROXYHEADER, list))
@@ -388,6 +387,7 @@ extension Transfer {
         setup.hasRequestBody = request.body != nil && method != .head
         setup.followsRedirects = (request.redirects ?? settings.redirects).follow
         setup.carriesCredentials = request.headerFields.contains(where: CredentialPolicy.isCredential)
+        setup.hasProxyHeaderLines = request.headerFields.hasProxyHeaderLines
         if case .stream = sink { setup.streamsResponse = true }
         return setup
     }

@@ -46,7 +46,6 @@ extension Transfer {
             _ = curlew_easy_setopt_slist(easy.raw, CURLOPT_HTTPHEADER, headerList)
         }
         if let proxyHeaderList {
-            proxyHeadersWithheld = false
             _ = curlew_easy_setopt_slist(easy.raw, CURLOPT_PROXYHEADER, proxyHeaderList)
         }
         // The option stays on the handle: a pooled plain-GET handle must be reset before its next transfer.

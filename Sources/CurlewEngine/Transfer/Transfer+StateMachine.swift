@@ -58,6 +58,9 @@ struct TransferStateMachine: Sendable, Equatable {
         var followsRedirects = false
         /// Whether the request carries a field `CredentialPolicy` withholds from other origins.
         var carriesCredentials = false
+        /// Whether the request carries fields only a proxy gets (`CURLOPT_PROXYHEADER`): withheld from a redirect to
+        /// another origin before libcurl connects for it, since the other origin may be reached through another proxy.
+        var hasProxyHeaderLines = false
         /// Whether the request has a body whose producer may pause the upload.
         var hasRequestBody = false
         /// Whether a streaming caller waits for the response head before the body.
@@ -102,6 +105,9 @@ struct TransferStateMachine: Sendable, Equatable {
         /// (`CredentialPolicy`), even if a later one came back: from then on its requests go out without the fields
         /// the policy withholds.
         var leftRequestedOrigin = false
+        /// Whether a redirect of this attempt took the proxy's fields (``Setup/hasProxyHeaderLines``) off: the
+        /// later hops of the attempt go without them.
+        var proxyHeaderLinesWithheld = false
         /// Whether a streaming caller holds the response head: nothing can be sent again then.
         var headDelivered = false
 
@@ -261,8 +267,10 @@ struct TransferStateMachine: Sendable, Equatable {
         case resumeSend
         /// A redirect libcurl follows: its next request waits for a connection again (the machine's connection
         /// deadline counts from now), and an upload paused for its producer is resumed if `resumeSend`, as for
-        /// ``resumeSend``.
-        case redirectFollowed(resumeSend: Bool)
+        /// ``resumeSend``. When `withholdProxyHeaderLines`, the redirect leaves the request's origin: take the
+        /// proxy's fields off the handle now, before libcurl connects (a CONNECT comes before the pre-request
+        /// callback).
+        case redirectFollowed(resumeSend: Bool, withholdProxyHeaderLines: Bool = false)
     }
 
     enum BodyAction: Sendable, Equatable {
@@ -277,8 +285,8 @@ struct TransferStateMachine: Sendable, Equatable {
     enum RequestStartAction: Sendable, Equatable {
         /// Write the request.
         case proceed
-        /// Write the request without the credential fields: a redirect left the request's origin. libcurl reads
-        /// the header list right after the callback.
+        /// Write the request without the credential fields, and take the proxy's fields off if the head did not:
+        /// a redirect left the request's origin. libcurl reads the header list right after the callback.
         case proceedWithoutCredentials
         /// Refuse this connection (`CURL_PREREQFUNC_ABORT`); the completion then retries on a fresh one.
         case abandonConnection
@@ -586,6 +594,7 @@ struct TransferStateMachine: Sendable, Equatable {
         connection: ConnectionCheck, redirectTarget: String? = nil, requestURL: String = ""
     ) -> RequestStartAction {
         let carriesCredentials = setup.carriesCredentials
+        let hasProxyHeaderLines = setup.hasProxyHeaderLines
         if phase == .running { connectionDeadline = .max }
         return withAttempt(otherwise: .abandonConnection) { attempt in
             attempt.send = .sending
@@ -600,6 +609,9 @@ struct TransferStateMachine: Sendable, Equatable {
                 !CredentialPolicy.mayCarryCredentials(from: requestURL, to: redirectTarget)
             {
                 attempt.leftRequestedOrigin = true
+                // The proxy's fields normally came off at the redirect's head (``headEnded``); libcurl's own
+                // reading of the target is the one that counts, so they come off here too if that one disagreed.
+                attempt.proxyHeaderLinesWithheld = attempt.proxyHeaderLinesWithheld || hasProxyHeaderLines
                 if carriesCredentials { return .proceedWithoutCredentials }
             }
             return .proceed
@@ -688,7 +700,13 @@ struct TransferStateMachine: Sendable, Equatable {
     /// request waits for a connection (a free one, or a new one to another origin) for the connect timeout from
     /// here, as the first one did from its submission. The redirect's own body, which libcurl reads and drops,
     /// counts towards that wait.
-    mutating func headEnded(status: Int, isContentEncoded: Bool = false, now: UInt64) -> HeadAction {
+    ///
+    /// `location` is the block's first `Location` (the one libcurl follows), given while the request has proxy
+    /// fields (``Setup/hasProxyHeaderLines``), and `requestURL` the request's: a redirect that leaves its origin
+    /// (`CredentialPolicy`) withholds them from then on.
+    mutating func headEnded(
+        status: Int, isContentEncoded: Bool = false, location: String? = nil, requestURL: String = "", now: UInt64
+    ) -> HeadAction {
         let setup = setup
         let action = withAttempt(otherwise: .accept) { attempt -> HeadAction in
             if isContentEncoded, let decodedLimit = setup.decodedBodyLimit {
@@ -706,7 +724,15 @@ struct TransferStateMachine: Sendable, Equatable {
             // it stops sending (an answer came before the end of the body) and follows the redirect (which fails on a
             // body it cannot send again) or ends with the 417. Paused, the request waited for the producer's next
             // write, or for ever.
-            if followsRedirect && attempt.framing.hasLocation { return .redirectFollowed(resumeSend: resumeSend) }
+            if followsRedirect && attempt.framing.hasLocation {
+                // A relative target stays on the current hop's origin, which is the request's until a hop left it,
+                // and the fields stay off once a hop has left.
+                let withhold =
+                    setup.hasProxyHeaderLines && !attempt.proxyHeaderLinesWithheld
+                    && location.map { CredentialPolicy.redirectLeavesOrigin(of: requestURL, for: $0) } ?? true
+                if withhold { attempt.proxyHeaderLinesWithheld = true }
+                return .redirectFollowed(resumeSend: resumeSend, withholdProxyHeaderLines: withhold)
+            }
             if followsRedirect || status == 417 { return resumeSend ? .resumeSend : .accept }
             if attempt.receive == .awaitingHead { attempt.receive = .body }
             let deliverHead = setup.streamsResponse && !attempt.headDelivered

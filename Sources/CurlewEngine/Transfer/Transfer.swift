@@ -45,10 +45,8 @@ final class Transfer: @unchecked Sendable, DeadlineHeapMember {
     var headerListWithoutCredentials: UnsafeMutablePointer<curl_slist>?
     /// The header fields only a proxy gets (``HTTPFields/forEachProxyHeaderLine(_:)``); nil when there are none.
     var proxyHeaderList: UnsafeMutablePointer<curl_slist>?
-    /// Whether a redirect to another origin took ``proxyHeaderList`` off the handle: the other origin may be reached
-    /// through another proxy (the environment's `http_proxy` and `https_proxy`). Reset when the request starts over.
-    var proxyHeadersWithheld = false
-    /// The `Location` of the head being read, kept only while ``proxyHeaderList`` is on the handle.
+    /// The first `Location` of the head being read (the one libcurl follows), kept only for a request with
+    /// ``proxyHeaderList``: the machine decides at the head's end whether the redirect takes the list off.
     var location: String?
 
     // Appended to from libcurl's callbacks, a few times per request. Only the loop touches them and no access
@@ -194,6 +192,7 @@ final class Transfer: @unchecked Sendable, DeadlineHeapMember {
                 if rawHeaders.capacity == 0 { rawHeaders.reserveCapacity(512) }
             }
             if currentRequestNotesHTTP1Connection, let easy { noteHTTP1Connection(easy) }
+            location = nil
             recordActivity()
         case .endOfBlock:
             recordActivity()
@@ -203,7 +202,7 @@ final class Transfer: @unchecked Sendable, DeadlineHeapMember {
                 contentEncodingField = contentEncodingField.map { $0 + "," + value } ?? value
             }
         case .location:
-            if proxyHeaderList != nil, !proxyHeadersWithheld { location = HeaderLine.locationValue(line) }
+            if proxyHeaderList != nil, location == nil { location = HeaderLine.locationValue(line) }
         case .contentLength, .transferEncoding, .otherField:
             break
         }
@@ -235,7 +234,8 @@ final class Transfer: @unchecked Sendable, DeadlineHeapMember {
             readingContentEncoding
             ? contentEncodingField.map { ResponseCoding(fieldValue: $0) } ?? .identity : .identity
         let action = stateMachine.headEnded(
-            status: status, isContentEncoded: coding != .identity, now: core?.clock.now ?? monotonicNanoseconds())
+            status: status, isContentEncoded: coding != .identity, location: location,
+            requestURL: location != nil ? request.transferURL : "", now: core?.clock.now ?? monotonicNanoseconds())
         // Any head that is not interim may be followed by a body libcurl delivers: a 3xx it does not follow (no
         // Location, or redirects not followed), a 417 not ours. For a redirect libcurl follows, the decoding never
         // sees a byte.
@@ -252,15 +252,8 @@ final class Transfer: @unchecked Sendable, DeadlineHeapMember {
         case .resumeSend:
             loop?.unpause(self, .send)
             return true
-        case .redirectFollowed(let resumeSend):
-            if proxyHeaderList != nil, !proxyHeadersWithheld, let location,
-                CredentialPolicy.redirectLeavesOrigin(of: request.transferURL, for: location)
-            {
-                // Before libcurl connects for the redirect: its CONNECT comes before the pre-request callback.
-                proxyHeadersWithheld = true
-                _ = curlew_easy_setopt_slist(easy.raw, CURLOPT_PROXYHEADER, nil)
-            }
-            location = nil
+        case .redirectFollowed(let resumeSend, let withholdProxyHeaderLines):
+            if withholdProxyHeaderLines { _ = curlew_easy_setopt_slist(easy.raw, CURLOPT_PROXYHEADER, nil) }
             waitsForConnectionAgain()
             // The machine's connection deadline may now come before the one the loop's heap holds.
             core?.deadlineMayBeEarlier(for: self)
@@ -371,9 +364,11 @@ final class Transfer: @unchecked Sendable, DeadlineHeapMember {
         self.easy?.isConfiguredForPlainGET = false
     }
 
-    /// Swaps in the header list without credentials. libcurl reads the list when it writes the request, right
-    /// after the pre-request callback; it keeps it for the later requests of the transfer.
+    /// Swaps in the header list without credentials, and takes the proxy's list off. libcurl reads the lists when
+    /// it writes the request, right after the pre-request callback; it keeps them for the later requests of the
+    /// transfer.
     private func withholdCredentials(_ easy: EasyHandle) {
+        if proxyHeaderList != nil { _ = curlew_easy_setopt_slist(easy.raw, CURLOPT_PROXYHEADER, nil) }
         if headerListWithoutCredentials == nil {
             headerListWithoutCredentials = buildHeaderList(
                 hasBody: Self.sendsBody(request), expectContinue: request.expectContinue ?? settings.expectContinue,
