@@ -45,7 +45,8 @@ extension CurlewRequest {
             {
                 continue
             }
-            // The engine sends it to proxies only, as `--proxy-header` does.
+            // The engine sends it to proxies only, as `--proxy-header` does, and an empty one not at all.
+            if field.name == .proxyAuthorization && field.value.isEmpty { continue }
             let option = field.name == .proxyAuthorization ? "--proxy-header" : "-H"
             arguments += [
                 option, ShellQuoting.quote(field.value.isEmpty ? "\(field.name);" : "\(field.name): \(field.value)"),

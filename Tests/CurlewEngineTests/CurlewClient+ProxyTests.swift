@@ -90,7 +90,7 @@ struct CurlewClientProxyTests {
         let proxy = try await AuthenticatingProxy.start(password: Self.password)
         defer { proxy.stop() }
         let marker = "/hits/" + UUID().uuidString + "/"
-        let basic = "Basic " + Data("\(proxy.username):\(proxy.password)".utf8).base64EncodedString()
+        let basic = proxy.basicAuthorization
         try await withClient(
             loop,
             configure: {
@@ -129,7 +129,7 @@ struct CurlewClientProxyTests {
         let nginx = try await NginxServer.shared()
         let proxy = try await AuthenticatingProxy.start(password: Self.password)
         defer { proxy.stop() }
-        let basic = "Basic " + Data("\(proxy.username):\(proxy.password)".utf8).base64EncodedString()
+        let basic = proxy.basicAuthorization
         let elsewhere = "\(nginx.httpsBaseURL)/small"
         let locations = [("Location", elsewhere)] + (secondLocationBack ? [("Location", "/back")] : [])
         try await withWireScriptServer({ _ in [.response(status: 302, headers: locations, body: "")] }) {

@@ -18,6 +18,31 @@ struct TransferSetupTests {
             for: request, settings: ClientSettings(configuration: configuration), sink: sink, submittedAt: submittedAt)
     }
 
+    /// The setup knows a request has fields only a proxy gets, so the machine can take them off at a redirect; an
+    /// empty `Proxy-Authorization` is none.
+    @Test func aNonEmptyProxyAuthorizationIsAProxyField() throws {
+        var request = try CurlewRequest(url: "http://a.test/")
+        #expect(!Self.setup(request).hasProxyHeaderLines)
+        try request.addHeader("Proxy-Authorization", "")
+        #expect(!Self.setup(request).hasProxyHeaderLines)
+        try request.addHeader("Proxy-Authorization", "Basic eA==")
+        #expect(Self.setup(request).hasProxyHeaderLines)
+    }
+
+    /// A proxy scheme libcurl does not take is named when it is a scheme by RFC 3986's grammar (digits included),
+    /// and not quoted otherwise: what comes before `://` may be a password the URL was mistyped around.
+    @Test(arguments: [
+        ("http2://127.0.0.1:1", "\"http2\""), ("htps://u:p@127.0.0.1:1", "\"htps\""),
+        ("u:hunter2@x://127.0.0.1", "that is not a scheme"), ("2http://127.0.0.1", "that is not a scheme"),
+    ])
+    func anUnsupportedProxySchemeIsNamedOnlyWhenItIsAScheme(proxy: String, shown: String) throws {
+        let error = try #require(Transfer.unsupportedProxyScheme(proxy))
+        #expect(error.code == .invalidRequest)
+        #expect(error.detail.contains("scheme \(shown) is not one of"), "\(error)")
+        #expect(!error.detail.contains("hunter2"))
+        #expect(Transfer.unsupportedProxyScheme("SOCKS5H://127.0.0.1:1") == nil)
+    }
+
     @Test func subSecondTimeoutsAreKeptToTheNanosecond() throws {
         var request = try CurlewRequest(url: "http://127.0.0.1:1/")
         request.timeouts = .init(total: .milliseconds(1900), idle: .milliseconds(250))

@@ -12,6 +12,11 @@ public final class AuthenticatingProxy: Sendable {
     public let password: String
     private let process: SupervisedProcess
 
+    /// A `Proxy-Authorization` value with the proxy's own credentials (Basic).
+    public var basicAuthorization: String {
+        "Basic " + Data("\(username):\(password)".utf8).base64EncodedString()
+    }
+
     private init(port: Int, username: String, password: String, process: SupervisedProcess) {
         self.port = port
         self.username = username

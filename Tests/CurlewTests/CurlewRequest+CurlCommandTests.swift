@@ -83,6 +83,19 @@ import Testing
         #expect(fromCurl["headers"] == fromCurlew["headers"], "headers differ for \(command)")
     }
 
+    /// An empty `Proxy-Authorization` is no field to the engine (it would drop the client's proxy login): the
+    /// command leaves it out too, where `--proxy-header 'Proxy-Authorization;'` would send an empty one.
+    @Test func anEmptyProxyAuthorizationIsLeftOutOfTheCommand() throws {
+        let provider = TestProvider(baseURL: "http://127.0.0.1:9")
+        let empty = try provider.curlCommand(
+            for: Route(path: "/anything", headers: ["Proxy-Authorization": "", "X-Kept": ""]))
+        #expect(!empty.contains("Proxy-Authorization"), "\(empty)")
+        #expect(empty.contains("X-Kept;"), "\(empty)")
+        let given = try provider.curlCommand(
+            for: Route(path: "/anything", headers: ["Proxy-Authorization": "Basic eA=="]))
+        #expect(given.contains("--proxy-header 'Proxy-Authorization: Basic eA=='"), "\(given)")
+    }
+
     @Test func aFormOfTextFieldsBecomesCurlsOwnForm() async throws {
         let server = try await HTTPBinServer.shared()
         let provider = TestProvider(baseURL: server.baseURL)

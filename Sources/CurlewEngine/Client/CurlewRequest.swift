@@ -198,12 +198,7 @@ public struct CurlewRequest: Sendable {
             throw CurlewError.invalidRequest("the request head needs a scheme, an authority and a path")
         }
         // A scheme by RFC 3986's grammar: anything else (`https://evil.example/#`) would carry a URL of its own.
-        guard let first = scheme.utf8.first, (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(first | 0x20),
-            scheme.utf8.allSatisfy({ byte in
-                let letter = (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte | 0x20)
-                return letter || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || "+-.".utf8.contains(byte)
-            })
-        else {
+        guard URLParts.isSchemeName(scheme) else {
             throw CurlewError.invalidRequest("the request head's scheme is not a scheme")
         }
         // By bytes: a combining mark after a delimiter fuses with it into another Character, but parsers read the byte.

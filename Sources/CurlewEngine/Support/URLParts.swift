@@ -68,3 +68,14 @@ package struct URLParts {
     /// The path, or `/` for an empty one (the path a request for the URL asks for).
     package var pathOrRoot: Substring { path.isEmpty ? "/" : path }
 }
+
+extension URLParts {
+    /// Whether `text` is a scheme by RFC 3986's grammar: a letter, then letters, digits, `+`, `-` and `.`.
+    package static func isSchemeName(_ text: some StringProtocol) -> Bool {
+        func isLetter(_ byte: UInt8) -> Bool { (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte | 0x20) }
+        guard let first = text.utf8.first, isLetter(first) else { return false }
+        return text.utf8.allSatisfy { byte in
+            isLetter(byte) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || "+-.".utf8.contains(byte)
+        }
+    }
+}

@@ -77,11 +77,7 @@ final class ClientSettings: Sendable {
         unixSocketPath = configuration.unixSocketPath
         localAddress = configuration.localAddress
         dns = configuration.dns == CurlewClient.DNSConfiguration() ? nil : DNSOptions(configuration.dns)
-        var connectToList: UnsafeMutablePointer<curl_slist>?
-        for entry in configuration.connectTo {
-            if let extended = curl_slist_append(connectToList, entry) { connectToList = extended }
-        }
-        self.connectToList = connectToList
+        connectToList = configuration.connectTo.reduce(nil) { Transfer.appending($1, to: $0) }
         capabilities = CurlGlobal.capabilities
         checksPooledConnectionsBeforeWriting = !capabilities.libcurl.refusesPooledConnectionsWithPendingInput
         libcurlVerbose = ProcessInfo.processInfo.environment["CURLEW_LIBCURL_VERBOSE"] == "1"

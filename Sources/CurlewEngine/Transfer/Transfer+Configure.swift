@@ -302,7 +302,7 @@ extension Transfer {
         guard let separator = proxy.range(of: "://") else { return nil }
         let scheme = proxy[..<separator.lowerBound].lowercased()
         guard !proxySchemes.contains(scheme) else { return nil }
-        let shown = scheme.utf8.count <= 16 && scheme.allSatisfy(\.isLetter) ? "\"\(scheme)\"" : "that is not a scheme"
+        let shown = scheme.utf8.count <= 16 && URLParts.isSchemeName(scheme) ? "\"\(scheme)\"" : "that is not a scheme"
         return .invalidRequest(
             "the proxy URL's scheme \(shown) is not one of \(proxySchemes.sorted().joined(separator: ", "))")
     }
