@@ -303,58 +303,46 @@ struct TransferStateMachineDecisionTests {
         #expect(machine.leftRequestedOrigin)
     }
 
-    /// A proxy's fields come off at the head of a redirect that leaves the origin, before libcurl connects for it
-    /// (a CONNECT comes before the pre-request callback), and stay off for the attempt; a new attempt starts with
-    /// them.
-    @Test func proxyFieldsAreWithheldAtTheHeadOfARedirectThatLeavesTheOrigin() {
+    /// A proxy's fields come off when libcurl opens a socket for a redirect hop that leaves the origin (a CONNECT
+    /// is written on it before the pre-request callback runs), by libcurl's own target, and stay off for the
+    /// attempt; a new attempt starts with them.
+    @Test func proxyFieldsComeOffWhenAHopToAnotherOriginOpensASocket() {
         let origin = "https://api.test/a"
         var machine = Self.running(Setup(followsRedirects: true, carriesCredentials: true, hasProxyHeaderLines: true))
-        func redirect(to location: String?) -> TransferStateMachine.HeadAction {
-            _ = machine.headerLineReceived(.statusLine)
-            _ = machine.headerLineReceived(.location)
-            return machine.headEnded(status: 302, location: location, requestURL: origin, now: 0)
+        func opening(_ target: String?) -> Bool {
+            machine.connectionOpening(redirectTarget: target, requestURL: origin)
         }
-        #expect(redirect(to: "/b") == .redirectFollowed(resumeSend: false, withholdProxyHeaderLines: false))
-        #expect(redirect(to: "https://API.test:443/c") == .redirectFollowed(resumeSend: false))
-        #expect(redirect(to: "//evil.test/") == .redirectFollowed(resumeSend: false, withholdProxyHeaderLines: true))
+        #expect(!opening(nil), "the request's own connection")
+        #expect(!opening("https://API.test:443/c"))
+        #expect(opening("https://evil.test/"))
         #expect(machine.attempt?.proxyHeaderLinesWithheld == true)
-        // Once off, they stay off: nothing more to take off, wherever the next hop goes.
-        #expect(redirect(to: "https://api.test/d") == .redirectFollowed(resumeSend: false))
-        #expect(redirect(to: "https://other.test/") == .redirectFollowed(resumeSend: false))
-        // libcurl's target of the hop still withholds the credentials at the request.
+        // Once off, nothing more to take off, wherever the next hop goes.
+        #expect(!opening("https://other.test/"))
+        #expect(!opening("https://api.test/d"))
         #expect(
             machine.requestStarting(connection: .notChecked, redirectTarget: "https://evil.test/", requestURL: origin)
                 == .proceedWithoutCredentials)
         #expect(machine.curlCompleted(failure: Self.facts(), now: 0) == .retryOnFreshConnection)
         #expect(machine.attempt?.proxyHeaderLinesWithheld == false, "a retry starts from the origin with them")
-        // A Location the shell did not keep is taken to leave.
-        #expect(redirect(to: nil) == .redirectFollowed(resumeSend: false, withholdProxyHeaderLines: true))
+        #expect(opening("http://api.test/a"), "http after https")
     }
 
-    /// Where the head's `Location` and libcurl's reading of it disagree, libcurl's target at the request counts:
-    /// the proxy's fields come off there if they had not.
-    @Test func proxyFieldsComeOffAtTheRequestIfTheHeadDidNotTakeThemOff() {
-        let origin = "https://api.test/a"
+    /// A hop on a pooled connection opens no socket (a proxy forwards it without a CONNECT): the proxy's fields come
+    /// off at the request, with the credentials.
+    @Test func proxyFieldsComeOffAtTheRequestOfAHopOnAPooledConnection() {
+        let origin = "http://api.test/a"
         var machine = Self.running(Setup(followsRedirects: true, carriesCredentials: true, hasProxyHeaderLines: true))
-        _ = machine.headerLineReceived(.statusLine)
-        _ = machine.headerLineReceived(.location)
         #expect(
-            machine.headEnded(status: 302, location: "/b", requestURL: origin, now: 0)
-                == .redirectFollowed(resumeSend: false))
-        #expect(
-            machine.requestStarting(connection: .notChecked, redirectTarget: "https://evil.test/", requestURL: origin)
+            machine.requestStarting(connection: .notChecked, redirectTarget: "http://evil.test/", requestURL: origin)
                 == .proceedWithoutCredentials)
         #expect(machine.attempt?.proxyHeaderLinesWithheld == true)
     }
 
-    /// Without proxy fields nothing comes off at a head, wherever it points.
-    @Test func aRequestWithoutProxyFieldsWithholdsNothingAtAHead() {
+    /// Without proxy fields a socket for a hop elsewhere takes nothing off.
+    @Test func aRequestWithoutProxyFieldsTakesNothingOffWhenASocketOpens() {
         var machine = Self.running(Setup(followsRedirects: true, carriesCredentials: true))
-        _ = machine.headerLineReceived(.statusLine)
-        _ = machine.headerLineReceived(.location)
-        #expect(
-            machine.headEnded(status: 302, location: "https://evil.test/", requestURL: "https://api.test/", now: 0)
-                == .redirectFollowed(resumeSend: false))
+        let opened = machine.connectionOpening(redirectTarget: "https://evil.test/", requestURL: "https://api.test/")
+        #expect(!opened)
         #expect(machine.attempt?.proxyHeaderLinesWithheld == false)
     }
 

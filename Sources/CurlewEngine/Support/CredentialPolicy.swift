@@ -30,28 +30,15 @@ package enum CredentialPolicy {
         return from == to
     }
 
-    /// Whether a redirect to `location` (absolute, scheme-relative or relative, as a `Location` field gives it) from a
-    /// request to `requestURL` leaves its origin by the credential rule. The target is resolved against the request
-    /// as libcurl resolves the redirect it follows (its URL parser, with the flags it gives it), so the two agree
-    /// on where it goes; a target that does not resolve leaves.
-    package static func redirectLeavesOrigin(of requestURL: String, for location: String) -> Bool {
-        guard let from = Origin(requestURL),
-            let to = Origin(requestURL, resolving: location, flags: UInt32(CURLU_URLENCODE | CURLU_ALLOW_SPACE))
-        else { return true }
-        return from != to
-    }
-
     struct Origin: Equatable {
         let scheme: String
         let host: String
         let port: String
 
-        /// The origin of `url`, or with `relative`, of `relative` resolved against `url` (read with `flags`).
-        init?(_ url: String, resolving relative: String? = nil, flags: UInt32 = 0) {
+        init?(_ url: String) {
             guard let handle = curl_url() else { return nil }
             defer { curl_url_cleanup(handle) }
             guard curl_url_set(handle, CURLUPART_URL, url, 0) == CURLUE_OK else { return nil }
-            if let relative, curl_url_set(handle, CURLUPART_URL, relative, flags) != CURLUE_OK { return nil }
             func part(_ which: CURLUPart, _ flags: UInt32 = 0) -> String? {
                 var pointer: UnsafeMutablePointer<CChar>?
                 guard curl_url_get(handle, which, &pointer, flags) == CURLUE_OK, let pointer else { return nil }

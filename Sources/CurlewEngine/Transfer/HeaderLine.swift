@@ -48,16 +48,6 @@ enum HeaderLine: Equatable {
     private static let contentEncodingName: StaticString = "content-encoding:"
     private static let locationName: StaticString = "location:"
 
-    /// The value of a `Location` line (classified as ``location``): after the colon, without the ASCII white space
-    /// around it (libcurl trims the same bytes, and no other, before it follows the value).
-    static func locationValue(_ line: UnsafeRawBufferPointer) -> String {
-        func isSpace(_ byte: UInt8) -> Bool { byte == UInt8(ascii: " ") || (0x09...0x0D).contains(byte) }
-        let value = line[locationName.utf8CodeUnitCount...]
-        guard let first = value.firstIndex(where: { !isSpace($0) }), let last = value.lastIndex(where: { !isSpace($0) })
-        else { return "" }
-        return String(decoding: value[first...last], as: UTF8.self)
-    }
-
     /// The value of a `Content-Encoding` line (classified as ``contentEncoding``): after the colon, as sent.
     static func contentEncodingValue(_ line: UnsafeRawBufferPointer) -> String {
         String(decoding: line[contentEncodingName.utf8CodeUnitCount...], as: UTF8.self)

@@ -267,10 +267,8 @@ struct TransferStateMachine: Sendable, Equatable {
         case resumeSend
         /// A redirect libcurl follows: its next request waits for a connection again (the machine's connection
         /// deadline counts from now), and an upload paused for its producer is resumed if `resumeSend`, as for
-        /// ``resumeSend``. When `withholdProxyHeaderLines`, the redirect leaves the request's origin: take the
-        /// proxy's fields off the handle now, before libcurl connects (a CONNECT comes before the pre-request
-        /// callback).
-        case redirectFollowed(resumeSend: Bool, withholdProxyHeaderLines: Bool = false)
+        /// ``resumeSend``.
+        case redirectFollowed(resumeSend: Bool)
     }
 
     enum BodyAction: Sendable, Equatable {
@@ -609,12 +607,30 @@ struct TransferStateMachine: Sendable, Equatable {
                 !CredentialPolicy.mayCarryCredentials(from: requestURL, to: redirectTarget)
             {
                 attempt.leftRequestedOrigin = true
-                // The proxy's fields normally came off at the redirect's head (``headEnded``); libcurl's own
-                // reading of the target is the one that counts, so they come off here too if that one disagreed.
+                // A hop on a new connection took the proxy's fields off when it opened it
+                // (``connectionOpening(redirectTarget:requestURL:)``); one on a pooled connection, which a proxy
+                // forwards without a CONNECT, takes them off here.
                 attempt.proxyHeaderLinesWithheld = attempt.proxyHeaderLinesWithheld || hasProxyHeaderLines
                 if carriesCredentials { return .proceedWithoutCredentials }
             }
             return .proceed
+        }
+    }
+
+    /// libcurl opens a socket for the transfer (the socket-option callback): for a redirect hop, `redirectTarget`
+    /// is the URL libcurl follows. When the hop leaves the request's origin and the request has fields only a proxy
+    /// gets (``Setup/hasProxyHeaderLines``), they come off now: a proxy's CONNECT for the hop is written on this
+    /// socket before the pre-request callback runs, and the other origin may be reached through another proxy.
+    /// Only libcurl's own reading of the target decides (a `Location` read from the head could differ from the one
+    /// libcurl follows). Returns whether to take them off; they stay off for the attempt.
+    mutating func connectionOpening(redirectTarget: String?, requestURL: String) -> Bool {
+        guard setup.hasProxyHeaderLines, let redirectTarget else { return false }
+        return withAttempt(otherwise: false) { attempt in
+            guard !attempt.proxyHeaderLinesWithheld,
+                !CredentialPolicy.mayCarryCredentials(from: requestURL, to: redirectTarget)
+            else { return false }
+            attempt.proxyHeaderLinesWithheld = true
+            return true
         }
     }
 
@@ -700,13 +716,7 @@ struct TransferStateMachine: Sendable, Equatable {
     /// request waits for a connection (a free one, or a new one to another origin) for the connect timeout from
     /// here, as the first one did from its submission. The redirect's own body, which libcurl reads and drops,
     /// counts towards that wait.
-    ///
-    /// `location` is the block's first `Location` (the one libcurl follows), given while the request has proxy
-    /// fields (``Setup/hasProxyHeaderLines``), and `requestURL` the request's: a redirect that leaves its origin
-    /// (`CredentialPolicy`) withholds them from then on.
-    mutating func headEnded(
-        status: Int, isContentEncoded: Bool = false, location: String? = nil, requestURL: String = "", now: UInt64
-    ) -> HeadAction {
+    mutating func headEnded(status: Int, isContentEncoded: Bool = false, now: UInt64) -> HeadAction {
         let setup = setup
         let action = withAttempt(otherwise: .accept) { attempt -> HeadAction in
             if isContentEncoded, let decodedLimit = setup.decodedBodyLimit {
@@ -724,15 +734,7 @@ struct TransferStateMachine: Sendable, Equatable {
             // it stops sending (an answer came before the end of the body) and follows the redirect (which fails on a
             // body it cannot send again) or ends with the 417. Paused, the request waited for the producer's next
             // write, or for ever.
-            if followsRedirect && attempt.framing.hasLocation {
-                // A relative target stays on the current hop's origin, which is the request's until a hop left it,
-                // and the fields stay off once a hop has left.
-                let withhold =
-                    setup.hasProxyHeaderLines && !attempt.proxyHeaderLinesWithheld
-                    && location.map { CredentialPolicy.redirectLeavesOrigin(of: requestURL, for: $0) } ?? true
-                if withhold { attempt.proxyHeaderLinesWithheld = true }
-                return .redirectFollowed(resumeSend: resumeSend, withholdProxyHeaderLines: withhold)
-            }
+            if followsRedirect && attempt.framing.hasLocation { return .redirectFollowed(resumeSend: resumeSend) }
             if followsRedirect || status == 417 { return resumeSend ? .resumeSend : .accept }
             if attempt.receive == .awaitingHead { attempt.receive = .body }
             let deliverHead = setup.streamsResponse && !attempt.headDelivered

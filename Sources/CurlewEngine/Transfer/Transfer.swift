@@ -45,9 +45,6 @@ final class Transfer: @unchecked Sendable, DeadlineHeapMember {
     var headerListWithoutCredentials: UnsafeMutablePointer<curl_slist>?
     /// The header fields only a proxy gets (``HTTPFields/forEachProxyHeaderLine(_:)``); nil when there are none.
     var proxyHeaderList: UnsafeMutablePointer<curl_slist>?
-    /// The first `Location` of the head being read (the one libcurl follows), kept only for a request with
-    /// ``proxyHeaderList``: the machine decides at the head's end whether the redirect takes the list off.
-    var location: String?
 
     // Appended to from libcurl's callbacks, a few times per request. Only the loop touches them and no access
     // overlaps another (a callback never re-enters the transfer), so the runtime's exclusivity check is skipped.
@@ -192,7 +189,6 @@ final class Transfer: @unchecked Sendable, DeadlineHeapMember {
                 if rawHeaders.capacity == 0 { rawHeaders.reserveCapacity(512) }
             }
             if currentRequestNotesHTTP1Connection, let easy { noteHTTP1Connection(easy) }
-            location = nil
             recordActivity()
         case .endOfBlock:
             recordActivity()
@@ -201,9 +197,7 @@ final class Transfer: @unchecked Sendable, DeadlineHeapMember {
                 let value = HeaderLine.contentEncodingValue(line)
                 contentEncodingField = contentEncodingField.map { $0 + "," + value } ?? value
             }
-        case .location:
-            if proxyHeaderList != nil, location == nil { location = HeaderLine.locationValue(line) }
-        case .contentLength, .transferEncoding, .otherField:
+        case .contentLength, .transferEncoding, .location, .otherField:
             break
         }
         switch stateMachine.headerLineReceived(kind) {
@@ -234,8 +228,7 @@ final class Transfer: @unchecked Sendable, DeadlineHeapMember {
             readingContentEncoding
             ? contentEncodingField.map { ResponseCoding(fieldValue: $0) } ?? .identity : .identity
         let action = stateMachine.headEnded(
-            status: status, isContentEncoded: coding != .identity, location: location,
-            requestURL: location != nil ? request.transferURL : "", now: core?.clock.now ?? monotonicNanoseconds())
+            status: status, isContentEncoded: coding != .identity, now: core?.clock.now ?? monotonicNanoseconds())
         // Any head that is not interim may be followed by a body libcurl delivers: a 3xx it does not follow (no
         // Location, or redirects not followed), a 417 not ours. For a redirect libcurl follows, the decoding never
         // sees a byte.
@@ -252,8 +245,7 @@ final class Transfer: @unchecked Sendable, DeadlineHeapMember {
         case .resumeSend:
             loop?.unpause(self, .send)
             return true
-        case .redirectFollowed(let resumeSend, let withholdProxyHeaderLines):
-            if withholdProxyHeaderLines { _ = curlew_easy_setopt_slist(easy.raw, CURLOPT_PROXYHEADER, nil) }
+        case .redirectFollowed(let resumeSend):
             waitsForConnectionAgain()
             // The machine's connection deadline may now come before the one the loop's heap holds.
             core?.deadlineMayBeEarlier(for: self)
@@ -364,6 +356,16 @@ final class Transfer: @unchecked Sendable, DeadlineHeapMember {
         self.easy?.isConfiguredForPlainGET = false
     }
 
+    /// A socket opens for a request with proxy fields: a redirect hop to another origin goes without them from
+    /// here, before a proxy's CONNECT is written on it (``TransferStateMachine/connectionOpening(redirectTarget:requestURL:)``).
+    fileprivate func connectionOpening() {
+        guard let easy, easy.info(CURLINFO_REDIRECT_COUNT) > 0,
+            stateMachine.connectionOpening(
+                redirectTarget: easy.info(string: CURLINFO_EFFECTIVE_URL), requestURL: request.transferURL)
+        else { return }
+        _ = curlew_easy_setopt_slist(easy.raw, CURLOPT_PROXYHEADER, nil)
+    }
+
     /// Swaps in the header list without credentials, and takes the proxy's list off. libcurl reads the lists when
     /// it writes the request, right after the pre-request callback; it keeps them for the later requests of the
     /// transfer.
@@ -438,6 +440,7 @@ let transferSocketOptionCallback: curl_sockopt_callback = { userdata, socket, _ 
         transfer.openedSockets.opened(socket)
         transfer.connectionAttemptStarted = true
         transfer.core?.connectionBook.opened(socket, origin: transfer.originKey)
+        if transfer.proxyHeaderList != nil { transfer.connectionOpening() }
     }
     return CURL_SOCKOPT_OK
 }
