@@ -26,8 +26,10 @@ public final class HoldingProxy: Sendable {
     ///   - hold: a Python regular expression searched in `"METHOD TARGET"` of each request.
     ///   - honouringIdempotencyKeys: keeps the first 2xx response per `Idempotency-Key` and answers a repeat of the
     ///     key with it without forwarding it (logged `replayed KEY`): the store side of the IETF httpapi draft.
+    ///   - holdingEveryMatch: holds every matching write the upstream answered 2xx, not only the first (each logged
+    ///     `stored …`), so a client with several connections cannot go on past the held one on another.
     public static func start(
-        upstreamPort: Int, hold: String, honouringIdempotencyKeys: Bool = false
+        upstreamPort: Int, hold: String, honouringIdempotencyKeys: Bool = false, holdingEveryMatch: Bool = false
     ) async throws -> HoldingProxy {
         let directory = try TemporaryDirectory.make(prefix: "curlew-hold-proxy")
         let markerPath = directory + "/marker.log"
@@ -39,7 +41,8 @@ public final class HoldingProxy: Sendable {
             program: [
                 "{python}", ServerScripts.directory + "/hold_proxy.py", "{fd0}", String(upstreamPort), markerPath, hold,
             ]
-                + (honouringIdempotencyKeys ? ["--idempotency"] : []),
+                + (honouringIdempotencyKeys ? ["--idempotency"] : [])
+                + (holdingEveryMatch ? ["--hold-every-match"] : []),
             listen: 1,
             stderrPath: directory + "/stderr.log",
             cleanupDirectory: directory

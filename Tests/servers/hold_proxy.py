@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A reverse proxy that makes "the server stored it, the client never heard" happen on purpose.
 
-Usage: hold_proxy.py {fd0} UPSTREAM_PORT MARKER_FILE HOLD_REGEX [--idempotency]
+Usage: hold_proxy.py {fd0} UPSTREAM_PORT MARKER_FILE HOLD_REGEX [--idempotency] [--hold-every-match]
 
 HTTP/1.1 on the listening descriptor the supervisor bound on 127.0.0.1. Every request is read whole (Content-Length
 or chunked; an `Expect: 100-continue` is answered here) and sent to 127.0.0.1:UPSTREAM_PORT with its headers as they
@@ -11,6 +11,9 @@ came (Host included, so SigV4 signatures still verify). Then:
     appended to MARKER_FILE and the response is never sent: the connection is held until the client goes away
     (or 10 minutes pass). A test waits for the line and kills the client at exactly that moment.
   * otherwise the upstream's response is passed on (with a Content-Length body).
+
+--hold-every-match holds every request that matches HOLD_REGEX and is answered 2xx, not only the first (each logged
+"stored METHOD TARGET"): a client with several connections then cannot go on past the held writes on another one.
 
 --idempotency makes the proxy the store's Idempotency-Key layer (draft-ietf-httpapi-idempotency-key-header): the
 first 2xx response to a key is kept, and a request that repeats the key is answered with it, never forwarded, and
@@ -70,7 +73,7 @@ class Proxy(socketserver.ThreadingMixIn, socketserver.TCPServer):
     allow_reuse_address = True
 
 
-def make_handler(upstream_port, marker_path, hold, idempotency):
+def make_handler(upstream_port, marker_path, hold, idempotency, every_match):
     marker_lock = threading.Lock()
     replies = {}
     held = threading.Event()
@@ -113,7 +116,7 @@ def make_handler(upstream_port, marker_path, hold, idempotency):
                     if idempotency and key is not None and 200 <= response.status < 300:
                         replies[key] = reply
                     with marker_lock:
-                        hold_this = 200 <= response.status < 300 and not held.is_set() and bool(
+                        hold_this = 200 <= response.status < 300 and (every_match or not held.is_set()) and bool(
                             hold.search(f"{method} {target}"))
                         if hold_this:
                             held.set()
@@ -136,9 +139,10 @@ def make_handler(upstream_port, marker_path, hold, idempotency):
 def main():
     fd, upstream_port, marker_path, hold = sys.argv[1:5]
     idempotency = "--idempotency" in sys.argv[5:]
+    every_match = "--hold-every-match" in sys.argv[5:]
     listener = socket.socket(fileno=int(fd))
-    server = Proxy(listener.getsockname(), make_handler(int(upstream_port), marker_path, re.compile(hold), idempotency),
-                   bind_and_activate=False)
+    handler = make_handler(int(upstream_port), marker_path, re.compile(hold), idempotency, every_match)
+    server = Proxy(listener.getsockname(), handler, bind_and_activate=False)
     server.socket.close()
     server.socket = listener
     server.serve_forever()
