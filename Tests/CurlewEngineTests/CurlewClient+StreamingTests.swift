@@ -135,8 +135,10 @@ struct CurlewClientStreamingTests {
     func cancellingTheReaderEndsTheTransfer(loop: CurlewClient.Configuration.EventLoopKind) async throws {
         try await withLoopbackServer { server in
             try await withClient(loop) { client in
+                // The body's one chunk comes after 10 minutes: the reader cannot have read it all before it is
+                // cancelled, however long the test process stalls (a 10 s body once could, on CI).
                 let response = try await client.stream(
-                    try CurlewRequest(url: "\(server.baseURL)/fault/slow-body?chunks=100&interval_ms=100"))
+                    try CurlewRequest(url: "\(server.baseURL)/fault/slow-body?chunks=1&interval_ms=600000"))
                 let reader = Task {
                     var total = 0
                     for try await chunk in response.body { total += chunk.count }
@@ -364,12 +366,17 @@ struct CurlewClientStreamingTests {
         let directory = try TemporaryDirectory()
         try await withLoopbackServer { server in
             try await withClient(loop) { client in
+                // The body's one chunk comes after 10 minutes: the download cannot end before it is cancelled,
+                // however long the test process stalls (a 5 s body once could, on CI).
                 let download = Task {
                     try await client.download(
-                        try CurlewRequest(url: "\(server.baseURL)/fault/slow-body?chunks=100&interval_ms=50"),
+                        try CurlewRequest(url: "\(server.baseURL)/fault/slow-body?chunks=1&interval_ms=600000"),
                         to: directory.path + "/download.bin")
                 }
-                try await waitUntil(timeout: .seconds(30)) { (try? directory.entries().count) == 1 }
+                // Cancelled while the body is awaited: the partial file exists and the server has the request.
+                try await waitUntil(timeout: .seconds(30)) {
+                    (try? directory.entries().count) == 1 && server.requestsServed >= 1
+                }
                 download.cancel()
                 let outcome = await download.result
                 #expect(throws: CancellationError.self) { try outcome.get() }
