@@ -1,4 +1,5 @@
 import CurlewS3
+import CurlewTestSupport
 import Foundation
 import Testing
 
@@ -132,14 +133,16 @@ import Testing
             dropped = journal
         }
         // The sync task holds the journal for the instant of a sync every 100 ms, so the last release may be its.
-        let deadline = ContinuousClock.now + .seconds(2)
-        while dropped != nil, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+        // Each wait is bounded on its own (one 2 s deadline for both was once spent by a stall of the test process).
+        try await waitUntil(timeout: .seconds(2), pollInterval: .milliseconds(5), "the dropped journal to be freed") {
+            dropped == nil
+        }
         #expect(dropped == nil)
         // Its deinit may still be closing the descriptor on the sync task's thread.
         var reopened: UploadJournal?
-        while reopened == nil, ContinuousClock.now < deadline {
+        try await waitUntil(timeout: .seconds(2), pollInterval: .milliseconds(5), "the journal to open again") {
             reopened = try? UploadJournal(path: path)
-            if reopened == nil { try await Task.sleep(for: .milliseconds(5)) }
+            return reopened != nil
         }
         #expect(reopened != nil)
         reopened?.finish()
