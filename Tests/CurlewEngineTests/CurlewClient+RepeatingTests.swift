@@ -286,11 +286,15 @@ struct CurlewClientRepeatingTests {
     func aFailedRequestIsReportedAndTheNextOneGoesOut(loop: CurlewClient.Configuration.EventLoopKind) async throws {
         try await withWireScriptServer({ request in
             switch request.target {
-            case "/stall": [.wait(milliseconds: 3_000), .response(body: "late")]
+            // Answered only once the test has seen the outcomes: a 3 s wait once ended in a stall of the test
+            // process on CI, before the idle timeout was acted on.
+            case "/stall": [.mark("stalled"), .waitForRelease("stalled"), .response(body: "late")]
             case "/reset": [.reset]
             default: [.response(body: Self.echo(request))]
             }
         }) { server in
+            // Once the outcomes are in (or the test failed), so that no script is left waiting.
+            defer { server.release("stalled") }
             var stall = try CurlewRequest(url: "\(server.baseURL)/stall")
             stall.timeouts.idle = .milliseconds(300)
             let requests = [
