@@ -32,7 +32,7 @@ public func waitUntil(
     }
 }
 
-/// Runs `operation`, but returns control after `timeout` even if it never finishes.
+/// Runs `operation`, but returns control after `timeout` (times ``waitStallAllowance``) even if it never finishes.
 ///
 /// Unlike a task group, this does not wait for an operation that ignores cancellation, so a
 /// hung request (e.g. against `/fault/never-answer`) fails the test instead of hanging it.
@@ -42,6 +42,7 @@ public func withTimeout<T: Sendable>(
     _ description: String = "operation",
     operation: @escaping @Sendable () async throws -> T
 ) async throws -> T {
+    let allowed = timeout * waitStallAllowance
     let race = TimeoutRace<T>()
     return try await withTaskCancellationHandler {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
@@ -56,8 +57,8 @@ public func withTimeout<T: Sendable>(
                 race.finish(with: result)
             }
             let timer = Task {
-                try? await Task.sleep(for: timeout)
-                race.finish(with: .failure(TestSupportError("\(description) did not finish within \(timeout)")))
+                try? await Task.sleep(for: allowed)
+                race.finish(with: .failure(TestSupportError("\(description) did not finish within \(allowed)")))
             }
             race.attach(worker: worker, timer: timer)
         }
