@@ -312,6 +312,14 @@ struct CurlewClientConnectionReuseTests {
                             "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n"
                                 .utf8))
                 ]
+            case "/both-split":
+                // A field whose name starts like a status line is a field to libcurl: it starts no new head.
+                [
+                    .send(
+                        Array(
+                            "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nHTTP/1.1: 200\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n"
+                                .utf8))
+                ]
             case "/list":
                 [.send(Array("HTTP/1.1 200 OK\r\nContent-Length: 5, 5\r\n\r\nhello".utf8))]
             default:
@@ -320,7 +328,7 @@ struct CurlewClientConnectionReuseTests {
         }
         try await withWireScriptServer(script) { server in
             try await withClient(loop) { client in
-                for path in ["/conflicting", "/both"] {
+                for path in ["/conflicting", "/both", "/both-split"] {
                     let error = await caughtError {
                         _ = try await client.execute(try CurlewRequest(url: "\(server.baseURL)\(path)"))
                     }

@@ -13,6 +13,7 @@ struct HeaderLineTests {
         #expect(Self.classify("HTTP/2 200 \r\n") == .statusLine)
         #expect(Self.classify("\r\n") == .endOfBlock)
         #expect(Self.classify("\n") == .endOfBlock)
+        #expect(Self.classify("X\n") == .otherField, "a short field ends no block")
         #expect(Self.classify("Host: x\r\n") == .otherField)
     }
 

@@ -20,7 +20,12 @@ enum HeaderLine: Equatable {
     @inline(__always)
     static func classify(_ line: UnsafeRawBufferPointer) -> HeaderLine {
         let count = line.count
-        if count <= 2 { return .endOfBlock }
+        if count <= 2 {
+            // Only an empty line ends a block; a short field (`X\n`, which libcurl 7.88 passes on) does not.
+            let last = line[count - 1]
+            let empty = last == UInt8(ascii: "\n") && (count == 1 || line[0] == UInt8(ascii: "\r"))
+            return empty ? .endOfBlock : .otherField
+        }
         let first = line[0] | 0x20
         if first == UInt8(ascii: "h"), count >= 5, line[0] == UInt8(ascii: "H"), line[1] == UInt8(ascii: "T"),
             line[2] == UInt8(ascii: "T"), line[3] == UInt8(ascii: "P"), line[4] == UInt8(ascii: "/")

@@ -36,6 +36,7 @@ extension Transfer {
     func prepareRetry(_ easy: EasyHandle) -> Bool {
         if let openedBody, openedBody.rewind(to: 0) != nil { return false }
         rawHeaders.removeAll(keepingCapacity: true)
+        headerBlockStarting = true
         responseBody.removeAll(keepingCapacity: true)
         bodyDecoding = nil
         connectionKey = nil

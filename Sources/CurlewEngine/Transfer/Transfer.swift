@@ -52,6 +52,11 @@ final class Transfer: @unchecked Sendable, DeadlineHeapMember {
     @exclusivity(unchecked) var rawHeaders: [UInt8] = []
     /// The current header block's `Content-Encoding` values, joined with commas; read only when decompression is on.
     var contentEncodingField: String?
+    /// Whether the next header line starts a header block: only such a line is a status line, as libcurl reads it.
+    /// A field named `HTTP/1.1` inside a block is a field, and must not start a new block whose framing the
+    /// engine would check afresh (it hid a `Transfer-Encoding` after a `Content-Length`). Set again whenever a
+    /// request starts over.
+    var headerBlockStarting = true
     /// The final response's content decoding, when its head names a coding (decompression on): the body passes
     /// through it on its way to the sink.
     var bodyDecoding: ResponseBodyDecoding?
@@ -178,7 +183,15 @@ final class Transfer: @unchecked Sendable, DeadlineHeapMember {
     func receiveHeaderLine(_ data: UnsafeMutablePointer<CChar>?, count: Int) -> Int {
         guard count > 0, let data else { return count }
         let line = UnsafeRawBufferPointer(start: data, count: count)
-        let kind = HeaderLine.classify(line)
+        var kind = HeaderLine.classify(line)
+        switch kind {
+        case .statusLine where !headerBlockStarting:
+            kind = .otherField
+        case .endOfBlock:
+            headerBlockStarting = true
+        default:
+            headerBlockStarting = false
+        }
         switch kind {
         case .statusLine:
             // A new status line starts a new header block (100 Continue, redirects): keep only the last.

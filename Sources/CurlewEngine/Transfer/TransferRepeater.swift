@@ -134,6 +134,7 @@ extension Transfer {
         libcurlHasTheRequest = false
         // Usually empty already (no head is kept, a discarded body is not stored): emptying an empty array is a call.
         if !rawHeaders.isEmpty { rawHeaders.removeAll(keepingCapacity: true) }
+        headerBlockStarting = true
         if !responseBody.isEmpty { responseBody.removeAll(keepingCapacity: true) }
         openedSockets.forget()
         connectionKey = nil
