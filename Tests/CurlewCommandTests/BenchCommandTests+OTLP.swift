@@ -22,7 +22,7 @@ extension BenchCommandTests {
                 "--otlp", receiver.baseURL, "--otlp-interval", "200ms",
             ],
             environment: ["OTEL_EXPORTER_OTLP_HEADERS": "Authorization=Bearer hunter3", "OTEL_LOG_LEVEL": "trace"])
-        defer { if running.isRunning { running.signal(SIGKILL) } }
+        defer { running.signal(SIGKILL) }
         try await server.waitUntilTheFirstRequestIsHeld()
         try await waitUntil(timeout: .seconds(20), "an export while the run goes") {
             try receiver.exports().contains {

@@ -1,5 +1,6 @@
 import CurlewTestSupport
 import Foundation
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -98,6 +99,9 @@ final class RunningCommand: Sendable {
     let directory: String
     let stdoutPath: String
     let stderrPath: String
+    /// Set once `finish` has reaped the process: its PID may then belong to another process, which no signal or
+    /// look at `/proc` may reach.
+    private let reaped = Mutex(false)
 
     init(pid: pid_t, directory: String, stdoutPath: String, stderrPath: String) {
         self.pid = pid
@@ -106,12 +110,15 @@ final class RunningCommand: Sendable {
         self.stderrPath = stderrPath
     }
 
+    /// Sends `signal`, unless the process has been reaped (so a `defer` may kill it whatever happened).
     func signal(_ signal: Int32) {
+        guard !reaped.withLock({ $0 }) else { return }
         kill(pid, signal)
     }
 
     /// Whether the process is still running (it is not reaped here, so `finish` still gets its status).
     var isRunning: Bool {
+        guard !reaped.withLock({ $0 }) else { return false }
         // The state letter follows the command name's closing parenthesis; Z is an exited, unreaped child.
         guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
             let close = stat.lastIndex(of: ")")
@@ -131,9 +138,11 @@ final class RunningCommand: Sendable {
             try await waitUntil(timeout: timeout, pollInterval: .milliseconds(5), "curlew to exit") {
                 waitpid(self.pid, &rawStatus, WNOHANG) == self.pid
             }
+            reaped.withLock { $0 = true }
         } catch {
             kill(pid, SIGKILL)
             _ = waitpid(pid, &rawStatus, 0)
+            reaped.withLock { $0 = true }
             throw TestSupportError("curlew did not exit within \(timeout); stderr:\n\(currentStderr)")
         }
         let output = CommandOutput(

@@ -142,6 +142,7 @@ import Musl
         let first = try CurlewBinary.start([
             "upload", tree.root, proxied, "--journal", journal, "--concurrency", "4", "--no-progress",
         ])
+        defer { first.signal(SIGKILL) }
         try await waitUntil(timeout: .seconds(30), "the proxy to hold the last file's write") {
             proxy.markers().contains { $0.hasPrefix("stored ") } || !first.isRunning
         }

@@ -806,6 +806,7 @@ import Musl
             defer { proxy.stop() }
             let running = try CurlewBinary.start(
                 ["upload"] + arguments + ["--endpoint", proxy.baseURL], environment: environment)
+            defer { running.signal(SIGKILL) }
             try await waitUntil(timeout: .seconds(120), "the proxy to hold a part after part \(target)") {
                 proxy.markers().contains { $0.hasPrefix("stored ") } || !running.isRunning
             }

@@ -344,6 +344,42 @@ struct CurlewClientConnectionReuseTests {
             }
         }
     }
+
+    /// A redirect's head ends where libcurl ends it, and its body may end in trailers that no empty line follows:
+    /// the next hop's status line still starts a head of its own, whose framing and fields are the final response's
+    /// alone.
+    @Test(arguments: allLoops)
+    func theHeadAfterARedirectWithTrailersOrAnOddEndIsTheFinalResponsesOwn(
+        loop: CurlewClient.Configuration.EventLoopKind
+    ) async throws {
+        let script: @Sendable (WireRequest) -> [WireStep] = { request in
+            switch request.target {
+            case "/trailers":
+                [
+                    .send(
+                        Array(
+                            "HTTP/1.1 302 Found\r\nLocation: /final\r\nTransfer-Encoding: chunked\r\nX-Hop: 1\r\n\r\n3\r\nabc\r\n0\r\nX-Trailer: t\r\n\r\n"
+                                .utf8))
+                ]
+            case "/odd-end":
+                // libcurl ends a head at any line led by CR.
+                [.send(Array("HTTP/1.1 302 Found\r\nLocation: /final\r\nContent-Length: 0\r\nX-Hop: 1\r\n\rX\n".utf8))]
+            default:
+                [.send(Array("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok".utf8))]
+            }
+        }
+        try await withWireScriptServer(script) { server in
+            try await withClient(loop) { client in
+                for path in ["/trailers", "/odd-end"] {
+                    let response = try await client.execute(try CurlewRequest(url: "\(server.baseURL)\(path)"))
+                    #expect(response.status == .ok && response.text == "ok", "\(path)")
+                    let names = response.headerFields.map(\.name.rawName)
+                    #expect(names == ["Content-Length"], "\(path): \(names)")
+                }
+            }
+            #expect(server.requests.map(\.target) == ["/trailers", "/final", "/odd-end", "/final"])
+        }
+    }
 }
 
 /// The engine's credential rule over every redirect status: credentials reach only the request's origin.

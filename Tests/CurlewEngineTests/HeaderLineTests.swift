@@ -14,6 +14,8 @@ struct HeaderLineTests {
         #expect(Self.classify("\r\n") == .endOfBlock)
         #expect(Self.classify("\n") == .endOfBlock)
         #expect(Self.classify("X\n") == .otherField, "a short field ends no block")
+        #expect(Self.classify("\rX\n") == .endOfBlock, "libcurl ends a head at any line led by CR or LF")
+        #expect(Self.classify("\r\r\n") == .endOfBlock)
         #expect(Self.classify("Host: x\r\n") == .otherField)
     }
 

@@ -20,28 +20,28 @@ enum HeaderLine: Equatable {
     @inline(__always)
     static func classify(_ line: UnsafeRawBufferPointer) -> HeaderLine {
         let count = line.count
-        if count <= 2 {
-            // Only an empty line ends a block; a short field (`X\n`, which libcurl 7.88 passes on) does not.
-            let last = line[count - 1]
-            let empty = last == UInt8(ascii: "\n") && (count == 1 || line[0] == UInt8(ascii: "\r"))
-            return empty ? .endOfBlock : .otherField
-        }
-        let first = line[0] | 0x20
-        if first == UInt8(ascii: "h"), count >= 5, line[0] == UInt8(ascii: "H"), line[1] == UInt8(ascii: "T"),
+        guard count > 0 else { return .endOfBlock }
+        // libcurl's rule: a line whose first byte is CR or LF ends the head (`\rX\n` too); a short field such as
+        // `X\n` does not.
+        let first = line[0]
+        if first == UInt8(ascii: "\r") || first == UInt8(ascii: "\n") { return .endOfBlock }
+        if count <= 2 { return .otherField }
+        let lowered = first | 0x20
+        if lowered == UInt8(ascii: "h"), count >= 5, line[0] == UInt8(ascii: "H"), line[1] == UInt8(ascii: "T"),
             line[2] == UInt8(ascii: "T"), line[3] == UInt8(ascii: "P"), line[4] == UInt8(ascii: "/")
         {
             return .statusLine
         }
-        if first == UInt8(ascii: "c") {
+        if lowered == UInt8(ascii: "c") {
             if hasNamePrefix(line, contentLengthName) {
                 return .contentLength(parseLength(line, from: contentLengthName.utf8CodeUnitCount))
             }
             if hasNamePrefix(line, contentEncodingName) { return .contentEncoding }
         }
-        if first == UInt8(ascii: "t"), hasNamePrefix(line, transferEncodingName) {
+        if lowered == UInt8(ascii: "t"), hasNamePrefix(line, transferEncodingName) {
             return .transferEncoding
         }
-        if first == UInt8(ascii: "l"), hasNamePrefix(line, locationName), hasValue(line, from: locationName) {
+        if lowered == UInt8(ascii: "l"), hasNamePrefix(line, locationName), hasValue(line, from: locationName) {
             return .location
         }
         return .otherField

@@ -54,8 +54,9 @@ final class Transfer: @unchecked Sendable, DeadlineHeapMember {
     var contentEncodingField: String?
     /// Whether the next header line starts a header block: only such a line is a status line, as libcurl reads it.
     /// A field named `HTTP/1.1` inside a block is a field, and must not start a new block whose framing the
-    /// engine would check afresh (it hid a `Transfer-Encoding` after a `Content-Length`). Set again whenever a
-    /// request starts over.
+    /// engine would check afresh (it hid a `Transfer-Encoding` after a `Content-Length`). Set again before every
+    /// request libcurl writes (a redirect's body may end in trailers, which no empty line follows) and every socket
+    /// it opens (a proxy's CONNECT answer comes first), and when the request starts over.
     var headerBlockStarting = true
     /// The final response's content decoding, when its head names a coding (decompression on): the body passes
     /// through it on its way to the sink.
@@ -279,6 +280,7 @@ final class Transfer: @unchecked Sendable, DeadlineHeapMember {
     /// whether the connection is refused before anything is written (the bytes belong to no request of ours) and
     /// whether a redirect that left the request's origin goes out without its credentials.
     func requestStarting(connection key: Int, localPort: Int32) -> Int32 {
+        headerBlockStarting = true
         connectionKey = key
         currentRequestHasConnection = true
         guard let easy else { return CURL_PREREQFUNC_OK }
@@ -451,6 +453,7 @@ let transferPrereqCallback: curlew_prereq_callback = { userdata, remoteAddress, 
 let transferSocketOptionCallback: curl_sockopt_callback = { userdata, socket, _ in
     withTransfer(userdata) { transfer in
         transfer.openedSockets.opened(socket)
+        transfer.headerBlockStarting = true
         transfer.connectionAttemptStarted = true
         transfer.core?.connectionBook.opened(socket, origin: transfer.originKey)
         if transfer.proxyHeaderList != nil { transfer.connectionOpening() }
