@@ -283,8 +283,9 @@ struct TransferStateMachine: Sendable, Equatable {
     enum RequestStartAction: Sendable, Equatable {
         /// Write the request.
         case proceed
-        /// Write the request without the credential fields, and take the proxy's fields off if the head did not:
-        /// a redirect left the request's origin. libcurl reads the header list right after the callback.
+        /// Write the request without the credential fields, and take the proxy's fields off if opening the hop's
+        /// socket did not (a pooled connection): a redirect left the request's origin. libcurl reads the header list
+        /// right after the callback.
         case proceedWithoutCredentials
         /// Refuse this connection (`CURL_PREREQFUNC_ABORT`); the completion then retries on a fresh one.
         case abandonConnection
