@@ -12,27 +12,26 @@ extension BenchCommandTests {
         defer { receiver.stop() }
         // The server holds the run's first request, so the run goes on until the test has seen an export while it
         // goes.
-        let server = try await WireScriptServer.startHoldingTheFirstRequest()
-        defer { server.releaseTheFirstRequest() }
-        // Credentials in OTEL_EXPORTER_OTLP_HEADERS reach the collector and no log, even at swift-otel's most
-        // talkative level, where it logs every variable it applies.
-        let running = try CurlewBinary.start(
-            [
-                "bench", server.baseURL + "/small", "-n", "1500", "--rate", "1000", "-c", "8", "--json",
-                "--otlp", receiver.baseURL, "--otlp-interval", "200ms",
-            ],
-            environment: ["OTEL_EXPORTER_OTLP_HEADERS": "Authorization=Bearer hunter3", "OTEL_LOG_LEVEL": "trace"])
-        defer { running.signal(SIGKILL) }
-        try await server.waitUntilTheFirstRequestIsHeld()
-        try await waitUntil(timeout: .seconds(20), "an export while the run goes") {
-            try receiver.exports().contains {
-                $0.total("curlew.bench.running") == 1 && $0.total("curlew.bench.requests") > 0
+        let (output, served) = try await withWireScriptServer(WireScriptServer.holdingTheFirstRequest()) { server in
+            defer { server.releaseTheFirstRequest() }
+            // Credentials in OTEL_EXPORTER_OTLP_HEADERS reach the collector and no log, even at swift-otel's most
+            // talkative level, where it logs every variable it applies.
+            let running = try CurlewBinary.start(
+                [
+                    "bench", server.baseURL + "/small", "-n", "1500", "--rate", "1000", "-c", "8", "--json",
+                    "--otlp", receiver.baseURL, "--otlp-interval", "200ms",
+                ],
+                environment: ["OTEL_EXPORTER_OTLP_HEADERS": "Authorization=Bearer hunter3", "OTEL_LOG_LEVEL": "trace"])
+            defer { running.signal(SIGKILL) }
+            try await server.waitUntilTheFirstRequestIsHeld()
+            try await waitUntil(timeout: .seconds(20), "an export while the run goes") {
+                try receiver.exports().contains {
+                    $0.total("curlew.bench.running") == 1 && $0.total("curlew.bench.requests") > 0
+                }
             }
+            server.releaseTheFirstRequest()
+            return (try await running.finish(), server.requests.count)
         }
-        server.releaseTheFirstRequest()
-        let output = try await running.finish()
-        let served = server.requests.count
-        try await server.shutdown()
         #expect(output.status == 0, "\(output.stderr)")
         let json = try output.json()
         let requests = try #require(json["requests"] as? Int)

@@ -114,8 +114,6 @@ import Testing
     }
 
     static let uploadFileCount = 10_000
-    /// Files each shard starts per second (EXTRA_ARGS='--rate …'): slow enough that shard 1 is killed mid-run.
-    static let uploadRate = 600
 
     @Test func fourUploadShardsSendEveryFileOnceThroughAKilledAndRequeuedShard() async throws {
         let cluster = try await SlurmCluster.shared()
@@ -131,34 +129,45 @@ import Testing
         let names = Set(files.map(\.name))
         #expect(names.count == Self.uploadFileCount)
 
+        let killed = ShardAssignment(index: 1, count: Self.shards)
+        let killedShardNames = files.map(\.name).filter { killed.owns(relativePath: $0) }
+        let killedShardFiles = killedShardNames.count
+        // Every shard sends through a proxy to nginx. Once a quarter of shard 1's files are stored, the proxy holds
+        // shard 1's next writes: stored, never answered. So shard 1 stops mid-run with writes in flight, however
+        // slow the machine (a paced run ended before its kill once the kill came late), and the other shards go on.
+        let proxy = try await HoldingProxy.start(
+            upstreamPort: nginx.httpPort, hold: "^PUT ", holdingEveryMatch: true,
+            onlyPaths: Set(killedShardNames.map { target.pathPrefix + $0 }), passingFirst: killedShardFiles / 4)
+        defer { proxy.stop() }
+
         let curlew = try CurlewBinary.path()
         let folder = try cluster.makeJobDirectory("upload-run")
         let (array, merge, printed) = try await DeployManifestTests.launch(
             "upload.sbatch",
             environment: [
-                "CURLEW": curlew, "SOURCE": tree.root, "DEST": target.url, "CONCURRENCY": "4",
+                "CURLEW": curlew, "SOURCE": tree.root, "DEST": proxy.baseURL + target.pathPrefix, "CONCURRENCY": "4",
                 "SHARDS": String(Self.shards),
-                "EXTRA_ARGS": "--rate \(Self.uploadRate)",
             ], in: folder, on: cluster)
         let outputDirectory = "\(folder)/curlew-upload-\(array)"
         // upload.sbatch's default JOURNAL; curlew makes it one journal per shard.
         func journal(_ index: Int) -> String { "\(outputDirectory)/upload.journal.shard-\(index)-of-\(Self.shards)" }
-        let killed = ShardAssignment(index: 1, count: Self.shards)
-        let killedShardFiles = files.filter { killed.owns(relativePath: $0.name) }.count
 
-        // Shard 1 is killed with SIGKILL (as the OOM killer or a lost node would) once its journal holds a quarter of its files.
+        // Shard 1 is killed with SIGKILL (as the OOM killer or a lost node would) once its journal holds the quarter
+        // the proxy let through and the proxy holds a write of it.
         do {
             try await waitUntil(
                 timeout: .seconds(120), pollInterval: .milliseconds(50),
-                "shard 1's journal to record a quarter of its files"
+                "shard 1's journal to record a quarter of its files and the proxy to hold its next write"
             ) {
-                ((try? journaledPaths(journal(1)).count) ?? 0) >= killedShardFiles / 4
+                ((try? journaledPaths(journal(1)).count) ?? 0) >= killedShardFiles / 4 && proxy.storedCount() > 0
             }
         } catch {
             await Self.stopShards(of: array, merge: merge, on: cluster)
             throw error
         }
+        let heldAtKill = proxy.storedCount()
         try await cluster.cancel(jobID: array, arrayTask: 1, signal: "KILL", batchStep: true)
+        try proxy.stopHolding()
         let afterKill = try await Self.waitForShards(of: array, merge: merge, on: cluster, timeout: .seconds(180))
         #expect(afterKill.map(\.arrayTaskIndex) == [0, 1, 2, 3])
         #expect([0, 2, 3].allSatisfy { afterKill[$0].state == "COMPLETED" }, "\(cluster.describe(afterKill))")
@@ -166,7 +175,8 @@ import Testing
         let journaledBeforeRerun = try journaledPaths(journal(1)).count
         let inFlightAtKill = try inFlightPaths(journal(1))
         #expect(inFlightAtKill.count <= 4, "at most CONCURRENCY files in flight: \(inFlightAtKill)")
-        #expect(journaledBeforeRerun < killedShardFiles, "shard 1 was killed after it had sent everything")
+        #expect(journaledBeforeRerun == killedShardFiles / 4, "the proxy let a quarter of shard 1's files through")
+        #expect(inFlightAtKill.count >= heldAtKill, "held writes are in flight: \(inFlightAtKill)")
         #expect(!FileManager.default.fileExists(atPath: "\(outputDirectory)/upload-shard-1-of-\(Self.shards).json"))
 
         // The merge job ran after the array however it ended, and refused the run, naming the missing shard.
@@ -220,6 +230,8 @@ import Testing
             Set(lookedUp.map(\.path)) == inFlightAtKill && lookedUp.count == inFlightAtKill.count,
             "HEAD \(lookedUp), in flight \(inFlightAtKill)")
         #expect(resumed.alreadyThere == lookedUp.filter { (200..<300).contains($0.status) }.count, "\(resumed.text)")
+        // The held writes were stored: the re-run found them there rather than sending them again.
+        #expect(resumed.alreadyThere >= heldAtKill, "\(resumed.text), \(heldAtKill) held")
 
         // On disk: every file once, intact.
         let stored = nginx.scratchDirectory + "/" + target.folder

@@ -131,14 +131,16 @@ struct CurlewClientStreamingTests {
         }
     }
 
+    /// The transfer ends when its reader is cancelled, not when the client shuts down: the server sees its
+    /// connection closed while the client is still running, and nothing is left in flight.
     @Test(arguments: allLoops)
     func cancellingTheReaderEndsTheTransfer(loop: CurlewClient.Configuration.EventLoopKind) async throws {
-        try await withLoopbackServer { server in
+        // A head and 10 of the body's 100 bytes, and then nothing, ever: the reader cannot have read it all before
+        // it is cancelled, however long the test process stalls.
+        let head = "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n0123456789"
+        try await withWireScriptServer({ _ in [.send(Array(head.utf8)), .waitForRelease("never")] }) { server in
             try await withClient(loop) { client in
-                // The body's one chunk comes after 10 minutes: the reader cannot have read it all before it is
-                // cancelled, however long the test process stalls (a 10 s body once could, on CI).
-                let response = try await client.stream(
-                    try CurlewRequest(url: "\(server.baseURL)/fault/slow-body?chunks=1&interval_ms=600000"))
+                let response = try await client.stream(try CurlewRequest(url: "\(server.baseURL)/stalls"))
                 let reader = Task {
                     var total = 0
                     for try await chunk in response.body { total += chunk.count }
@@ -147,6 +149,12 @@ struct CurlewClientStreamingTests {
                 reader.cancel()
                 let outcome = await reader.result
                 #expect(throws: CancellationError.self) { try outcome.get() }
+                try await waitUntil(
+                    timeout: .seconds(20),
+                    "the connection closed at the server (\(server.closedConnectionCount)) and nothing in flight"
+                        + " (\(client.inFlightRequestCount))"
+                ) { server.closedConnectionCount == 1 && client.inFlightRequestCount == 0 }
+                #expect(server.connectionCount == 1)
             }
         }
     }

@@ -17,48 +17,43 @@ import Testing
     @Test func theLastExportHasTheRunsCountsAndEarlierOnesShowTheRunGoing() async throws {
         let receiver = try await OTLPReceiver.start()
         defer { receiver.stop() }
-        let server = try await LoopbackServer.start()
         // The third target holds its first request, so the run goes on until the test has seen an export while it
         // goes (a run of fixed length ended between two exports in CI).
-        let held = try await WireScriptServer.startHoldingTheFirstRequest(body: "held target")
-        var plan = LoadPlan(
-            requests: [
-                try CurlewRequest(url: server.baseURL + "/small"),
-                try CurlewRequest(url: server.baseURL + "/status/503"),
-                try CurlewRequest(url: held.baseURL + "/held"),
-            ], shape: .requests(600))
-        plan.connections = 6
-        plan.progressInterval = nil
-        plan.checks = try ["status in 200-299", "body contains \"no such text\""].map { try LoadCheck($0) }
-        let client = CurlewClient(configuration: plan.clientConfiguration())
-        let load = try LoadTest(plan, client: client)
-        let exporter = try LoadTestOTLPExporter(
-            load, endpoint: receiver.baseURL, exportInterval: .milliseconds(100), attributes: [("run", "otlp-test")])
-        #expect(exporter.endpoint.absoluteString == receiver.baseURL + "/v1/metrics")
-        let group = ServiceGroup(services: [exporter], logger: Logger(label: "test"))
-        let pushing = Task { try await group.run() }
-        let running = Task { try await load.run() }
-        do {
-            try await held.waitUntilTheFirstRequestIsHeld()
-            try await waitUntil(timeout: .seconds(20), "an export while the run goes") {
-                try receiver.exports().contains { export in
-                    export.total("curlew.bench.running") == 1 && export.total("curlew.bench.requests") > 0
+        let (summary, served, heldServed) = try await withLoopbackServer { server in
+            try await withWireScriptServer(WireScriptServer.holdingTheFirstRequest(body: "held target")) { held in
+                var plan = LoadPlan(
+                    requests: [
+                        try CurlewRequest(url: server.baseURL + "/small"),
+                        try CurlewRequest(url: server.baseURL + "/status/503"),
+                        try CurlewRequest(url: held.baseURL + "/held"),
+                    ], shape: .requests(600))
+                plan.connections = 6
+                plan.progressInterval = nil
+                plan.checks = try ["status in 200-299", "body contains \"no such text\""].map { try LoadCheck($0) }
+                let client = CurlewClient(configuration: plan.clientConfiguration())
+                let load = try LoadTest(plan, client: client)
+                let exporter = try LoadTestOTLPExporter(
+                    load, endpoint: receiver.baseURL, exportInterval: .milliseconds(100),
+                    attributes: [("run", "otlp-test")])
+                #expect(exporter.endpoint.absoluteString == receiver.baseURL + "/v1/metrics")
+                let group = ServiceGroup(services: [exporter], logger: Logger(label: "test"))
+                let pushing = Task { try await group.run() }
+                let running = Task { try await load.run() }
+                defer { held.releaseTheFirstRequest() }
+                try await held.waitUntilTheFirstRequestIsHeld()
+                try await waitUntil(timeout: .seconds(20), "an export while the run goes") {
+                    try receiver.exports().contains { export in
+                        export.total("curlew.bench.running") == 1 && export.total("curlew.bench.requests") > 0
+                    }
                 }
+                held.releaseTheFirstRequest()
+                let summary = try await running.value
+                await group.triggerGracefulShutdown()
+                try await pushing.value
+                await client.shutdown()
+                return (summary, server.requestsServed, held.requests.count)
             }
-        } catch {
-            held.releaseTheFirstRequest()
-            throw error
         }
-        held.releaseTheFirstRequest()
-        let summary = try await running.value
-        await group.triggerGracefulShutdown()
-        try await pushing.value
-        await client.shutdown()
-        let served = server.requestsServed
-        let heldServed = held.requests.count
-        try await server.shutdown()
-        try await held.shutdown()
-
         let exports = try receiver.exports()
         let last = try #require(exports.last)
         #expect(exports.allSatisfy { $0.error == nil && $0.path == "/v1/metrics" })

@@ -4,7 +4,8 @@ import Foundation
 /// happen on purpose: a write the upstream answered 2xx but whose response the client never sees. The proxy passes
 /// every other exchange on; for the first request whose `"METHOD TARGET"` matches `hold`, it appends `stored METHOD TARGET`
 /// to ``markerPath`` and holds the response until the client goes away (later ones pass). A test waits for that line
-/// (``waitForStored(_:timeout:)``), then kills the client. Each instance is its own process, stopped by ``stop()``.
+/// (``waitForStored(_:timeout:)``), then kills the client, and lets a re-run through with ``stopHolding()``. Each
+/// instance is its own process, stopped by ``stop()``.
 public final class HoldingProxy: Sendable {
     /// The port the client talks to.
     public let port: Int
@@ -28,21 +29,32 @@ public final class HoldingProxy: Sendable {
     ///     key with it without forwarding it (logged `replayed KEY`): the store side of the IETF httpapi draft.
     ///   - holdingEveryMatch: holds every matching write the upstream answered 2xx, not only the first (each logged
     ///     `stored …`), so a client with several connections cannot go on past the held one on another.
+    ///   - onlyPaths: narrows the matches to requests whose path (percent-decoded, without the query) is one of
+    ///     these: one shard's files among shards that share a destination.
+    ///   - passingFirst: passes this many matching writes before it holds any.
     public static func start(
-        upstreamPort: Int, hold: String, honouringIdempotencyKeys: Bool = false, holdingEveryMatch: Bool = false
+        upstreamPort: Int, hold: String, honouringIdempotencyKeys: Bool = false, holdingEveryMatch: Bool = false,
+        onlyPaths: Set<String>? = nil, passingFirst: Int = 0
     ) async throws -> HoldingProxy {
         let directory = try TemporaryDirectory.make(prefix: "curlew-hold-proxy")
         let markerPath = directory + "/marker.log"
         guard FileManager.default.createFile(atPath: markerPath, contents: nil) else {
             throw TestSupportError("cannot create \(markerPath)")
         }
+        var narrowing: [String] = []
+        if let onlyPaths {
+            let pathsFile = directory + "/only-paths.txt"
+            try onlyPaths.sorted().joined(separator: "\n").write(toFile: pathsFile, atomically: true, encoding: .utf8)
+            narrowing += ["--only-targets", pathsFile]
+        }
+        if passingFirst > 0 { narrowing += ["--pass-first", String(passingFirst)] }
         let process = try await SupervisedProcess.launch(
             name: "holding proxy",
             program: [
                 "{python}", ServerScripts.directory + "/hold_proxy.py", "{fd0}", String(upstreamPort), markerPath, hold,
             ]
                 + (honouringIdempotencyKeys ? ["--idempotency"] : [])
-                + (holdingEveryMatch ? ["--hold-every-match"] : []),
+                + (holdingEveryMatch ? ["--hold-every-match"] : []) + narrowing,
             listen: 1,
             stderrPath: directory + "/stderr.log",
             cleanupDirectory: directory
@@ -65,6 +77,19 @@ public final class HoldingProxy: Sendable {
             markers().contains { $0.hasPrefix("stored ") && $0.contains(fragment) }
         }
         return markers().first { $0.hasPrefix("stored ") && $0.contains(fragment) }!
+    }
+
+    /// The requests held so far (their `stored …` lines).
+    public func storedCount() -> Int {
+        markers().count { $0.hasPrefix("stored ") }
+    }
+
+    /// Holds nothing more from now on (connections already held stay held): the run that follows a killed client
+    /// goes through.
+    public func stopHolding() throws {
+        guard FileManager.default.createFile(atPath: markerPath + ".release", contents: nil) else {
+            throw TestSupportError("cannot create \(markerPath).release")
+        }
     }
 
     /// Stops the proxy (SIGTERM to its supervisor) and waits for it.

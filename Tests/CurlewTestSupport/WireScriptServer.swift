@@ -74,6 +74,8 @@ public final class WireScriptServer: Sendable {
     public var requests: [WireRequest] { shared.state.withLock { $0.requests } }
     /// Connections accepted so far.
     public var connectionCount: Int { shared.state.withLock { $0.connections } }
+    /// Connections closed so far (by either side).
+    public var closedConnectionCount: Int { shared.state.withLock { $0.closedConnections } }
 
     private init(
         group: MultiThreadedEventLoopGroup, channel: any Channel, host: String, port: Int, unixSocketPath: String?,
@@ -171,6 +173,7 @@ public func withWireScriptServer<T>(
 struct WireServerState: Sendable {
     var requests: [WireRequest] = []
     var connections = 0
+    var closedConnections = 0
     var marks: Set<String> = []
     var released: Set<String> = []
     var releaseWaiters: [String: [@Sendable () -> Void]] = [:]
@@ -208,6 +211,7 @@ private final class WireScriptHandler: ChannelInboundHandler {
 
     func channelInactive(context: ChannelHandlerContext) {
         closed = true
+        shared.state.withLock { $0.closedConnections += 1 }
         context.fireChannelInactive()
     }
 
@@ -300,30 +304,53 @@ private final class WireScriptHandler: ChannelInboundHandler {
 }
 
 extension WireScriptServer {
-    private static let firstRequestHeld = "first request held"
-
-    /// Starts a server that answers every request with a 200 and `body`, kept alive, but holds the first request it
-    /// reads (the first on its first connection) until the test calls ``releaseTheFirstRequest()``.
+    /// A script that answers every request with a 200 and `body`, kept alive, but holds the first request it reads
+    /// until the test calls ``releaseTheFirstRequest(withHeader:)``; with `header`, the first request of each value
+    /// of that header is held (the first request of each shard of a run, each shard sending its own value).
     ///
     /// For tests that must see a run while it goes (a live export, a scrape): a run of a fixed length can end
     /// between two looks on a machine that stalls, and fail a right exporter; a held request keeps it going for
-    /// exactly as long as the test needs.
-    public static func startHoldingTheFirstRequest(body: String = "ok") async throws -> WireScriptServer {
-        try await start { request in
+    /// exactly as long as the test needs. Run it with ``withWireScriptServer(isolation:host:unixSocketPath:_:_:)``,
+    /// which shuts the server down however the test ends.
+    public static func holdingTheFirstRequest(
+        body: String = "ok", ofEachValueOf header: String? = nil
+    ) -> @Sendable (WireRequest) -> [WireStep] {
+        let held = HeldGroups()
+        return { request in
             let answer = WireStep.response(body: body)
-            guard request.connection == 0 && request.indexOnConnection == 0 else { return [answer] }
-            return [.mark(firstRequestHeld), .waitForRelease(firstRequestHeld), answer]
+            let group = header.map { request.header($0) ?? "" }
+            guard held.isFirst(of: group ?? "") else { return [answer] }
+            let name = heldMark(header: header, value: group)
+            return [.mark(name), .waitForRelease(name), answer]
         }
     }
 
-    /// Waits (bounded) until a server from ``startHoldingTheFirstRequest(body:)`` holds its first request.
-    public func waitUntilTheFirstRequestIsHeld(timeout: Duration = .seconds(20)) async throws {
-        try await waitForMark(Self.firstRequestHeld, timeout: timeout)
+    /// Waits (bounded) until a server running ``holdingTheFirstRequest(body:ofEachValueOf:)`` holds its first
+    /// request, or with `header`, the first one with that field.
+    public func waitUntilTheFirstRequestIsHeld(
+        withHeader header: (name: String, value: String)? = nil, timeout: Duration = .seconds(20)
+    ) async throws {
+        try await waitForMark(Self.heldMark(header: header?.name, value: header?.value), timeout: timeout)
     }
 
-    /// Lets a server from ``startHoldingTheFirstRequest(body:)`` answer its first request (at once when it reaches it,
-    /// if it has not yet).
-    public func releaseTheFirstRequest() {
-        release(Self.firstRequestHeld)
+    /// Lets a server running ``holdingTheFirstRequest(body:ofEachValueOf:)`` answer its first request, or with
+    /// `header`, the first one with that field (at once when it reaches it, if it has not yet).
+    public func releaseTheFirstRequest(withHeader header: (name: String, value: String)? = nil) {
+        release(Self.heldMark(header: header?.name, value: header?.value))
+    }
+
+    private static func heldMark(header: String?, value: String?) -> String {
+        guard let header else { return "first request held" }
+        return "first request held with \(header.lowercased()): \(value ?? "")"
+    }
+}
+
+/// The groups of requests whose first request a script has already held.
+private final class HeldGroups: Sendable {
+    private let seen = Mutex<Set<String>>([])
+
+    /// Whether this is the first request of `group` (true once per group).
+    func isFirst(of group: String) -> Bool {
+        seen.withLock { $0.insert(group).inserted }
     }
 }

@@ -2,6 +2,7 @@
 """A reverse proxy that makes "the server stored it, the client never heard" happen on purpose.
 
 Usage: hold_proxy.py {fd0} UPSTREAM_PORT MARKER_FILE HOLD_REGEX [--idempotency] [--hold-every-match]
+                     [--only-targets FILE] [--pass-first N]
 
 HTTP/1.1 on the listening descriptor the supervisor bound on 127.0.0.1. Every request is read whole (Content-Length
 or chunked; an `Expect: 100-continue` is answered here) and sent to 127.0.0.1:UPSTREAM_PORT with its headers as they
@@ -15,17 +16,27 @@ came (Host included, so SigV4 signatures still verify). Then:
 --hold-every-match holds every request that matches HOLD_REGEX and is answered 2xx, not only the first (each logged
 "stored METHOD TARGET"): a client with several connections then cannot go on past the held writes on another one.
 
+--only-targets FILE narrows the matches to requests whose path, percent-decoded and without its query, is a line of FILE
+(UTF-8): one shard's files among several shards that share a destination.
+
+--pass-first N passes the first N matches the upstream answered 2xx on, and holds from the next one.
+
+Once the file MARKER_FILE.release exists, nothing more is held (held connections stay held): a re-run that follows the
+killed client goes through.
+
 --idempotency makes the proxy the store's Idempotency-Key layer (draft-ietf-httpapi-idempotency-key-header): the
 first 2xx response to a key is kept, and a request that repeats the key is answered with it, never forwarded, and
 logged as "replayed KEY" in MARKER_FILE.
 """
 
 import http.client
+import os
 import re
 import socket
 import socketserver
 import sys
 import threading
+import urllib.parse
 
 HOLD_LIMIT_SECONDS = 600
 HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "expect", "proxy-connection", "te", "upgrade"}
@@ -73,10 +84,28 @@ class Proxy(socketserver.ThreadingMixIn, socketserver.TCPServer):
     allow_reuse_address = True
 
 
-def make_handler(upstream_port, marker_path, hold, idempotency, every_match):
+def make_handler(upstream_port, marker_path, hold, idempotency, every_match, only_targets, pass_first):
     marker_lock = threading.Lock()
     replies = {}
     held = threading.Event()
+    passed = [0]
+    release_path = marker_path + ".release"
+
+    def matches(method, target):
+        if not hold.search(f"{method} {target}"):
+            return False
+        if only_targets is None:
+            return True
+        return urllib.parse.unquote(target.split("?", 1)[0]) in only_targets
+
+    def should_hold(status, method, target):
+        """Called under marker_lock for each answered request."""
+        if not 200 <= status < 300 or not matches(method, target) or os.path.exists(release_path):
+            return False
+        if passed[0] < pass_first:
+            passed[0] += 1
+            return False
+        return every_match or not held.is_set()
 
     def mark(line):
         with marker_lock, open(marker_path, "a") as marker:
@@ -116,8 +145,7 @@ def make_handler(upstream_port, marker_path, hold, idempotency, every_match):
                     if idempotency and key is not None and 200 <= response.status < 300:
                         replies[key] = reply
                     with marker_lock:
-                        hold_this = 200 <= response.status < 300 and (every_match or not held.is_set()) and bool(
-                            hold.search(f"{method} {target}"))
+                        hold_this = should_hold(response.status, method, target)
                         if hold_this:
                             held.set()
                     if hold_this:
@@ -140,8 +168,15 @@ def main():
     fd, upstream_port, marker_path, hold = sys.argv[1:5]
     idempotency = "--idempotency" in sys.argv[5:]
     every_match = "--hold-every-match" in sys.argv[5:]
+    options = sys.argv[5:]
+    only_targets = None
+    if "--only-targets" in options:
+        with open(options[options.index("--only-targets") + 1], encoding="utf-8") as targets:
+            only_targets = set(targets.read().split("\n")) - {""}
+    pass_first = int(options[options.index("--pass-first") + 1]) if "--pass-first" in options else 0
     listener = socket.socket(fileno=int(fd))
-    handler = make_handler(int(upstream_port), marker_path, re.compile(hold), idempotency, every_match)
+    handler = make_handler(
+        int(upstream_port), marker_path, re.compile(hold), idempotency, every_match, only_targets, pass_first)
     server = Proxy(listener.getsockname(), handler, bind_and_activate=False)
     server.socket.close()
     server.socket = listener
