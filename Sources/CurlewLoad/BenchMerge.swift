@@ -124,11 +124,12 @@ package struct BenchShardResult {
         }
         try checkFigures(summary, record, path: path)
         let histogramPath = (directory as NSString).appendingPathComponent(record.histogramFile)
+        let latencyLimit = HdrHistogramEncoding.latencyLimit(shards: record.plan.shards)
         var histogram: LatencyHistogram
         do {
             histogram = try JSONDecoder().decode(
                 StoredHistogram.self, from: try Data(contentsOf: URL(fileURLWithPath: histogramPath))
-            ).histogram()
+            ).histogram(latencyLimit: latencyLimit, exactMinimum: UInt64(exactly: summary.latencyMicroseconds.min))
         } catch {
             throw BenchMergeError("cannot read the histogram \(histogramPath.debugDescription): \(error)")
         }
@@ -150,11 +151,19 @@ package struct BenchShardResult {
                 )
             }
             histogram.record(exact, count: 0)
+            // The same for the smallest latency, which the reader recorded as the summary gives it if its bucket
+            // holds it.
+            let minimum = summary.latencyMicroseconds.min
+            guard Double(histogram.min) == minimum else {
+                throw BenchMergeError(
+                    "\(path.debugDescription) gives a min latency of \(minimum) µs, its histogram one of \(histogram.min) µs"
+                )
+            }
         }
         let logPath = (directory as NSString).appendingPathComponent(record.hdrLogFile)
         let entries: [HdrHistogramLogEntry]
         do {
-            entries = try HdrHistogramLogReader.read(path: logPath).entries
+            entries = try HdrHistogramLogReader.read(path: logPath, latencyLimit: latencyLimit).entries
         } catch {
             throw BenchMergeError("cannot read the interval log: \(error.description)")
         }
@@ -294,14 +303,14 @@ private struct StoredHistogram: Decodable {
     }
 
     /// The histogram rebuilt count by count, as the V2 reader does; refused when its total is not their sum.
-    func histogram() throws -> LatencyHistogram {
+    func histogram(latencyLimit: UInt64, exactMinimum: UInt64?) throws -> LatencyHistogram {
         guard lowestDiscernibleValue == 1, numberOfSignificantValueDigits == 3 else {
             throw HdrHistogramEncoding.Failure(
                 description:
                     "a histogram of \(numberOfSignificantValueDigits) significant digits from \(lowestDiscernibleValue) (curlew writes 3 from 1)"
             )
         }
-        var reader = HdrHistogramEncoding.CountsReader()
+        var reader = HdrHistogramEncoding.CountsReader(latencyLimit: latencyLimit, exactMinimum: exactMinimum)
         for count in counts { try reader.add(count) }
         guard reader.histogram.totalCount == totalCount else {
             throw HdrHistogramEncoding.Failure(

@@ -34,7 +34,7 @@ package enum BenchSeries: String, CaseIterable, Sendable {
         case .responses: "Responses, by status code."
         case .requestDuration: "Request latency (from the intended send time in the open model)."
         case .bytesReceived: "Bytes received, headers included."
-        case .bytesSent: "Bytes sent, headers included."
+        case .bytesSent: "Request body bytes sent (request heads not included)."
         case .connectionsOpened: "Connections opened."
         case .inFlight: "Requests claimed and not yet completed."
         case .running: "1 while the run goes on, 0 once it has ended."

@@ -34,7 +34,9 @@ package enum BenchStages: Sendable, Equatable {
                 rate <= 10_000_000
             {
                 rates.append(Stage(seconds: seconds, level: rate))
-            } else if level.hasSuffix("c"), let count = Int(level.dropLast()), count >= 0, count <= 100_000 {
+            } else if level.hasSuffix("c"), let count = Int(level.dropLast()), count >= 0,
+                count <= LoadPlan.maximumConnections
+            {
                 connections.append(Stage(seconds: seconds, level: Double(count)))
             } else {
                 throw fail("\(level.debugDescription) is neither requests per second (100rps) nor connections (16c)")

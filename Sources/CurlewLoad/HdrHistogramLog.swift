@@ -172,7 +172,16 @@ extension HdrHistogramEncoding {
     /// Reads the compressed V2 encoding back (what `base64(_:)` writes and other HdrHistogram implementations
     /// write with 3 significant digits and a lowest discernible value of 1): `curlew merge` adds up the shards'
     /// interval histograms from their `--hdr-log`s.
-    package static func histogram(base64 text: Substring) throws(Failure) -> LatencyHistogram {
+    package static func histogram(
+        base64 text: Substring, latencyLimit: UInt64 = latencyLimit
+    ) throws(Failure) -> LatencyHistogram {
+        try read(base64: text, latencyLimit: latencyLimit).histogram
+    }
+
+    /// The histogram, and a bound on what its latencies add up to (µs, at most `latencyLimit`).
+    package static func read(
+        base64 text: Substring, latencyLimit: UInt64
+    ) throws(Failure) -> (histogram: LatencyHistogram, latency: UInt64) {
         guard let data = Data(base64Encoded: String(text)) else { throw Failure(description: "not base64") }
         let bytes = [UInt8](data)
         guard bytes.count >= 8, readBigEndian(UInt32.self, bytes, at: 0) == compressionCookie else {
@@ -192,7 +201,7 @@ extension HdrHistogramEncoding {
                 description: "a histogram of \(digits) significant digits from \(lowest) (curlew writes 3 from 1)")
         }
         guard payload.count >= 40 + countsLength else { throw Failure(description: "the counts are cut short") }
-        var counts = CountsReader()
+        var counts = CountsReader(latencyLimit: latencyLimit)
         var position = 40
         let end = 40 + countsLength
         while position < end {
@@ -203,21 +212,35 @@ extension HdrHistogramEncoding {
                 try counts.add(UInt64(count))
             }
         }
-        return counts.histogram
+        return (counts.histogram, counts.latency)
     }
 
     /// Builds a histogram from counts given index by index (the V2 encoding's order, or a counts array), refusing
     /// what would not read back as written: a count past ``highestIndex`` (HdrHistogram's value arithmetic would
     /// wrap it to another value), counts that add up past `Int64.max` (the histogram's total would wrap), or
-    /// latencies that add up past ``latencyLimit`` (HdrHistogram's sum for the mean traps when it overflows).
+    /// latencies that add up past a limit (HdrHistogram's running sum of latencies traps when it overflows, so the
+    /// histograms a merge adds must stay under it together).
     package struct CountsReader {
         private let layout = CountsLayout(significantDigits: 3)
+        private let latencyLimit: UInt64
         private(set) var index = 0
         private var total: UInt64 = 0
-        private var latency: UInt64 = 0
+        /// A bound on what the latencies counted so far add up to: each count at its bucket's upper end.
+        package private(set) var latency: UInt64 = 0
         package private(set) var histogram = BenchTally.emptyHistogram()
 
-        package init() {}
+        private let exactMinimum: UInt64?
+
+        /// - Parameters:
+        ///   - latencyLimit: the most the latencies may add up to, in µs: ``latencyLimit(shards:)`` for a histogram
+        ///     that will be added to the other shards' of its run.
+        ///   - exactMinimum: the smallest value counted, as its run recorded it: the first count is recorded at it
+        ///     rather than at its bucket's lowest value when it falls in that bucket, so the histogram's `min` is
+        ///     the run's (its `max` is raised to the run's after reading, with a count of 0).
+        package init(latencyLimit: UInt64 = HdrHistogramEncoding.latencyLimit, exactMinimum: UInt64? = nil) {
+            self.latencyLimit = latencyLimit
+            self.exactMinimum = exactMinimum
+        }
 
         /// Moves past `count` zero counts.
         package mutating func skip(_ count: Int) {
@@ -244,16 +267,26 @@ extension HdrHistogramEncoding {
                 throw Failure(description: "the latencies add up past \(latencyLimit) µs")
             }
             self.latency = latency
-            guard histogram.record(layout.value(at: index), count: count) else {
+            var value = layout.value(at: index)
+            if total == count, let exactMinimum, layout.index(of: exactMinimum) == index { value = exactMinimum }
+            guard histogram.record(value, count: count) else {
                 throw Failure(description: "the value at index \(index) does not fit in a histogram")
             }
         }
     }
 
-    /// The most the latencies of one histogram read back may add up to: 2^47 µs (4.5 years, 140 million requests
-    /// of a second each), so that the sum HdrHistogram keeps for a mean cannot overflow, in a histogram or in the
-    /// merge of 100,000 shards' histograms.
+    /// The most the latencies of one histogram read back may add up to when nothing says how many will be added
+    /// together: 2^47 µs (4.5 years, 140 million requests of a second each), so that HdrHistogram's running sum of
+    /// latencies cannot overflow even in the merge of 100,000 shards' histograms.
     package static let latencyLimit: UInt64 = 1 << 47
+
+    /// The most the latencies of one shard's histogram (or of one of its intervals) may add up to when the run has
+    /// `shards` shards: their sum in the merge still fits HdrHistogram's running sum. An unsharded run may reach
+    /// 2^64 µs, so an overloaded open-model run or a long soak, whose latencies from the schedule add up fast, merges
+    /// and compares as it was recorded.
+    package static func latencyLimit(shards: Int) -> UInt64 {
+        UInt64.max / UInt64(clamping: max(shards, 1))
+    }
 
     /// The last counts index read back: values up to 2^62 µs (146,000 years), far past any latency, and low enough
     /// that neither the index arithmetic nor the histogram's growth overflows.
@@ -327,14 +360,18 @@ package struct HdrHistogramLogEntry {
 /// Reads the interval logs `HdrHistogramLogWriter` writes.
 package enum HdrHistogramLogReader {
     /// The start time (seconds since 1970) and the entries, in order.
+    /// - Parameter latencyLimit: the most the latencies of all the intervals together may add up to, in µs
+    ///   (``HdrHistogramEncoding/latencyLimit(shards:)`` for a shard's log): the merge adds intervals of different
+    ///   shards, and a changed log could put many of one shard's in one slot.
     package static func read(
-        path: String
+        path: String, latencyLimit: UInt64 = HdrHistogramEncoding.latencyLimit
     ) throws(HdrHistogramEncoding.Failure) -> (startTime: Double?, entries: [HdrHistogramLogEntry]) {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw HdrHistogramEncoding.Failure(description: "cannot read \(path.debugDescription)")
         }
         var startTime: Double?
         var entries: [HdrHistogramLogEntry] = []
+        var latencyLeft = latencyLimit
         for (number, line) in String(decoding: data, as: UTF8.self).split(separator: "\n").enumerated() {
             if line.hasPrefix("#[StartTime: ") {
                 startTime = Double(line.dropFirst("#[StartTime: ".count).prefix { $0 != " " })
@@ -347,10 +384,10 @@ package enum HdrHistogramLogReader {
                     description: "\(path.debugDescription) line \(number + 1) is not an interval")
             }
             do {
+                let read = try HdrHistogramEncoding.read(base64: fields[3], latencyLimit: latencyLeft)
+                latencyLeft -= read.latency
                 entries.append(
-                    HdrHistogramLogEntry(
-                        startSeconds: start, lengthSeconds: length,
-                        histogram: try HdrHistogramEncoding.histogram(base64: fields[3])))
+                    HdrHistogramLogEntry(startSeconds: start, lengthSeconds: length, histogram: read.histogram))
             } catch {
                 throw HdrHistogramEncoding.Failure(
                     description: "\(path.debugDescription) line \(number + 1): \(error.description)")

@@ -105,8 +105,13 @@ public struct LoadPlan: Sendable {
     public var order: LoadTargetOrder = .roundRobin
     /// How much load, and when.
     public var shape: LoadShape
-    /// Requests in flight at most (one per connection). Stages in connections set their own.
+    /// Requests in flight at most (one per connection), up to ``maximumConnections``. Stages in connections set
+    /// their own.
     public var connections: Int = 16
+
+    /// The most connections a load test opens, over all its shards (and the highest level stages in connections
+    /// may reach): a client's pool, the runner's workers and their share per loop are sized from it.
+    public static let maximumConnections = 100_000
     /// Rules the summary evaluates; ``LoadSummary/passed`` is false when one fails. A rule on ``checks`` (`checks`,
     /// `check2`) needs the checks it measures.
     public var thresholds: [LoadThreshold] = []
@@ -177,7 +182,9 @@ public struct LoadPlan: Sendable {
     /// The runner's plan for this process, or why there is none.
     package func runnerPlan() throws(LoadTestError) -> BenchPlan {
         guard !requests.isEmpty else { throw LoadTestError("a load test needs at least one request") }
-        if shape.concurrency == nil, connections < 1 { throw LoadTestError("connections must be at least 1") }
+        if shape.concurrency == nil, !(1...Self.maximumConnections).contains(connections) {
+            throw LoadTestError("connections must be from 1 to \(Self.maximumConnections), not \(connections)")
+        }
         if let rate = shape.rate, !(rate > 0 && rate.isFinite) {
             throw LoadTestError("the rate must be a positive number of requests per second")
         }
@@ -185,6 +192,10 @@ public struct LoadPlan: Sendable {
         case .count(let count) where count < 1: throw LoadTestError("the request count must be at least 1")
         case .duration(let duration) where duration <= .zero: throw LoadTestError("the duration must be longer than 0")
         default: break
+        }
+        if case .count(let count) = shape.stop, shard.share(of: count) == 0 {
+            throw LoadTestError(
+                "\(count) requests cannot be shared by \(shard.count) shards: give each at least one")
         }
         let workers = connectionsThisProcess
         if workers == 0 {

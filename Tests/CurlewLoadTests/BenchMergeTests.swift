@@ -62,13 +62,15 @@ import Testing
 
     /// Writes shard `index` of 2 as `curlew bench --output-dir` does, with these latencies (and `claimedMax` as its
     /// summary's max, if given), and loads it.
-    private func loadShard(_ index: Int, latencies: [UInt64], claimedMax: Double? = nil) throws -> BenchShardResult {
+    private func loadShard(
+        _ index: Int, latencies: [UInt64], each times: UInt64 = 1, claimedMax: Double? = nil
+    ) throws -> BenchShardResult {
         let directory = NSTemporaryDirectory() + "curlew-merge-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         var tally = BenchTally()
-        for latency in latencies { _ = tally.histogram.record(latency) }
-        tally.succeeded = latencies.count
+        for latency in latencies { _ = tally.histogram.record(latency, count: times) }
+        tally.succeeded = latencies.count * Int(times)
         var summary = BenchSummary(
             result: BenchResult(tally: tally, elapsed: .seconds(1)), url: "x", method: "GET", connections: 1,
             loops: 1, latencyFromIntendedTime: false, rate: nil, targets: nil)
@@ -98,6 +100,29 @@ import Testing
         #expect(merged.summary.latencyMicroseconds.p99_9 == 999_990)
         #expect(merged.summary.thresholds.map(\.passed) == [true, true])
         #expect(throws: BenchMergeError.self) { try loadShard(0, latencies: [1_000, 999_990], claimedMax: 5_000_000) }
+    }
+
+    /// The stored counts keep the smallest latency's bucket too, read back as its lowest value: a merge reported a
+    /// min below every shard's (10,000 µs for 10,005), and `min>10ms` passed on the shard and failed on the merge.
+    @Test func theMergedMinIsTheSmallestOfTheShardsMinima() throws {
+        let first = try loadShard(0, latencies: [10_005, 20_000])
+        let second = try loadShard(1, latencies: [30_000, 30_001])
+        #expect(first.histogram.min == 10_005)
+        let merged = try BenchMerge([first, second], thresholds: [try LoadThreshold("min>10004us")])
+        #expect(merged.summary.latencyMicroseconds.min == 10_005)
+        #expect(merged.summary.thresholds.map(\.passed) == [true])
+    }
+
+    /// An overloaded open-model run's latencies, measured from the schedule, add up fast: 200,000 requests of
+    /// 1,000 s each are 2 × 10^14 µs, past the 2^47 µs a histogram of 100,000 shards may hold. A run of two shards
+    /// may hold half of 2^64 each, so it merges as recorded.
+    @Test func aShardsLatenciesMayAddUpToItsShareOfWhatTheMergeHolds() throws {
+        let first = try loadShard(0, latencies: [1_000_000_000], each: 200_000)
+        let second = try loadShard(1, latencies: [2_000], each: 3)
+        let merged = try BenchMerge([first, second], thresholds: [])
+        #expect(merged.summary.requests == 200_003)
+        #expect(merged.summary.latencyMicroseconds.max == 1_000_000_000)
+        #expect(HdrHistogramEncoding.latencyLimit(shards: 2) == UInt64.max / 2)
     }
 
     @Test func anUnchangedShardLoads() throws {

@@ -111,6 +111,38 @@ import Testing
         }
     }
 
+    /// A histogram may hold latencies adding up to its share of 2^64 µs: as much as its run's shards leave it. The
+    /// intervals of one log share one budget, since the merge adds the intervals that fall in one slot.
+    @Test func aHistogramsLatenciesMayAddUpToItsShareOfTheMergesSum() throws {
+        var histogram = BenchTally.emptyHistogram()
+        _ = histogram.record(1_000_000_000, count: 200_000)
+        let text = Substring(try HdrHistogramEncoding.base64(histogram))
+        let single = try HdrHistogramEncoding.histogram(base64: text, latencyLimit: .max)
+        #expect(single.totalCount == 200_000)
+        #expect(throws: HdrHistogramEncoding.Failure.self) { try HdrHistogramEncoding.histogram(base64: text) }
+        #expect(throws: HdrHistogramEncoding.Failure.self) {
+            try HdrHistogramEncoding.histogram(
+                base64: text, latencyLimit: HdrHistogramEncoding.latencyLimit(shards: 1_000_000))
+        }
+
+        let path = NSTemporaryDirectory() + "curlew-\(UUID().uuidString).hlog"
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let writer = try HdrHistogramLogWriter(path: path, startTime: Date(timeIntervalSince1970: 1_700_000_000))
+        for second in 0..<3 {
+            try writer.append(
+                BenchInterval(
+                    startSeconds: Double(second), endSeconds: Double(second + 1), histogram: histogram, failed: 0,
+                    statusCounts: [:], totalRequests: 200_000 * (second + 1), totalFailed: 0))
+        }
+        writer.close()
+        // Each interval's latencies add up to about 2 × 10^14 µs.
+        #expect(try HdrHistogramLogReader.read(path: path, latencyLimit: 700_000_000_000_000).entries.count == 3)
+        // Each interval alone is within 2.5 × 10^14; the three together are not.
+        #expect(throws: HdrHistogramEncoding.Failure.self) {
+            try HdrHistogramLogReader.read(path: path, latencyLimit: 250_000_000_000_000)
+        }
+    }
+
     @Test func zeroRunsAndCountsReadBackAtTheirValues() throws {
         // 3 zeros (ZigZag 5), then 2 at index 3.
         let histogram = try HdrHistogramEncoding.histogram(base64: encoding(counts: [0x05, 0x04]))

@@ -1,5 +1,6 @@
 import CurlewEngine
 import CurlewLoad
+import CurlewSharding
 import CurlewTestSupport
 import Foundation
 import Synchronization
@@ -219,6 +220,19 @@ import Testing
         var plan = try LoadPlan(target: "http://127.0.0.1:9/", shape: .requests(10))
         plan.connections = 0
         #expect(throws: LoadTestError.self) { try LoadTest(plan, client: client) }
+        // Past the most a load test opens: a pool and a loop share sized from Int.max overflowed.
+        plan.connections = .max
+        #expect(throws: LoadTestError.self) { try LoadTest(plan, client: client) }
+        plan.connections = LoadPlan.maximumConnections + 1
+        #expect(throws: LoadTestError.self) { try LoadTest(plan, client: client) }
+        // A shard whose share of the requests is none: it would send nothing and fail its thresholds.
+        plan.connections = 4
+        plan.shape = .requests(2)
+        plan.shard = ShardAssignment(index: 3, count: 4)
+        #expect(throws: LoadTestError.self) { try LoadTest(plan, client: client) }
+        plan.shard = ShardAssignment(index: 1, count: 4)
+        #expect(throws: Never.self) { try LoadTest(plan, client: client) }
+        plan.shard = .whole
         plan.connections = 1
         plan.requests = []
         #expect(throws: LoadTestError.self) { try LoadTest(plan, client: client) }

@@ -292,8 +292,14 @@ struct BenchCommand: AsyncParsableCommand {
         }
     }
 
+    /// The most event loops (threads) `--loops` starts: far past any machine's cores, and low enough that the
+    /// connections per loop the driver choice multiplies by it cannot overflow.
+    static let maximumLoops = 4096
+
     func validate() throws {
-        if let connections, connections < 1 { throw ValidationError("-c/--connections must be at least 1") }
+        if let connections, !(1...LoadPlan.maximumConnections).contains(connections) {
+            throw ValidationError("-c/--connections must be from 1 to \(LoadPlan.maximumConnections)")
+        }
         if let requests, requests < 1 { throw ValidationError("-n/--requests must be at least 1") }
         if requests != nil && duration != nil { throw ValidationError("give -n/--requests or -d/--duration, not both") }
         if let duration, duration.duration <= .zero { throw ValidationError("-d/--duration must be longer than 0") }
@@ -301,7 +307,9 @@ struct BenchCommand: AsyncParsableCommand {
             throw ValidationError("--rate must be a positive number of requests per second")
         }
         if http2 && h2c { throw ValidationError("--http2 and --h2c exclude each other") }
-        if let loops, loops < 1 { throw ValidationError("--loops must be at least 1") }
+        if let loops, !(1...Self.maximumLoops).contains(loops) {
+            throw ValidationError("--loops must be from 1 to \(Self.maximumLoops)")
+        }
         for entry in connectTo {
             do { _ = try BenchConnectTo.parse(entry) } catch { throw ValidationError(error.description) }
         }
@@ -379,6 +387,11 @@ struct BenchCommand: AsyncParsableCommand {
                 throw ValidationError(
                     "\(connectionLevel) connections cannot be shared by \(shard.count) shards: give each at least one (-c)"
                 )
+            }
+            // So do requests: a shard with none would send nothing and fail its thresholds for want of data.
+            if let requests, shard.share(of: requests) == 0 {
+                throw ValidationError(
+                    "\(requests) requests cannot be shared by \(shard.count) shards: give each at least one (-n)")
             }
         }
         if let timeout, timeout.duration <= .zero { throw ValidationError("--timeout must be longer than 0") }

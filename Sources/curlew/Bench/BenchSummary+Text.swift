@@ -18,7 +18,10 @@ extension BenchSummary {
             "\(formatCount(requests)) (\(formatCount(succeeded)) succeeded, \(formatCount(failed)) failed)\(interrupted ? ", interrupted" : "")"
         )
         row("duration", String(format: "%.2f s", durationSeconds))
-        row("requests/s", formatCount(Int(requestsPerSecond.rounded())))
+        // A merge of changed shard files can give any finite rate: past Int's range it is shown as Int.max, not
+        // trapped on.
+        let rate = requestsPerSecond.rounded()
+        row("requests/s", formatCount(rate < 0x1p63 ? Int(max(rate, 0)) : .max))
         row(
             "latency",
             "p50 \(formatLatency(microseconds: latency.p50))  p90 \(formatLatency(microseconds: latency.p90))  "
