@@ -97,16 +97,18 @@ extension CurlewRequest {
         if redirects.follow { arguments += ["--location", "--max-redirs", String(redirects.maximum)] }
         let timeouts = self.timeouts.applied(to: CurlewClient.Timeouts())
         if let connect = timeouts.connect { arguments += ["--connect-timeout", Self.seconds(connect)] }
-        if let total = timeouts.total { arguments += ["--max-time", Self.seconds(total)] }
+        // A total the engine counts as no limit (`.seconds(Int64.max)`) is no --max-time.
+        if let total = timeouts.total, !total.isBeyondEngineDeadlines {
+            arguments += ["--max-time", Self.seconds(total)]
+        }
         arguments.append(ShellQuoting.quote(url))
         var line = arguments.joined(separator: " ")
         if !placeholders.isEmpty {
-            // A comment, so the line still runs (reading standard input) and says what it stands for.
-            let source = bodyFile.map { "from \($0)" } ?? "on standard input"
-            line +=
-                " # placeholder, pipe in \(source): "
-                + placeholders.joined(separator: "; ")
-                .replacingOccurrences(of: "\n", with: " ")
+            // A comment, so the line still runs (reading standard input) and says what it stands for. A line break
+            // anywhere in it (a body file's path may hold one) would end it and run the rest as a command.
+            let source = bodyFile.map { "from \(ShellQuoting.quote($0))" } ?? "on standard input"
+            let comment = "placeholder, pipe in \(source): " + placeholders.joined(separator: "; ")
+            line += " # " + comment.replacingOccurrences(of: "\n", with: " ").replacingOccurrences(of: "\r", with: " ")
         }
         return line
     }
@@ -181,9 +183,11 @@ extension CurlewRequest {
         return "\(range) of descriptor \(file.descriptor ?? -1)"
     }
 
+    /// Seconds for curl, to the millisecond; a duration too long for milliseconds as the longest curl takes
+    /// (`LONG_MAX / 1000` seconds), where the multiplication used to trap.
     private static func seconds(_ duration: Duration) -> String {
-        let (seconds, attoseconds) = duration.components
-        let milliseconds = seconds * 1000 + attoseconds / 1_000_000_000_000_000
+        let milliseconds = duration.saturatingMilliseconds
+        if milliseconds == .max { return String(Int64.max / 1000) }
         return milliseconds % 1000 == 0 ? String(milliseconds / 1000) : String(Double(milliseconds) / 1000)
     }
 }

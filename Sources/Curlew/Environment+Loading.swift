@@ -35,18 +35,24 @@ extension Environment {
     }
 
     /// Picks one environment out of the text of an environments file.
+    ///
+    /// Values are read as written: `apiKey: 0123` is `"0123"`, `apiVersion: 2.10` is `"2.10"`, `country: NO` is
+    /// `"NO"` and `since: 2024-01-01` is `"2024-01-01"` (YAML 1.1's types would have made them 83, 2.1, false and a
+    /// date). A value left empty, `~` or `null` is no value; mappings and sequences are not values either.
     static func parse(_ text: String, name: String?, relativeTo directory: String, source: String) throws -> Environment
     {
-        let document: Any?
+        let document: Node?
         do {
-            document = try Yams.load(yaml: text)
+            // Only null and merge keys are resolved: every other scalar stays the text it was written as.
+            document = try Yams.compose(yaml: text, Resolver.basic.appending(.null).appending(.merge))
         } catch {
             throw EnvironmentError(description: "\(source) is not valid YAML or JSON: \(error)")
         }
-        guard let root = document as? [String: Any], let environments = root["environments"] as? [String: Any] else {
+        guard let root = document.flatMap(entries(of:)), let environments = root["environments"].flatMap(entries(of:))
+        else {
             throw EnvironmentError(description: "\(source) has no `environments` mapping")
         }
-        guard let chosen = name ?? (root["default"].map { "\($0)" }) else {
+        guard let chosen = name ?? root["default"].flatMap(text(of:)) else {
             throw EnvironmentError(
                 description: "no environment chosen: set \(nameVariable) or a `default` key in \(source)")
         }
@@ -54,15 +60,12 @@ extension Environment {
         let key =
             environments[chosen] != nil
             ? chosen : environments.keys.first { $0.lowercased() == chosen.lowercased() } ?? chosen
-        guard let settings = environments[key] as? [String: Any] else {
+        guard let settings = environments[key].flatMap(entries(of:)) else {
             let known = environments.keys.sorted().joined(separator: ", ")
             throw EnvironmentError(
                 description: "\(source) has no environment \(chosen.debugDescription) (it has \(known))")
         }
-        var values: [String: String] = [:]
-        for (key, value) in settings {
-            values[key] = value is [Any] || value is [String: Any] ? nil : "\(value)"
-        }
+        var values = settings.compactMapValues(text(of:))
         guard let baseURL = values.removeValue(forKey: "baseURL") else {
             throw EnvironmentError(description: "environment \(chosen) in \(source) has no baseURL")
         }
@@ -70,5 +73,29 @@ extension Environment {
             path.hasPrefix("/") || directory.isEmpty ? path : directory + "/" + path
         }
         return Environment(name: key, baseURL: baseURL, values: values, fixturesDirectory: fixtures)
+    }
+
+    /// A mapping's entries by their keys as written, with the entries of `<<` merge keys under its own (the first
+    /// merged mapping winning over later ones); `nil` for a node that is not a mapping.
+    private static func entries(of node: Node) -> [String: Node]? {
+        guard let mapping = node.mapping else { return nil }
+        var own: [String: Node] = [:]
+        var merged: [String: Node] = [:]
+        for (key, value) in mapping {
+            if key.tag.rawValue == Tag.Name.merge.rawValue {
+                for source in value.sequence.map(Array.init) ?? [value] {
+                    merged.merge(entries(of: source) ?? [:]) { earlier, _ in earlier }
+                }
+            } else if let key = key.scalar?.string {
+                own[key] = value
+            }
+        }
+        return own.merging(merged) { own, _ in own }
+    }
+
+    /// A scalar's text as written; `nil` for null (`~`, `null`, nothing) and for mappings and sequences.
+    private static func text(of node: Node) -> String? {
+        guard let scalar = node.scalar, node.tag.rawValue != Tag.Name.null.rawValue else { return nil }
+        return scalar.string
     }
 }

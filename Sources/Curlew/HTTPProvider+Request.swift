@@ -475,8 +475,8 @@ struct RequestPipeline<Provider: HTTPProvider> {
         else { return }
         var attributes = SpanAttributes()
         attributes["http.request.resend_count"] = attempt
-        attributes["retry.delay_ms"] = Int(
-            delay.components.seconds * 1000 + delay.components.attoseconds / 1_000_000_000_000_000)
+        // Saturating: a server may ask for a `Retry-After` too long for milliseconds, and a policy may honour it.
+        attributes["retry.delay_ms"] = Int(delay.saturatingMilliseconds)
         switch outcome {
         case .success(let response): attributes["http.response.status_code"] = response.status.code
         case .failure(let error): attributes["error.type"] = "\(error.code)"

@@ -69,7 +69,8 @@ public struct CurlewTransport: ClientTransport {
     /// Sends the request and returns once the response's head has arrived; its body follows as it is received.
     ///
     /// - Throws: ``CurlewEngine/CurlewError`` for a URL the engine refuses (`invalidRequest`,
-    ///   `protocolNotAllowed`) and every transport failure; `CancellationError` when the task is cancelled.
+    ///   `protocolNotAllowed`), a body whose bytes do not add up to its known length (`requestBodyFailed`, whatever
+    ///   its iteration behavior) and every transport failure; `CancellationError` when the task is cancelled.
     public func send(
         _ request: HTTPRequest, body: HTTPBody?, baseURL: URL, operationID: String
     ) async throws -> (HTTPResponse, HTTPBody?) {
@@ -128,12 +129,25 @@ public struct CurlewTransport: ClientTransport {
 
     /// The whole body, if it fits in `limit` bytes. A body of unknown length is read until it passes the limit;
     /// a `.multiple` body can then still be iterated again from the start to stream it.
+    ///
+    /// - Throws: ``CurlewEngine/CurlewError/Code/requestBodyFailed`` when the bytes do not add up to `knownLength`,
+    ///   as a streamed body of the wrong length fails, rather than sending them with their own count.
     private static func collectIfSmall(_ body: HTTPBody, knownLength: Int64?, limit: Int) async throws -> [UInt8]? {
         if let knownLength, knownLength > Int64(limit) { return nil }
         var collected: [UInt8] = []
         for try await chunk in body {
+            if let knownLength, Int64(collected.count + chunk.count) > knownLength {
+                throw CurlewError(
+                    code: .requestBodyFailed,
+                    detail: "the body produced more than the \(knownLength) bytes announced as its length")
+            }
             guard collected.count + chunk.count <= limit else { return nil }
             collected.append(contentsOf: chunk)
+        }
+        if let knownLength, Int64(collected.count) != knownLength {
+            throw CurlewError(
+                code: .requestBodyFailed,
+                detail: "the body ended after \(collected.count) of the \(knownLength) bytes announced")
         }
         return collected
     }

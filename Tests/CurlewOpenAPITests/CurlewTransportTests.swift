@@ -133,12 +133,20 @@ struct CurlewTransportTests {
         }
     }
 
-    @Test
-    func aBodyShorterThanItsDeclaredLengthFailsInsteadOfGoingOutShort() async throws {
+    /// A body whose bytes do not add up to its known length fails the same way whether it streams (`.single`,
+    /// which the engine checks) or is read into memory first (`.multiple`, which used to go out with its real
+    /// count and succeed).
+    @Test(arguments: [
+        (IterationBehavior.single, 1000), (.multiple, 1000), (.single, 3000), (.multiple, 3000),
+    ])
+    func aBodyShorterOrLongerThanItsDeclaredLengthFailsInsteadOfGoingOutAsItIs(
+        iterationBehavior: IterationBehavior, actualLength: Int
+    ) async throws {
         try await withStreamingEchoServer { server in
             try await withClient { client in
                 let body = HTTPBody(
-                    chunked(patternBytes(1000), size: 100), length: .known(2000), iterationBehavior: .single)
+                    chunked(patternBytes(actualLength), size: 100), length: .known(2000),
+                    iterationBehavior: iterationBehavior)
                 let error = await #expect(throws: CurlewError.self) {
                     let (_, echoed) = try await CurlewTransport(client: client).send(
                         HTTPRequest(method: .put, scheme: nil, authority: nil, path: "/short"), body: body,
@@ -146,6 +154,10 @@ struct CurlewTransportTests {
                     _ = try await collect(try #require(echoed))
                 }
                 #expect(error?.code == .requestBodyFailed)
+                if iterationBehavior == .multiple {
+                    // Read into memory first, it is found wrong before anything is sent.
+                    #expect(server.bytesReceived == 0)
+                }
             }
         }
     }

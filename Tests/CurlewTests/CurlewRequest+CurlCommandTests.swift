@@ -114,6 +114,46 @@ import Testing
         #expect(fromCurl["headers"]["Content-Type"].stringValue.hasPrefix("multipart/form-data; boundary="))
     }
 
+    /// `.seconds(Int64.max)` is how a caller says "no limit", and the engine takes it so: its milliseconds used to
+    /// overflow and trap. A total the engine counts as no limit is no `--max-time`; a connect timeout that long is
+    /// the longest curl takes.
+    @Test func aTimeoutTooLongForMillisecondsIsNoLimitInsteadOfATrap() throws {
+        var request = try CurlewRequest(url: "http://h/x")
+        request.redirects = .disabled
+        request.decompression = .disabled
+        request.timeouts = .init(
+            CurlewClient.Timeouts(connect: .seconds(Int64.max), total: .seconds(Int64.max), idle: nil))
+        #expect(request.curlCommand() == "curl -H User-Agent: --connect-timeout 9223372036854775 http://h/x")
+        request.timeouts = .init(
+            CurlewClient.Timeouts(connect: .seconds(1), total: .seconds(Int64.max / 1000) + .seconds(1), idle: nil))
+        #expect(request.curlCommand() == "curl -H User-Agent: --connect-timeout 1 http://h/x")
+        // Long, but a deadline the engine keeps: curl gets it too.
+        request.timeouts = .init(CurlewClient.Timeouts(connect: .seconds(1), total: .seconds(1_000_000_000), idle: nil))
+        #expect(request.curlCommand() == "curl -H User-Agent: --connect-timeout 1 --max-time 1000000000 http://h/x")
+    }
+
+    /// The comment that says which file to pipe in ended at a line break in the file's path, and bash ran the rest
+    /// of the path as a command. Run through bash, the line sends the file and runs nothing else.
+    @Test func aBodyFilePathWithALineBreakStaysInsideTheComment() async throws {
+        let server = try await HTTPBinServer.shared()
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "curlew-body-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        // Its second line is a command (no slash: a path is one file's name).
+        let bodyFile = directory.path + "/body\necho injected #"
+        try Data("from the file".utf8).write(to: URL(fileURLWithPath: bodyFile))
+        var request = try CurlewRequest(method: .post, url: server.baseURL + "/anything/file")
+        request.body = .file(.path("/nonexistent", offset: 1, length: 2))
+        request.httpVersion = .http1_1
+        let command = request.curlCommand(bodyFile: bodyFile)
+        #expect(command.contains("# placeholder, pipe in from '"), "\(command)")
+        let output = try await Self.run(command)
+        #expect(!String(decoding: output, as: UTF8.self).contains("injected"), "the path's second line ran")
+        let echo = try JSONDecoder().decode(JSONValue.self, from: output)
+        #expect(echo["data"] == "from the file")
+    }
+
     /// Runs the line through bash (for `$'…'`), with `input` on standard input, returning what curl printed.
     ///
     /// Waits for curl without blocking a thread: the suite runs in parallel on a 2-thread cooperative pool, and a

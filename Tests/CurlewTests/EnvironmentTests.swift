@@ -116,4 +116,49 @@ import Testing
         }
         #expect(throws: EnvironmentError.self) { try Environment.load(processEnvironment: [:]) }
     }
+
+    /// YAML 1.1's types rewrote values: `0123` became "83" (octal), `0789` "789.0", `2.10` "2.1", `NO` "false",
+    /// `2024-01-01` a date's description, `1_000` "1000". A value is the text written.
+    @Test(arguments: [
+        ("0123", "0123"), ("0789", "0789"), ("2.10", "2.10"), ("NO", "NO"), ("yes", "yes"),
+        ("2024-01-01", "2024-01-01"), ("1_000", "1_000"), ("0x1F", "0x1F"), ("1e3", "1e3"), (".inf", ".inf"),
+        ("'0123'", "0123"), (#""~""#, "~"), ("''", ""), ("plain text", "plain text"),
+    ])
+    func aValueIsTheTextWrittenNotWhatYAMLTypesMakeOfIt(written: String, value: String) throws {
+        try withFile("environments:\n  local:\n    baseURL: http://127.0.0.1:1\n    setting: \(written)\n") { path in
+            let environment = try Environment.load(file: path, name: "local", processEnvironment: [:])
+            #expect(environment["setting"] == value)
+        }
+    }
+
+    /// An empty value used to be the description of `NSNull` ("<null>"), and `~` or `null` as well.
+    @Test(arguments: ["", " ~", " null", " Null", " NULL"])
+    func aNullValueIsNoValue(written: String) throws {
+        try withFile("environments:\n  local:\n    baseURL: http://127.0.0.1:1\n    setting:\(written)\n") { path in
+            let environment = try Environment.load(file: path, name: "local", processEnvironment: [:])
+            #expect(environment["setting"] == nil)
+        }
+    }
+
+    /// Values shared through an anchor and a `<<` merge key are read as written too, and the environment's own
+    /// values win over merged ones.
+    @Test func mergedValuesAreReadAsWrittenAndTheEnvironmentsOwnWin() throws {
+        let yaml = """
+            default: NO
+            shared: &shared
+              apiKey: 0123
+              apiVersion: 2.10
+            environments:
+              NO:
+                <<: *shared
+                baseURL: https://api.example.no
+                apiVersion: 3.10
+            """
+        try withFile(yaml) { path in
+            let environment = try Environment.load(file: path, processEnvironment: [:])
+            #expect(environment.name == "NO")
+            #expect(environment["apiKey"] == "0123")
+            #expect(environment["apiVersion"] == "3.10")
+        }
+    }
 }

@@ -1,5 +1,6 @@
 import Curlew
 import CurlewTestSupport
+import CurlewTesting
 import InMemoryTracing
 import Instrumentation
 import Synchronization
@@ -47,5 +48,27 @@ struct TracingBootstrapTests {
             #expect(checkout.events.first?.attributes["http.response.status_code"]?.toSpanAttribute() == 503)
             #expect(attempts.allSatisfy { $0.traceID == checkout.traceID && $0.parentSpanID == checkout.spanID })
         }
+    }
+
+    /// A `Retry-After` too long for milliseconds (about 317 million years), which a policy told to honour any wait
+    /// honours: recording its delay on the caller's span overflowed and trapped. It is recorded as the longest.
+    @Test
+    func aRetryAfterTooLongForMillisecondsIsRecordedAsTheLongestDelayInsteadOfTrapping() async throws {
+        let tracer = Self.tracer
+        let mock = MockTransport(stubs: [
+            .get("/busy", status: .serviceUnavailable, headers: ["Retry-After": "10000000000000000"])
+        ])
+        var configured = TestProvider(baseURL: "https://api.example.com", transport: mock)
+        configured.interceptors = [RetryPolicy(maxRetryAfter: .seconds(Int64.max))]
+        let provider = configured
+        let events = try await tracer.withSpan("busy") { span in
+            let call = Task { try await provider.request(Route(path: "/busy")) }
+            defer { call.cancel() }
+            try await waitUntil(timeout: .seconds(10), "the retry event") { !span.events.isEmpty }
+            return span.events
+        }
+        #expect(events.first?.name == "http.retry")
+        #expect(events.first?.attributes["retry.delay_ms"]?.toSpanAttribute() == .int64(.max))
+        #expect(events.first?.attributes["http.response.status_code"]?.toSpanAttribute() == 503)
     }
 }

@@ -10,6 +10,18 @@ import Synchronization
 /// Retries stay within the provider's ``HTTPProvider/maxAttempts``; when the refresh fails, the 401 goes on to
 /// the caller as ``ProviderError/status(_:)``.
 ///
+/// The refresh may send its request through a provider that uses this same authenticator, even the provider whose
+/// 401 started it, or with the authenticator among the ``GlobalInterceptors``: requests made inside the refresh
+/// (its task, and the child and `Task {}` tasks it starts, which inherit its task-local values; not a
+/// `Task.detached`) do not wait for it. They go out with the token being replaced, and a 401
+/// they get is left to the refresh (no refresh inside the refresh).
+///
+/// A token must go out exactly as it is, or the authenticator could not tell which token a 401 refused: one that
+/// is empty, begins or ends with white space or a line break (as a token read from a file often does), or holds a
+/// line break or another control character is refused with ``InvalidToken``, which fails the call as
+/// ``ProviderError/interceptor(_:)``. An initial token like that fails every call that would send it; a refresh
+/// that returns one fails the calls waiting for it, and the token in use stays.
+///
 /// ```swift
 /// let auth = BearerTokenAuthenticator(token: stored) { expired in
 ///     try await authProvider.request(.refresh(expired)).decode(Tokens.self).accessToken
@@ -17,6 +29,56 @@ import Synchronization
 /// struct API: HTTPProvider { let baseURL = "…"; var interceptors: [any Interceptor] { [auth] } }
 /// ```
 public final class BearerTokenAuthenticator: Interceptor {
+    /// A token that cannot be sent as it is in an `Authorization` field; a call that would send it fails with
+    /// ``ProviderError/interceptor(_:)``, whose ``ProviderError/cause`` is this error.
+    ///
+    /// It never holds the token, which is a secret: ``reason`` says what is wrong with it.
+    public struct InvalidToken: Error, Sendable, Hashable, CustomStringConvertible {
+        /// Where a token came from.
+        public enum Origin: Sendable, Hashable {
+            /// The token the authenticator was made with.
+            case initial
+            /// A token the refresh returned.
+            case refresh
+        }
+
+        /// Where the token came from.
+        public let origin: Origin
+        /// What is wrong with it: `"is empty"`, `"ends with a line break"`, `"begins or ends with white space"`,
+        /// `"contains a line break"`, `"contains a control character"`.
+        public let reason: String
+
+        public var description: String {
+            let token =
+                switch origin {
+                case .initial: "the bearer token the authenticator was given"
+                case .refresh: "the bearer token the refresh returned"
+                }
+            return "\(token) cannot be sent in an Authorization field as it is: it \(reason)"
+        }
+
+        /// What is wrong with `token`, `nil` when it can go out as it is (it survives the `Authorization` field
+        /// unchanged).
+        static func check(_ token: String, from origin: Origin) -> InvalidToken? {
+            if token.isEmpty { return InvalidToken(origin: origin, reason: "is empty") }
+            if HTTPField.isValidValue(token) { return nil }
+            let bytes = Array(token.utf8)
+            let isLineBreak = { (byte: UInt8) in byte == 0x0A || byte == 0x0D }
+            let isWhiteSpace = { (byte: UInt8) in byte == 0x20 || byte == 0x09 }
+            let reason =
+                if isLineBreak(bytes[bytes.count - 1]) {
+                    "ends with a line break"
+                } else if isWhiteSpace(bytes[0]) || isWhiteSpace(bytes[bytes.count - 1]) {
+                    "begins or ends with white space"
+                } else if bytes.contains(where: isLineBreak) {
+                    "contains a line break"
+                } else {
+                    "contains a control character"
+                }
+            return InvalidToken(origin: origin, reason: reason)
+        }
+    }
+
     private struct State {
         var token: String?
         /// The callers waiting for the refresh in flight, by the number each registered with; nil when no refresh
@@ -29,9 +91,12 @@ public final class BearerTokenAuthenticator: Interceptor {
     private let refreshToken: @Sendable (_ expired: String?) async throws -> String
 
     /// - Parameters:
-    ///   - token: the token to start with; `nil` sends no header until the first refresh.
+    ///   - token: the token to start with; `nil` sends no header until the first refresh. A token that cannot go
+    ///     out as it is (see ``InvalidToken``) fails every call that would send it.
     ///   - refreshToken: fetches a new token, given the one the server refused. It runs in a task of its own, so
     ///     a call that is cancelled while it runs stops waiting for it at once; the refresh goes on for the others.
+    ///     It may send its request through a provider that uses this authenticator: that request goes out with
+    ///     the token being replaced, without waiting for the refresh.
     public init(token: String?, refreshToken: @escaping @Sendable (_ expired: String?) async throws -> String) {
         self.state = Mutex(State(token: token))
         self.refreshToken = refreshToken
@@ -46,6 +111,8 @@ public final class BearerTokenAuthenticator: Interceptor {
 
     public func adapt(_ request: inout CurlewRequest, context: InterceptorContext) async throws {
         if let token = try await currentToken() {
+            // Only the initial token can be invalid: a refreshed one is checked before it replaces the token.
+            if let invalid = InvalidToken.check(token, from: .initial) { throw invalid }
             request.headerFields[.authorization] = "Bearer " + token
         }
     }
@@ -57,28 +124,62 @@ public final class BearerTokenAuthenticator: Interceptor {
     {
         // A 401 from another origin a redirect reached is not about the token (it was not sent there): refreshing
         // would let any server a redirect names rotate it.
-        guard response.status == .unauthorized, response.isFromRequestedOrigin, context.attempt < context.maxAttempts
+        // A 401 for a request the refresh itself sent is the refresh's to handle: refreshing again from inside
+        // the refresh would wait for itself.
+        guard response.status == .unauthorized, response.isFromRequestedOrigin, context.attempt < context.maxAttempts,
+            !isInsideOwnRefresh
         else { return .pass }
-        let sentToken = response.request.headerFields[.authorization].flatMap { value -> String? in
-            value.hasPrefix("Bearer ") ? String(value.dropFirst(7)) : nil
-        }
+        // No field: the request went without a token. A field that is not `Bearer <token>` (another interceptor
+        // changed it): the token in use cannot be told from it, so it counts as refused, or the call would retry
+        // with it until its attempts ran out and never refresh.
+        let refused: Refusal =
+            switch response.request.headerFields[.authorization] {
+            case nil: .token(nil)
+            case let value? where value.hasPrefix("Bearer "): .token(String(value.dropFirst(7)))
+            case _?: .current
+            }
         do {
-            _ = try await refreshed(replacing: sentToken)
+            _ = try await refreshed(replacing: refused)
         } catch is WaitCancelled {
             throw CancellationError()
+        } catch let invalid as InvalidToken {
+            // Thrown from here it would be a validation failure of the 401.
+            throw ProviderError.interceptor(invalid)
         } catch {
             return .pass
         }
         return .retry
     }
 
+    /// The authenticators whose refresh the current task runs (or was started by): their requests do not wait for
+    /// the refresh in flight, which is their own.
+    @TaskLocal private static var refreshing: Set<ObjectIdentifier> = []
+
+    /// Whether the current task is part of this authenticator's refresh.
+    private var isInsideOwnRefresh: Bool {
+        Self.refreshing.contains(ObjectIdentifier(self))
+    }
+
+    /// The token a 401 refused: the one it was sent with (`nil` for none), or the token in use when the sent field
+    /// does not say.
+    private enum Refusal {
+        case token(String?)
+        case current
+    }
+
     /// The token, waiting for a refresh in flight so no request goes out with the token being replaced. If that
-    /// refresh fails, the request goes out with the old token and its 401 reaches the caller.
+    /// refresh fails, the request goes out with the old token and its 401 reaches the caller; if it returned an
+    /// invalid token, the call fails with ``InvalidToken``.
+    ///
+    /// Inside the refresh (a request it sends), the token being replaced, at once: waiting would be for itself.
     private func currentToken() async throws -> String? {
+        if isInsideOwnRefresh { return token }
         do {
-            return try await refreshed(replacing: nil, startingOne: false)
+            return try await refreshed(replacing: .token(nil), startingOne: false)
         } catch is WaitCancelled {
             throw CancellationError()
+        } catch let invalid as InvalidToken {
+            throw invalid
         } catch {
             return token
         }
@@ -91,7 +192,7 @@ public final class BearerTokenAuthenticator: Interceptor {
     /// The token once the refresh in flight ends. With `startingOne`, a refresh starts when none runs and the token
     /// is still the refused one (a 401 for a token already replaced just gets the new one). Cancelling the caller
     /// ends its wait with `WaitCancelled`, not the refresh.
-    private func refreshed(replacing refused: String?, startingOne: Bool = true) async throws -> String? {
+    private func refreshed(replacing refused: Refusal, startingOne: Bool = true) async throws -> String? {
         // Most calls meet no refresh and start none: no continuation for them.
         let answer: String?? = state.withLock { state in
             guard state.waiters == nil, !(startingOne && Self.isRefused(state.token, refused)) else { return .none }
@@ -105,7 +206,8 @@ public final class BearerTokenAuthenticator: Interceptor {
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
                 enum Registration {
-                    case waiting(startedTheRefresh: Bool)
+                    /// `expired` is the token the refresh replaces when this caller started it.
+                    case waiting(startedTheRefreshOf: String??)
                     case answered(String?)
                     case cancelled
                 }
@@ -116,23 +218,29 @@ public final class BearerTokenAuthenticator: Interceptor {
                     if state.waiters == nil {
                         guard startingOne, Self.isRefused(state.token, refused) else { return .answered(state.token) }
                         state.waiters = [id: continuation]
-                        return .waiting(startedTheRefresh: true)
+                        return .waiting(startedTheRefreshOf: .some(state.token))
                     }
                     state.waiters?[id] = continuation
-                    return .waiting(startedTheRefresh: false)
+                    return .waiting(startedTheRefreshOf: .none)
                 }
                 switch registration {
                 case .cancelled:
                     continuation.resume(throwing: WaitCancelled())
                 case .answered(let token):
                     continuation.resume(returning: token)
-                case .waiting(let startedTheRefresh):
-                    guard startedTheRefresh else { return }
+                case .waiting(let startedTheRefreshOf):
+                    guard case .some(let expired) = startedTheRefreshOf else { return }
                     let refreshToken = self.refreshToken
+                    // Marks the refresh, and the requests it sends, as this authenticator's own.
+                    let refreshing = Self.refreshing.union([ObjectIdentifier(self)])
                     // Not a child of the caller: the caller may be cancelled, the others still wait for the token.
                     Task {
                         do {
-                            self.finishRefresh(with: .success(try await refreshToken(refused)))
+                            let token = try await Self.$refreshing.withValue(refreshing) {
+                                try await refreshToken(expired)
+                            }
+                            if let invalid = InvalidToken.check(token, from: .refresh) { throw invalid }
+                            self.finishRefresh(with: .success(token))
                         } catch {
                             self.finishRefresh(with: .failure(error))
                         }
@@ -146,8 +254,11 @@ public final class BearerTokenAuthenticator: Interceptor {
     }
 
     /// Whether `token` is the one the server refused (or there is none yet), so a new one must be fetched.
-    private static func isRefused(_ token: String?, _ refused: String?) -> Bool {
-        token == nil || token == refused
+    private static func isRefused(_ token: String?, _ refused: Refusal) -> Bool {
+        switch refused {
+        case .current: true
+        case .token(let refused): token == nil || token == refused
+        }
     }
 
     private func finishRefresh(with outcome: Result<String, any Error>) {

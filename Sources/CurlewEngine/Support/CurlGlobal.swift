@@ -50,8 +50,9 @@ enum CurlGlobal {
 }
 
 extension Duration {
-    /// Whole nanoseconds, saturating; negative durations become zero.
-    var saturatingNanoseconds: UInt64 {
+    /// Whole nanoseconds, saturating; negative durations become zero. `.max` is a timeout the engine counts as no
+    /// limit (a deadline that far cannot be represented), as with `.seconds(Int64.max)`.
+    package var saturatingNanoseconds: UInt64 {
         let (seconds, attoseconds) = components
         if seconds < 0 || (seconds == 0 && attoseconds <= 0) { return 0 }
         let (wholeNanos, overflow) = UInt64(seconds).multipliedReportingOverflow(by: 1_000_000_000)

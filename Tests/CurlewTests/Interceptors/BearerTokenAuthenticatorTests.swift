@@ -226,4 +226,174 @@ import Testing
             #expect(refreshes.load(ordering: .relaxed) == provider.maxAttempts - 1)
         }
     }
+
+    /// Holds the provider a refresh sends through: the provider holds the authenticator, whose refresh needs it.
+    private final class ProviderBox: Sendable {
+        private let stored = Mutex<TestProvider?>(nil)
+
+        var provider: TestProvider {
+            get { stored.withLock { $0! } }
+            set { stored.withLock { $0 = newValue } }
+        }
+    }
+
+    /// A server that accepts only `Bearer <accepted>` and hands out tokens at `/refresh` (the last stub wins).
+    private static func tokenServer(
+        accepting accepted: String, refreshStatus: HTTPResponse.Status = .ok
+    ) -> MockTransport {
+        MockTransport(stubs: [
+            Stub(
+                matching: { _ in true },
+                respond: { request, _ in
+                    request.headerFields[.authorization] == "Bearer \(accepted)"
+                        ? .json(["ok": true]) : StubResponse(status: .unauthorized)
+                }),
+            Stub.get("/refresh", status: refreshStatus, json: refreshStatus == .ok ? ["token": "fresh"] : nil),
+        ])
+    }
+
+    /// A refresh whose request goes through the provider whose 401 started it: the request's `adapt` used to wait
+    /// for the refresh in flight, its own, so the call and every later call hung for ever. The refresh's request
+    /// goes out with the old token instead.
+    @Test func aRefreshSentThroughTheSameProviderGoesOutWithTheOldTokenInsteadOfWaitingForItself() async throws {
+        let mock = Self.tokenServer(accepting: "fresh")
+        let box = ProviderBox()
+        let authenticator = BearerTokenAuthenticator(token: "stale") { _ in
+            try await box.provider.request(Route(path: "/refresh")).json()["token"].stringValue
+        }
+        var configured = TestProvider(baseURL: "https://api.example.com", transport: mock)
+        configured.interceptors = [authenticator]
+        box.provider = configured
+        let provider = configured
+        let response = try await withTimeout(.seconds(10), "the call whose 401 starts the refresh") {
+            try await provider.request(Route(path: "/private"))
+        }
+        #expect(response.status == .ok)
+        #expect(authenticator.token == "fresh")
+        let sent = mock.receivedRequests.map { "\($0.url) \($0.headerFields[.authorization] ?? "-")" }
+        #expect(
+            sent == [
+                "https://api.example.com/private Bearer stale", "https://api.example.com/refresh Bearer stale",
+                "https://api.example.com/private Bearer fresh",
+            ])
+        // Later calls do not wait for anything either.
+        let later = try await withTimeout(.seconds(10), "a later call") {
+            try await provider.request(Route(path: "/private"))
+        }
+        #expect(later.status == .ok)
+    }
+
+    /// The refresh's own request refused with a 401 must not start a refresh inside the refresh (which would wait
+    /// for itself): the refresh fails, and the first call's 401 reaches its caller.
+    @Test func aRefreshWhoseOwnRequestGetsA401FailsInsteadOfWaitingForItself() async throws {
+        let mock = Self.tokenServer(accepting: "fresh", refreshStatus: .unauthorized)
+        let box = ProviderBox()
+        let refreshes = Atomic(0)
+        let authenticator = BearerTokenAuthenticator(token: "stale") { _ in
+            refreshes.add(1, ordering: .relaxed)
+            return try await box.provider.request(Route(path: "/refresh")).json()["token"].stringValue
+        }
+        var configured = TestProvider(baseURL: "https://api.example.com", transport: mock)
+        configured.interceptors = [authenticator]
+        box.provider = configured
+        let provider = configured
+        let error = await #expect(throws: ProviderError.self) {
+            try await withTimeout(.seconds(10), "the call whose 401 starts the refresh") {
+                try await provider.request(Route(path: "/private"))
+            }
+        }
+        #expect(error?.status == .unauthorized)
+        #expect(refreshes.load(ordering: .relaxed) == 1)
+        #expect(authenticator.token == "stale")
+        #expect(mock.receivedRequests.count == 2, "/private, then /refresh once: no retry inside the refresh")
+    }
+
+    /// Tokens the `Authorization` field would not carry as they are: swift-http-types trims or rewrites them, so
+    /// the token read back from a 401's request never matched the one in use and nothing was ever refreshed.
+    static let tokensThatAreNotLegalHeaderValues: [(token: String, reason: String)] = [
+        ("t0\n", "ends with a line break"), ("t0\r\n", "ends with a line break"),
+        ("t0 ", "begins or ends with white space"), (" t0", "begins or ends with white space"),
+        ("", "is empty"), ("t\r\n0", "contains a line break"), ("t\n0", "contains a line break"),
+        ("t\u{0}0", "contains a control character"),
+    ]
+
+    @Test(arguments: tokensThatAreNotLegalHeaderValues)
+    func anInitialTokenThatIsNotALegalHeaderValueFailsTheCallBeforeAnythingIsSent(
+        token: String, reason: String
+    ) async throws {
+        let mock = Self.tokenServer(accepting: "fresh")
+        let refreshes = Atomic(0)
+        var provider = TestProvider(baseURL: "https://api.example.com", transport: mock)
+        provider.interceptors = [
+            BearerTokenAuthenticator(token: token) { _ in
+                refreshes.add(1, ordering: .relaxed)
+                return "fresh"
+            }
+        ]
+        let error = await #expect(throws: ProviderError.self) { try await provider.request(Route(path: "/private")) }
+        #expect(error?.code == .interceptor)
+        let invalid = error?.cause as? BearerTokenAuthenticator.InvalidToken
+        #expect(invalid?.origin == .initial)
+        #expect(invalid?.reason == reason)
+        #expect(invalid.map { !"\($0)".contains(token) || token.isEmpty } ?? false, "the message never shows the token")
+        #expect(mock.receivedRequests.isEmpty)
+        #expect(refreshes.load(ordering: .relaxed) == 0)
+    }
+
+    @Test(arguments: tokensThatAreNotLegalHeaderValues)
+    func aRefreshedTokenThatIsNotALegalHeaderValueFailsTheCallAndTheTokenInUseStays(
+        token: String, reason: String
+    ) async throws {
+        // The server accepts no token: before, the call went on with the refreshed token as the field had
+        // rewritten it, and each 401 after that retried it without refreshing.
+        let mock = Self.tokenServer(accepting: "never")
+        let refreshes = Atomic(0)
+        let authenticator = BearerTokenAuthenticator(token: "stale") { _ in
+            refreshes.add(1, ordering: .relaxed)
+            return token
+        }
+        var provider = TestProvider(baseURL: "https://api.example.com", transport: mock)
+        provider.interceptors = [authenticator]
+        let error = await #expect(throws: ProviderError.self) { try await provider.request(Route(path: "/private")) }
+        #expect(error?.code == .interceptor)
+        let invalid = error?.cause as? BearerTokenAuthenticator.InvalidToken
+        #expect(invalid?.origin == .refresh)
+        #expect(invalid?.reason == reason)
+        #expect(authenticator.token == "stale")
+        #expect(refreshes.load(ordering: .relaxed) == 1)
+        #expect(mock.receivedRequests.count == 1)
+    }
+
+    /// Rewrites the `Bearer` field into a scheme of its own after the authenticator has set it.
+    private struct RewritingScheme: Interceptor {
+        func adapt(_ request: inout CurlewRequest, context: InterceptorContext) async throws {
+            if let value = request.headerFields[.authorization], value.hasPrefix("Bearer ") {
+                request.headerFields[.authorization] = "Custom " + value.dropFirst(7)
+            }
+        }
+    }
+
+    /// A 401 whose `Authorization` field is not `Bearer <token>` cannot say which token it refused: it refuses
+    /// the one in use. Before, it refused none, so the call retried the dead token until its attempts ran out.
+    @Test func a401ForAnAuthorizationFieldThatIsNotABearerTokenRefreshesTheTokenInUse() async throws {
+        let mock = MockTransport(stubs: [
+            Stub(
+                matching: { _ in true },
+                respond: { request, _ in
+                    request.headerFields[.authorization] == "Custom fresh"
+                        ? .json(["ok": true]) : StubResponse(status: .unauthorized)
+                })
+        ])
+        let refreshes = Atomic(0)
+        let authenticator = BearerTokenAuthenticator(token: "stale") { expired in
+            #expect(expired == "stale")
+            refreshes.add(1, ordering: .relaxed)
+            return "fresh"
+        }
+        var provider = TestProvider(baseURL: "https://api.example.com", transport: mock)
+        provider.interceptors = [authenticator, RewritingScheme()]
+        #expect(try await provider.request(Route(path: "/private")).status == .ok)
+        #expect(refreshes.load(ordering: .relaxed) == 1)
+        #expect(mock.receivedRequests.count == 2)
+    }
 }
