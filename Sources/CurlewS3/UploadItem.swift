@@ -27,7 +27,33 @@ package struct UploadItem: Sendable, Hashable {
     package init(relativePath: String, absolutePath: String, status: stat) {
         self.init(
             relativePath: relativePath, absolutePath: absolutePath, size: Int64(status.st_size),
-            modifiedNanoseconds: Int64(status.st_mtim.tv_sec) * 1_000_000_000 + Int64(status.st_mtim.tv_nsec))
+            modifiedNanoseconds: Self.nanoseconds(
+                seconds: Int64(status.st_mtim.tv_sec), nanoseconds: Int64(status.st_mtim.tv_nsec)))
+    }
+
+    /// A modification time in nanoseconds since 1970, exact from 1677-09-21 to 2262-04-11, where it fits in 64 bits.
+    ///
+    /// Outside that range (a file system such as ext4 or btrfs keeps such times, `touch -d 2300-01-01` sets one) it
+    /// cannot be exact, and it must not trap: the listing of a whole run would stop at one odd file. It is not
+    /// clamped to one value either, or a file changed from one such time to another at the same size would look
+    /// unchanged to the journal. Instead the seconds, without their fraction, fall into the representable range's
+    /// last (or first) second, whose 854,775,808 nanosecond values keep any two such whole seconds less than 27 years
+    /// apart distinct. The value stays the latest (or earliest) representable, so it still reads as newer (or older) than any
+    /// server copy and the age filters see the file as they would the true time; it is the same as a true time only
+    /// within that one second of 2262 (or 1677).
+    package static func nanoseconds(seconds: Int64, nanoseconds: Int64) -> Int64 {
+        let (scaled, scaleOverflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        let (exact, addOverflow) = scaled.addingReportingOverflow(nanoseconds)
+        if !scaleOverflow && !addOverflow { return exact }
+        // Whole seconds either side of zero that fit, and the nanosecond values beyond them (854,775,808 each side).
+        let lastWholeSecond = Int64.max / 1_000_000_000
+        let band = UInt64(Int64.max - lastWholeSecond * 1_000_000_000) + 1
+        if seconds > 0 {
+            let beyond = UInt64(bitPattern: seconds &- lastWholeSecond) % band
+            return lastWholeSecond * 1_000_000_000 + Int64(beyond)
+        }
+        let beyond = UInt64(bitPattern: -lastWholeSecond &- seconds) % band
+        return -lastWholeSecond * 1_000_000_000 - Int64(beyond)
     }
 
     /// The size and modification time a journal records for it.
@@ -41,10 +67,18 @@ package struct UploadItem: Sendable, Hashable {
         serverModifiedSeconds >= Double(modifiedNanoseconds / 1_000_000_000)
     }
 
-    /// The file as it is now, to record exactly what was sent; nil if it is gone (`errno` says why).
+    /// The file as it is now, to record exactly what was sent; nil if it is gone or no longer a regular file
+    /// (`errno` says why: `EISDIR` for a directory, `ENOENT` for anything else that is not a regular file).
+    ///
+    /// A path listed as a regular file may since have become a FIFO or a device (`rm f; mkfifo f`): opening one
+    /// may block for ever and reading it never gives the listed bytes, so it counts as the file having gone.
     package func currentState() -> UploadItem? {
         var status = stat()
         guard stat(absolutePath, &status) == 0 else { return nil }
+        guard status.st_mode & S_IFMT == S_IFREG else {
+            errno = status.st_mode & S_IFMT == S_IFDIR ? EISDIR : ENOENT
+            return nil
+        }
         return UploadItem(relativePath: relativePath, absolutePath: absolutePath, status: status)
     }
 }

@@ -241,7 +241,13 @@ public final class S3Client: Sendable {
     ) async throws(S3Error) -> S3FileUpload {
         let listed = UploadItem(relativePath: key, absolutePath: path, size: 0, modifiedNanoseconds: 0)
         guard let item = listed.currentState() else {
-            throw S3Error("cannot read \(path.debugDescription): \(String(cString: strerror(errno)))")
+            // currentState's ENOENT also stands for "there but not a regular file": say which.
+            let reason = errno
+            var status = stat()
+            if reason == ENOENT, stat(path, &status) == 0 {
+                throw S3Error("cannot read \(path.debugDescription): it is not a regular file")
+            }
+            throw S3Error("cannot read \(path.debugDescription): \(String(cString: strerror(reason)))")
         }
         let uploader = S3Uploader(client: self, options: options, journal: nil, resumesUnfinishedUploads: true)
         switch await uploader.upload(item, key: key, sent: { _ in }) {
@@ -396,9 +402,21 @@ package enum FileRangeDigest {
     private static func read(
         path: String, offset: Int64, length: Int64, _ consume: (UnsafeRawBufferPointer) -> Void
     ) throws(S3RequestFailure) {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        // Non-blocking, so a path that has become a FIFO since it was listed is refused below instead of holding
+        // this worker in open() until something writes to it; a regular file reads the same either way.
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard descriptor >= 0 else { throw .transport("cannot open the file: \(String(cString: strerror(errno)))") }
         defer { close(descriptor) }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0 else {
+            throw .transport("cannot read the file: \(String(cString: strerror(errno)))")
+        }
+        guard status.st_mode & S_IFMT == S_IFREG else { throw .transport("the file is not a regular file") }
+        // O_NONBLOCK was for the open only: a file system that honours it on a regular file (FUSE may) could make
+        // pread answer EAGAIN.
+        guard fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) & ~O_NONBLOCK) == 0 else {
+            throw .transport("cannot read the file: \(String(cString: strerror(errno)))")
+        }
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: blockSize, alignment: 16)
         defer { buffer.deallocate() }
         var position: Int64 = 0

@@ -314,9 +314,21 @@ package final class S3Uploader: Sendable {
             if reply.status == 404 { return nil }
             let page = CompletedPart.parseListing(reply.text)
             for part in page.parts { held[part.number] = part }
-            marker = page.nextMarker
+            marker = try Self.nextPartNumberMarker(page.nextMarker, after: marker)
         } while marker != nil
         return held
+    }
+
+    /// The marker of ListParts' next page, or nil after the last page. Part numbers ascend, so a store whose marker
+    /// does not (the same marker again, or a smaller one or no number at all) would list the same page for ever.
+    package static func nextPartNumberMarker(
+        _ next: String?, after current: String?
+    ) throws(S3RequestFailure) -> String? {
+        guard let next else { return nil }
+        guard let number = Int(next), number > current.flatMap({ Int($0) }) ?? 0 else {
+            throw .transport("ListParts gave part number marker \(next) after \(current ?? "the first page")")
+        }
+        return next
     }
 
     /// Parts the store holds that can be kept: the journal's (same ETag), and ones the run was killed before it
@@ -522,13 +534,24 @@ package final class S3Uploader: Sendable {
         let first = try await client.send(
             .head, key: key, query: [("partNumber", "1")], allowing: [400, 404, 416])
         guard first.status == 200 || first.status == 206,
-            let partSize = first.header("content-length").flatMap({ Int64($0) }), partSize > 0,
-            partSize * Int64(count - 1) < size, partSize * Int64(count) >= size
+            let partSize = first.header("content-length").flatMap({ Int64($0) }),
+            Self.partsAddUp(count: count, partSize: partSize, size: size)
         else { return nil }
         return (0..<count).map { index in
             let offset = partSize * Int64(index)
             return (offset, index == count - 1 ? size - offset : partSize)
         }
+    }
+
+    /// Whether `count` parts of `partSize` bytes (the last one shorter) make `size` bytes. Both come from the store
+    /// (the ETag's or checksum's `-N`, the first part's length): a count past S3's 10,000 parts, or a product past
+    /// 64 bits, is not a match rather than a trap or billions of ranges to hash.
+    package static func partsAddUp(count: Int, partSize: Int64, size: Int64) -> Bool {
+        guard partSize > 0, count > 1, count <= PartPlan.maximumParts else { return false }
+        let (allButLast, overflow) = partSize.multipliedReportingOverflow(by: Int64(count - 1))
+        guard !overflow, allButLast < size else { return false }
+        // The last part holds the rest: at least one byte, at most a whole part.
+        return size - allButLast <= partSize
     }
 
     /// The file must be as it was listed once its bytes are in: the checksum sent covers what was read.

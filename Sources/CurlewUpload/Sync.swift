@@ -81,8 +81,11 @@ package struct SyncPlan: Sendable, Equatable {
         }
         if deletes {
             let patterns = UploadFilter(includes: filter.includes, excludes: filter.excludes)
+            // Nothing under a folder the source could not list: its files may all still be there.
+            let unlistedFolders = selection.unlistedPaths.map { $0.isEmpty ? "" : $0 + "/" }
             plan.deletions = Set(addressable.map(\.relativePath)).filter { path in
-                !selection.listedPaths.contains(path) && patterns.admits(path) && shard.owns(relativePath: path)
+                !selection.listedPaths.contains(path) && !unlistedFolders.contains { path.utf8.starts(with: $0.utf8) }
+                    && patterns.admits(path) && shard.owns(relativePath: path)
             }.sorted()
         }
         return plan
@@ -204,7 +207,11 @@ public final class Sync: Sendable {
             summary.deletionsWithheld = plan.deletions.count
             throw UploadError(.journal, "the journal could not be written: \(journalFailure)")
         }
-        guard uploadSummary.failed == 0, uploadSummary.notStarted == 0, !uploadSummary.interrupted else {
+        // A source not listed whole (anywhere: another shard's unreadable folder too) deletes nothing, as
+        // `rclone sync` deletes nothing after an error: what it could not see may still be there.
+        guard uploadSummary.failed == 0, uploadSummary.notStarted == 0, !uploadSummary.interrupted,
+            selection.unlistedPaths.isEmpty
+        else {
             summary.deletionsWithheld = plan.deletions.count
             return summary
         }
@@ -278,7 +285,8 @@ public struct SyncSummary: Sendable, Codable {
     public package(set) var unchangedByRule: [String: Int]
     /// Destination files deleted.
     public package(set) var deleted = 0
-    /// Deletions not made because a file failed or the run was interrupted.
+    /// Deletions not made because a file failed, the source could not be listed whole (by any shard) or the run was
+    /// interrupted.
     public package(set) var deletionsWithheld = 0
     /// Deletions the destination refused.
     public package(set) var deleteFailures: [UploadFailure] = []

@@ -283,12 +283,17 @@ package struct UploadSelection: Sendable {
     /// Every path the source listed, before sharding and the filters, unreadable ones included: what `curlew sync
     /// --delete` must never delete from the destination.
     package var listedPaths: Set<String> = []
+    /// The paths the source could not list or read, before sharding (a folder's stands for all it holds): every
+    /// shard lists the whole source, so each knows that the listing was not whole even where another shard owns
+    /// the path, and `curlew sync --delete` deletes nothing then.
+    package var unlistedPaths: [String] = []
 
     package static func make(
         source: UploadSource, filter: UploadFilter, shard: ShardAssignment, journalPath: String?
     ) throws(UploadError) -> UploadSelection {
         var listing = try source.list()
         let listedPaths = Set(listing.items.map(\.relativePath)).union(listing.problems.map(\.relativePath))
+        let unlistedPaths = listing.problems.map(\.relativePath)
         // A shard sends the files whose path hashes to it; the others' shards send theirs. Sharding comes before the
         // filters, so each shard counts only its own files as excluded and the merge's sum is the run's.
         let listedBeforeSharding = listing.items.count
@@ -302,7 +307,8 @@ package struct UploadSelection: Sendable {
         return UploadSelection(
             listing: listing, listedBeforeSharding: listedBeforeSharding, ownedByShard: ownedByShard,
             excluded: ownedByShard - listing.items.count,
-            journalPath: journalPath.map { shard.isWhole ? $0 : "\($0).\(shard.fileTag)" }, listedPaths: listedPaths)
+            journalPath: journalPath.map { shard.isWhole ? $0 : "\($0).\(shard.fileTag)" }, listedPaths: listedPaths,
+            unlistedPaths: unlistedPaths)
     }
 }
 

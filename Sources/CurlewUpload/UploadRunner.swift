@@ -240,7 +240,10 @@ package final class UploadRunner: Sendable {
             let index = nextIndex.wrappingAdd(1, ordering: .relaxed).oldValue
             guard index < items.count else { break }
             if let filesPerSecond = plan.filesPerSecond {
-                let due = start + .nanoseconds(Int64(Double(index) * 1e9 / filesPerSecond))
+                // A tiny rate puts a later file centuries away, past 64-bit nanoseconds: it waits "for ever"
+                // (until the run is stopped) rather than trapping.
+                let offset = Double(index) * 1e9 / filesPerSecond
+                let due = start + .nanoseconds(offset < Double(Int64.max) ? Int64(offset) : .max)
                 if due > .now {
                     do { try await Task.sleep(until: due, clock: .continuous) } catch {
                         fail(items[index], "cancelled (interrupted)", into: &tally)

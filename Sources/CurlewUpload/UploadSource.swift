@@ -131,7 +131,20 @@ public struct UploadSource: Sendable, Hashable, CustomStringConvertible {
         }
         defer { closedir(handle) }
         var subdirectories: [(String, String)] = []
-        while let entry = readdir(handle) {
+        while true {
+            // readdir ends a folder and fails (EIO, ESTALE on a network file system) alike with NULL: only errno
+            // tells them apart, and a failure taken for the end would send part of the folder as if it were all
+            // of it (and let `sync --delete` delete the rest).
+            errno = 0
+            guard let entry = readdir(handle) else {
+                if errno != 0 {
+                    listing.problems.append(
+                        UnlistablePath(
+                            relativePath: relative,
+                            reason: "cannot read the whole directory: \(String(cString: strerror(errno)))"))
+                }
+                break
+            }
             let nameBytes = withUnsafeBytes(of: entry.pointee.d_name) { raw in Array(raw.prefix(while: { $0 != 0 })) }
             let name = String(decoding: nameBytes, as: UTF8.self)
             if name == "." || name == ".." { continue }

@@ -1,5 +1,6 @@
 import Crypto
 import CurlewLoopbackServer
+import CurlewSharding
 import CurlewTestSupport
 import Foundation
 import Testing
@@ -484,6 +485,8 @@ import Musl
         (["upload", "/tmp", "--retries", "99"], "--retries"),
         (["upload", "/tmp", "ftp://127.0.0.1/x/"], "ftp://"),
         (["upload", "/tmp", "-H", "broken"], "Name: value"),
+        (["upload", "/tmp", "-c", "9223372036854775807"], "--concurrency"),
+        (["upload", "/tmp", "--rate", "1e-12"], "--rate"),
     ])
     func badArgumentsExplainThemselves(arguments: [String], mention: String) async throws {
         let output = try await CurlewBinary.run(arguments)
@@ -835,6 +838,118 @@ import Musl
         let summary = try second.json()
         #expect(summary["toSendByReason"] as? [String: Int] ?? [:] == [:], "\(summary)")
         #expect((summary["upload"] as? [String: Any])?["uploaded"] as? Int == 0, "\(summary)")
+    }
+
+    /// `readdir` ends a folder and fails (EIO, ESTALE on a network file system) with the same NULL. A folder whose
+    /// listing failed was taken as empty: its files were neither sent nor reported, and `sync --delete` deleted
+    /// their copies. It is a problem now, and no shard deletes anything after one, even a shard that does not own
+    /// the folder (each dropped the others' problems, and deleted what the folder held). The failure is injected by
+    /// a preloaded shim, since the file systems that fail this way are not on this machine.
+    @Test func aFolderWhoseListingFailsIsAProblemAndNoShardDeletes() async throws {
+        let nginx = try await NginxServer.shared()
+        let target = DavTarget(nginx: nginx)
+        let tree = try SourceTree(prefix: "curlew-sync-readdir")
+        defer {
+            tree.remove()
+            target.remove()
+        }
+        let flakyFiles = (0..<6).map { "flaky/file \($0).txt" }
+        for name in ["keep.txt"] + flakyFiles { try tree.write(name, SourceTree.content(for: name, size: 300)) }
+        let first = try await CurlewBinary.run(["sync", tree.root, target.url, "--json"])
+        #expect(first.status == 0, "\(first.stdout)\n\(first.stderr)")
+        // A file the source never had, owned by the shard that does not own the folder: a deletion to make.
+        let shards = 2
+        let folderOwner = (0..<shards).first { ShardAssignment(index: $0, count: shards).owns(relativePath: "flaky") }!
+        let otherShard = ShardAssignment(index: 1 - folderOwner, count: shards)
+        let stray = try #require((0..<100).map { "stray \($0).txt" }.first { otherShard.owns(relativePath: $0) })
+        try Data("stray".utf8).write(to: URL(fileURLWithPath: target.storedPath(stray)))
+
+        let shim = try await Self.buildReaddirFailingShim(in: tree.root + ".shim")
+        defer { try? FileManager.default.removeItem(atPath: tree.root + ".shim") }
+        let failing = ["LD_PRELOAD": shim]
+        let whole = try await CurlewBinary.run(
+            ["sync", tree.root, target.url, "--delete", "--json"], environment: failing)
+        #expect(whole.status == 1, "\(whole.stdout)\n\(whole.stderr)")
+        let summary = try whole.json()
+        #expect(summary["deletionsWithheld"] as? Int == 1, "\(summary)")
+        let failures = (summary["upload"] as? [String: Any])?["failures"] as? [[String: Any]] ?? []
+        #expect(
+            failures.contains {
+                $0["path"] as? String == "flaky"
+                    && ($0["error"] as? String)?.contains("cannot read the whole directory") == true
+            }, "\(summary)")
+        for index in 0..<shards {
+            let shard = try await CurlewBinary.run(
+                ["sync", tree.root, target.url, "--delete", "--shard", "\(index)/\(shards)", "--json"],
+                environment: failing)
+            let shardSummary = try shard.json()
+            // The folder's owner fails on it; the other shard has nothing of its own failing, and still deletes
+            // nothing, since the source was not listed whole.
+            #expect(shard.status == (index == folderOwner ? 1 : 0), "\(shard.stdout)\n\(shard.stderr)")
+            #expect(shardSummary["deleted"] as? Int == 0, "\(shardSummary)")
+            #expect(shardSummary["deletionsWithheld"] as? Int == (index == folderOwner ? 0 : 1), "\(shardSummary)")
+        }
+        // Server-side: no DELETE, and the folder's copies are all there.
+        #expect(target.loggedRequests(method: "DELETE").isEmpty)
+        for name in flakyFiles + [stray] {
+            #expect(FileManager.default.fileExists(atPath: target.storedPath(name)), "\(name)")
+        }
+    }
+
+    /// A shared object that makes `readdir` fail with EIO in every folder named `flaky` (found by `opendir`).
+    static func buildReaddirFailingShim(in directory: String) async throws -> String {
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let source = directory + "/readdir_fails.c"
+        let library = directory + "/readdir_fails.so"
+        try """
+        #define _GNU_SOURCE
+        #include <dirent.h>
+        #include <dlfcn.h>
+        #include <errno.h>
+        #include <string.h>
+
+        static DIR *flaky[64];
+
+        static int is_flaky(DIR *handle) {
+            for (int i = 0; i < 64; i++) if (handle && flaky[i] == handle) return 1;
+            return 0;
+        }
+
+        DIR *opendir(const char *name) {
+            DIR *(*real)(const char *) = dlsym(RTLD_NEXT, "opendir");
+            DIR *handle = real(name);
+            size_t length = strlen(name);
+            if (handle && length >= 6 && strcmp(name + length - 6, "/flaky") == 0) {
+                for (int i = 0; i < 64; i++) if (!flaky[i]) { flaky[i] = handle; break; }
+            }
+            return handle;
+        }
+
+        int closedir(DIR *handle) {
+            int (*real)(DIR *) = dlsym(RTLD_NEXT, "closedir");
+            for (int i = 0; i < 64; i++) if (flaky[i] == handle) flaky[i] = 0;
+            return real(handle);
+        }
+
+        struct dirent *readdir(DIR *handle) {
+            struct dirent *(*real)(DIR *) = dlsym(RTLD_NEXT, "readdir");
+            if (is_flaky(handle)) { errno = EIO; return 0; }
+            return real(handle);
+        }
+
+        struct dirent64 *readdir64(DIR *handle) {
+            struct dirent64 *(*real)(DIR *) = dlsym(RTLD_NEXT, "readdir64");
+            if (is_flaky(handle)) { errno = EIO; return 0; }
+            return real(handle);
+        }
+
+        """.write(toFile: source, atomically: true, encoding: .utf8)
+        // The C compiler Swift itself links with.
+        let output = try await CurlewBinary.runProgram([
+            "/usr/bin/cc", "-shared", "-fPIC", "-O1", "-o", library, source, "-ldl",
+        ])
+        guard output.status == 0 else { throw TestSupportError("cannot build the readdir shim: \(output.stderr)") }
+        return library
     }
 
     @Test func aSecondSyncSendsOnlyChangesAndDeletesOnlyWhatTheSourceLost() async throws {

@@ -76,6 +76,39 @@ struct TransferBodyTests {
         }
     }
 
+    /// A path that has become a FIFO with no writer (`rm f; mkfifo f` after the file was chosen) fails the request
+    /// at once, and the loop goes on serving. Before, `open` blocked the event loop until something wrote to the
+    /// FIFO: this transfer and every other one on the loop stalled, and no timeout fired.
+    @Test(arguments: allLoops)
+    func aFIFOBodyFailsAtOnceAndTheLoopGoesOn(loop: CurlewClient.Configuration.EventLoopKind) async throws {
+        let folder = NSTemporaryDirectory() + "curlew-fifo-body-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let fifo = folder + "/body"
+        #expect(mkfifo(fifo, 0o600) == 0)
+        try await withLoopbackServer { server in
+            try await withClient(loop) { client in
+                // Releases a loop the bug left blocked in open, so a failing run ends instead of hanging the
+                // client's shutdown.
+                defer {
+                    let writer = open(fifo, O_WRONLY | O_NONBLOCK)
+                    if writer >= 0 { close(writer) }
+                }
+                let request = try CurlewRequest(method: .put, url: "\(server.baseURL)/upload", body: .file(.path(fifo)))
+                let code = try await withTimeout(.seconds(20), "a FIFO body") {
+                    await curlewErrorCode { _ = try await client.execute(request) }
+                }
+                #expect(code == .requestBodyFailed)
+                let next = try CurlewRequest(method: .put, url: "\(server.baseURL)/upload", body: .bytes([1, 2, 3]))
+                let response = try await withTimeout(.seconds(20), "the next request") {
+                    try await client.execute(next)
+                }
+                #expect(try response.json()["bytes"] as? Int == 3)
+            }
+            #expect(server.requestsServed == 1, "only the next request reached the server")
+        }
+    }
+
     /// The body is held back by `Expect: 100-continue` against a route that never answers, which opens a window
     /// in which the file changes after the transfer started and before its bytes are read.
     @Test(arguments: allLoops, ["shrink", "grow", "rewrite", "delete"])

@@ -172,4 +172,61 @@ import Testing
             #expect(s3.runProblem == nil, "an error after a 200 is the operation's, not the run's")
         }
     }
+
+    /// A file last modified in 2300 (past 64-bit nanoseconds since 1970) is stored like any other. Before, stating
+    /// it trapped, and with it the whole process.
+    @Test func aFileModifiedAfter2262IsUploaded() async throws {
+        let moto = try await MotoServer.shared(.checked)
+        let bucket = try await moto.makeBucket("far-future")
+        let tree = try SourceTree(prefix: "curlew-s3-far-future")
+        defer { tree.remove() }
+        let bytes = SourceTree.content(for: "future", size: 3000)
+        let path = try tree.write("future.bin", bytes)
+        UploadItemTests.setModified(path, seconds: UploadItemTests.year2300)
+        let client = CurlewClient()
+        defer { Task { await client.shutdown() } }
+        let s3 = try Self.s3Client(moto, bucket: bucket, client: client)
+        #expect(try await s3.uploadFile(at: path, key: "future.bin") == .uploaded)
+        let object = try #require(try await Self.storedObjects(moto, bucket: bucket)["future.bin"])
+        #expect(object["sha256"] as? String == Self.hex(bytes))
+    }
+
+    /// A path that has become a FIFO with no writer between its listing and its read is refused at once, on the
+    /// worker that reads it and by ``S3Client/uploadFile(at:key:options:)``, and nothing is sent. Before, `open`
+    /// blocked until something wrote to the FIFO.
+    @Test func aFIFOIsRefusedAtOnceNotWaitedOn() async throws {
+        let tree = try SourceTree(prefix: "curlew-s3-fifo")
+        defer { tree.remove() }
+        let path = tree.root + "/fifo"
+        #expect(mkfifo(path, 0o644) == 0)
+        // Releases a reader the bug left blocked in open, so a failing run ends instead of hanging.
+        defer {
+            let writer = open(path, O_WRONLY | O_NONBLOCK)
+            if writer >= 0 { close(writer) }
+        }
+        let digestFailure = try await withTimeout(.seconds(20), "hashing a FIFO") { () -> String? in
+            do throws(S3RequestFailure) {
+                _ = try FileRangeDigest.sha256(path: path, offset: 0, length: 1)
+                return nil
+            } catch {
+                return error.reason
+            }
+        }
+        #expect(digestFailure?.contains("not a regular file") == true, "\(digestFailure ?? "read")")
+        try await withScriptedServer({ _ in ScriptedResponse() }) { server in
+            let client = CurlewClient()
+            defer { Task { await client.shutdown() } }
+            let s3 = try Self.s3Client(scripted: server, client: client)
+            let failure = try await withTimeout(.seconds(20), "uploading a FIFO") { () -> String? in
+                do throws(S3Error) {
+                    _ = try await s3.uploadFile(at: path, key: "fifo")
+                    return nil
+                } catch {
+                    return "\(error)"
+                }
+            }
+            #expect(failure?.contains("not a regular file") == true, "\(failure ?? "uploaded")")
+            #expect(server.requestCount == 0)
+        }
+    }
 }

@@ -314,4 +314,94 @@ import Testing
             #expect(server.requestCount == 4)
         }
     }
+
+    /// ListParts is paged by part number: a store whose next marker does not move forward (the same one again, a
+    /// smaller one, not a number) fails the file with a clear reason after the pages it gave. Before, the uploader
+    /// asked for the same page for ever.
+    @Test(arguments: [(marker: "1", pages: 2), (marker: "0", pages: 1), (marker: "next", pages: 1)])
+    func aListPartsMarkerThatDoesNotMoveForwardFailsTheFile(marker: String, pages: Int) async throws {
+        let tree = try SourceTree(prefix: "curlew-s3-list-parts")
+        defer { tree.remove() }
+        let path = try tree.write("large.bin", SourceTree.content(for: "large", size: (12 << 20) + 3))
+        let listParts = Atomic<Int>(0)
+        let page =
+            "<ListPartsResult><IsTruncated>true</IsTruncated><NextPartNumberMarker>\(marker)</NextPartNumberMarker>"
+            + "<Part><PartNumber>1</PartNumber><ETag>\"e\"</ETag><Size>5242880</Size></Part></ListPartsResult>"
+        try await withScriptedServer({ request in
+            switch request.method {
+            case "GET" where request.uri.contains("uploadId="):
+                listParts.add(1, ordering: .relaxed)
+                return ScriptedResponse(headers: [("Content-Type", "application/xml")], body: Array(page.utf8))
+            case "HEAD": return ScriptedResponse(status: 404)
+            default: return ScriptedResponse(status: 405)
+            }
+        }) { server in
+            let client = CurlewClient()
+            defer { Task { await client.shutdown() } }
+            let s3 = try UploadS3ClientTests.s3Client(scripted: server, client: client)
+            var options = S3ObjectOptions()
+            options.partSize = 5 << 20
+            let item = try Self.item(path, key: "large.bin")
+            // A killed run's upload of this very file: its parts are listed before any is sent again.
+            let journal = KilledRunJournal(
+                multipart: S3MultipartProgress(file: item.version, partSize: 5 << 20, uploadID: "u1"))
+            let uploader = S3Uploader(client: s3, options: options, journal: journal)
+            let outcome = try await withTimeout(.seconds(20), "listing the parts") {
+                await uploader.upload(item, key: "large.bin", sent: { _ in })
+            }
+            guard case .failed(let reason) = outcome else {
+                Issue.record("the upload did not fail: \(outcome)")
+                return
+            }
+            #expect(reason.contains("ListParts") && reason.contains(marker), "\(reason)")
+            #expect(listParts.load(ordering: .relaxed) == pages)
+        }
+    }
+
+    /// The part count (the ETag's `-N`) and the part size (part 1's length) that say how a stored object was cut
+    /// come from the store: a product past 64 bits, or more parts than S3 allows, does not match the file, and the
+    /// file is sent. Before, the multiplication trapped.
+    @Test(arguments: [
+        (count: "9223372036854775807", partLength: "2"), (count: "3", partLength: "4611686018427387904"),
+    ])
+    func aStoredPartLayoutThatOverflowsIsNotAMatch(count: String, partLength: String) async throws {
+        let tree = try SourceTree(prefix: "curlew-s3-part-layout")
+        defer { tree.remove() }
+        let size = 30_000
+        let path = try tree.write("file.bin", SourceTree.content(for: "file", size: size))
+        let puts = Atomic<Int>(0)
+        try await withScriptedServer({ request in
+            switch request.method {
+            case "HEAD" where request.uri.contains("partNumber=1"):
+                return ScriptedResponse(headers: [("Content-Length", partLength)])
+            case "HEAD":
+                return ScriptedResponse(headers: [
+                    ("Content-Length", String(size)), ("ETag", "\"0123456789abcdef0123456789abcdef-\(count)\""),
+                ])
+            case "PUT":
+                puts.add(1, ordering: .relaxed)
+                return ScriptedResponse()
+            default: return ScriptedResponse(status: 405)
+            }
+        }) { server in
+            let client = CurlewClient()
+            defer { Task { await client.shutdown() } }
+            let s3 = try UploadS3ClientTests.s3Client(scripted: server, client: client)
+            var options = S3ObjectOptions()
+            options.skipExisting = true
+            let uploader = S3Uploader(client: s3, options: options, journal: nil)
+            #expect(try await Self.upload(uploader, path: path, key: "file.bin") == .uploaded)
+            #expect(puts.load(ordering: .relaxed) == 1, "the file was sent")
+        }
+    }
+
+    /// A layout of more parts than S3 allows is not a match even when it adds up: a store claiming 30,000 parts of
+    /// one byte would otherwise have the uploader hash 30,000 ranges (billions, for a large file) to compare.
+    @Test func aLayoutOfMorePartsThanS3AllowsIsNotAMatch() {
+        #expect(S3Uploader.partsAddUp(count: 3, partSize: 10, size: 25))
+        #expect(S3Uploader.partsAddUp(count: 10_000, partSize: 3, size: 30_000))
+        #expect(!S3Uploader.partsAddUp(count: 30_000, partSize: 1, size: 30_000))
+        #expect(!S3Uploader.partsAddUp(count: 3, partSize: 10, size: 31), "the last part would be longer")
+        #expect(!S3Uploader.partsAddUp(count: 3, partSize: 10, size: 20), "the last part would be empty")
+    }
 }

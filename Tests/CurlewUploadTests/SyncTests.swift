@@ -72,6 +72,29 @@ import Testing
         #expect(withoutDelete.deletions.isEmpty)
     }
 
+    /// A folder the source could not list (or read to its end) may still hold every file under it: none of its
+    /// destination copies is deleted, by any shard, whichever shard owns the folder's own path.
+    @Test func nothingUnderAFolderTheSourceCouldNotListIsDeleted() {
+        var selection = Self.selection([Self.item("a", size: 1)], listed: ["a", "private"])
+        selection.unlistedPaths = ["private"]
+        let destination: [SyncPlan.DestinationFile] = ["a", "private/b.txt", "private/deep/d.txt", "privateer", "gone"]
+            .map { .init(relativePath: $0, size: 1, modified: nil) }
+        var deleted: [String] = []
+        for shard in [ShardAssignment.whole, ShardAssignment(index: 0, count: 2), ShardAssignment(index: 1, count: 2)] {
+            let plan = SyncPlan.make(
+                selection: selection, destination: destination, comparesChecksums: true,
+                filter: UploadFilter(includes: [], excludes: []), shard: shard, deletes: true)
+            deleted += plan.deletions
+        }
+        #expect(Set(deleted) == ["gone", "privateer"])
+        // The source's own folder unreadable: nothing at all.
+        selection.unlistedPaths = [""]
+        let plan = SyncPlan.make(
+            selection: selection, destination: destination, comparesChecksums: true,
+            filter: UploadFilter(includes: [], excludes: []), shard: .whole, deletes: true)
+        #expect(plan.deletions.isEmpty)
+    }
+
     /// A `/` fused into one Character with a mark before it (U+0600 is a prepended mark) hid a `..` segment from a
     /// split by Characters; paths are split by bytes.
     @Test func aListingCannotHideADotDotSegmentInsideAGrapheme() {

@@ -72,7 +72,10 @@ final class FileBodySource: BodySource {
         let closesDescriptor: Bool
         switch file.source {
         case .path(let path):
-            descriptor = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+            // Non-blocking: this may run on an event loop, and a blocking open of a FIFO with no writer (a path
+            // replaced by `mkfifo` after it was chosen) would hold the loop, and every transfer on it, for ever. The
+            // FIFO opens at once and is refused below as not a regular file.
+            descriptor = Glibc.open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
             guard descriptor >= 0 else { return .failure(.requestBody("cannot open \(path)", errno: errno)) }
             closesDescriptor = true
         case .descriptor(let given):
@@ -89,6 +92,11 @@ final class FileBodySource: BodySource {
         }
         guard status.st_mode & S_IFMT == S_IFREG else {
             return fail(.requestBody("\(file.name) is not a regular file"))
+        }
+        // O_NONBLOCK was for the open only: a file system that honours it on a regular file (FUSE may) could make
+        // pread answer EAGAIN mid-body.
+        if closesDescriptor, fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) & ~O_NONBLOCK) != 0 {
+            return fail(.requestBody("cannot read \(file.name)", errno: errno))
         }
         let size = Int64(status.st_size)
         let length = file.length ?? (size - file.offset)

@@ -173,11 +173,26 @@ struct UploadCommand: AsyncParsableCommand {
 
     @OptionGroup var shared: SharedOptions
 
+    /// The most files `--concurrency` puts in flight.
+    static let maximumConcurrency = 100_000
+    /// The fewest files per second `--rate` takes.
+    static let minimumRate = 0.000_001
+
     func validate() throws {
         guard concurrency >= 1 else { throw ValidationError("--concurrency must be at least 1") }
+        // The same ceiling as bench's -c: far past any useful number of files in flight, and the connection limit
+        // computed from it (times the event loops) stays far from overflowing.
+        guard concurrency <= Self.maximumConcurrency else {
+            throw ValidationError("--concurrency must be at most \(Self.maximumConcurrency)")
+        }
         guard retries >= 0 && retries <= 10 else { throw ValidationError("--retries must be between 0 and 10") }
         if let rate, !(rate > 0 && rate.isFinite) {
             throw ValidationError("--rate must be a positive number of files per second")
+        }
+        // Slower than one file in 11.6 days is surely a typo (a rate per day or per hour written as per second),
+        // and the run would seem to hang after its first file.
+        if let rate, rate < Self.minimumRate {
+            throw ValidationError("--rate must be at least 0.000001 files per second (one file in 11.6 days)")
         }
         if let contradiction = filter.contradiction { throw ValidationError(contradiction) }
         if readsStandardInput {
@@ -516,7 +531,8 @@ struct UploadCommand: AsyncParsableCommand {
             if unchanged > 0 { text += "; \(formatCount(unchanged)) unchanged (size and time)" }
             text += "; \(formatCount(summary.deleted)) deleted"
             if summary.deletionsWithheld > 0 {
-                text += "; \(formatCount(summary.deletionsWithheld)) deletions withheld because files failed"
+                text +=
+                    "; \(formatCount(summary.deletionsWithheld)) deletions withheld because files failed or could not be listed"
             }
             if !summary.deleteFailures.isEmpty { text += "; \(summary.deleteFailures.count) deletions refused" }
             if jsonEvents { writeStandardError(text + "\n") } else { printLine(text) }
