@@ -23,7 +23,7 @@ public struct FixtureTransport: HTTPTransport {
 
     public func send(_ request: CurlewRequest, context: InterceptorContext) async throws -> RouteResponse {
         guard let name = context.route.mockData else {
-            let url = URLRedaction.messages.redact(request.url)
+            let url = URLRedaction.messages.redactingAlso(context.credentialParameterNames).redact(request.url)
             throw CurlewError(
                 code: .invalidRequest, detail: "no fixture for \(request.method) \(url): the route names no mockData")
         }

@@ -282,7 +282,8 @@ struct RequestPipeline<Provider: HTTPProvider> {
 
     func runStreaming() async throws(ProviderError) -> RouteStreamingResponse {
         let plugins = self.plugins
-        let context = InterceptorContext(route: route, attempt: 1, maxAttempts: 1)
+        let context = InterceptorContext(
+            route: route, attempt: 1, maxAttempts: 1, credentialParameterNames: provider.credentialParameterNames)
         var request: CurlewRequest
         let sides: InterceptorSides
         do {
@@ -326,6 +327,7 @@ struct RequestPipeline<Provider: HTTPProvider> {
     private func failure(
         _ error: ProviderError, _ plugins: [any Plugin], _ context: InterceptorContext
     ) -> ProviderError {
+        let error = error.redacting(context.credentialParameterNames)
         let final = provider.shouldContinue(with: error) ? error : .stopped(error)
         for plugin in plugins { plugin.didReceive(.failure(final), context: context) }
         return final
@@ -338,6 +340,8 @@ struct RequestPipeline<Provider: HTTPProvider> {
             interceptors.reduce(max(1, provider.maxAttempts)) { max($0, $1.requestedAttempts ?? 0) }
         }
         let transport = provider.transport
+        // Once per call: `additionalParameters` may be computed.
+        let credentialParameterNames = provider.credentialParameterNames
         let baseRequest: CurlewRequest
         let requestSide: InterceptorSides
         do {
@@ -346,17 +350,22 @@ struct RequestPipeline<Provider: HTTPProvider> {
             requestSide = interceptors(sharingCredentials: built.sharesCredentials)
         } catch {
             // An invalid route is an error like any other: shouldContinue and the plugins hear of it.
-            let context = InterceptorContext(route: route, attempt: 1, maxAttempts: attemptBound(everyInterceptor))
+            let context = InterceptorContext(
+                route: route, attempt: 1, maxAttempts: attemptBound(everyInterceptor),
+                credentialParameterNames: credentialParameterNames)
             return try finish(.failure(error), plugins, context)
         }
         let maxAttempts = attemptBound(requestSide.all)
 
         // The latest attempt's context, which the plugins also hear when the wait before a retry is cancelled.
-        var context = InterceptorContext(route: route, attempt: 1, maxAttempts: maxAttempts)
+        var context = InterceptorContext(
+            route: route, attempt: 1, maxAttempts: maxAttempts, credentialParameterNames: credentialParameterNames)
         return try await retrying(maxAttempts: maxAttempts) {
             (attempt: RetryAttempt) async throws(ProviderError) -> RetryStep<RouteResponse> in
             if attempt.number > 1 {
-                context = InterceptorContext(route: route, attempt: attempt.number, maxAttempts: maxAttempts)
+                context = InterceptorContext(
+                    route: route, attempt: attempt.number, maxAttempts: maxAttempts,
+                    credentialParameterNames: credentialParameterNames)
             }
             return try await runAttempt(
                 attempt, of: baseRequest, context: context, requestSide: requestSide, transport: transport,
@@ -531,8 +540,9 @@ struct RequestPipeline<Provider: HTTPProvider> {
         _ result: Result<RouteResponse, ProviderError>, _ plugins: [any Plugin], _ context: InterceptorContext
     ) throws(ProviderError) -> RouteResponse {
         var result = result
-        if case .failure(let error) = result, !provider.shouldContinue(with: error) {
-            result = .failure(.stopped(error))
+        if case .failure(let error) = result {
+            let error = error.redacting(context.credentialParameterNames)
+            result = .failure(provider.shouldContinue(with: error) ? error : .stopped(error))
         }
         for plugin in plugins { plugin.didReceive(result, context: context) }
         return try result.get()

@@ -177,13 +177,28 @@ public struct InterceptorContext: Sendable {
     public let maxAttempts: Int
     /// When this attempt's request side started: what logging and metrics measure from.
     public let startedAt: ContinuousClock.Instant
+    /// The names of the provider's ``HTTPProvider/additionalParameters`` (lower-case): credentials to it, whose
+    /// values every URL the layer names for the call (log lines, errors) redacts.
+    package let credentialParameterNames: Set<String>
 
     /// A context, as the pipeline makes one per attempt (and tests of interceptors may).
     public init(route: Route, attempt: Int, maxAttempts: Int, startedAt: ContinuousClock.Instant = .now) {
+        self.init(
+            route: route, attempt: attempt, maxAttempts: maxAttempts, startedAt: startedAt,
+            credentialParameterNames: [])
+    }
+
+    /// A context of a call of a provider whose ``HTTPProvider/additionalParameters`` are named
+    /// `credentialParameterNames`.
+    package init(
+        route: Route, attempt: Int, maxAttempts: Int, startedAt: ContinuousClock.Instant = .now,
+        credentialParameterNames: Set<String>
+    ) {
         self.route = route
         self.attempt = attempt
         self.maxAttempts = maxAttempts
         self.startedAt = startedAt
+        self.credentialParameterNames = credentialParameterNames
     }
 }
 

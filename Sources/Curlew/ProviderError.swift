@@ -94,8 +94,26 @@ public struct ProviderError: Error, Sendable, CustomStringConvertible {
     }
 
     private let storage: Storage
+    /// The names of the failed call's provider's ``HTTPProvider/additionalParameters`` (lower-case): credentials to
+    /// it (API keys such as `appid`), so the URLs ``description`` names redact their values too.
+    package private(set) var credentialParameterNames: Set<String> = []
 
     private init(_ storage: Storage) { self.storage = storage }
+
+    /// This error, as a call of a provider whose ``HTTPProvider/additionalParameters`` are named
+    /// `credentialParameterNames` tells it: their values redacted in the URLs it names, and in those of the error
+    /// it wraps (``stopped(_:)``).
+    package func redacting(_ credentialParameterNames: Set<String>) -> ProviderError {
+        guard !credentialParameterNames.isSubset(of: self.credentialParameterNames) else { return self }
+        var error =
+            if case .stopped(let wrapped) = storage {
+                ProviderError(.stopped(wrapped.redacting(credentialParameterNames)))
+            } else {
+                self
+            }
+        error.credentialParameterNames = self.credentialParameterNames.union(credentialParameterNames)
+        return error
+    }
 
     /// The response's status is not acceptable (not 2xx by default); the whole response, body included, is kept.
     public static func status(_ response: RouteResponse) -> ProviderError { ProviderError(.status(response)) }
@@ -197,19 +215,20 @@ public struct ProviderError: Error, Sendable, CustomStringConvertible {
     }
 
     public var description: String {
+        let redaction = URLRedaction.messages.redactingAlso(credentialParameterNames)
         switch storage {
         case .status(let response):
             let excerpt = DecodingFailure.excerpt(of: response.body)
-            let url = URLRedaction.messages.redact(response.url)
+            let url = redaction.redact(response.url)
             return "HTTP \(response.status.code) from \(response.request.method) \(url)"
                 + (excerpt.isEmpty ? "" : ": \(excerpt)")
         case .validation(let error, let response):
-            let url = URLRedaction.messages.redact(response.url)
+            let url = redaction.redact(response.url)
             return "validation failed for \(response.request.method) \(url): \(error)"
         case .decoding(let failure):
             return failure.description
         case .transport(let error, let request):
-            return "\(request.method) \(URLRedaction.messages.redact(request.url)) failed: \(error)"
+            return "\(request.method) \(redaction.redact(request.url)) failed: \(error)"
         case .cancelled:
             return "cancelled"
         case .invalidRoute(let reason):

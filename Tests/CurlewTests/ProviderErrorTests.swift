@@ -1,5 +1,6 @@
 import Curlew
 import CurlewEngine
+import CurlewTesting
 import HTTPTypes
 import Testing
 
@@ -150,6 +151,39 @@ import Testing
         for description in descriptions {
             #expect(description.contains(redacted), "\(description)")
             #expect(!description.contains("hunter2") && !description.contains("k1"), "\(description)")
+        }
+    }
+
+    /// The ways a call fails with the URL it was sent to in its description.
+    enum URLNamingFailure: CaseIterable, Sendable {
+        case status, timeout, validation, stopped, streamedStatus
+    }
+
+    @Test(arguments: URLNamingFailure.allCases)
+    func descriptionsRedactTheProvidersAdditionalParametersButNotTheRoutes(failure: URLNamingFailure) async throws {
+        let answer =
+            switch failure {
+            case .status, .stopped, .streamedStatus: StubResponse(status: .unauthorized)
+            case .timeout: StubResponse(error: CurlewError(code: .timeout(.total), detail: "slow"))
+            case .validation: StubResponse()
+            }
+        var provider = TestProvider(
+            baseURL: "https://api.local", transport: MockTransport(stubs: [Stub(.get, "/weather", responses: [answer])])
+        )
+        provider.additionalParameters = ["AppID": "s3cr3t"]
+        if failure == .stopped { provider.stopsOn = { _ in true } }
+        let route = Route(path: "/weather", params: ["q": "London"])
+        let error = await #expect(throws: ProviderError.self) {
+            if failure == .streamedStatus {
+                _ = try await provider.stream(route)
+            } else {
+                let refuse = AnyResponseValidator { _ in if failure == .validation { throw Refused(reason: "no") } }
+                try await provider.request(route, responseValidators: [refuse])
+            }
+        }
+        for text in [error.map { "\($0)" }, error.map { String(reflecting: $0) }] {
+            #expect(text?.contains("AppID=<redacted>") == true && text?.contains("q=London") == true, "\(text ?? "")")
+            #expect(text?.contains("s3cr3t") == false, "\(text ?? "")")
         }
     }
 }

@@ -8,7 +8,9 @@ public import Logging
 /// secrets (never-indexed) and any names you add are logged as `<redacted>`, and so are a password in the URL
 /// (`user:password@host`) and the values of query parameters that usually carry credentials
 /// (``defaultRedactedQueryParameters``, and any names you add), such as `access_token` or a presigned URL's
-/// `X-Amz-Signature`, in the request's URL and in a response's `Location` and `Content-Location`. Requests are
+/// `X-Amz-Signature`, in the request's URL and in a response's `Location` and `Content-Location`. So are the values
+/// of the provider's ``HTTPProvider/additionalParameters``, which go only to its origins, as credentials do (an
+/// `appid` or `client_id`); a route's own parameters of other names are logged as they are. Requests are
 /// logged at `requestLevel` (`.debug` by default) with their header fields in the metadata, responses at
 /// `responseLevel` (`.info`) with status and duration, transport failures at `.warning`. Bodies are never logged.
 ///
@@ -46,11 +48,12 @@ public struct LoggingInterceptor: Interceptor {
     }
 
     public func adapt(_ request: inout CurlewRequest, context: InterceptorContext) async throws {
+        let urls = urlRedaction.redactingAlso(context.credentialParameterNames)
         logger.log(
-            level: requestLevel, "→ \(request.method) \(redacted(url: request.url))",
+            level: requestLevel, "→ \(request.method) \(urls.redact(request.url))",
             metadata: [
                 "curlew.attempt": "\(context.attempt)",
-                "curlew.request.headers": .dictionary(metadata(for: request.headerFields)),
+                "curlew.request.headers": .dictionary(metadata(for: request.headerFields, urls: urls)),
             ])
     }
 
@@ -60,21 +63,23 @@ public struct LoggingInterceptor: Interceptor {
         -> InterceptorDecision
     {
         let elapsed = ContinuousClock.now - context.startedAt
-        let url = redacted(url: response.url)
+        let urls = urlRedaction.redactingAlso(context.credentialParameterNames)
+        let url = urls.redact(response.url)
         logger.log(
             level: responseLevel,
             "← \(response.status.code) \(response.request.method) \(url) in \(Self.milliseconds(elapsed)) ms",
             metadata: [
                 "curlew.attempt": "\(context.attempt)",
-                "curlew.response.headers": .dictionary(metadata(for: response.headerFields)),
+                "curlew.response.headers": .dictionary(metadata(for: response.headerFields, urls: urls)),
                 "curlew.response.bytes": "\(response.body.count)",
             ])
         return .pass
     }
 
     public func intercept(_ error: CurlewError, context: InterceptorContext) async throws -> InterceptorDecision {
+        let urls = urlRedaction.redactingAlso(context.credentialParameterNames)
         logger.warning(
-            "✕ \(context.route.method) \(redacted(url: context.route.path)): \(error)",
+            "✕ \(context.route.method) \(urls.redact(context.route.path)): \(error)",
             metadata: ["curlew.attempt": "\(context.attempt)"])
         return .pass
     }
@@ -91,7 +96,10 @@ public struct LoggingInterceptor: Interceptor {
         urlRedaction.redact(url)
     }
 
-    func metadata(for fields: HTTPFields) -> Logger.Metadata {
+    /// The fields as metadata, credentials redacted, and URL-valued fields redacted as `urls` says (the call's
+    /// provider's parameters included), the interceptor's own redaction by default.
+    func metadata(for fields: HTTPFields, urls: URLRedaction? = nil) -> Logger.Metadata {
+        let urls = urls ?? urlRedaction
         var metadata: Logger.Metadata = [:]
         for field in fields {
             let name = field.name.canonicalName
@@ -100,7 +108,7 @@ public struct LoggingInterceptor: Interceptor {
             let value =
                 redactedHeaders.contains(name) || CredentialPolicy.isCredential(field)
                 ? "<redacted>"
-                : Self.urlValuedHeaders.contains(name) ? redacted(url: field.value) : field.value
+                : Self.urlValuedHeaders.contains(name) ? urls.redact(field.value) : field.value
             if case .string(let existing) = metadata[name] {
                 metadata[name] = .string(existing + ", " + value)
             } else {

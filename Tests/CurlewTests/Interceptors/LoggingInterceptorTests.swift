@@ -117,6 +117,24 @@ import Testing
             })
     }
 
+    @Test func theProvidersAdditionalParametersAreRedactedAndTheRoutesAreNot() async throws {
+        let handler = InMemoryLogHandler()
+        var logger = Logger(label: "test", factory: { _ in handler })
+        logger.logLevel = .debug
+        let mock = MockTransport(stubs: [
+            Stub(.get, "/weather", responses: [StubResponse(headers: ["Content-Location": "/weather?APPID=s3cr3t"])])
+        ])
+        var provider = TestProvider(baseURL: "http://api.local", transport: mock)
+        provider.additionalParameters = ["appid": "s3cr3t"]
+        provider.interceptors = [LoggingInterceptor(logger: logger)]
+        try await provider.request(Route(path: "/weather", params: ["q": "London"]))
+        let lines = handler.entries.map(\.message.description)
+        #expect(lines.count == 2)
+        #expect(lines.allSatisfy { $0.contains("appid=<redacted>") && $0.contains("q=London") }, "\(lines)")
+        let everything = handler.entries.map { "\($0.message) \($0.metadata)" }.joined()
+        #expect(!everything.contains("s3cr3t"), "\(everything)")
+    }
+
     @Test func theLoggedTransportFailureCarriesTheRedactedRoute() async throws {
         let handler = InMemoryLogHandler()
         let logger = Logger(label: "test", factory: { _ in handler })
