@@ -4,7 +4,7 @@ extension URLRedaction {
     /// This redaction with the values of `providerParameters` (lower-case) replaced too: how the route layer names
     /// the URLs of a provider's calls, in its errors (``URLRedaction/messages``) and its log lines, with the names
     /// of the provider's ``HTTPProvider/additionalParameters`` (``HTTPProvider/credentialParameterNames``).
-    func redactingAlso(_ providerParameters: Set<String>) -> URLRedaction {
+    package func redactingAlso(_ providerParameters: Set<String>) -> URLRedaction {
         guard !providerParameters.isSubset(of: queryParameters) else { return self }
         var redaction = self
         redaction.queryParameters.formUnion(providerParameters)

@@ -105,12 +105,13 @@ public struct LoadPlan: Sendable {
     public var order: LoadTargetOrder = .roundRobin
     /// How much load, and when.
     public var shape: LoadShape
-    /// Requests in flight at most (one per connection), up to ``maximumConnections``. Stages in connections set
-    /// their own.
+    /// Requests in flight at most (one per connection), over every shard; a shard's share is at most
+    /// ``maximumConnections``. Stages in connections set their own.
     public var connections: Int = 16
 
-    /// The most connections a load test opens, over all its shards (and the highest level stages in connections
-    /// may reach): a client's pool, the runner's workers and their share per loop are sized from it.
+    /// The most connections one process of a load test opens (its shard's share of ``connections``), and the
+    /// highest level stages in connections may reach: the client's pool, the runner's workers and their share per
+    /// loop are sized from a process's connections, and past Int's range that arithmetic overflowed.
     public static let maximumConnections = 100_000
     /// Rules the summary evaluates; ``LoadSummary/passed`` is false when one fails. A rule on ``checks`` (`checks`,
     /// `check2`) needs the checks it measures.
@@ -182,8 +183,11 @@ public struct LoadPlan: Sendable {
     /// The runner's plan for this process, or why there is none.
     package func runnerPlan() throws(LoadTestError) -> BenchPlan {
         guard !requests.isEmpty else { throw LoadTestError("a load test needs at least one request") }
-        if shape.concurrency == nil, !(1...Self.maximumConnections).contains(connections) {
-            throw LoadTestError("connections must be from 1 to \(Self.maximumConnections), not \(connections)")
+        if shape.concurrency == nil, connections < 1 { throw LoadTestError("connections must be at least 1") }
+        if connectionsThisProcess > Self.maximumConnections {
+            throw LoadTestError(
+                "\(connectionsThisProcess) connections in one process: at most \(Self.maximumConnections) (shard the run)"
+            )
         }
         if let rate = shape.rate, !(rate > 0 && rate.isFinite) {
             throw LoadTestError("the rate must be a positive number of requests per second")

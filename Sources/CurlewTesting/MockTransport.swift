@@ -61,7 +61,8 @@ public final class MockTransport: HTTPTransport {
         } else if let fixture = context.route.mockData {
             reply = try fixtureResponse(named: fixture)
         } else {
-            let url = URLRedaction.messages.redact(request.url)
+            // The provider's own parameters are credentials to it, as in every message the route layer writes.
+            let url = URLRedaction.messages.redactingAlso(context.credentialParameterNames).redact(request.url)
             throw CurlewError(
                 code: .invalidRequest,
                 detail: "MockTransport has no stub for \(request.method) \(url) and the route names no mockData")

@@ -203,6 +203,7 @@ public final class Sync: Sendable {
         let upload = try Upload(configuration, client: client, selection: chosen, skipsFilesTheJournalHasDone: false)
         let (uploadSummary, journalFailure) = try await upload.runKeepingSummary()
         var summary = SyncSummary(upload: uploadSummary, plan: plan)
+        summary.sourcePathsNotListed = selection.unlistedPaths.count
         if let journalFailure {
             summary.deletionsWithheld = plan.deletions.count
             throw UploadError(.journal, "the journal could not be written: \(journalFailure)")
@@ -288,6 +289,9 @@ public struct SyncSummary: Sendable, Codable {
     /// Deletions not made because a file failed, the source could not be listed whole (by any shard) or the run was
     /// interrupted.
     public package(set) var deletionsWithheld = 0
+    /// Paths of the source that could not be listed or read, in every shard's share (a folder's stands for all it
+    /// holds): any withholds the deletions, so a shard whose own files all went tells why it deleted nothing.
+    public package(set) var sourcePathsNotListed = 0
     /// Deletions the destination refused.
     public package(set) var deleteFailures: [UploadFailure] = []
 

@@ -229,8 +229,9 @@ import Testing
     @Test(arguments: [
         (["bench", "-c", "0"], "-c/--connections"),
         // Each of these three trapped: a pool, a worker count and a loop share sized from it overflowed.
-        (["bench", "-c", "9223372036854775807"], "-c/--connections must be from 1 to 100000"),
-        (["bench", "-c", "100001"], "-c/--connections must be from 1 to 100000"),
+        (["bench", "-c", "9223372036854775807"], "-c/--connections: at most 100000 per process"),
+        (["bench", "-c", "100001"], "-c/--connections: at most 100000 per process"),
+        (["bench", "-c", "9223372036854775807", "--shard", "0/4"], "-c/--connections: at most 100000 per process"),
         (["bench", "--loops", "9223372036854775807"], "--loops must be from 1 to 4096"),
         // A shard whose share of the requests is none sent nothing and failed its thresholds for want of data.
         (["bench", "-n", "2", "-c", "4", "--shard", "3/4"], "2 requests cannot be shared by 4 shards"),

@@ -888,6 +888,8 @@ import Musl
             #expect(shard.status == (index == folderOwner ? 1 : 0), "\(shard.stdout)\n\(shard.stderr)")
             #expect(shardSummary["deleted"] as? Int == 0, "\(shardSummary)")
             #expect(shardSummary["deletionsWithheld"] as? Int == (index == folderOwner ? 0 : 1), "\(shardSummary)")
+            // Each says why, the shard whose own files all went too.
+            #expect(shardSummary["sourcePathsNotListed"] as? Int == 1, "\(shardSummary)")
         }
         // Server-side: no DELETE, and the folder's copies are all there.
         #expect(target.loggedRequests(method: "DELETE").isEmpty)

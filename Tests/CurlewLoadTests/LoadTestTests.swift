@@ -225,6 +225,11 @@ import Testing
         #expect(throws: LoadTestError.self) { try LoadTest(plan, client: client) }
         plan.connections = LoadPlan.maximumConnections + 1
         #expect(throws: LoadTestError.self) { try LoadTest(plan, client: client) }
+        // A shard of a larger run opens its share: 200,000 over 4 shards is 50,000 each.
+        plan.connections = 2 * LoadPlan.maximumConnections
+        plan.shard = ShardAssignment(index: 1, count: 4)
+        #expect(throws: Never.self) { try LoadTest(plan, client: client) }
+        plan.shard = .whole
         // A shard whose share of the requests is none: it would send nothing and fail its thresholds.
         plan.connections = 4
         plan.shape = .requests(2)

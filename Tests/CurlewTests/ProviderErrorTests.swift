@@ -157,6 +157,8 @@ import Testing
     /// The ways a call fails with the URL it was sent to in its description.
     enum URLNamingFailure: CaseIterable, Sendable {
         case status, timeout, validation, stopped, streamedStatus
+        /// The mock's own error for a request it has no stub for names the URL too.
+        case noStub
     }
 
     @Test(arguments: URLNamingFailure.allCases)
@@ -165,10 +167,13 @@ import Testing
             switch failure {
             case .status, .stopped, .streamedStatus: StubResponse(status: .unauthorized)
             case .timeout: StubResponse(error: CurlewError(code: .timeout(.total), detail: "slow"))
-            case .validation: StubResponse()
+            case .validation, .noStub: StubResponse()
             }
         var provider = TestProvider(
-            baseURL: "https://api.local", transport: MockTransport(stubs: [Stub(.get, "/weather", responses: [answer])])
+            baseURL: "https://api.local",
+            transport: MockTransport(stubs: [
+                Stub(.get, failure == .noStub ? "/other" : "/weather", responses: [answer])
+            ])
         )
         provider.additionalParameters = ["AppID": "s3cr3t"]
         if failure == .stopped { provider.stopsOn = { _ in true } }

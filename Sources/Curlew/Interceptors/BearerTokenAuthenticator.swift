@@ -16,11 +16,12 @@ import Synchronization
 /// `Task.detached`) do not wait for it. They go out with the token being replaced, and a 401
 /// they get is left to the refresh (no refresh inside the refresh).
 ///
-/// A token must go out exactly as it is, or the authenticator could not tell which token a 401 refused: one that
-/// is empty, begins or ends with white space or a line break (as a token read from a file often does), or holds a
-/// line break or another control character is refused with ``InvalidToken``, which fails the call as
-/// ``ProviderError/interceptor(_:)``. An initial token like that fails every call that would send it; a refresh
-/// that returns one fails the calls waiting for it, and the token in use stays.
+/// A token goes out exactly as the authenticator keeps it, so it can tell which token a 401 refused: spaces, tabs
+/// and line breaks around a token (a token read from a file often ends in one) are trimmed where it is given or
+/// refreshed, as the `Authorization` field would trim them. A token that is empty, or holds a line break or another
+/// control character, is refused with ``InvalidToken``, which fails the call as ``ProviderError/interceptor(_:)``:
+/// an initial token like that fails every call that would send it; a refresh that returns one fails the calls
+/// waiting for it, and the token in use stays.
 ///
 /// ```swift
 /// let auth = BearerTokenAuthenticator(token: stored) { expired in
@@ -44,8 +45,7 @@ public final class BearerTokenAuthenticator: Interceptor {
 
         /// Where the token came from.
         public let origin: Origin
-        /// What is wrong with it: `"is empty"`, `"ends with a line break"`, `"begins or ends with white space"`,
-        /// `"contains a line break"`, `"contains a control character"`.
+        /// What is wrong with it: `"is empty"`, `"contains a line break"`, `"contains a control character"`.
         public let reason: String
 
         public var description: String {
@@ -57,24 +57,14 @@ public final class BearerTokenAuthenticator: Interceptor {
             return "\(token) cannot be sent in an Authorization field as it is: it \(reason)"
         }
 
-        /// What is wrong with `token`, `nil` when it can go out as it is (it survives the `Authorization` field
-        /// unchanged).
+        /// What is wrong with a trimmed `token` (``BearerTokenAuthenticator/trimmed(_:)``), `nil` when it can go out
+        /// as it is (it survives the `Authorization` field unchanged).
         static func check(_ token: String, from origin: Origin) -> InvalidToken? {
             if token.isEmpty { return InvalidToken(origin: origin, reason: "is empty") }
             if HTTPField.isValidValue(token) { return nil }
-            let bytes = Array(token.utf8)
-            let isLineBreak = { (byte: UInt8) in byte == 0x0A || byte == 0x0D }
-            let isWhiteSpace = { (byte: UInt8) in byte == 0x20 || byte == 0x09 }
             let reason =
-                if isLineBreak(bytes[bytes.count - 1]) {
-                    "ends with a line break"
-                } else if isWhiteSpace(bytes[0]) || isWhiteSpace(bytes[bytes.count - 1]) {
-                    "begins or ends with white space"
-                } else if bytes.contains(where: isLineBreak) {
-                    "contains a line break"
-                } else {
-                    "contains a control character"
-                }
+                token.utf8.contains { $0 == 0x0A || $0 == 0x0D }
+                ? "contains a line break" : "contains a control character"
             return InvalidToken(origin: origin, reason: reason)
         }
     }
@@ -91,14 +81,15 @@ public final class BearerTokenAuthenticator: Interceptor {
     private let refreshToken: @Sendable (_ expired: String?) async throws -> String
 
     /// - Parameters:
-    ///   - token: the token to start with; `nil` sends no header until the first refresh. A token that cannot go
-    ///     out as it is (see ``InvalidToken``) fails every call that would send it.
-    ///   - refreshToken: fetches a new token, given the one the server refused. It runs in a task of its own, so
+    ///   - token: the token to start with, trimmed of spaces, tabs and line breaks around it; `nil` sends no header
+    ///     until the first refresh. A token that cannot go out as it is (see ``InvalidToken``) fails every call that
+    ///     would send it.
+    ///   - refreshToken: fetches a new token (trimmed as `token` is), given the one the server refused. It runs in a task of its own, so
     ///     a call that is cancelled while it runs stops waiting for it at once; the refresh goes on for the others.
     ///     It may send its request through a provider that uses this authenticator: that request goes out with
     ///     the token being replaced, without waiting for the refresh.
     public init(token: String?, refreshToken: @escaping @Sendable (_ expired: String?) async throws -> String) {
-        self.state = Mutex(State(token: token))
+        self.state = Mutex(State(token: token.map(Self.trimmed)))
         self.refreshToken = refreshToken
     }
 
@@ -129,15 +120,12 @@ public final class BearerTokenAuthenticator: Interceptor {
         guard response.status == .unauthorized, response.isFromRequestedOrigin, context.attempt < context.maxAttempts,
             !isInsideOwnRefresh
         else { return .pass }
-        // No field: the request went without a token. A field that is not `Bearer <token>` (another interceptor
-        // changed it): the token in use cannot be told from it, so it counts as refused, or the call would retry
-        // with it until its attempts ran out and never refresh.
-        let refused: Refusal =
-            switch response.request.headerFields[.authorization] {
-            case nil: .token(nil)
-            case let value? where value.hasPrefix("Bearer "): .token(String(value.dropFirst(7)))
-            case _?: .current
-            }
+        // The token the 401 refused: what follows the field's scheme (`Bearer`, or one another interceptor put in
+        // its place, as for an API that wants `Token <token>`); none when the request went without the field. A
+        // refused token that is no longer the one in use was replaced meanwhile: the call retries with the new one.
+        let refused = response.request.headerFields[.authorization].map { value in
+            value.firstIndex(of: " ").map { String(value[value.index(after: $0)...]) } ?? value
+        }
         do {
             _ = try await refreshed(replacing: refused)
         } catch is WaitCancelled {
@@ -160,11 +148,15 @@ public final class BearerTokenAuthenticator: Interceptor {
         Self.refreshing.contains(ObjectIdentifier(self))
     }
 
-    /// The token a 401 refused: the one it was sent with (`nil` for none), or the token in use when the sent field
-    /// does not say.
-    private enum Refusal {
-        case token(String?)
-        case current
+    /// `token` without the spaces, tabs and line breaks around it, which the `Authorization` field would trim:
+    /// the authenticator keeps the token the field carries.
+    static func trimmed(_ token: String) -> String {
+        let isAround = { (byte: UInt8) in byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D }
+        let bytes = token.utf8
+        guard let first = bytes.firstIndex(where: { !isAround($0) }),
+            let last = bytes.lastIndex(where: { !isAround($0) })
+        else { return "" }
+        return String(token[first...last])
     }
 
     /// The token, waiting for a refresh in flight so no request goes out with the token being replaced. If that
@@ -175,7 +167,7 @@ public final class BearerTokenAuthenticator: Interceptor {
     private func currentToken() async throws -> String? {
         if isInsideOwnRefresh { return token }
         do {
-            return try await refreshed(replacing: .token(nil), startingOne: false)
+            return try await refreshed(replacing: nil, startingOne: false)
         } catch is WaitCancelled {
             throw CancellationError()
         } catch let invalid as InvalidToken {
@@ -192,7 +184,7 @@ public final class BearerTokenAuthenticator: Interceptor {
     /// The token once the refresh in flight ends. With `startingOne`, a refresh starts when none runs and the token
     /// is still the refused one (a 401 for a token already replaced just gets the new one). Cancelling the caller
     /// ends its wait with `WaitCancelled`, not the refresh.
-    private func refreshed(replacing refused: Refusal, startingOne: Bool = true) async throws -> String? {
+    private func refreshed(replacing refused: String?, startingOne: Bool = true) async throws -> String? {
         // Most calls meet no refresh and start none: no continuation for them.
         let answer: String?? = state.withLock { state in
             guard state.waiters == nil, !(startingOne && Self.isRefused(state.token, refused)) else { return .none }
@@ -236,9 +228,8 @@ public final class BearerTokenAuthenticator: Interceptor {
                     // Not a child of the caller: the caller may be cancelled, the others still wait for the token.
                     Task {
                         do {
-                            let token = try await Self.$refreshing.withValue(refreshing) {
-                                try await refreshToken(expired)
-                            }
+                            let token = Self.trimmed(
+                                try await Self.$refreshing.withValue(refreshing) { try await refreshToken(expired) })
                             if let invalid = InvalidToken.check(token, from: .refresh) { throw invalid }
                             self.finishRefresh(with: .success(token))
                         } catch {
@@ -254,11 +245,8 @@ public final class BearerTokenAuthenticator: Interceptor {
     }
 
     /// Whether `token` is the one the server refused (or there is none yet), so a new one must be fetched.
-    private static func isRefused(_ token: String?, _ refused: Refusal) -> Bool {
-        switch refused {
-        case .current: true
-        case .token(let refused): token == nil || token == refused
-        }
+    private static func isRefused(_ token: String?, _ refused: String?) -> Bool {
+        token == nil || token == refused
     }
 
     private func finishRefresh(with outcome: Result<String, any Error>) {

@@ -297,9 +297,7 @@ struct BenchCommand: AsyncParsableCommand {
     static let maximumLoops = 4096
 
     func validate() throws {
-        if let connections, !(1...LoadPlan.maximumConnections).contains(connections) {
-            throw ValidationError("-c/--connections must be from 1 to \(LoadPlan.maximumConnections)")
-        }
+        if let connections, connections < 1 { throw ValidationError("-c/--connections must be at least 1") }
         if let requests, requests < 1 { throw ValidationError("-n/--requests must be at least 1") }
         if requests != nil && duration != nil { throw ValidationError("give -n/--requests or -d/--duration, not both") }
         if let duration, duration.duration <= .zero { throw ValidationError("-d/--duration must be longer than 0") }
@@ -379,6 +377,13 @@ struct BenchCommand: AsyncParsableCommand {
                 "--output-dir writes the histogram and the interval log itself: drop --hdr-log/--histogram-out")
         }
         let shard = try sharding.resolved().shard
+        // One process opens at most its share: a shard of a larger run is how more connections are made. (Stages in
+        // connections are capped where they are parsed.)
+        let setsItsConnections = if case .concurrency = shape { true } else { false }
+        if !setsItsConnections, shard.share(of: inFlight) > LoadPlan.maximumConnections {
+            throw ValidationError(
+                "-c/--connections: at most \(LoadPlan.maximumConnections) per process (shard the run for more)")
+        }
         if !shard.isWhole {
             // Every shard needs a connection: the whole run's connections are dealt out like its requests.
             let connectionLevel =

@@ -531,8 +531,17 @@ struct UploadCommand: AsyncParsableCommand {
             if unchanged > 0 { text += "; \(formatCount(unchanged)) unchanged (size and time)" }
             text += "; \(formatCount(summary.deleted)) deleted"
             if summary.deletionsWithheld > 0 {
+                var reasons: [String] = []
+                if summary.upload.failed > 0 || summary.upload.notStarted > 0 { reasons.append("files failed") }
+                if summary.sourcePathsNotListed > 0 {
+                    reasons.append(
+                        "\(formatCount(summary.sourcePathsNotListed)) path(s) of the source could not be listed or read"
+                    )
+                }
+                if summary.upload.interrupted { reasons.append("the run was interrupted") }
                 text +=
-                    "; \(formatCount(summary.deletionsWithheld)) deletions withheld because files failed or could not be listed"
+                    "; \(formatCount(summary.deletionsWithheld)) deletions withheld because "
+                    + reasons.joined(separator: " and ")
             }
             if !summary.deleteFailures.isEmpty { text += "; \(summary.deleteFailures.count) deletions refused" }
             if jsonEvents { writeStandardError(text + "\n") } else { printLine(text) }
