@@ -84,8 +84,9 @@ public final class BearerTokenAuthenticator: Interceptor {
     ///   - token: the token to start with, trimmed of spaces, tabs and line breaks around it; `nil` sends no header
     ///     until the first refresh. A token that cannot go out as it is (see ``InvalidToken``) fails every call that
     ///     would send it.
-    ///   - refreshToken: fetches a new token (trimmed as `token` is), given the one the server refused. It runs in a task of its own, so
-    ///     a call that is cancelled while it runs stops waiting for it at once; the refresh goes on for the others.
+    ///   - refreshToken: fetches a new token (trimmed as `token` is), given the one the server refused. It runs in
+    ///     a task of its own, so a call that is cancelled while it runs stops waiting for it at once; the refresh
+    ///     goes on for the others.
     ///     It may send its request through a provider that uses this authenticator: that request goes out with
     ///     the token being replaced, without waiting for the refresh.
     public init(token: String?, refreshToken: @escaping @Sendable (_ expired: String?) async throws -> String) {
@@ -156,7 +157,8 @@ public final class BearerTokenAuthenticator: Interceptor {
         guard let first = bytes.firstIndex(where: { !isAround($0) }),
             let last = bytes.lastIndex(where: { !isAround($0) })
         else { return "" }
-        return String(token[first...last])
+        // Cut at ASCII bytes, so still valid UTF-8.
+        return String(decoding: bytes[first...last], as: UTF8.self)
     }
 
     /// The token, waiting for a refresh in flight so no request goes out with the token being replaced. If that

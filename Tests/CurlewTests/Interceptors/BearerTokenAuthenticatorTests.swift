@@ -333,6 +333,8 @@ import Testing
         #expect(authenticator.token == "fresh")
         #expect(
             mock.receivedRequests.map { $0.headerFields[.authorization] } == ["Bearer stale", "Bearer fresh"])
+        // Only what is around the token goes: its own bytes, non-ASCII ones included, stay.
+        #expect(BearerTokenAuthenticator(token: "\t tö ké\u{301}n\r\n") { _ in "" }.token == "tö ké\u{301}n")
     }
 
     @Test(arguments: tokensThatAreNotLegalHeaderValues)
