@@ -1,3 +1,5 @@
+import CurlewEngine
+
 /// A named set of settings for one deployment of an API: production, staging, testing (LKAPI's `Environment`,
 /// chosen by configuration instead of by build target).
 ///
@@ -48,6 +50,38 @@ public struct Environment: Sendable, Hashable {
 
     /// Whether this is the testing environment, which serves fixtures instead of calling the API.
     public var isTesting: Bool { name.lowercased() == "testing" }
+}
+
+/// Printed (interpolated, `String(describing:)`, `String(reflecting:)`, `dump`, a debugger), an environment shows its
+/// name, its base URL as messages name URLs (a password in it replaced), the names of its settings and where its
+/// fixtures live; never a setting's value. Nothing in the file says which values are secrets (an `apiKey` is, a
+/// `region` is not), so none is shown: read one with its key.
+extension Environment: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+    /// `Environment(staging, baseURL: https://staging.example.com/v1, values: [apiKey: <redacted>], fixturesDirectory:
+    /// nil)`.
+    public var description: String {
+        let settings = values.keys.sorted().map { "\($0): \(CurlewRequest.redactionMarker)" }.joined(separator: ", ")
+        return "Environment(\(name), baseURL: \(shownBaseURL), values: [\(settings)], fixturesDirectory: "
+            + "\(fixturesDirectory ?? "nil"))"
+    }
+
+    /// As ``description``.
+    public var debugDescription: String { description }
+
+    /// `dump` and debuggers see the name, the redacted base URL, each setting's name with the marker in place of
+    /// its value, and the fixtures directory.
+    public var customMirror: Mirror {
+        Mirror(
+            self,
+            children: [
+                "name": name, "baseURL": shownBaseURL,
+                "values": values.mapValues { _ in CurlewRequest.redactionMarker },
+                "fixturesDirectory": fixturesDirectory as Any,
+            ],
+            displayStyle: .struct)
+    }
+
+    private var shownBaseURL: String { URLRedaction.messages.displaying(baseURL) }
 }
 
 /// Why an environment could not be loaded.

@@ -185,8 +185,9 @@ struct InterceptorSides: Sendable {
     /// again (those the route or the call set stay): an interceptor that adds `Authorization` without saying it
     /// attaches credentials still cannot send it there. A request that an interceptor moves from the provider's
     /// origins to another is treated so too: the shared interceptors that attach credentials do not run for it
-    /// (whatever they would put in its URL or body), and it keeps only the credential fields the call's and the
-    /// route's interceptors set themselves, since the provider's headers were meant for the provider.
+    /// (whatever they would put in its URL or body), and it keeps only the credential fields and credential query
+    /// parameters (`access_token`, an API key, the provider's ``HTTPProvider/additionalParameters``) the call's and
+    /// the route's interceptors set themselves, since the provider's headers and tokens were meant for the provider.
     ///
     /// - Returns: the interceptors of the response side, in request side order: without the shared ones that
     ///   attach credentials when the request was moved away from the provider, so that another origin's 401
@@ -210,7 +211,45 @@ struct InterceptorSides: Sendable {
         // A shared interceptor may move it too.
         guard movedAway || (request.url != explicitURL && !isProviderOrigin(request.url)) else { return all }
         keepOnlyCredentials(setBy: explicitFields, notIn: builtFields, in: &request)
+        try keepOnlyCredentialParameters(
+            setBy: explicitURL, notIn: builtURL,
+            named: URLRedaction.credentialQueryParameters.union(context.credentialParameterNames), in: &request)
         return explicit + shared.filter { !$0.attachesCredentials }
+    }
+
+    /// Takes out of the query every credential parameter (a name in `names`, compared decoded and lower-cased as
+    /// `URLRedaction` compares them: `access_token`, `api_key`, the provider's ``HTTPProvider/additionalParameters``)
+    /// but those the call's and the route's interceptors put there themselves: in `explicitURL` (the URL after them)
+    /// and not already in `builtURL` as the same `name=value`. A mover that kept the query of the URL it moved
+    /// carries no token of the provider's, or of its interceptors', to the other origin.
+    ///
+    /// - Throws: the engine's error if the URL without them is refused (it passed before, so it is not expected).
+    private func keepOnlyCredentialParameters(
+        setBy explicitURL: String, notIn builtURL: String, named names: Set<String>, in request: inout CurlewRequest
+    ) throws {
+        func parameters(of url: String) -> (parts: URLParts, all: [Substring]) {
+            let parts = URLParts(url)
+            guard !parts.query.isEmpty else { return (parts, []) }
+            // After the `?` by bytes, as URLRedaction reads it: a combining mark after it belongs to the query.
+            let query = parts.url[parts.url.utf8.index(after: parts.query.startIndex)..<parts.query.endIndex]
+            let all = query.utf8.split(separator: UInt8(ascii: "&"), omittingEmptySubsequences: false).map {
+                Substring($0)
+            }
+            return (parts, all)
+        }
+        func isCredential(_ parameter: Substring) -> Bool {
+            // A name without a value carries nothing.
+            guard let equals = parameter.utf8.firstIndex(of: UInt8(ascii: "=")) else { return false }
+            return names.contains(PercentEncoding.decode(parameter[..<equals])?.lowercased() ?? "")
+        }
+        let (parts, all) = parameters(of: request.url)
+        guard all.contains(where: isCredential) else { return }
+        let own = Set(parameters(of: explicitURL).all.filter(isCredential))
+            .subtracting(parameters(of: builtURL).all)
+        let kept = all.filter { !isCredential($0) || own.contains($0) }
+        guard kept.count < all.count else { return }
+        let query = kept.isEmpty ? "" : "?" + kept.joined(separator: "&")
+        request = try request.replacingURL(with: parts.url[..<parts.query.startIndex] + query + parts.fragment)
     }
 
     /// Takes out every credential field, and every field named as one of `builtFields`' credentials (a mover that

@@ -44,7 +44,9 @@ public protocol Interceptor: Sendable {
     /// `Cookie`, `Proxy-Authorization`, `X-Amz-Security-Token`, and fields marked never-indexed, as
     /// `CurlewRequest.setCredentialHeader` sets them) that provider-level or global interceptors set. The origin is
     /// decided on the request's URL before any interceptor runs, and again when an interceptor moved the request
-    /// to a new URL (``HTTPProvider/credentialOrigins``).
+    /// to a new URL (``HTTPProvider/credentialOrigins``); a request moved to another origin also loses the
+    /// credential query parameters (`access_token`, `api_key`, the provider's ``HTTPProvider/additionalParameters``)
+    /// that the call's and the route's interceptors did not put there themselves.
     var attachesCredentials: Bool { get }
 }
 

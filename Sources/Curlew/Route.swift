@@ -144,3 +144,85 @@ extension Routable where Self == Route {
     /// ``Route/responseValidators``.
     public var requestResponseValidators: [any ResponseValidator] { route.responseValidators }
 }
+
+/// Printed (interpolated, `String(describing:)`, `String(reflecting:)`, `dump`, a debugger), a route shows its method,
+/// its path as messages name URLs (a password and credential query values replaced), its parameters with the values
+/// of credential names (`password`, `access_token`, `api_key`: the names URLs are redacted by, at any depth)
+/// replaced, its header fields as ``LoggingInterceptor`` logs them, and its body's kind, never its bytes.
+extension Route: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+    /// `Route(POST /login, parameters: [email: "a@b.c", password: <redacted>], headers: [], body: JSON)`.
+    public var description: String {
+        let fields = shownHeaders.map(\.debugDescription).joined(separator: ", ")
+        let shownBody = bodySummary.map { ", body: \($0)" } ?? ""
+        return "Route(\(method) \(shownPath), parameters: [\(shownParameters.joined(separator: ", "))], "
+            + "headers: [\(fields)]\(shownBody))"
+    }
+
+    /// As ``description``.
+    public var debugDescription: String { description }
+
+    /// `dump` and debuggers see the method, path, parameters, header fields and body as ``description`` shows them,
+    /// and the rest of the route's settings.
+    public var customMirror: Mirror {
+        Mirror(
+            self,
+            children: [
+                "method": method.rawValue, "path": shownPath,
+                "parameters": shownParameters,
+                "headers": shownHeaders, "encoding": encoding as Any, "body": bodySummary as Any,
+                "timeout": timeout as Any, "interceptors": interceptors, "mockData": mockData as Any,
+            ],
+            displayStyle: .struct)
+    }
+
+    private var shownPath: String { URLRedaction.messages.displaying(path) }
+
+    /// `name: value` per parameter, by name.
+    private var shownParameters: [String] {
+        parameters.keys.sorted().map { "\($0): \(Self.shown(parameters[$0]!, named: $0))" }
+    }
+
+    /// `Name: value` per field, the values logs redact replaced.
+    private var shownHeaders: [String] {
+        headers.map { header in
+            // A name no field can have is refused when the request is built: its value is hidden all the same.
+            let isSecret =
+                HTTPField.Name(header.name).map {
+                    LoggingInterceptor.isSecretByDefault(HTTPField(name: $0, value: header.value))
+                }
+                ?? true
+            return "\(header.name): \(isSecret ? CurlewRequest.redactionMarker : header.value)"
+        }
+    }
+
+    /// The body's kind and size, never its content.
+    private var bodySummary: String? {
+        guard let body else { return nil }
+        switch body.storage {
+        case .bytes(let bytes): return "\(bytes.count) bytes"
+        case .encodable: return "JSON"
+        case .file(let path): return "file \(path)"
+        case .multipart: return "multipart form"
+        case .stream: return "stream"
+        }
+    }
+
+    /// A parameter's value as text, replaced under a credential name (the names ``URLRedaction`` redacts in URLs),
+    /// in nested objects too.
+    private static func shown(_ value: JSONValue, named name: String) -> String {
+        guard !URLRedaction.credentialQueryParameters.contains(name.lowercased()) else {
+            return CurlewRequest.redactionMarker
+        }
+        switch value {
+        case .null: return "null"
+        case .bool(let bool): return String(bool)
+        case .int(let int): return String(int)
+        case .double(let double): return String(double)
+        case .string(let string): return string.debugDescription
+        case .array(let elements): return "[" + elements.map { shown($0, named: "") }.joined(separator: ", ") + "]"
+        case .object(let members):
+            let shownMembers = members.keys.sorted().map { "\($0): \(shown(members[$0]!, named: $0))" }
+            return "[" + shownMembers.joined(separator: ", ") + "]"
+        }
+    }
+}

@@ -1,4 +1,5 @@
 import Curlew
+import CurlewTestSupport
 import CurlewTesting
 import Foundation
 import Testing
@@ -159,6 +160,21 @@ import Testing
             #expect(environment.name == "NO")
             #expect(environment["apiKey"] == "0123")
             #expect(environment["apiVersion"] == "3.10")
+        }
+    }
+
+    @Test func everyPrintingNamesTheSettingsButHidesTheirValues() {
+        // Nothing marks which values are secrets (an `apiKey` is one, a `region` is not): every value is hidden.
+        let environment = Environment(
+            name: "staging", baseURL: "https://deploy:url-secret@staging.example.com/v1",
+            values: ["apiKey": "key-secret", "clientSecret": "client-secret-value"], fixturesDirectory: "/srv/fixtures")
+        for (way, text) in everyPrinting(of: environment) {
+            for secret in ["url-secret", "key-secret", "client-secret-value"] {
+                #expect(!text.contains(secret), "\(way): \(text)")
+            }
+            #expect(text.contains("staging.example.com/v1") && text.contains("staging"), "\(way): \(text)")
+            #expect(text.contains("apiKey") && text.contains("clientSecret"), "\(way): \(text)")
+            #expect(text.contains("/srv/fixtures"), "\(way): \(text)")
         }
     }
 }

@@ -196,6 +196,78 @@ import Testing
         }
     }
 
+    /// Puts a token in the query, as an API that takes `?access_token=` wants it.
+    static let queryToken = AnyInterceptor(
+        attachesCredentials: true,
+        adapt: { request, _ in
+            let separator = request.url.contains("?") ? "&" : "?"
+            var withToken = try CurlewRequest(
+                method: request.method, url: request.url + separator + "access_token=provider-token")
+            withToken.headerFields = request.headerFields
+            request = withToken
+        })
+
+    /// Moves the request to `origin`, keeping its path and query (and its fields), with `extra` appended to the
+    /// query: a mirror that swaps hosts.
+    static func movingOrigin(to origin: String, appending extra: String? = nil) -> AnyInterceptor {
+        AnyInterceptor(adapt: { request, _ in
+            let base = "https://api.example.com"
+            #expect(request.url.hasPrefix(base))
+            var url = origin + request.url.dropFirst(base.count)
+            if let extra { url += (url.contains("?") ? "&" : "?") + extra }
+            var moved = try CurlewRequest(method: request.method, url: url)
+            moved.headerFields = request.headerFields
+            moved.timeouts.total = .seconds(7)
+            request = moved
+        })
+    }
+
+    @Test func aQueryTokenDoesNotFollowARequestMovedToAnotherOrigin() async throws {
+        let mock = MockTransport(stubs: [.get("*", json: ["ok": true])])
+        var provider = provider(mock, interceptors: [Self.queryToken])
+        provider.additionalParameters = ["AppID": "provider-app-key"]
+        let route = Route(path: "/me", params: ["page": "2"])
+        // A provider-level mover after the interceptor that put the token in (a global one runs as it does), and
+        // the call's own before it.
+        var moving = provider
+        moving.interceptors = [Self.queryToken, Self.movingOrigin(to: "https://evil.example")]
+        try await moving.request(route)
+        try await provider.request(route, interceptors: [Self.movingOrigin(to: "https://evil.example")])
+        // A call that moves the request with a token of its own keeps that one.
+        try await provider.request(
+            route, interceptors: [Self.movingOrigin(to: "https://evil.example", appending: "access_token=call-token")])
+        let sent = mock.receivedRequests
+        try #require(sent.count == 3)
+        for request in sent {
+            #expect(request.url.hasPrefix("https://evil.example/v1/me?"), "\(request.url)")
+            #expect(!request.url.contains("provider-token"), "\(request.url)")
+            #expect(!request.url.contains("provider-app-key"), "\(request.url)")
+            #expect(request.url.contains("page=2"), "a route's own parameter goes where the route goes")
+            #expect(request.timeouts.total == .some(.seconds(7)), "the moved request keeps its settings")
+        }
+        #expect(sent[2].url.contains("access_token=call-token"))
+    }
+
+    @Test func aQueryTokenStaysOnARequestMovedWithinTheProvidersOrigins() async throws {
+        let mock = MockTransport(stubs: [.get("*", json: ["ok": true])])
+        var provider = provider(
+            mock, interceptors: [Self.queryToken, Self.movingOrigin(to: "https://mirror.example.com")])
+        provider.additionalParameters = ["AppID": "provider-app-key"]
+        provider.credentialOrigins = ["https://mirror.example.com"]
+        try await provider.request(Route(path: "/me", params: ["page": "2"]))
+        provider.interceptors = [Self.queryToken]
+        try await provider.request(
+            Route(path: "/me", params: ["page": "2"]),
+            interceptors: [Self.movingOrigin(to: "https://mirror.example.com")])
+        let sent = mock.receivedRequests
+        try #require(sent.count == 2)
+        for request in sent {
+            #expect(request.url.hasPrefix("https://mirror.example.com/v1/me?"), "\(request.url)")
+            #expect(request.url.contains("access_token=provider-token"), "\(request.url)")
+            #expect(request.url.contains("AppID=provider-app-key"), "\(request.url)")
+        }
+    }
+
     @Test func credentialOriginsOptInAndTheDefaultProviderNeedsThem() async throws {
         let mock = MockTransport(stubs: [.get("*", json: ["ok": true])])
         var provider = provider(mock, interceptors: [BasicAuthentication(username: "user", password: "pass")])

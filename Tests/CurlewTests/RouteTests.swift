@@ -86,4 +86,26 @@ import Testing
         #expect(String(decoding: try await streamed.body.collect(upTo: 1024), as: UTF8.self).contains("7"))
         #expect(mock.receivedRequests.map { $0.headerFields[HTTPField.Name("X-Trace")!] } == ["t2", nil, "t2"])
     }
+
+    @Test func everyPrintingShowsTheEndpointButNotItsCredentials() {
+        let route = Route(
+            path: "https://user:url-secret@api.example.com/login?access_token=query-secret&lang=en", method: .post,
+            params: [
+                "email": "foo@example.com", "password": "param-secret", "profile": ["client_secret": "nested-secret"],
+            ],
+            headers: ["Authorization": "Bearer header-secret", "X-Client": "curlew"],
+            body: .string("{\"password\":\"body-secret\"}", contentType: "application/json"))
+        for (way, text) in everyPrinting(of: route) {
+            for secret in [
+                "url-secret", "query-secret", "param-secret", "nested-secret", "header-secret", "body-secret",
+            ] {
+                #expect(!text.contains(secret), "\(way): \(text)")
+            }
+            #expect(text.contains("POST") && text.contains("api.example.com/login"), "\(way): \(text)")
+            #expect(text.contains("lang=en") && text.contains("foo@example.com"), "\(way): \(text)")
+            #expect(text.contains("password") && text.contains("client_secret"), "\(way): \(text)")
+            #expect(text.contains("Authorization") && text.contains("X-Client: curlew"), "\(way): \(text)")
+            #expect(text.contains("26 bytes") && !text.contains("112, 97, 115, 115"), "the body's size, not its bytes")
+        }
+    }
 }

@@ -73,3 +73,23 @@ public struct BasicAuthentication: Interceptor {
         return realm
     }
 }
+
+/// Printed (interpolated, `String(describing:)`, `String(reflecting:)`, `dump`, a debugger), the user name shows and
+/// the password never does, as a URL's user-info is shown in messages.
+extension BasicAuthentication: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+    /// `BasicAuthentication(username: "user", password: <redacted>)`.
+    public var description: String {
+        let username = credentials.username.debugDescription
+        return "BasicAuthentication(username: \(username), password: \(CurlewRequest.redactionMarker))"
+    }
+
+    /// As ``description``.
+    public var debugDescription: String { description }
+
+    /// `dump` and debuggers see the user name, and the marker in place of the password.
+    public var customMirror: Mirror {
+        Mirror(
+            self, children: ["username": credentials.username, "password": CurlewRequest.redactionMarker],
+            displayStyle: .struct)
+    }
+}

@@ -260,3 +260,24 @@ public final class BearerTokenAuthenticator: Interceptor {
         for waiter in waiters.values { waiter.resume(with: outcome.map { Optional($0) }) }
     }
 }
+
+/// Printed (interpolated, `String(describing:)`, `String(reflecting:)`, `dump`, a debugger), it says whether it holds
+/// a token, never which.
+extension BearerTokenAuthenticator: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+    /// `BearerTokenAuthenticator(token: <redacted>)`, or `BearerTokenAuthenticator(no token yet)` before the first
+    /// refresh of one made without a token.
+    public var description: String {
+        token == nil
+            ? "BearerTokenAuthenticator(no token yet)"
+            : "BearerTokenAuthenticator(token: \(CurlewRequest.redactionMarker))"
+    }
+
+    /// As ``description``.
+    public var debugDescription: String { description }
+
+    /// `dump` and debuggers see the marker in place of the token, `nil` when there is none.
+    public var customMirror: Mirror {
+        Mirror(
+            self, children: ["token": token.map { _ in CurlewRequest.redactionMarker } as Any], displayStyle: .class)
+    }
+}

@@ -1,4 +1,5 @@
 public import CurlewEngine
+import HTTPTypes
 
 /// Sets header fields on every request it adapts, replacing fields of the same name.
 public struct HeadersInterceptor: Interceptor {
@@ -22,6 +23,40 @@ public struct HeadersInterceptor: Interceptor {
                 try request.setHeader(header.name, header.value)
             }
         }
+    }
+}
+
+/// Printed (interpolated, `String(describing:)`, `String(reflecting:)`, `dump`, a debugger), every field's name
+/// shows; the values of credentials (all of them when the interceptor ``HeadersInterceptor/attachesCredentials``) and
+/// of the fields logs redact (`Authorization`, `Cookie`, …: see ``LoggingInterceptor``) never do.
+extension HeadersInterceptor: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+    /// `HeadersInterceptor(attachesCredentials: true, headers: ["X-Api-Key: <redacted>"])`.
+    public var description: String {
+        let fields = shownHeaders.map(\.debugDescription).joined(separator: ", ")
+        return "HeadersInterceptor(attachesCredentials: \(attachesCredentials), headers: [\(fields)])"
+    }
+
+    /// As ``description``.
+    public var debugDescription: String { description }
+
+    /// `dump` and debuggers see the fields as ``description`` shows them.
+    public var customMirror: Mirror {
+        Mirror(
+            self, children: ["headers": shownHeaders, "attachesCredentials": attachesCredentials],
+            displayStyle: .struct)
+    }
+
+    /// `Name: value` per field, secret values replaced.
+    private var shownHeaders: [String] {
+        headers.map { header in
+            "\(header.name): \(isSecret(header) ? CurlewRequest.redactionMarker : header.value)"
+        }
+    }
+
+    private func isSecret(_ header: (name: String, value: String)) -> Bool {
+        // A name no field can have is never sent: shown as it is, its value hidden all the same.
+        guard !attachesCredentials, let name = HTTPField.Name(header.name) else { return true }
+        return LoggingInterceptor.isSecretByDefault(HTTPField(name: name, value: header.value))
     }
 }
 

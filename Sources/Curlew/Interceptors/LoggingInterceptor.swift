@@ -20,6 +20,13 @@ public struct LoggingInterceptor: Interceptor {
     public static let defaultRedactedHeaders: Set<String> = [
         "authorization", "proxy-authorization", "cookie", "set-cookie",
     ]
+    /// Whether `field`'s value is a secret wherever the layer shows it (log lines, printed routes and interceptors): its name is
+    /// one of ``defaultRedactedHeaders``, or the engine withholds it from other origins (`Authorization`, `Cookie`,
+    /// `X-Amz-Security-Token`, fields set as secrets with `CurlewRequest.setCredentialHeader`).
+    static func isSecretByDefault(_ field: HTTPField) -> Bool {
+        defaultRedactedHeaders.contains(field.name.canonicalName) || CredentialPolicy.isCredential(field)
+    }
+
     /// Header fields whose values are URLs, logged redacted like the request's.
     static let urlValuedHeaders: Set<String> = ["location", "content-location"]
     /// Query parameter names (compared without regard to case) whose values are never logged.
@@ -106,8 +113,8 @@ public struct LoggingInterceptor: Interceptor {
             // The engine's credential list (Authorization, Cookie, X-Amz-Security-Token, never-indexed fields)
             // besides the names given; a redirect's target is a URL like any other.
             let value =
-                redactedHeaders.contains(name) || CredentialPolicy.isCredential(field)
-                ? "<redacted>"
+                redactedHeaders.contains(name) || Self.isSecretByDefault(field)
+                ? CurlewRequest.redactionMarker
                 : Self.urlValuedHeaders.contains(name) ? urls.redact(field.value) : field.value
             if case .string(let existing) = metadata[name] {
                 metadata[name] = .string(existing + ", " + value)

@@ -90,12 +90,12 @@ public struct CurlewRequest: Sendable {
     /// The absolute URL, as validated: http or https, or `http+unix` / `https+unix` with a percent-encoded socket
     /// path as the host (`http+unix://%2Ftmp%2Fapp.sock/path`, AsyncHTTPClient's spelling), which sends the request to
     /// `localhost` over that Unix domain socket.
-    public let url: String
+    public private(set) var url: String
     /// The http or https URL libcurl is given: ``url`` itself, or for an `http+unix` / `https+unix` URL the same
     /// request to `localhost`.
-    let transferURL: String
+    private(set) var transferURL: String
     /// The socket path an `http+unix` or `https+unix` ``url`` names; nil for every other URL.
-    let urlUnixSocketPath: String?
+    private(set) var urlUnixSocketPath: String?
     /// The header fields to send. Use ``addHeader(_:_:)`` for strings from untrusted sources:
     /// it rejects CR, LF and NUL where `HTTPFields` would silently turn them into spaces. `Content-Length` and
     /// `Transfer-Encoding` are never sent as given: the engine frames the body itself (a stream of known size says
@@ -159,6 +159,18 @@ public struct CurlewRequest: Sendable {
         self.urlUnixSocketPath = validated.unixSocketPath
         self.headerFields = headerFields
         self.body = body
+    }
+
+    /// This request at another URL, validated as ``init(method:url:headerFields:body:)`` validates it, with every
+    /// other setting as it was: the route layer takes a provider's credential parameters out of the URL of a request
+    /// an interceptor moved to another origin, and a copy made field by field would drop a setting added later.
+    package func replacingURL(with url: String) throws -> CurlewRequest {
+        let validated = try URLValidation.validate(url)
+        var request = self
+        request.url = url
+        request.transferURL = validated.transferURL
+        request.urlUnixSocketPath = validated.unixSocketPath
+        return request
     }
 
     /// A request whose URL was filled from a template another of whose URLs passed the full validation, with only

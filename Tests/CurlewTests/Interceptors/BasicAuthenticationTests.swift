@@ -1,3 +1,4 @@
+import CurlewTestSupport
 import Testing
 
 @testable import Curlew
@@ -16,5 +17,20 @@ import Testing
                 == #"a "quoted" realm"#)
         #expect(BasicAuthentication.basicRealm(in: "Basic realm=simple") == "simple")
         #expect(BasicAuthentication.basicRealm(in: #"Bearer realm="api""#) == nil)
+    }
+
+    @Test func everyPrintingShowsTheUserNameButNeverThePassword() {
+        let authentication = BasicAuthentication(username: "Aladdin", password: "open sesame")
+        // Printed alone, and inside a provider as a log line of its settings would print it.
+        let provider = DefaultProvider(
+            transport: FixtureTransport(fixturesDirectory: nil), interceptors: [authentication])
+        for value in [authentication as Any, provider] {
+            for (way, text) in everyPrinting(of: value) {
+                #expect(!text.contains("open sesame"), "\(way): \(text)")
+                #expect(!text.contains(authentication.headerValue.dropFirst(6)), "\(way): \(text)")
+                #expect(text.contains("BasicAuthentication") && text.contains("Aladdin"), "\(way): \(text)")
+                #expect(text.contains("<redacted>"), "\(way): \(text)")
+            }
+        }
     }
 }

@@ -417,4 +417,16 @@ import Testing
         #expect(refreshes.load(ordering: .relaxed) == 1)
         #expect(mock.receivedRequests.count == 2)
     }
+
+    @Test func everyPrintingHidesTheToken() {
+        let authenticator = BearerTokenAuthenticator(token: "token-secret") { _ in "refreshed-secret" }
+        let none = BearerTokenAuthenticator(token: nil) { _ in "refreshed-secret" }
+        for (way, text) in everyPrinting(of: authenticator) {
+            #expect(!text.contains("token-secret"), "\(way): \(text)")
+            #expect(text.contains("BearerTokenAuthenticator") && text.contains("<redacted>"), "\(way): \(text)")
+        }
+        for (way, text) in everyPrinting(of: none) {
+            #expect(text.contains("BearerTokenAuthenticator") && text.contains("no token"), "\(way): \(text)")
+        }
+    }
 }

@@ -1,5 +1,6 @@
 import Curlew
 import CurlewEngine
+import CurlewTestSupport
 import CurlewTesting
 import HTTPTypes
 import Testing
@@ -32,5 +33,27 @@ import Testing
         let sent = mock.receivedRequests
         #expect(sent.map { $0.headerFields[.contentType] } == ["text/csv", nil])
         #expect(sent.map { $0.headerFields[.accept] } == ["application/json", "application/json"])
+    }
+
+    @Test func everyPrintingOfCredentialHeadersNamesThemButHidesTheirValues() {
+        let interceptor = HeadersInterceptor(
+            ["X-Api-Key": "key-secret", "X-Tenant": "tenant-7"], attachesCredentials: true)
+        for (way, text) in everyPrinting(of: interceptor) {
+            #expect(!text.contains("key-secret") && !text.contains("tenant-7"), "\(way): \(text)")
+            #expect(text.contains("X-Api-Key") && text.contains("X-Tenant"), "\(way): \(text)")
+            #expect(text.contains("<redacted>"), "\(way): \(text)")
+        }
+    }
+
+    @Test func everyPrintingOfPlainHeadersShowsTheirValuesButNotTheOnesLogsRedact() {
+        // Not marked as credentials, but `Authorization` and `Cookie` are secrets wherever they are set.
+        let interceptor = HeadersInterceptor([
+            "Authorization": "Bearer plain-token", "cookie": "session=cookie-secret", "X-Client": "curlew",
+        ])
+        for (way, text) in everyPrinting(of: interceptor) {
+            #expect(!text.contains("plain-token") && !text.contains("cookie-secret"), "\(way): \(text)")
+            #expect(text.contains("Authorization") && text.contains("cookie"), "\(way): \(text)")
+            #expect(text.contains("X-Client") && text.contains("curlew"), "\(way): \(text)")
+        }
     }
 }
