@@ -63,9 +63,11 @@ package struct SyncPlan: Sendable, Equatable {
         var plan = SyncPlan()
         let addressable = destination.filter { isAddressable($0.relativePath) }
         plan.unaddressable = destination.map(\.relativePath).filter { !isAddressable($0) }
-        let held = Dictionary(addressable.map { ($0.relativePath, $0) }) { first, _ in first }
+        // By exact bytes: a destination that holds `café` in NFC does not hold the source's `café` in NFD (two names
+        // on Linux and on every store), and `String`'s canonical equivalence would call one the other.
+        let held = Dictionary(addressable.map { (ExactPath($0.relativePath), $0) }) { first, _ in first }
         for item in selection.listing.items {
-            guard let there = held[item.relativePath] else {
+            guard let there = held[ExactPath(item.relativePath)] else {
                 plan.uploads.append(Upload(item: item, reason: "missing"))
                 continue
             }
@@ -83,10 +85,12 @@ package struct SyncPlan: Sendable, Equatable {
             let patterns = UploadFilter(includes: filter.includes, excludes: filter.excludes)
             // Nothing under a folder the source could not list: its files may all still be there.
             let unlistedFolders = selection.unlistedPaths.map { $0.isEmpty ? "" : $0 + "/" }
-            plan.deletions = Set(addressable.map(\.relativePath)).filter { path in
-                !selection.listedPaths.contains(path) && !unlistedFolders.contains { path.utf8.starts(with: $0.utf8) }
+            plan.deletions = Set(addressable.map { ExactPath($0.relativePath) }).filter { exact in
+                let path = exact.path
+                return !selection.listedPaths.contains(exact)
+                    && !unlistedFolders.contains { path.utf8.starts(with: $0.utf8) }
                     && patterns.admits(path) && shard.owns(relativePath: path)
-            }.sorted()
+            }.map(\.path).sorted()
         }
         return plan
     }
@@ -185,13 +189,15 @@ public final class Sync: Sendable {
         var chosen = selection
         chosen.listing.items = plan.uploads.map(\.item)
         var configuration = configuration
-        let reasons = Dictionary(plan.uploads.map { ($0.item.relativePath, $0.reason) }) { first, _ in first }
+        let reasons = Dictionary(plan.uploads.map { (ExactPath($0.item.relativePath), $0.reason) }) { first, _ in first
+        }
         if let onEvent {
             configuration.onEvent = { event in
                 guard event.kind == .started, event.rule == nil else { return onEvent(event) }
                 onEvent(
                     UploadEvent(
-                        .started, path: event.path, size: event.size, rule: reasons[event.path], time: event.time))
+                        .started, path: event.path, size: event.size, rule: reasons[ExactPath(event.path)],
+                        time: event.time))
             }
         }
         if case .s3(var s3) = configuration.destination.storage {

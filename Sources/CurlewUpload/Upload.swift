@@ -57,22 +57,46 @@ public final class Upload: Sendable {
         try self.init(configuration, client: client, selection: selection)
     }
 
-    /// What a journal records as its destination: the target URL's path (the S3 location's bucket and prefix).
-    /// Another host with the same path is taken as the same place (a proxy, another name for the server); another
-    /// path is another place. The path holds no credentials, and a journal is a file users keep and share.
-    static func journalDestination(_ destination: UploadDestination) -> String {
-        if let name = destination.journalName { return name }
-        func path(of url: String) -> String { String(URLParts(url).pathOrRoot) }
+    /// What a journal records as its destination: the target URL's scheme, host and port and its path (the S3
+    /// store's bucket and prefix, and its endpoint). Another host, port or scheme with the same path is another
+    /// place: a journal used for staging and then for production must not make production skip what staging got.
+    /// The same place written otherwise is the same: the scheme and host are lower-cased and the port always
+    /// written (`https://host:443`), as the engine names an origin; an S3 store is the same however its bucket is
+    /// addressed. Nothing in it is a credential (no
+    /// user-info, no query value), as a journal is a file users keep and share.
+    static func journalDestination(_ destination: UploadDestination) -> JournalDestination {
+        if let name = destination.journalName { return JournalDestination(name: name, pathOnlyName: name) }
         switch destination.storage {
         case .put(let baseURL):
             // A folder with a query is another destination than the folder alone: before the query followed each
             // file's path, files went to `/files/?token=t/a.txt`, and a journal of that time must not pass for one
             // of `/files/a.txt`. The query's value stays out: it may be a credential.
             let folder = FolderURL(baseURL)
-            return folder.path + (folder.query.isEmpty ? "" : "?")
-        case .multipartForm(let url, _): return path(of: url)
-        case .s3(let s3): return s3.location.description
+            let path = folder.path + (folder.query.isEmpty ? "" : "?")
+            return JournalDestination(name: journalOrigin(of: baseURL) + path, pathOnlyName: path)
+        case .multipartForm(let url, _):
+            let path = String(URLParts(url).pathOrRoot)
+            return JournalDestination(name: journalOrigin(of: url) + path, pathOnlyName: path)
+        case .s3(let s3):
+            // The endpoint's authority holds the bucket when it is virtual-hosted (`bucket.host`): the store is the
+            // host after it.
+            let endpoint = s3.endpoint
+            let bucketLabel = Array((endpoint.bucket + ".").utf8)
+            let store =
+                endpoint.virtualHosted && endpoint.authority.utf8.starts(with: bucketLabel)
+                ? String(decoding: endpoint.authority.utf8.dropFirst(bucketLabel.count), as: UTF8.self)
+                : endpoint.authority
+            return JournalDestination(
+                name: "\(s3.location) at \(journalOrigin(of: "\(endpoint.scheme)://\(store)/"))",
+                pathOnlyName: s3.location.description)
         }
+    }
+
+    /// The scheme, host and port of `url` as a journal names them: the engine's origin (`https://host:443`, the
+    /// scheme and host lower-cased and the port always written), the one every credential is tied to. User-info (a
+    /// password) never goes in. Empty for a URL libcurl cannot read, which no upload gets far with.
+    private static func journalOrigin(of url: String) -> String {
+        CredentialPolicy.Origin(url)?.key ?? ""
     }
 
     /// An upload of a selection already made (`Sync` sends only the files its comparison chose).
@@ -281,8 +305,8 @@ package struct UploadSelection: Sendable {
     /// A shard keeps a journal of its own: shards may run at once on one shared file system.
     package let journalPath: String?
     /// Every path the source listed, before sharding and the filters, unreadable ones included: what `curlew sync
-    /// --delete` must never delete from the destination.
-    package var listedPaths: Set<String> = []
+    /// --delete` must never delete from the destination. By exact bytes: `café` in NFC and in NFD are two files.
+    package var listedPaths: Set<ExactPath> = []
     /// The paths the source could not list or read, before sharding (a folder's stands for all it holds): every
     /// shard lists the whole source, so each knows that the listing was not whole even where another shard owns
     /// the path, and `curlew sync --delete` deletes nothing then.
@@ -292,7 +316,8 @@ package struct UploadSelection: Sendable {
         source: UploadSource, filter: UploadFilter, shard: ShardAssignment, journalPath: String?
     ) throws(UploadError) -> UploadSelection {
         var listing = try source.list()
-        let listedPaths = Set(listing.items.map(\.relativePath)).union(listing.problems.map(\.relativePath))
+        let listedPaths = Set(
+            (listing.items.map(\.relativePath) + listing.problems.map(\.relativePath)).map(ExactPath.init))
         let unlistedPaths = listing.problems.map(\.relativePath)
         // A shard sends the files whose path hashes to it; the others' shards send theirs. Sharding comes before the
         // filters, so each shard counts only its own files as excluded and the merge's sum is the run's.

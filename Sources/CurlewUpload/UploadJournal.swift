@@ -22,8 +22,13 @@ import Musl
 /// each part the store accepted, and `abort<TAB>upload ID<TAB>path` when a failed upload was aborted. IDs, ETags
 /// and paths are percent-encoded.
 ///
-/// The line after the header, `target<TAB>percent-encoded destination`, names what the records are about
-/// (``bind(to:)``): the target URL's path, or the S3 location's bucket and prefix.
+/// A `target<TAB>percent-encoded destination` line names what the records are about (``bind(to:)``): the target
+/// URL's scheme, host, port and path, or the S3 store's bucket, prefix and endpoint. A journal written before
+/// journals named the host names the path alone (the bucket and prefix), until a run binds it to the whole
+/// destination with a `target` line after it: the last `target` line is the one that holds.
+///
+/// Records are keyed by the relative path's exact bytes (``ExactPath``), never by `String` equality: `café` in NFC
+/// and in NFD are two files, and the record of one must not stand for the other.
 ///
 /// Each line goes to the kernel in a single `write` on an `O_APPEND` descriptor as soon as its response is in,
 /// so a process killed at any instant (kill -9) leaves only whole lines, plus at most one torn line that the
@@ -39,11 +44,11 @@ package final class UploadJournal: S3UploadJournal {
 
     package let path: String
     /// What earlier runs recorded, by relative path.
-    package let entries: [String: Entry]
+    package let entries: RecordsByExactPath<Entry>
     /// Multipart uploads in progress, by relative path.
-    package let multipartUploads: [String: Multipart]
+    package let multipartUploads: RecordsByExactPath<Multipart>
     /// Files an earlier run started to PUT and has no `done` line for, by relative path.
-    package let inFlight: [String: Entry]
+    package let inFlight: RecordsByExactPath<Entry>
     /// Lines that could not be read (a torn last line after a crash, or foreign text), skipped.
     package let ignoredLines: Int
     /// The destination the records are about (``bind(to:)``), as the journal named it when opened.
@@ -83,7 +88,9 @@ package final class UploadJournal: S3UploadJournal {
         recordedDestination = Self.recordedDestination(existing)
         let parsed = Self.parse(existing)
         (entries, multipartUploads, ignoredLines) = (parsed.entries, parsed.multipart, parsed.ignored)
-        inFlight = parsed.inFlight.filter { parsed.entries[$0.key] != $0.value }
+        var inFlight = parsed.inFlight
+        for (path, file) in parsed.inFlight where parsed.entries[path] == file { inFlight[path] = nil }
+        self.inFlight = inFlight
 
         if existing.isEmpty {
             try append(Self.header)
@@ -124,10 +131,13 @@ package final class UploadJournal: S3UploadJournal {
 
     package static func parse(
         _ bytes: [UInt8]
-    ) -> (entries: [String: Entry], multipart: [String: Multipart], inFlight: [String: Entry], ignored: Int) {
-        var entries: [String: Entry] = [:]
-        var inFlight: [String: Entry] = [:]
-        var multipart: [String: Multipart] = [:]
+    ) -> (
+        entries: RecordsByExactPath<Entry>, multipart: RecordsByExactPath<Multipart>,
+        inFlight: RecordsByExactPath<Entry>, ignored: Int
+    ) {
+        var entries = RecordsByExactPath<Entry>()
+        var inFlight = RecordsByExactPath<Entry>()
+        var multipart = RecordsByExactPath<Multipart>()
         var ignored = 0
         var lines = bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
         // Whatever follows the last newline was never completed.
@@ -181,12 +191,12 @@ package final class UploadJournal: S3UploadJournal {
     }
 
     /// A journal's records without opening it for writing (`--dry-run` changes nothing).
-    package static func read(path: String) throws(UploadError) -> [String: Entry] {
+    package static func read(path: String) throws(UploadError) -> RecordsByExactPath<Entry> {
         guard let data = FileManager.default.contents(atPath: path) else {
             if FileManager.default.fileExists(atPath: path) {
                 throw UploadError(.journal, "cannot read --journal \(path.debugDescription)")
             }
-            return [:]
+            return RecordsByExactPath()
         }
         return parse(Array(data)).entries
     }
@@ -245,26 +255,40 @@ package final class UploadJournal: S3UploadJournal {
     private static func field(_ value: String) -> String { PercentEncoding.encodeComponent(value) }
 
     /// Ties the journal to the destination its records are about. A journal that names another destination is
-    /// refused: its `done` lines would leave out files that destination never got, and the run would report
-    /// success. One that names none (new, or written by a version before journals named one) records it.
-    package func bind(to destination: String) throws(UploadError) {
+    /// refused: its `done` lines would leave out files that destination never got (staging's files, on a run to
+    /// production), and the run would report success. One that names none (new, or written by a version before
+    /// journals named one) records it.
+    ///
+    /// A journal written before journals named the host names the path alone (``JournalDestination/pathOnlyName``).
+    /// It is taken for this destination when that path is this destination's, as the version that wrote it took
+    /// it, so that a run interrupted before an upgrade resumes after it rather than sending everything again; the
+    /// journal is then bound to the whole destination, so from this run on another host or port is refused. Which
+    /// host such a journal's records were about is recorded nowhere: refusing it would not make it any safer to use
+    /// for the right host, only force every interrupted run to start over.
+    package func bind(to destination: JournalDestination) throws(UploadError) {
         guard let recordedDestination else {
-            try append("target\t\(Self.field(destination))\n")
+            try append("target\t\(Self.field(destination.name))\n")
             return
         }
-        guard recordedDestination == destination else {
-            finish()
-            throw UploadError(
-                .journal,
-                "--journal \(path.debugDescription) records uploads to \(recordedDestination), not \(destination): "
-                    + "give each destination a journal of its own")
+        // Byte for byte: paths that differ only in Unicode normalization are two places on a server.
+        func isRecorded(_ name: String) -> Bool { recordedDestination.utf8.elementsEqual(name.utf8) }
+        if isRecorded(destination.name) { return }
+        if isRecorded(destination.pathOnlyName) {
+            try append("target\t\(Self.field(destination.name))\n")
+            return
         }
+        finish()
+        throw UploadError(
+            .journal,
+            "--journal \(path.debugDescription) records uploads to \(recordedDestination), not \(destination.name): "
+                + "give each destination a journal of its own")
     }
 
-    /// The destination a journal's `target<TAB>percent-encoded destination` line names, if it has one.
+    /// The destination a journal's last `target<TAB>percent-encoded destination` line names, if it has one: a
+    /// journal that named only the path is bound to the whole destination by a line after it.
     private static func recordedDestination(_ bytes: [UInt8]) -> String? {
         let prefix = Array("target\t".utf8)
-        for line in bytes.split(separator: UInt8(ascii: "\n")) where line.starts(with: prefix) {
+        for line in bytes.split(separator: UInt8(ascii: "\n")).reversed() where line.starts(with: prefix) {
             return PercentEncoding.decode(String(decoding: line.dropFirst(prefix.count), as: UTF8.self))
         }
         return nil
@@ -319,5 +343,20 @@ package final class UploadJournal: S3UploadJournal {
                 "cannot write --journal \(path.debugDescription): \(written < 0 ? String(cString: strerror(errno)) : "short write")"
             )
         }
+    }
+}
+
+/// What a journal's records are about (``UploadJournal/bind(to:)``), as it names it.
+package struct JournalDestination: Sendable, Equatable {
+    /// The destination as a journal records it: the URL's scheme, host and port and its path (an S3 store's bucket,
+    /// prefix and endpoint). Never a credential: no user-info, no query value.
+    package let name: String
+    /// What a journal written before journals named the host recorded for this destination: the path alone (the
+    /// bucket and prefix).
+    package let pathOnlyName: String
+
+    package init(name: String, pathOnlyName: String) {
+        self.name = name
+        self.pathOnlyName = pathOnlyName
     }
 }

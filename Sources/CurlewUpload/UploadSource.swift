@@ -196,12 +196,16 @@ public struct UploadSource: Sendable, Hashable, CustomStringConvertible {
         let base = (manifest as NSString).deletingLastPathComponent
         var listing = UploadListing()
         // The file (device and inode) each server name was given to.
-        var named: [String: (device: UInt64, inode: UInt64, line: String)] = [:]
+        // By the name's exact bytes: `café` in NFC and in NFD are two names, which `String` keys would merge.
+        var named: [ExactPath: (device: UInt64, inode: UInt64, line: String)] = [:]
         for lineBytes in data.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: true) {
             let rawLine = String(decoding: lineBytes, as: UTF8.self)
             let line = rawLine.hasSuffix("\r") ? String(rawLine.dropLast()) : rawLine
             if line.trimmingCharacters(in: .whitespaces).isEmpty { continue }
-            let absolutePath = line.hasPrefix("/") ? line : (base.isEmpty ? line : base + "/" + line)
+            // The first byte decides: `hasPrefix("/")` compares Characters, and `/\u{301}x` starts with the Character
+            // `/\u{301}`, not `/`, so that absolute path was read from the manifest's folder.
+            let absolutePath =
+                PercentEncoding.startsWithSlash(line) ? line : (base.isEmpty ? line : base + "/" + line)
             let relativePath = normalized(line)
             guard !relativePath.isEmpty else { continue }
             guard String(validating: lineBytes, as: UTF8.self) != nil else {
@@ -219,7 +223,7 @@ public struct UploadSource: Sendable, Hashable, CustomStringConvertible {
                 continue
             }
             let file = (device: UInt64(status.st_dev), inode: UInt64(status.st_ino))
-            if let earlier = named[relativePath] {
+            if let earlier = named[ExactPath(relativePath)] {
                 if earlier.device != file.device || earlier.inode != file.inode {
                     listing.problems.append(
                         UnlistablePath(
@@ -230,7 +234,7 @@ public struct UploadSource: Sendable, Hashable, CustomStringConvertible {
                 }
                 continue
             }
-            named[relativePath] = (file.device, file.inode, line)
+            named[ExactPath(relativePath)] = (file.device, file.inode, line)
             listing.items.append(UploadItem(relativePath: relativePath, absolutePath: absolutePath, status: status))
         }
         return listing

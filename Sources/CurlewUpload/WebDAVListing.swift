@@ -28,9 +28,10 @@ package struct WebDAVFolder: Sendable {
     package func list() async throws -> [WebDAVEntry] {
         var files: [WebDAVEntry] = []
         var folders = [""]
-        var seen = Set<String>()
+        // By exact bytes: folders named `café` in NFC and in NFD are two, each listed.
+        var seen = Set<ExactPath>()
         while let folder = folders.popLast() {
-            guard seen.insert(folder).inserted else { continue }
+            guard seen.insert(ExactPath(folder)).inserted else { continue }
             let url = folderURL.appending(folder, isFolder: !folder.isEmpty)
             var request = try CurlewRequest(method: .init("PROPFIND")!, url: url, body: .bytes(Array(Self.query.utf8)))
             try request.addHeader("Depth", "1")

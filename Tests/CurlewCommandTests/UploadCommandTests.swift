@@ -160,8 +160,10 @@ import Musl
         try torn.write(contentsOf: Data("done\t4096\t17".utf8))
         try torn.close()
 
+        // Resumed through the same proxy: a journal belongs to one host and port. The proxy holds only the first
+        // matching write; later ones pass.
         let second = try await CurlewBinary.run([
-            "upload", tree.root, target.url, "--journal", journal, "--concurrency", "4", "--json",
+            "upload", tree.root, proxied, "--journal", journal, "--concurrency", "4", "--json",
         ])
         #expect(second.status == 0, "\(second.stdout)\n\(second.stderr)")
         let json = try second.json()
@@ -229,9 +231,10 @@ import Musl
         #expect(try Set(journaledPaths(journal)) == ["stored whole.bin", "never arrived.bin", "stored cut short.bin"])
     }
 
-    /// A journal belongs to one destination: reused for another path, its `done` lines would leave out every file
-    /// that destination never got, and the run would report success. It is refused; the same path by another
-    /// address is the same place, and the journal holds no password.
+    /// A journal belongs to one destination: reused for another path, or the same path on another host (staging,
+    /// then production), its `done` lines would leave out every file that destination never got, and the run would
+    /// report success. It is refused; the same place without the password is accepted, and the journal holds no
+    /// password.
     @Test func aJournalIsRefusedForAnotherDestination() async throws {
         let nginx = try await NginxServer.shared()
         let first = DavTarget(nginx: nginx)
@@ -252,10 +255,18 @@ import Musl
         #expect(!text.contains("hunter2"), "\(text)")
         #expect(text.contains("target\t"), "\(text)")
 
-        let byName = first.url.replacingOccurrences(of: "127.0.0.1", with: "localhost")
-        let again = try await CurlewBinary.run(["upload", tree.root, byName, "--journal", journal, "--json"])
-        #expect(again.status == 0, "the same place by another name and without a password: \(again.stderr)")
+        let again = try await CurlewBinary.run(["upload", tree.root, first.url, "--journal", journal, "--json"])
+        #expect(again.status == 0, "the same place without a password: \(again.stderr)")
         #expect(try again.json()["skipped"] as? Int == 1)
+
+        let byName = first.url.replacingOccurrences(of: "127.0.0.1", with: "localhost")
+        let anotherHost = try await CurlewBinary.run(["upload", tree.root, byName, "--journal", journal, "--json"])
+        #expect(anotherHost.status != 0)
+        #expect(anotherHost.stderr.contains("records uploads to \(first.url), not \(byName)"), "\(anotherHost.stderr)")
+        try await waitUntil(timeout: .seconds(10), "nginx to log the first run's PUT") {
+            !first.loggedRequests(method: "PUT").isEmpty
+        }
+        #expect(first.loggedRequests(method: "PUT").count == 1, "only the first run sent a.txt")
 
         let elsewhere = try await CurlewBinary.run(["upload", tree.root, second.url, "--journal", journal, "--json"])
         #expect(elsewhere.status != 0)

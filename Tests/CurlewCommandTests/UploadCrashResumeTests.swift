@@ -56,7 +56,9 @@ import Musl
         let proxied = target.url.replacingOccurrences(of: nginx.httpBaseURL, with: proxy.baseURL)
         try await Self.killWhileHeld(["upload", tree.root, proxied] + options, proxy: proxy)
 
-        let resumed = try await CurlewBinary.run(["upload", tree.root, target.url, "--json"] + options)
+        // Resumed at the address it was killed at, as a user runs the command again: the journal is bound to it. The
+        // proxy held only the first write, so it passes this run's on.
+        let resumed = try await CurlewBinary.run(["upload", tree.root, proxied, "--json"] + options)
         #expect(resumed.status == 0, "\(resumed.stdout)\n\(resumed.stderr)")
         let json = try resumed.json()
         // held.bin was stored whole before the kill: the resumed run finds it instead of sending it.
@@ -175,8 +177,9 @@ import Musl
         try await UploadCrashResumeTests.killWhileHeld(
             arguments + ["--endpoint", proxy.baseURL], proxy: proxy, environment: environment)
 
+        // Resumed through the same endpoint (the journal is bound to it); the proxy held only the first write.
         let resumed = try await CurlewBinary.run(
-            arguments + ["--endpoint", moto.endpoint, "--json"], environment: environment, timeout: .seconds(120))
+            arguments + ["--endpoint", proxy.baseURL, "--json"], environment: environment, timeout: .seconds(120))
         #expect(resumed.status == 0, "\(resumed.stdout)\n\(resumed.stderr)")
 
         // moto's own log: one 2xx object write per file (a PUT without a part number, or a completion).

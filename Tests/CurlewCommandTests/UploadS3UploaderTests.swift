@@ -792,23 +792,30 @@ import Musl
         ]
         let environment = moto.credentialEnvironment.merging(["HOME": "/nonexistent"]) { $1 }
 
+        // One proxy for every round: the journal is bound to the address the upload goes to, so each resumed run
+        // (and the last) goes through the same one. A round holds every later part the run sends, stored but never
+        // answered, so the run cannot end before the kill however late this test is scheduled (a time-paced run did,
+        // on a loaded CI machine): with two connections both stop at a held part. The parts it stored are the
+        // resumed run's to find, not resend.
+        func laterParts(after target: Int) -> String {
+            let later = ((target + 1)...max(target + 1, partCount)).map(String.init).joined(separator: "|")
+            return "^PUT /\(bucket)/large\\.bin\\?partNumber=(\(later))&"
+        }
+        let firstTarget = max(1, partCount / (kills + 1))
+        let proxy = try await HoldingProxy.start(
+            upstreamPort: moto.port, hold: laterParts(after: firstTarget), holdingEveryMatch: true)
+        defer { proxy.stop() }
         var killedAt: [Int] = []
         for round in 1...kills {
             // Kill once the store holds the parts up to this one: spread over the upload.
             let target = max(1, partCount * round / (kills + 1))
-            // A proxy stores every later part the run sends and holds its reply, so the run cannot end before the
-            // kill however late this test is scheduled (a time-paced run did, on a loaded CI machine): with two
-            // connections both stop at a held part. The parts it stored are the resumed run's to find, not resend.
-            let later = ((target + 1)...max(target + 1, partCount)).map(String.init).joined(separator: "|")
-            let proxy = try await HoldingProxy.start(
-                upstreamPort: moto.port, hold: "^PUT /\(bucket)/large\\.bin\\?partNumber=(\(later))&",
-                holdingEveryMatch: true)
-            defer { proxy.stop() }
+            try proxy.hold(laterParts(after: target))
+            let heldBefore = proxy.storedCount()
             let running = try CurlewBinary.start(
                 ["upload"] + arguments + ["--endpoint", proxy.baseURL], environment: environment)
             defer { running.signal(SIGKILL) }
             try await waitUntil(timeout: .seconds(120), "the proxy to hold a part after part \(target)") {
-                proxy.markers().contains { $0.hasPrefix("stored ") } || !running.isRunning
+                proxy.storedCount() > heldBefore || !running.isRunning
             }
             running.signal(SIGKILL)
             let result = try await running.finish()
@@ -816,7 +823,10 @@ import Musl
             #expect(result.status == 128 + SIGKILL, "\(result.stdout)\n\(result.stderr)")
             killedAt.append(target)
         }
-        let last = try await Self.run(moto, Array(arguments.dropLast()) + ["--json"])
+        try proxy.stopHolding()
+        let last = try await CurlewBinary.run(
+            ["upload"] + arguments + ["--endpoint", proxy.baseURL, "--json"], environment: environment,
+            timeout: .seconds(120))
         #expect(last.status == 0, "\(last.stdout)\n\(last.stderr)")
         #expect(killedAt.count == kills, "the upload finished before every kill: \(killedAt)")
 

@@ -84,6 +84,17 @@ public final class HoldingProxy: Sendable {
         markers().count { $0.hasPrefix("stored ") }
     }
 
+    /// Holds the requests whose `METHOD target` matches `pattern` from now on, in place of the pattern it started
+    /// with: a test that kills a client several times holds other writes each round on the one proxy address its
+    /// journal is bound to. Written whole before it is read (a rename), so a request never sees half a pattern.
+    public func hold(_ pattern: String) throws {
+        let staged = markerPath + ".hold.new"
+        try pattern.write(toFile: staged, atomically: false, encoding: .utf8)
+        guard rename(staged, markerPath + ".hold") == 0 else {
+            throw TestSupportError("cannot rename \(staged): errno \(errno)")
+        }
+    }
+
     /// Holds nothing more from now on (connections already held stay held): the run that follows a killed client
     /// goes through.
     public func stopHolding() throws {

@@ -17,7 +17,7 @@ import Testing
         var selection = UploadSelection(
             listing: listing, listedBeforeSharding: items.count, ownedByShard: items.count, excluded: 0,
             journalPath: nil)
-        selection.listedPaths = listed ?? Set(items.map(\.relativePath))
+        selection.listedPaths = Set((listed.map(Array.init) ?? items.map(\.relativePath)).map(ExactPath.init))
         return selection
     }
 
@@ -50,6 +50,20 @@ import Testing
         #expect(plan.unchanged.map(\.item.relativePath) == ["old"])
         #expect(plan.unchanged.map(\.rule) == ["size-and-time"])
         #expect(plan.uploads.map { "\($0.item.relativePath) \($0.reason)" } == ["touched newer"])
+    }
+
+    /// `café` in NFC and in NFD are two names on Linux and on every store, though Swift's `String` calls them equal:
+    /// a destination holding one does not hold the other, and the source's listing of one does not spare the other.
+    @Test func aNameThatDiffersOnlyInUnicodeNormalizationIsAnotherFile() {
+        let composed = "caf\u{E9}.txt", decomposed = "cafe\u{301}.txt"
+        let plan = SyncPlan.make(
+            selection: Self.selection([Self.item(decomposed, size: 5, modified: 100)]),
+            destination: [.init(relativePath: composed, size: 5, modified: 200)], comparesChecksums: false,
+            filter: UploadFilter(includes: [], excludes: []), shard: .whole, deletes: true)
+        #expect(plan.uploads.map { Array($0.item.relativePath.utf8) } == [Array(decomposed.utf8)])
+        #expect(plan.uploads.map(\.reason) == ["missing"])
+        #expect(plan.unchanged.isEmpty)
+        #expect(plan.deletions.map { Array($0.utf8) } == [Array(composed.utf8)])
     }
 
     @Test func deletionsSpareListedFilteredAndExcludedPaths() {

@@ -101,6 +101,39 @@ import Testing
         #expect(journal.inFlight.keys.sorted() == ["a.txt"], "a done line settles an earlier sending line")
     }
 
+    /// `café` spelled with `é` (NFC) and with `e` and a combining acute accent (NFD) are two files on Linux, whose
+    /// names are bytes; Swift's `String` compares them as equal. Keyed by `String`, the journal's record of one
+    /// stood for the other too, and a resumed run skipped a file it never sent.
+    @Test func namesThatDifferOnlyInUnicodeNormalizationAreRecordedApart() throws {
+        let composed = "caf\u{E9}.txt"
+        let decomposed = "cafe\u{301}.txt"
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("journal-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("j").path
+        func item(_ name: String) -> UploadItem {
+            UploadItem(relativePath: name, absolutePath: "/" + name, size: 4, modifiedNanoseconds: 7)
+        }
+        let first = try UploadJournal(path: path)
+        first.record(item(composed))
+        first.recordMultipartStart(item(composed), uploadID: "ID", partSize: 16)
+        first.finish()
+
+        let resumed = try UploadJournal(path: path)
+        defer { resumed.finish() }
+        #expect(resumed.isDone(item(composed)))
+        #expect(!resumed.isDone(item(decomposed)), "the record of the NFC name does not stand for the NFD one")
+        #expect(resumed.multipartUpload(of: item(decomposed)) == nil)
+        #expect(resumed.multipartUpload(of: item(composed))?.uploadID == "ID")
+
+        let both = "done\t4\t7\t\(composed)\ndone\t5\t8\t\(decomposed)\nsending\t6\t9\t\(composed)\n"
+        let (done, _, inFlight, _) = UploadJournal.parse(Array(both.utf8))
+        #expect(done.count == 2)
+        #expect(inFlight[decomposed] == nil)
+        #expect(done[composed] == UploadJournal.Entry(size: 4, modifiedNanoseconds: 7))
+        #expect(done[decomposed] == UploadJournal.Entry(size: 5, modifiedNanoseconds: 8))
+    }
+
     /// Two runs appending to one journal would each resume from records the other is still changing: the second
     /// run is refused while the first holds the journal, and opens it once the first has finished.
     @Test func aJournalIsRefusedToASecondRunUntilTheFirstFinishes() throws {

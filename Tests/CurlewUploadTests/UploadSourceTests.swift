@@ -65,4 +65,37 @@ import Musl
         #expect(listing.problems.map(\.relativePath) == ["b\u{FFFD}.txt"])
         #expect(listing.problems.first?.reason == UploadSource.notUTF8)
     }
+
+    /// `/\u{301}x` is an absolute path whose first segment starts with a combining accent. `hasPrefix("/")` compares
+    /// Characters, and `/\u{301}` is one Character that is not `/`: the line was read as relative, from the
+    /// manifest's folder, and sent that folder's `\u{301}x` (another file) in its place.
+    @Test func aManifestLineStartingWithASlashIsAbsoluteWhateverFollowsTheSlash() throws {
+        let tree = try SourceTree(prefix: "curlew-manifest-combining")
+        defer { tree.remove() }
+        let name = "\u{301}curlew-\(UUID().uuidString)"
+        try tree.write(name, Array("the manifest's folder, not the file the line names".utf8))
+        let manifest = tree.root + "/files.txt"
+        try Data(("/" + name + "\n").utf8).write(to: URL(fileURLWithPath: manifest))
+        let listing = try UploadSource.manifest(manifest).list()
+        #expect(listing.items.isEmpty, "read from the manifest's folder: \(listing.items.map(\.absolutePath))")
+        #expect(listing.problems.map(\.relativePath) == [name], "/\(name) does not exist")
+    }
+
+    /// Two manifest lines naming `café` in NFC and in NFD name two files on Linux and two objects on the server;
+    /// compared as `String`s, the second was taken for the first's name given to another file, and not sent.
+    @Test func manifestNamesThatDifferOnlyInUnicodeNormalizationAreTwoFiles() throws {
+        let tree = try SourceTree(prefix: "curlew-manifest-twins")
+        defer { tree.remove() }
+        let composed = "caf\u{E9}.txt"
+        let decomposed = "cafe\u{301}.txt"
+        try tree.write(composed, [1])
+        try tree.write(decomposed, [2])
+        try #require(UploadSource.folder(tree.root).list().items.count == 2, "two files on disk")
+        let manifest = tree.root + "/files.txt"
+        try Data((composed + "\n" + decomposed + "\n").utf8).write(to: URL(fileURLWithPath: manifest))
+        let listing = try UploadSource.manifest(manifest).list()
+        #expect(listing.problems.isEmpty, "\(listing.problems)")
+        #expect(listing.items.map { Array($0.relativePath.utf8) } == [Array(composed.utf8), Array(decomposed.utf8)])
+        #expect(listing.items.map(\.size) == [1, 1])
+    }
 }

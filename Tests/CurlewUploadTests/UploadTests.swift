@@ -292,3 +292,182 @@ extension UploadTests {
         #expect(Set(seen.values.map { $0[0] }).count == names.count, "a key per file")
     }
 }
+
+/// What a journal is bound to: the destination's scheme, host, port and path (an S3 store's endpoint, bucket and
+/// prefix), so that its records never leave files out of a run to another place.
+extension UploadTests {
+    /// One modification time for files that must look alike to the journal but for their names.
+    static let sameModification = timespec(tv_sec: 1_700_000_000, tv_nsec: 123_456_789)
+    static let sameModificationNanoseconds: Int64 = 1_700_000_000_123_456_789
+
+    /// Writes `bytes` to `name` in `tree`, modified at ``sameModification``.
+    static func writeAlike(_ name: String, _ bytes: [UInt8], in tree: SourceTree) throws {
+        let path = try tree.write(name, bytes)
+        let times = [sameModification, sameModification]
+        #expect(utimensat(AT_FDCWD, path, times, 0) == 0, "cannot set the modification time of \(path)")
+    }
+
+    /// The bytes of the file at `path`, opened by the path's exact bytes (no Foundation path conversion).
+    static func storedBytes(_ path: String) -> [UInt8]? {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return nil }
+        defer { close(descriptor) }
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = read(descriptor, &buffer, buffer.count)
+            guard count > 0 else { return count == 0 ? bytes : nil }
+            bytes += buffer[..<count]
+        }
+    }
+
+    /// An upload of `tree`'s folder with `journal`, built (which binds the journal) and not run.
+    static func upload(
+        _ tree: SourceTree, to destination: UploadDestination, journal: String, client: CurlewClient
+    ) throws(UploadError) -> Upload {
+        var configuration = UploadConfiguration(source: .folder(tree.root), destination: destination)
+        configuration.journalPath = journal
+        return try Upload(configuration, client: client)
+    }
+
+    /// `café` spelled with `é` (NFC) and with `e` and a combining accent (NFD) are two files on Linux. With the same
+    /// size and modification time, the journal's record of one used to stand for the other (Swift's `String`
+    /// compares them as equal), and the run after it skipped a file that was never sent.
+    @Test func aFileNamedLikeAJournaledOneButForUnicodeNormalizationIsStillSent() async throws {
+        let nginx = try await NginxServer.shared()
+        let target = DavTarget(nginx: nginx)
+        let tree = try SourceTree(prefix: "curlew-upload-twins")
+        let journal = tree.root + ".journal"
+        defer {
+            tree.remove()
+            target.remove()
+            try? FileManager.default.removeItem(atPath: journal)
+        }
+        let composed = "caf\u{E9}.txt"
+        let decomposed = "cafe\u{301}.txt"
+        try Self.writeAlike(composed, Array("NFC!".utf8), in: tree)
+        var configuration = UploadConfiguration(source: .folder(tree.root), destination: .put(baseURL: target.url))
+        configuration.journalPath = journal
+        let client = CurlewClient()
+        let first = try await Upload(configuration, client: client).run()
+        #expect(first.uploaded == 1)
+
+        try Self.writeAlike(decomposed, Array("NFD!".utf8), in: tree)
+        let second = try await Upload(configuration, client: client).run()
+        await client.shutdown()
+        #expect(second.files == 2, "the folder holds two files")
+        #expect(second.skipped == 1 && second.uploaded == 1, "skipped \(second.skipped), sent \(second.uploaded)")
+
+        func accepted() -> [[UInt8]] {
+            target.loggedRequests(method: "PUT").filter { (200..<300).contains($0.status) }.map { Array($0.path.utf8) }
+        }
+        try await waitUntil(timeout: .seconds(10), "nginx to log both PUTs") { accepted().count >= 2 }
+        #expect(accepted() == [Array(composed.utf8), Array(decomposed.utf8)])
+        #expect(Self.storedBytes(target.storedPath(decomposed)) == Array("NFD!".utf8))
+        #expect(Self.storedBytes(target.storedPath(composed)) == Array("NFC!".utf8))
+    }
+
+    /// A journal used for staging and then for production with the same path would make production skip every file
+    /// staging got. It is refused for another host, port or scheme, before anything is sent (the upload is not
+    /// made); the same place written otherwise (host case, the scheme's default port, a password) is accepted, and
+    /// the journal never holds the password.
+    @Test func aJournalBoundToOneHostIsRefusedForAnotherWithTheSamePath() async throws {
+        let tree = try SourceTree(prefix: "curlew-upload-journal-host")
+        let journal = tree.root + ".journal"
+        defer {
+            tree.remove()
+            try? FileManager.default.removeItem(atPath: journal)
+        }
+        try tree.write("a.txt", [1])
+        let client = CurlewClient()
+        func upload(to url: String) throws(UploadError) -> Upload {
+            try Self.upload(tree, to: .put(baseURL: url), journal: journal, client: client)
+        }
+        _ = try upload(to: "https://user:hunter2@Staging.Example/files/")
+        _ = try upload(to: "https://staging.example:443/files/")
+        _ = try upload(to: "HTTPS://STAGING.EXAMPLE/files")
+
+        let refusal = #expect(throws: UploadError.self) { try upload(to: "https://prod.example/files/") }
+        #expect(refusal?.kind == .journal)
+        #expect(
+            refusal?.description.contains(
+                "records uploads to https://staging.example:443/files/, not https://prod.example:443/files/")
+                == true, "\(String(describing: refusal))")
+        for elsewhere in ["https://staging.example:8443/files/", "http://staging.example/files/"] {
+            let refused = #expect(throws: UploadError.self, "\(elsewhere)") { try upload(to: elsewhere) }
+            #expect(refused?.kind == .journal)
+        }
+        await client.shutdown()
+        let text = try String(contentsOfFile: journal, encoding: .utf8)
+        #expect(!text.contains("hunter2") && !text.contains("user"), "\(text)")
+    }
+
+    /// The same bucket and prefix on another store (another endpoint) is another place; the same store addressed
+    /// another way (virtual-hosted or path-style) is the same.
+    @Test func anS3JournalIsBoundToTheEndpointAsWellAsTheBucketAndPrefix() async throws {
+        let tree = try SourceTree(prefix: "curlew-upload-journal-s3")
+        let journal = tree.root + ".journal"
+        defer {
+            tree.remove()
+            try? FileManager.default.removeItem(atPath: journal)
+        }
+        try tree.write("a.txt", [1])
+        let credentials = AWSCredentials(accessKeyID: "AKIDEXAMPLE", secretAccessKey: "secret")
+        let client = CurlewClient()
+        func upload(endpoint: String?, addressing: S3Addressing = .auto) throws -> Upload {
+            let destination = try S3Destination(
+                "s3://journal-bucket/p", endpoint: endpoint, addressing: addressing, credentials: credentials)
+            return try Self.upload(tree, to: .s3(destination), journal: journal, client: client)
+        }
+        _ = try upload(endpoint: "http://127.0.0.1:9000")
+        _ = try upload(endpoint: "http://127.0.0.1:9000/", addressing: .virtual)
+        for elsewhere in ["http://127.0.0.1:9001", nil] {
+            let refusal = #expect(throws: UploadError.self, "\(elsewhere ?? "AWS")") {
+                try upload(endpoint: elsewhere)
+            }
+            #expect(refusal?.kind == .journal)
+            #expect(refusal?.description.contains("s3://journal-bucket/p/ at http://127.0.0.1:9000") == true)
+        }
+        await client.shutdown()
+    }
+
+    /// A journal written before journals named the host records only the path. It resumes a run to that path, as
+    /// the version that wrote it would have (a run interrupted before an upgrade finishes after it), and is then bound
+    /// to the whole destination: from that run on, another host with the same path is refused.
+    @Test func aJournalThatRecordsOnlyThePathResumesOnItAndIsThenBoundToTheHost() async throws {
+        let nginx = try await NginxServer.shared()
+        let target = DavTarget(nginx: nginx)
+        let tree = try SourceTree(prefix: "curlew-upload-journal-legacy")
+        let journal = tree.root + ".journal"
+        defer {
+            tree.remove()
+            target.remove()
+            try? FileManager.default.removeItem(atPath: journal)
+        }
+        try Self.writeAlike("a.txt", [1], in: tree)
+        try Self.writeAlike("b.txt", [2], in: tree)
+        let legacy =
+            "# curlew upload journal v1\ntarget\t\(PercentEncoding.encodeComponent(target.pathPrefix))\n"
+            + "done\t1\t\(Self.sameModificationNanoseconds)\ta.txt\n"
+        try Data(legacy.utf8).write(to: URL(fileURLWithPath: journal))
+
+        var configuration = UploadConfiguration(source: .folder(tree.root), destination: .put(baseURL: target.url))
+        configuration.journalPath = journal
+        let client = CurlewClient()
+        let resumed = try await Upload(configuration, client: client).run()
+        #expect(resumed.skipped == 1 && resumed.uploaded == 1, "\(resumed.failures)")
+        let text = try String(contentsOfFile: journal, encoding: .utf8)
+        #expect(text.contains("target\t\(PercentEncoding.encodeComponent(target.url))\n"), "\(text)")
+
+        let byAnotherName = target.url.replacingOccurrences(of: "127.0.0.1", with: "localhost")
+        let refusal = #expect(throws: UploadError.self) {
+            try Self.upload(tree, to: .put(baseURL: byAnotherName), journal: journal, client: client)
+        }
+        #expect(refusal?.kind == .journal)
+        await client.shutdown()
+        try await waitUntil(timeout: .seconds(10), "nginx to log the PUT") {
+            !target.loggedRequests(method: "PUT").isEmpty
+        }
+        #expect(target.loggedRequests(method: "PUT").map(\.path) == ["b.txt"])
+    }
+}

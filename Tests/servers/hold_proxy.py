@@ -21,6 +21,9 @@ came (Host included, so SigV4 signatures still verify). Then:
 
 --pass-first N passes the first N matches the upstream answered 2xx on, and holds from the next one.
 
+Once the file MARKER_FILE.hold exists, its text is the HOLD_REGEX from then on (a test that kills a client several
+times holds other writes each round, on the one proxy address its journal is bound to).
+
 Once the file MARKER_FILE.release exists, nothing more is held (held connections stay held): a re-run that follows the
 killed client goes through.
 
@@ -90,9 +93,22 @@ def make_handler(upstream_port, marker_path, hold, idempotency, every_match, onl
     held = threading.Event()
     passed = [0]
     release_path = marker_path + ".release"
+    hold_path = marker_path + ".hold"
+    current_hold = [None, hold]
+
+    def hold_pattern():
+        """HOLD_REGEX, or the text of MARKER_FILE.hold once it exists (read again whenever it changes)."""
+        try:
+            with open(hold_path, encoding="utf-8") as replacement:
+                text = replacement.read()
+        except FileNotFoundError:
+            return hold
+        if current_hold[0] != text:
+            current_hold[0], current_hold[1] = text, re.compile(text)
+        return current_hold[1]
 
     def matches(method, target):
-        if not hold.search(f"{method} {target}"):
+        if not hold_pattern().search(f"{method} {target}"):
             return False
         if only_targets is None:
             return True

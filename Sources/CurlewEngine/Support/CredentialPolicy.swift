@@ -30,12 +30,15 @@ package enum CredentialPolicy {
         return from == to
     }
 
-    struct Origin: Equatable {
+    /// A URL's scheme, host and port as libcurl's parser reads them: what credentials are tied to, and what an
+    /// upload journal's records are about.
+    package struct Origin: Equatable {
         let scheme: String
         let host: String
         let port: String
 
-        init?(_ url: String) {
+        /// Nil for a URL libcurl cannot parse or without a host.
+        package init?(_ url: String) {
             guard let handle = curl_url() else { return nil }
             defer { curl_url_cleanup(handle) }
             guard curl_url_set(handle, CURLUPART_URL, url, 0) == CURLUE_OK else { return nil }
@@ -53,7 +56,8 @@ package enum CredentialPolicy {
             self.port = port
         }
 
-        /// `scheme://host:port`, the port always written: how ``PoolStatistics`` names an origin.
-        var key: String { "\(scheme)://\(host):\(port)" }
+        /// `scheme://host:port`, the scheme and host lower-cased and the port always written: how ``PoolStatistics``
+        /// names an origin.
+        package var key: String { "\(scheme)://\(host):\(port)" }
     }
 }

@@ -90,7 +90,7 @@ enum SyncListingProperty {
         var selection = UploadSelection(
             listing: listing, listedBeforeSharding: source.count, ownedByShard: source.count, excluded: 0,
             journalPath: nil)
-        selection.listedPaths = listed
+        selection.listedPaths = Set(listed.map(ExactPath.init))
         let excludes = input.byte() & 1 == 1 ? ["f1"] : []
         let count = 1 + input.number(below: 3)
         let shard = ShardAssignment(index: input.number(below: count), count: count)

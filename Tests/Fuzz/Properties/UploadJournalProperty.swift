@@ -119,7 +119,7 @@ enum UploadJournalProperty {
     }
 
     private static func verify(
-        _ entries: [String: FileVersion], against model: Model, when moment: String
+        _ entries: RecordsByExactPath<FileVersion>, against model: Model, when moment: String
     ) -> String? {
         for (path, version) in entries where !model.whole.contains(where: { $0 == (path, version) }) {
             return "\(moment): \(path.debugDescription) is done at \(version), which no whole record says"
