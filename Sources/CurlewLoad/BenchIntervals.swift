@@ -15,10 +15,14 @@ package struct BenchInterval: Sendable {
     /// Requests completed, and failed, since the run started.
     package var totalRequests: Int
     package var totalFailed: Int
+    /// Open model: requests sent late for want of a free connection in this interval (counted as they were sent,
+    /// not as they completed), and since the run started.
+    package var lateRequests: Int
+    package var totalLateRequests: Int
 
     package init(
         startSeconds: Double, endSeconds: Double, histogram: LatencyHistogram, failed: Int, statusCounts: [Int: Int],
-        totalRequests: Int, totalFailed: Int
+        totalRequests: Int, totalFailed: Int, lateRequests: Int = 0, totalLateRequests: Int = 0
     ) {
         self.startSeconds = startSeconds
         self.endSeconds = endSeconds
@@ -27,6 +31,8 @@ package struct BenchInterval: Sendable {
         self.statusCounts = statusCounts
         self.totalRequests = totalRequests
         self.totalFailed = totalFailed
+        self.lateRequests = lateRequests
+        self.totalLateRequests = totalLateRequests
     }
 
     package var requests: Int { Int(histogram.totalCount) }
@@ -61,7 +67,8 @@ package struct BenchIntervalSampler {
         }
         let interval = BenchInterval(
             startSeconds: previousSeconds, endSeconds: seconds, histogram: delta.histogram, failed: delta.failed,
-            statusCounts: statusCounts, totalRequests: current.requests, totalFailed: current.failed)
+            statusCounts: statusCounts, totalRequests: current.requests, totalFailed: current.failed,
+            lateRequests: delta.lateRequests, totalLateRequests: current.lateRequests)
         previous = current
         previousSeconds = seconds
         return interval

@@ -77,6 +77,9 @@ package struct BenchIntervalCounts: Codable, Sendable {
     package var requests: Int
     package var failed: Int
     package var statusCodes: [String: Int]
+    /// Requests sent late for want of a free connection; nil when there were none (and in records written before
+    /// they were counted).
+    package var lateRequests: Int?
 
     package init(_ interval: BenchInterval) {
         startSeconds = interval.startSeconds
@@ -84,6 +87,7 @@ package struct BenchIntervalCounts: Codable, Sendable {
         requests = interval.requests
         failed = interval.failed
         statusCodes = Dictionary(uniqueKeysWithValues: interval.statusCounts.map { (String($0.key), $0.value) })
+        lateRequests = interval.lateRequests > 0 ? interval.lateRequests : nil
     }
 }
 
@@ -174,17 +178,19 @@ package struct BenchShardResult {
                 "\(logPath.debugDescription) does not match the intervals of \(path.debugDescription)")
         }
         // The figures are below `countLimit` (checkFigures), so these sums cannot overflow.
-        var total = (requests: 0, failed: 0)
+        var total = (requests: 0, failed: 0, late: 0)
         let intervals = zip(entries, record.intervals).map { entry, counts in
             total.requests += counts.requests
             total.failed += counts.failed
+            total.late += counts.lateRequests ?? 0
             return BenchInterval(
                 startSeconds: counts.startSeconds, endSeconds: counts.endSeconds, histogram: entry.histogram,
                 failed: counts.failed,
                 // "200" and "0200" are one status.
                 statusCounts: Dictionary(
                     counts.statusCodes.compactMap { key, value in Int(key).map { ($0, value) } }, uniquingKeysWith: +),
-                totalRequests: total.requests, totalFailed: total.failed)
+                totalRequests: total.requests, totalFailed: total.failed, lateRequests: counts.lateRequests ?? 0,
+                totalLateRequests: total.late)
         }
         return BenchShardResult(
             path: path, summary: summary, record: record, histogram: histogram, intervals: intervals)
@@ -225,6 +231,7 @@ package struct BenchShardResult {
             ("connections", summary.connections), ("loops", summary.loops),
             ("connections opened", summary.connectionsOpened),
             ("fresh-connection retries", summary.freshConnectionRetries),
+            ("late requests", summary.lateRequests ?? 0),
         ] {
             try count(name, value)
         }
@@ -236,6 +243,7 @@ package struct BenchShardResult {
         try sum("target failures", summary.targets?.map(\.failed) ?? [])
         try sum("interval requests", record.intervals.map(\.requests))
         try sum("interval failures", record.intervals.map(\.failed))
+        try sum("interval late requests", record.intervals.map { $0.lateRequests ?? 0 })
         for interval in record.intervals {
             try sum("interval responses", interval.statusCodes.values)
             try seconds("an interval's start", interval.startSeconds, upTo: 1e9)
@@ -244,6 +252,8 @@ package struct BenchShardResult {
                 throw BenchMergeError("\(path.debugDescription) holds an interval that ends before it starts")
             }
         }
+        // Late by no more than the run lasts (31 years at most), in microseconds.
+        try seconds("the largest lateness", (summary.maxLatenessMicroseconds ?? 0) / 1e6, upTo: 1e9)
         // Up to 31 years of run, started before the year 5000: the merged window stays within Int64 nanoseconds.
         try seconds("the duration", summary.durationSeconds, upTo: 1e9)
         try seconds("the start time", summary.startedAt ?? 0, upTo: 1e11)
@@ -276,6 +286,9 @@ package struct BenchShardResult {
         tally.bytesReceived = summary.bytesReceived
         tally.connectionsOpened = summary.connectionsOpened
         tally.freshConnectionRetries = summary.freshConnectionRetries
+        tally.lateRequests = summary.lateRequests ?? 0
+        // Checked finite and within 1e15 µs when loaded; a whole number of microseconds as written.
+        tally.maxLatenessMicroseconds = UInt64((summary.maxLatenessMicroseconds ?? 0).rounded())
         if let targets = summary.targets, targets.count > 1 {
             tally.targetRequests = targets.map(\.requests)
             tally.targetFailures = targets.map(\.failed)
@@ -377,7 +390,9 @@ package struct BenchMerge {
             thresholds.append(threshold)
         }
         // The exit status is the command's to set.
-        summary.thresholds = thresholds.map { $0.evaluate(BenchSummary.measurements(of: result)) }
+        let measurements = BenchSummary.measurements(
+            of: result, openModel: first.summary.latencyFrom == "intended")
+        summary.thresholds = thresholds.map { $0.evaluate(measurements) }
         self.summary = summary
         self.histogram = tally.histogram
         self.plan = plan
@@ -399,6 +414,7 @@ package struct BenchMerge {
                 if var existing = merged[slot] {
                     existing.histogram.add(interval.histogram)
                     existing.failed += interval.failed
+                    existing.lateRequests += interval.lateRequests
                     existing.statusCounts.merge(interval.statusCounts, uniquingKeysWith: +)
                     existing.endSeconds = max(existing.endSeconds, existing.startSeconds + lasted)
                     merged[slot] = existing
@@ -410,13 +426,15 @@ package struct BenchMerge {
                 }
             }
         }
-        var total = (requests: 0, failed: 0)
+        var total = (requests: 0, failed: 0, late: 0)
         return merged.keys.sorted().map { slot in
             var interval = merged[slot]!
             total.requests += interval.requests
             total.failed += interval.failed
+            total.late += interval.lateRequests
             interval.totalRequests = total.requests
             interval.totalFailed = total.failed
+            interval.totalLateRequests = total.late
             return interval
         }
     }

@@ -14,6 +14,7 @@ package enum BenchSeries: String, CaseIterable, Sendable {
     case running
     case checks
     case targetRequests = "target_requests"
+    case lateRequests = "late_requests"
 
     /// Latency bucket bounds in seconds when an exporter is given none: 100 µs to 10 s.
     package static let defaultLatencyBuckets: [Double] = [
@@ -40,6 +41,8 @@ package enum BenchSeries: String, CaseIterable, Sendable {
         case .running: "1 while the run goes on, 0 once it has ended."
         case .checks: "Check results on checked responses, by check."
         case .targetRequests: "Requests completed per target, by outcome."
+        case .lateRequests:
+            "Requests sent after their scheduled time because every connection was busy (open model; raise the connections)."
         }
     }
 }
@@ -84,6 +87,8 @@ package struct BenchMetricsPublisher<Backend: BenchMetricsBackend>: Sendable {
     private let checks: [(pass: Backend.Counter, fail: Backend.Counter)]
     /// Ok and failed counters per target; empty with a single target.
     private let targets: [(ok: Backend.Counter, failed: Backend.Counter)]
+    /// Open model only: a run without a schedule sends nothing late.
+    private let lateRequests: Backend.Counter?
     /// Series whose labels only requests reveal: made the first time they count something.
     private var failureKinds: [String: Backend.Counter] = [:]
     private var statusCodes: [Int: Backend.Counter] = [:]
@@ -120,6 +125,7 @@ package struct BenchMetricsPublisher<Backend: BenchMetricsBackend>: Sendable {
                     counter(.targetRequests, [("target", "\(number)"), ("outcome", "failed")])
                 )
             } : []
+        lateRequests = plan.latencyFromIntendedTime ? counter(.lateRequests) : nil
         backend.set(1, on: running)
     }
 
@@ -153,6 +159,7 @@ package struct BenchMetricsPublisher<Backend: BenchMetricsBackend>: Sendable {
             backend.add(Int64(counts.targetRequests[index] - counts.targetFailures[index]), to: counters.ok)
             backend.add(Int64(counts.targetFailures[index]), to: counters.failed)
         }
+        if let lateRequests { backend.add(Int64(counts.lateRequests), to: lateRequests) }
         backend.set(Double(increment.inFlight), on: inFlight)
         backend.set(increment.running ? 1 : 0, on: running)
     }

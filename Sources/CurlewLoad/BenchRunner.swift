@@ -87,6 +87,11 @@ package struct BenchTally: Sendable {
     /// indexed like the plan's checks; empty without checks.
     package var checkedResponses = 0
     package var checkPasses: [Int] = []
+    /// Open model: requests sent after their scheduled time because every connection was busy then (the generator,
+    /// not the server, held them back; their latency still counts from the schedule), and the most any of them was
+    /// late by, in microseconds.
+    package var lateRequests = 0
+    package var maxLatenessMicroseconds: UInt64 = 0
 
     package init(targetCount: Int = 1) {
         if targetCount > 1 {
@@ -116,6 +121,8 @@ package struct BenchTally: Sendable {
         connectionsOpened += other.connectionsOpened
         freshConnectionRetries += other.freshConnectionRetries
         checkedResponses += other.checkedResponses
+        lateRequests += other.lateRequests
+        maxLatenessMicroseconds = max(maxLatenessMicroseconds, other.maxLatenessMicroseconds)
         if checkPasses.count < other.checkPasses.count {
             checkPasses += [Int](repeating: 0, count: other.checkPasses.count - checkPasses.count)
         }
@@ -147,6 +154,9 @@ package struct BenchTally: Sendable {
         delta.connectionsOpened = connectionsOpened - previous.connectionsOpened
         delta.freshConnectionRetries = freshConnectionRetries - previous.freshConnectionRetries
         delta.checkedResponses = checkedResponses - previous.checkedResponses
+        delta.lateRequests = lateRequests - previous.lateRequests
+        // The most since the start: a maximum does not subtract.
+        delta.maxLatenessMicroseconds = maxLatenessMicroseconds
         delta.checkPasses = checkPasses.indices.map { checkPasses[$0] - before(previous.checkPasses, $0) }
         delta.targetRequests = targetRequests.indices.map { targetRequests[$0] - before(previous.targetRequests, $0) }
         delta.targetFailures = targetFailures.indices.map { targetFailures[$0] - before(previous.targetFailures, $0) }
@@ -194,6 +204,12 @@ package struct BenchTally: Sendable {
             checkPasses[remaining.trailingZeroBitCount] += 1
             remaining &= remaining - 1
         }
+    }
+
+    /// Counts one request sent `microseconds` after its scheduled time for want of a free connection.
+    mutating func recordLate(microseconds: UInt64) {
+        lateRequests += 1
+        maxLatenessMicroseconds = max(maxLatenessMicroseconds, microseconds)
     }
 
     mutating func record(_ error: any Error) {
@@ -347,7 +363,8 @@ package final class BenchRunner: Sendable {
         let targetOrder = plan.targetOrder
         let severalTargets = targets.count > 1
         let countsTargets = severalTargets && plan.countsEachTarget
-        let runRequestLimit = plan.runRequestLimit
+        // A template's rows used once end the run where they run out: a ticket past them is not claimed as late.
+        let runRequestLimit = plan.runRequestLimit ?? plan.template?.rowLimit
         let deadline: UInt64? =
             if case .duration(let duration) = plan.stop { instant(start, after: duration) } else { nil }
         let limit: Int? = if case .count(let count) = plan.stop { count } else { nil }
@@ -362,6 +379,9 @@ package final class BenchRunner: Sendable {
         let checksReadJSON = checks.contains { $0.needsJSON }
         // The worker's number in the whole run: a closed-model stage lets workers below its level send.
         let runWorker = shard.globalNumber(ofLocal: worker)
+        // Open model: whether this worker has claimed a request before. Its first claim comes as the run starts up,
+        // so a first request that is due at once is not late for want of a connection.
+        var claimedBefore = false
         while !stopRequested.load(ordering: .relaxed) {
             if let concurrency {
                 // Closed model: wait while the stage allows fewer workers than this one's number.
@@ -386,9 +406,17 @@ package final class BenchRunner: Sendable {
                 guard let offset = arrivals.intendedSeconds(ofRequest: runTicket) else { break }
                 intended = instant(start, afterSeconds: offset)
                 if let deadline, intended >= deadline { break }
-                if intended > monotonicNanoseconds() {
+                let now = monotonicNanoseconds()
+                if intended > now {
                     guard await sleep(until: intended) else { break }
+                } else if claimedBefore {
+                    // Claimed after its time by a worker that was busy until then: tickets are claimed in order by
+                    // whichever worker is free, so at its scheduled time every connection was busy (-c capped the
+                    // requests in flight). Counted here, off the closed model's path, and only when late.
+                    let lateness = (now &- intended) / 1_000
+                    tally.state.withLock { $0.recordLate(microseconds: lateness) }
                 }
+                claimedBefore = true
             } else {
                 // Without a schedule a request is timed from when its worker is ready to send it, after it counted
                 // and checked the last one: a check's parse of a large body is the client's time, not the server's.

@@ -98,6 +98,11 @@ package struct BenchSummary: Codable {
     /// Requests the engine sent once more on a fresh connection (a pooled one was closed, reset, GOAWAY'd or had
     /// stray bytes): not failures, but a sign of how the server treats connections.
     package var freshConnectionRetries: Int
+    /// Open model only (nil otherwise): requests sent after their scheduled time because all `connections` were
+    /// busy then, so the load generator, not the server, set the pace (raise -c); their latency counts from the
+    /// schedule all the same. And the most one was late by, in microseconds (0 without late requests).
+    package var lateRequests: Int?
+    package var maxLatenessMicroseconds: Double?
     package var interrupted = false
     package var embeddedServer: EmbeddedServer?
     /// This process's part of a sharded run (nil for a whole run) and the run's id.
@@ -112,7 +117,9 @@ package struct BenchSummary: Codable {
     package var run: BenchRunRecord?
 
     /// The figures thresholds are evaluated against.
-    package static func measurements(of result: BenchResult) -> BenchMeasurements {
+    /// - Parameter openModel: Whether requests had scheduled times (``BenchPlan/latencyFromIntendedTime``): only
+    ///   then does the run measure late requests.
+    package static func measurements(of result: BenchResult, openModel: Bool) -> BenchMeasurements {
         let tally = result.tally
         let histogram = tally.histogram
         var statusCounts: [Int: Int] = [:]
@@ -122,6 +129,7 @@ package struct BenchSummary: Codable {
         return BenchMeasurements(
             requests: tally.requests, failed: tally.failed, statusCounts: statusCounts,
             checkedResponses: tally.checkedResponses, checkPasses: tally.checkPasses,
+            lateRequests: openModel ? tally.lateRequests : nil,
             requestsPerSecond: result.elapsed > .zero ? Double(tally.requests) / result.elapsed.seconds : 0,
             latencyMicroseconds: { metric in
                 guard histogram.totalCount > 0 else { return nil }
@@ -199,6 +207,10 @@ package struct BenchSummary: Codable {
         self.bytesReceived = tally.bytesReceived
         self.connectionsOpened = tally.connectionsOpened
         self.freshConnectionRetries = tally.freshConnectionRetries
+        if latencyFromIntendedTime {
+            self.lateRequests = tally.lateRequests
+            self.maxLatenessMicroseconds = Double(tally.maxLatenessMicroseconds)
+        }
         // A summary is printed, written and shared: a password or a key typed into a URL stays out of it.
         redactURLs()
     }

@@ -4,7 +4,8 @@ import Foundation
 /// One pass/fail rule on a load test, such as `p99<20ms`, `errors<1%` or `rps>5000`.
 ///
 /// Latency rules take a percentile (`p50`, `p99.9`, …), `mean`, `max` or `min` and a duration; rate rules take
-/// `errors`, a status class (`2xx` … `5xx`) or an exact status (`503`) and a percentage of all requests; `rps`
+/// `errors`, a status class (`2xx` … `5xx`), an exact status (`503`) or, in the open model, `late` (requests sent after
+/// their scheduled time for want of a free connection) and a percentage of all requests; `rps`
 /// takes a number of requests per second. The operators are `<`, `<=`, `>` and `>=`. A rule the run gives no value
 /// for (a latency of a run without requests) fails.
 ///
@@ -28,17 +29,20 @@ public struct LoadThreshold: Sendable, Hashable, CustomStringConvertible {
         /// The pass rate of all checks together (`checks`), or of the check of this 1-based number (`check2`).
         case checks
         case check(Int)
+        /// Open model: requests sent after their scheduled time because every connection was busy, as a percentage
+        /// of all requests.
+        case late
 
         package var isLatency: Bool {
             switch self {
             case .percentile, .mean, .max, .min: true
-            case .errorRate, .statusClass, .status, .requestsPerSecond, .checks, .check: false
+            case .errorRate, .statusClass, .status, .requestsPerSecond, .checks, .check, .late: false
             }
         }
 
         package var isPercentage: Bool {
             switch self {
-            case .errorRate, .statusClass, .status, .checks, .check: true
+            case .errorRate, .statusClass, .status, .checks, .check, .late: true
             case .percentile, .mean, .max, .min, .requestsPerSecond: false
             }
         }
@@ -80,7 +84,8 @@ public struct LoadThreshold: Sendable, Hashable, CustomStringConvertible {
     package static let grammar =
         "METRIC<LIMIT or METRIC>LIMIT (also <=, >=): p50 p90 p99 p99.9 … mean max min with a duration (20ms, 1.5s, "
         + "800us); errors, 2xx … 5xx or a status such as 503 with a percentage (1%); checks (all --check together) "
-        + "or check1, check2 … (one, numbered as given) with a percentage (checks>99%); rps with a number"
+        + "or check1, check2 … (one, numbered as given) with a percentage (checks>99%); late (requests sent after "
+        + "their scheduled time with --rate or rate stages) with a percentage (late<1%); rps with a number"
 
     /// Parses one rule, such as `p99<20ms`.
     ///
@@ -148,6 +153,7 @@ public struct LoadThreshold: Sendable, Hashable, CustomStringConvertible {
         case "rps", "requests/s", "throughput": return .requestsPerSecond
         case "median": return .percentile(50)
         case "checks": return .checks
+        case "late": return .late
         default: break
         }
         if name.hasPrefix("check"), let number = Int(name.dropFirst("check".count)), (1...64).contains(number) {
@@ -188,6 +194,7 @@ public struct LoadThreshold: Sendable, Hashable, CustomStringConvertible {
         case .check(let number):
             guard number <= measurements.checkPasses.count, measurements.checkedResponses > 0 else { return nil }
             return Double(measurements.checkPasses[number - 1]) / Double(measurements.checkedResponses) * 100
+        case .late: return measurements.lateRequests.flatMap(percentage)
         }
     }
 
@@ -202,6 +209,13 @@ public struct LoadThreshold: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// Why the rule measures what a run without a schedule does not have (`late`, which only the open model
+    /// counts), or nil. Refused before anything is sent, as ``missingCheck(among:)`` is: it could only fail.
+    package func missingSchedule(openModel: Bool) -> String? {
+        metric == .late && !openModel
+            ? "late counts requests sent after their scheduled time: there is no schedule without a rate" : nil
+    }
+
     /// Evaluates the rule. Without a measured value the rule fails: a run that cannot show it met a limit has
     /// not met it.
     package func evaluate(_ measurements: BenchMeasurements) -> LoadThresholdResult {
@@ -214,7 +228,7 @@ public struct LoadThreshold: Sendable, Hashable, CustomStringConvertible {
     package var unit: String {
         switch metric {
         case .percentile, .mean, .max, .min: "microseconds"
-        case .errorRate, .statusClass, .status, .checks, .check: "percent"
+        case .errorRate, .statusClass, .status, .checks, .check, .late: "percent"
         case .requestsPerSecond: "requests/s"
         }
     }
@@ -229,19 +243,23 @@ package struct BenchMeasurements: Sendable {
     /// Responses the checks were evaluated on, and how many passed each check (empty without checks).
     package var checkedResponses: Int
     package var checkPasses: [Int]
+    /// Requests sent late for want of a free connection; nil for a run without a schedule (closed model).
+    package var lateRequests: Int?
     package var requestsPerSecond: Double
     /// A latency statistic in microseconds, nil when the run recorded none.
     package var latencyMicroseconds: @Sendable (LoadThreshold.Metric) -> Double?
 
     package init(
         requests: Int, failed: Int, statusCounts: [Int: Int], checkedResponses: Int = 0, checkPasses: [Int] = [],
-        requestsPerSecond: Double, latencyMicroseconds: @escaping @Sendable (LoadThreshold.Metric) -> Double?
+        lateRequests: Int? = nil, requestsPerSecond: Double,
+        latencyMicroseconds: @escaping @Sendable (LoadThreshold.Metric) -> Double?
     ) {
         self.requests = requests
         self.failed = failed
         self.statusCounts = statusCounts
         self.checkedResponses = checkedResponses
         self.checkPasses = checkPasses
+        self.lateRequests = lateRequests
         self.requestsPerSecond = requestsPerSecond
         self.latencyMicroseconds = latencyMicroseconds
     }

@@ -40,6 +40,14 @@ public struct LoadSummary: Sendable {
     /// Requests the engine sent once more on a fresh connection because a pooled one was closed under it: not
     /// failures, but a sign of how the server treats connections.
     public var freshConnectionRetries: Int { result.tally.freshConnectionRetries }
+    /// Open model: requests sent after their scheduled time because every connection was busy then (the plan's
+    /// ``LoadPlan/connections`` capped the requests in flight), so the load generator, not the server, set the pace.
+    /// Their latency counts from the schedule all the same. Always 0 in the closed model, which has no schedule.
+    public var lateRequests: Int { result.tally.lateRequests }
+    /// The most one of ``lateRequests`` was sent after its scheduled time; nil without late requests.
+    public var maxLateness: Duration? {
+        lateRequests > 0 ? .microseconds(Int64(clamping: result.tally.maxLatenessMicroseconds)) : nil
+    }
     /// The plan's thresholds, evaluated on this run.
     public let thresholds: [LoadThresholdResult]
     /// Responses the plan's checks were evaluated on: every response, not transport failures.
@@ -56,7 +64,7 @@ public struct LoadSummary: Sendable {
 
     package init(_ result: BenchResult, plan: LoadPlan, stopped: Bool) {
         self.result = result
-        let measurements = BenchSummary.measurements(of: result)
+        let measurements = BenchSummary.measurements(of: result, openModel: plan.shape.isOpenModel)
         self.thresholds = plan.thresholds.map { $0.evaluate(measurements) }
         self.stopped = stopped
         self.checks = plan.checks
@@ -107,6 +115,11 @@ public struct LoadProgress: Sendable {
     public var requests: Int { interval.requests }
     /// Requests that failed in this interval.
     public var failed: Int { interval.failed }
+    /// Open model: requests sent late in this interval because every connection was busy at their scheduled time
+    /// (``LoadSummary/lateRequests``).
+    public var lateRequests: Int { interval.lateRequests }
+    /// Requests sent late since the run started.
+    public var totalLateRequests: Int { interval.totalLateRequests }
     /// Requests completed since the run started.
     public var totalRequests: Int { interval.totalRequests }
     /// Requests failed since the run started.

@@ -106,7 +106,8 @@ public struct LoadPlan: Sendable {
     /// How much load, and when.
     public var shape: LoadShape
     /// Requests in flight at most (one per connection), over every shard; a shard's share is at most
-    /// ``maximumConnections``. Stages in connections set their own.
+    /// ``maximumConnections``. Stages in connections set their own. In the open model a request due while every
+    /// connection is busy is sent as one frees, and counted (``LoadSummary/lateRequests``).
     public var connections: Int = 16
 
     /// The most connections one process of a load test opens (its shard's share of ``connections``), and the
@@ -114,7 +115,7 @@ public struct LoadPlan: Sendable {
     /// loop are sized from a process's connections, and past Int's range that arithmetic overflowed.
     public static let maximumConnections = 100_000
     /// Rules the summary evaluates; ``LoadSummary/passed`` is false when one fails. A rule on ``checks`` (`checks`,
-    /// `check2`) needs the checks it measures.
+    /// `check2`) needs the checks it measures, and one on late requests (`late<1%`) an open-model ``shape``.
     public var thresholds: [LoadThreshold] = []
     /// Assertions on each response, counted apart from transport failures (at most 64). A check on the body makes
     /// the run read bodies, each up to ``checkBodyLimit`` bytes (a larger one fails as
@@ -184,10 +185,10 @@ public struct LoadPlan: Sendable {
     package func runnerPlan() throws(LoadTestError) -> BenchPlan {
         guard !requests.isEmpty else { throw LoadTestError("a load test needs at least one request") }
         if shape.concurrency == nil, connections < 1 { throw LoadTestError("connections must be at least 1") }
-        if connectionsThisProcess > Self.maximumConnections {
-            throw LoadTestError(
-                "\(connectionsThisProcess) connections in one process: at most \(Self.maximumConnections) (shard the run)"
-            )
+        if let error = Self.connectionShareError(
+            connections: shape.concurrency?.maxConcurrency ?? connections, shard: shard)
+        {
+            throw LoadTestError(error.description)
         }
         if let rate = shape.rate, !(rate > 0 && rate.isFinite) {
             throw LoadTestError("the rate must be a positive number of requests per second")
@@ -197,19 +198,15 @@ public struct LoadPlan: Sendable {
         case .duration(let duration) where duration <= .zero: throw LoadTestError("the duration must be longer than 0")
         default: break
         }
-        if case .count(let count) = shape.stop, shard.share(of: count) == 0 {
-            throw LoadTestError(
-                "\(count) requests cannot be shared by \(shard.count) shards: give each at least one")
+        if case .count(let count) = shape.stop, let error = Self.requestShareError(requests: count, shard: shard) {
+            throw LoadTestError(error.description)
         }
         let workers = connectionsThisProcess
-        if workers == 0 {
-            throw LoadTestError(
-                "\(shape.concurrency?.maxConcurrency ?? connections) connections cannot be shared by \(shard.count) shards: give each at least one"
-            )
-        }
         if checks.count > 64 { throw LoadTestError("at most 64 checks, not \(checks.count)") }
         for threshold in thresholds {
-            if let reason = threshold.missingCheck(among: checks.count) {
+            if let reason = threshold.missingCheck(among: checks.count)
+                ?? threshold.missingSchedule(openModel: shape.isOpenModel)
+            {
                 throw LoadTestError("threshold \(threshold.text.debugDescription): \(reason)")
             }
         }
@@ -250,6 +247,45 @@ public struct LoadPlan: Sendable {
     }
 }
 
+/// A share of a load test that one process cannot take: past ``LoadPlan/maximumConnections``, or none of the run's
+/// connections or requests. The rule is ``LoadPlan``'s; `curlew bench` names its options in its own words.
+package enum LoadShareError: Error, Equatable, CustomStringConvertible {
+    /// This process's share of the connections, past ``LoadPlan/maximumConnections``.
+    case tooManyConnections(share: Int)
+    /// The run's connections leave a shard of `shards` without one.
+    case noConnections(connections: Int, shards: Int)
+    /// The run's requests leave a shard of `shards` without one: it would send nothing and fail its thresholds for
+    /// want of data.
+    case noRequests(requests: Int, shards: Int)
+
+    package var description: String {
+        switch self {
+        case .tooManyConnections(let share):
+            "\(share) connections in one process: at most \(LoadPlan.maximumConnections) (shard the run)"
+        case .noConnections(let connections, let shards):
+            "\(connections) connections cannot be shared by \(shards) shards: give each at least one"
+        case .noRequests(let requests, let shards):
+            "\(requests) requests cannot be shared by \(shards) shards: give each at least one"
+        }
+    }
+}
+
+extension LoadPlan {
+    /// Why one process cannot open `shard`'s share of `connections` (the run's, or the highest level of stages in
+    /// connections), or nil: a share past ``maximumConnections``, or none.
+    package static func connectionShareError(connections: Int, shard: ShardAssignment) -> LoadShareError? {
+        let share = shard.share(of: connections)
+        if share > maximumConnections { return .tooManyConnections(share: share) }
+        if share == 0 { return .noConnections(connections: connections, shards: shard.count) }
+        return nil
+    }
+
+    /// Why `shard`'s share of a run of `requests` requests is none, or nil.
+    package static func requestShareError(requests: Int, shard: ShardAssignment) -> LoadShareError? {
+        shard.share(of: requests) == 0 ? .noRequests(requests: requests, shards: shard.count) : nil
+    }
+}
+
 /// A load test: sends a plan's requests with a client and sums up what came back.
 ///
 /// ```swift
@@ -272,7 +308,7 @@ public final class LoadTest: Sendable {
     /// (``LoadPlan/clientConfiguration(_:)``).
     ///
     /// - Throws: ``LoadTestError`` when the plan asks for nothing to send, or has a threshold on a check it does
-    ///   not have (`checks` without checks, `check2` with one).
+    ///   not have (`checks` without checks, `check2` with one) or on late requests without a rate (`late`).
     public init(_ plan: LoadPlan, client: CurlewClient) throws(LoadTestError) {
         self.plan = plan
         self.runnerPlan = try plan.runnerPlan()

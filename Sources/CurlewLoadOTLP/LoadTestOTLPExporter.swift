@@ -31,6 +31,8 @@ import Synchronization
 /// - `curlew.bench.bytes_received`, `curlew.bench.bytes_sent`, `curlew.bench.connections_opened`.
 /// - `curlew.bench.in_flight` and `curlew.bench.running` (gauges: 1 until the run has ended, then 0).
 /// - `curlew.bench.checks{check=…,result="pass|fail"}`, `curlew.bench.target_requests{target=…,outcome=…}`.
+/// - `curlew.bench.late_requests`: in the open model only, requests sent after their scheduled time because every
+///   connection was busy.
 ///
 /// The OpenTelemetry SDK's environment variables apply as swift-otel reads them: `OTEL_EXPORTER_OTLP_HEADERS`
 /// (credentials stay out of the command line and out of logs), `OTEL_EXPORTER_OTLP_CERTIFICATE`,

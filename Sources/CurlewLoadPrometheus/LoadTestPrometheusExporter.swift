@@ -23,6 +23,8 @@ import Synchronization
 /// - `curlew_bench_checks_total{check=…,result="pass|fail"}`: each `--check` on each checked response.
 /// - `curlew_bench_target_requests_total{target="1"…,outcome=…}`: with several targets, requests per target
 ///   (numbered from 1 as the targets file lists them).
+/// - `curlew_bench_late_requests_total`: in the open model only, requests sent after their scheduled time because
+///   every connection was busy (the plan's connections, not the server, set the pace).
 public final class LoadTestPrometheusExporter: Sendable {
     /// Latency bucket bounds in seconds when none are given: 100 µs to 10 s.
     public static let defaultLatencyBuckets: [Double] = BenchSeries.defaultLatencyBuckets

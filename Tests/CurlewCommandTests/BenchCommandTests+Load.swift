@@ -45,6 +45,47 @@ extension BenchCommandTests {
         }
     }
 
+    /// Each response takes 50 ms and one is due every 10 ms on one connection: the connection, not the server, sets
+    /// the pace, and the summary says so (its latency still counts from the schedule). With a connection for every
+    /// request due in the next second the same schedule sends nothing late, and says that too; a closed-model run
+    /// has no schedule to be late for.
+    @Test func anOpenModelRunReportsTheRequestsItSentLateForWantOfAConnection() async throws {
+        try await withLoopbackServer { server in
+            let short = try await CurlewBinary.run([
+                "bench", server.baseURL + "/delay/50", "--rate", "100", "-n", "10", "-c", "1", "--json",
+                "--threshold", "late<=100%",
+            ])
+            #expect(short.status == 0, "\(short.stderr)")
+            let json = try short.json()
+            let late = try #require(json["lateRequests"] as? Int)
+            #expect(late > 0 && late < 10)
+            let lateness = try #require(json["maxLatenessMicroseconds"] as? Double)
+            let latency = try #require(json["latencyMicroseconds"] as? [String: Double])
+            #expect(lateness > 0 && lateness <= (latency["max"] ?? 0))
+            let threshold = try #require((json["thresholds"] as? [[String: Any]])?.first)
+            #expect(abs((threshold["actual"] as? Double ?? 0) - Double(late) * 10) < 1e-9)
+
+            let text = try await CurlewBinary.run([
+                "bench", server.baseURL + "/delay/50", "--rate", "100", "-n", "10", "-c", "1", "--no-progress",
+            ])
+            #expect(text.status == 0, "\(text.stderr)")
+            let lateLine = text.stdout.split(separator: "\n").first { $0.hasPrefix("late ") }
+            #expect(lateLine?.contains("sent after their scheduled time") == true, "\(text.stdout)")
+            #expect(lateLine?.contains("raise -c") == true)
+
+            let ample = try await CurlewBinary.run([
+                "bench", server.baseURL + "/small", "--rate", "20", "-n", "30", "-c", "20", "--json",
+            ])
+            #expect(ample.status == 0, "\(ample.stderr)")
+            let onTime = try ample.json()
+            #expect(onTime["lateRequests"] as? Int == 0)
+            #expect(onTime["maxLatenessMicroseconds"] as? Double == 0)
+
+            let closed = try await CurlewBinary.run(["bench", server.baseURL + "/small", "-n", "10", "--json"])
+            #expect(try closed.json()["lateRequests"] == nil)
+        }
+    }
+
     private static func writeTemporary(_ text: String, name: String) throws -> String {
         let directory = NSTemporaryDirectory() + "curlew-targets-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)

@@ -248,6 +248,8 @@ import Testing
         (["frobnicate"], "frobnicate"),
         (["bench", "--threshold", "p99<20"], "needs a unit"),
         (["bench", "--threshold", "errors<1"], "percentage"),
+        // Late requests are the open model's: a closed-model run has no schedule to be late for.
+        (["bench", "-n", "5", "--threshold", "late<1%"], "there is no schedule without a rate (--rate"),
         (["bench", "--stages", "10s:fast"], "neither requests per second"),
         (["bench", "--stages", "2s:0rps"], "the stages plan no requests"),
         (["bench", "--stages", "1s:10rps", "--rate", "5"], "not both"),

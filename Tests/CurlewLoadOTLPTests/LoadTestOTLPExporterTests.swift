@@ -134,6 +134,25 @@ import Testing
         }
     }
 
+    /// An open-model run on one connection, a request due every millisecond and each taking 5 ms: its requests sent
+    /// late for want of a connection reach the collector as `curlew.bench.late_requests`, the summary's count.
+    @Test func anOpenModelRunsLateRequestsAreSent() async throws {
+        let receiver = try await OTLPReceiver.start()
+        defer { receiver.stop() }
+        try await withLoopbackServer { server in
+            var plan = try LoadPlan(
+                target: server.baseURL + "/delay/5", shape: .rate(perSecond: 1_000, requests: 20))
+            plan.connections = 1
+            plan.progressInterval = nil
+            let (summary, _) = try await Self.run(plan) { load in
+                try LoadTestOTLPExporter(load, endpoint: receiver.baseURL + "/", exportInterval: .seconds(3600))
+            }
+            let last = try #require(try receiver.exports().last)
+            #expect(summary.lateRequests > 0)
+            #expect(last.total("curlew.bench.late_requests") == Double(summary.lateRequests))
+        }
+    }
+
     /// A collector that refuses every export does not stop or fail the run; swift-otel's report of it reaches the
     /// logger given.
     @Test func aRefusedExportIsLoggedAndTheRunGoesOn() async throws {

@@ -59,6 +59,8 @@ import Testing
         #expect(samples.value("curlew_bench_connections_opened_total") == Double(summary.connectionsOpened))
         #expect(samples.value("curlew_bench_in_flight") == 0)
         #expect(samples.value("curlew_bench_running") == 0)
+        // A closed-model run has no schedule to be late for.
+        #expect(!samples.contains { $0.name.hasPrefix("curlew_bench_late_requests") })
         for (target, failed) in [("1", 0.0), ("2", 200), ("3", 0)] {
             #expect(
                 samples.value("curlew_bench_target_requests_total", ["target": target, "outcome": "ok"]) == 200 - failed
@@ -119,6 +121,29 @@ import Testing
         #expect(summary.requests == 200)
         #expect(samples.value("curlew_bench_requests_total", ["outcome": "ok"]) == 200)
         #expect(!samples.contains { $0.name.hasPrefix("curlew_bench_target_requests") })
+    }
+
+    /// An open-model run on one connection, a request due every millisecond and each taking 5 ms: the requests sent
+    /// late for want of a connection are a counter of their own, the summary's count.
+    @Test func anOpenModelRunsLateRequestsAreACounter() async throws {
+        try await withLoopbackServer { server in
+            var plan = try LoadPlan(
+                target: server.baseURL + "/delay/5", shape: .rate(perSecond: 1_000, requests: 20))
+            plan.connections = 1
+            plan.progressInterval = nil
+            let client = CurlewClient(configuration: plan.clientConfiguration())
+            let load = try LoadTest(plan, client: client)
+            let exporter = LoadTestPrometheusExporter(load)
+            let summary = try await load.run()
+            await client.shutdown()
+            var buffer: [UInt8] = []
+            exporter.emit(into: &buffer)
+            let text = String(decoding: buffer, as: UTF8.self)
+            let samples = try ExpositionSample.parse(text)
+            #expect(summary.lateRequests > 0)
+            #expect(samples.value("curlew_bench_late_requests_total") == Double(summary.lateRequests))
+            #expect(text.contains("# TYPE curlew_bench_late_requests_total counter"))
+        }
     }
 
     @Test func aShardsSeriesAreLabelledWithTheShard() async throws {

@@ -38,6 +38,26 @@ import Testing
         #expect(intervals[1].latencyMicroseconds(percentile: 99) == 0)
     }
 
+    /// Requests sent late are counted in the interval they were sent in and since the start; their largest lateness
+    /// is a maximum, which tallies add up as one.
+    @Test func lateRequestsAreCutIntoIntervalsAndTheirLargestLatenessIsKept() {
+        var tally = BenchTally()
+        var sampler = BenchIntervalSampler(start: tally)
+        tally.recordLate(microseconds: 5_000)
+        tally.recordLate(microseconds: 2_000)
+        let first = sampler.next(tally, at: 1)
+        let second = sampler.next(tally, at: 2)
+        tally.recordLate(microseconds: 900)
+        let third = sampler.next(tally, at: 3)
+        #expect([first, second, third].map(\.lateRequests) == [2, 0, 1])
+        #expect([first, second, third].map(\.totalLateRequests) == [2, 2, 3])
+        #expect(tally.lateRequests == 3 && tally.maxLatenessMicroseconds == 5_000)
+        var otherLoop = BenchTally()
+        otherLoop.recordLate(microseconds: 7_000)
+        tally.add(otherLoop)
+        #expect(tally.lateRequests == 4 && tally.maxLatenessMicroseconds == 7_000)
+    }
+
     /// Two snapshots of one run: the later one minus the earlier holds exactly what was counted in between, and
     /// adding it back gives the later one (intervals and live metrics are cut this way).
     @Test func aTallyMinusAnEarlierOneIsWhatWasCountedInBetween() {

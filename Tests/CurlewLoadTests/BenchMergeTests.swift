@@ -6,13 +6,13 @@ import Testing
 
 @Suite struct BenchMergeTests {
     private func interval(
-        _ start: Double, _ end: Double, latencies: [UInt64], failed: Int = 0, status: [Int: Int] = [:]
+        _ start: Double, _ end: Double, latencies: [UInt64], failed: Int = 0, status: [Int: Int] = [:], late: Int = 0
     ) -> BenchInterval {
         var histogram = BenchTally.emptyHistogram()
         for latency in latencies { _ = histogram.record(latency) }
         return BenchInterval(
             startSeconds: start, endSeconds: end, histogram: histogram, failed: failed, statusCounts: status,
-            totalRequests: 0, totalFailed: 0)
+            totalRequests: 0, totalFailed: 0, lateRequests: late)
     }
 
     private func shard(startedAt: Double, _ intervals: [BenchInterval]) throws -> BenchShardResult {
@@ -63,7 +63,8 @@ import Testing
     /// Writes shard `index` of 2 as `curlew bench --output-dir` does, with these latencies (and `claimedMax` as its
     /// summary's max, if given), and loads it.
     private func loadShard(
-        _ index: Int, latencies: [UInt64], each times: UInt64 = 1, claimedMax: Double? = nil
+        _ index: Int, latencies: [UInt64], each times: UInt64 = 1, claimedMax: Double? = nil,
+        lateness: [UInt64]? = nil
     ) throws -> BenchShardResult {
         let directory = NSTemporaryDirectory() + "curlew-merge-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -71,9 +72,11 @@ import Testing
         var tally = BenchTally()
         for latency in latencies { _ = tally.histogram.record(latency, count: times) }
         tally.succeeded = latencies.count * Int(times)
+        // With `lateness`, an open-model shard that sent requests late by these many microseconds.
+        for microseconds in lateness ?? [] { tally.recordLate(microseconds: microseconds) }
         var summary = BenchSummary(
             result: BenchResult(tally: tally, elapsed: .seconds(1)), url: "x", method: "GET", connections: 1,
-            loops: 1, latencyFromIntendedTime: false, rate: nil, targets: nil)
+            loops: 1, latencyFromIntendedTime: lateness != nil, rate: lateness != nil ? 100 : nil, targets: nil)
         if let claimedMax { summary.latencyMicroseconds.max = claimedMax }
         summary.shard = ShardAssignment(index: index, count: 2)
         summary.run = BenchRunRecord(
@@ -125,6 +128,24 @@ import Testing
         #expect(HdrHistogramEncoding.latencyLimit(shards: 2) == UInt64.max / 2)
     }
 
+    /// Each shard counts the requests it sent late for want of a connection: the merge adds the counts, keeps the
+    /// largest lateness of any shard, and evaluates `late` on the sum.
+    @Test func theMergeAddsTheShardsLateRequestsAndKeepsTheLargestLateness() throws {
+        let first = try loadShard(0, latencies: Array(repeating: 30_000, count: 10), lateness: [4_000, 9_000])
+        let second = try loadShard(1, latencies: Array(repeating: 40_000, count: 10), lateness: [1_000, 2_000, 3_000])
+        #expect(first.summary.lateRequests == 2 && second.summary.maxLatenessMicroseconds == 3_000)
+        let merged = try BenchMerge(
+            [first, second], thresholds: [try LoadThreshold("late<=25%"), try LoadThreshold("late<25%")])
+        #expect(merged.summary.lateRequests == 5)
+        #expect(merged.summary.maxLatenessMicroseconds == 9_000)
+        #expect(merged.summary.thresholds.map(\.passed) == [true, false])
+        #expect(merged.summary.thresholds.first?.actual == 25)
+        // Closed-model shards have no schedule: nothing late to add, and no field for it.
+        let closed = try BenchMerge(
+            [try loadShard(0, latencies: [1_000]), try loadShard(1, latencies: [2_000])], thresholds: [])
+        #expect(closed.summary.lateRequests == nil)
+    }
+
     @Test func anUnchangedShardLoads() throws {
         #expect(try loadChangedShard("", { $0 }).summary.shard == ShardAssignment(index: 0, count: 2))
     }
@@ -136,6 +157,8 @@ import Testing
         (".json", "\"count\":2", "\"count\":-1"), (".json", "\"intervalSeconds\":1", "\"intervalSeconds\":0"),
         (".json", "\"requests\":0", "\"requests\":-9223372036854775808"),
         (".json", "\"durationSeconds\":1", "\"durationSeconds\":1e300"),
+        (".json", "\"latencyFrom\":\"actual\"", "\"latencyFrom\":\"intended\",\"lateRequests\":-1"),
+        (".json", "\"latencyFrom\":\"actual\"", "\"latencyFrom\":\"intended\",\"maxLatenessMicroseconds\":1e300"),
         (".histogram.json", "\"_totalCount\":0", "\"_totalCount\":18446744073709551615"),
         (".histogram.json", "\"counts\":[0", "\"counts\":[9223372036854775807,9223372036854775807"),
     ])
@@ -154,12 +177,12 @@ import Testing
             startedAt: 1000,
             [
                 interval(0, 1, latencies: [100, 200], status: [200: 2]),
-                interval(1, 2, latencies: [300], failed: 1, status: [503: 1]),
+                interval(1, 2, latencies: [300], failed: 1, status: [503: 1], late: 1),
             ])
         let b = try shard(
             startedAt: 1001.02,
             [
-                interval(0, 1, latencies: [400, 500], status: [200: 2]),
+                interval(0, 1, latencies: [400, 500], status: [200: 2], late: 2),
                 interval(1, 1.5, latencies: [600], status: [200: 1]),
             ])
         let merged = BenchMerge.alignedIntervals([a, b], runStart: 1000, length: 1)
@@ -168,6 +191,8 @@ import Testing
         #expect(merged.map(\.failed) == [0, 1, 0])
         #expect(merged[1].statusCounts == [200: 2, 503: 1])
         #expect(merged.map(\.totalRequests) == [2, 5, 6])
+        #expect(merged.map(\.lateRequests) == [0, 3, 0])
+        #expect(merged.map(\.totalLateRequests) == [0, 3, 3])
         #expect(merged[1].histogram.max == 500)
         // A slot lasts as long as its longest member.
         #expect(merged[2].endSeconds - merged[2].startSeconds == 0.5)

@@ -81,6 +81,26 @@ import Testing
             result == LoadThresholdResult(threshold: "errors<1%", passed: false, actual: 2, limit: 1, unit: "percent"))
     }
 
+    /// `late` is the open model's requests sent after their scheduled time, as a percentage of all requests. A run
+    /// without a schedule measures none, so the rule fails there, and a plan without one refuses it up front.
+    @Test func lateIsAPercentageOfTheRequestsAndNeedsASchedule() throws {
+        let threshold = try LoadThreshold("late<1%")
+        #expect(threshold.metric == .late)
+        var run = measurements(requests: 1000)
+        run.lateRequests = 20
+        #expect(
+            threshold.evaluate(run)
+                == LoadThresholdResult(threshold: "late<1%", passed: false, actual: 2, limit: 1, unit: "percent"))
+        run.lateRequests = 0
+        #expect(try LoadThreshold("late<=0%").evaluate(run).passed)
+        run.lateRequests = nil
+        #expect(try !LoadThreshold("late<=100%").evaluate(run).passed)
+        #expect(threshold.missingSchedule(openModel: false)?.contains("no schedule without a rate") == true)
+        #expect(threshold.missingSchedule(openModel: true) == nil)
+        #expect(try LoadThreshold("errors<1%").missingSchedule(openModel: false) == nil)
+        #expect(throws: LoadThreshold.ParseError.self) { try LoadThreshold("late<3") }
+    }
+
     @Test func aRuleWithoutMeasuredDataFails() throws {
         let empty = measurements(requests: 0, failed: 0, statusCounts: [:], rps: 0, latency: nil)
         #expect(try !LoadThreshold("p99<1s").evaluate(empty).passed)

@@ -66,6 +66,100 @@ import Testing
         #expect(totals.last == summary.requests)
     }
 
+    /// One connection at 100,000 requests/s cannot keep the schedule: a request is due every 10 µs and each takes
+    /// longer, so every request after the connection's first is claimed after its time, while the connection was
+    /// busy with the one before. Each is counted late (the first is not: nothing held it back), by no more than its
+    /// latency, which still counts from the schedule; progress reports them as the run goes.
+    @Test func anOpenModelRunShortOfConnectionsCountsTheRequestsItSentLate() async throws {
+        let nginx = try await NginxServer.shared()
+        let marker = "/hits/" + UUID().uuidString + "/"
+        var plan = try LoadPlan(
+            target: nginx.httpBaseURL + marker + "late", shape: .rate(perSecond: 100_000, requests: 200))
+        plan.connections = 1
+        plan.thresholds = [try LoadThreshold("late<50%")]
+        plan.progressInterval = .milliseconds(50)
+        let client = CurlewClient(configuration: plan.clientConfiguration())
+        let load = try LoadTest(plan, client: client)
+        let progress = load.progress
+        let lastTotal = Task {
+            var total = 0
+            for await interval in progress { total = interval.totalLateRequests }
+            return total
+        }
+        let summary = try await load.run()
+        await client.shutdown()
+
+        #expect(summary.requests == 200 && summary.failed == 0)
+        #expect(summary.lateRequests == summary.requests - 1)
+        let lateness = try #require(summary.maxLateness)
+        #expect(lateness > .zero && lateness <= (summary.maxLatency ?? .zero))
+        #expect(await lastTotal.value == summary.lateRequests)
+        #expect(summary.thresholds.map(\.passed) == [false])
+        #expect(abs((summary.thresholds.first?.actual ?? 0) - Double(summary.lateRequests) / 2) < 1e-9)
+    }
+
+    /// With a connection for every request due in the next second, a request is claimed long before its time
+    /// however busy the machine: nothing is late.
+    @Test func anOpenModelRunWithConnectionsToSpareSendsNothingLate() async throws {
+        let nginx = try await NginxServer.shared()
+        let marker = "/hits/" + UUID().uuidString + "/"
+        var plan = try LoadPlan(
+            target: nginx.httpBaseURL + marker + "on-time", shape: .rate(perSecond: 20, requests: 40))
+        plan.connections = 20
+        plan.thresholds = [try LoadThreshold("late<=0%")]
+        plan.progressInterval = nil
+        let client = CurlewClient(configuration: plan.clientConfiguration())
+        let load = try LoadTest(plan, client: client)
+        let summary = try await load.run()
+        await client.shutdown()
+
+        #expect(summary.requests == 40 && summary.failed == 0)
+        #expect(summary.lateRequests == 0)
+        #expect(summary.maxLateness == nil)
+        #expect(summary.passed)
+    }
+
+    /// A threshold on late requests needs a schedule to be late for: a closed-model plan refuses it before sending.
+    @Test func aLateThresholdWithoutARateIsRefused() async throws {
+        let client = CurlewClient()
+        var plan = try LoadPlan(target: "http://127.0.0.1:9/", shape: .requests(10))
+        plan.thresholds = [try LoadThreshold("late<1%")]
+        #expect {
+            try LoadTest(plan, client: client)
+        } throws: { error in
+            "\(error)".contains("\"late<1%\": late counts requests sent after their scheduled time")
+        }
+        plan.shape = .rate(perSecond: 10, requests: 10)
+        _ = try LoadTest(plan, client: client)
+        await client.shutdown()
+    }
+
+    /// A shard's share of the connections and requests follows one rule, the command's and the library's: at most
+    /// `maximumConnections` in one process, and at least one of each.
+    @Test func aShardsShareOfTheRunIsCheckedByOneRule() async throws {
+        let quarter = ShardAssignment(index: 3, count: 4)
+        #expect(LoadPlan.connectionShareError(connections: 4, shard: quarter) == nil)
+        #expect(
+            LoadPlan.connectionShareError(connections: 3, shard: quarter)
+                == .noConnections(connections: 3, shards: 4))
+        #expect(
+            LoadPlan.connectionShareError(connections: LoadPlan.maximumConnections + 1, shard: .whole)
+                == .tooManyConnections(share: LoadPlan.maximumConnections + 1))
+        #expect(LoadPlan.connectionShareError(connections: 4 * LoadPlan.maximumConnections, shard: quarter) == nil)
+        #expect(LoadPlan.requestShareError(requests: 2, shard: quarter) == .noRequests(requests: 2, shards: 4))
+        #expect(LoadPlan.requestShareError(requests: 4, shard: quarter) == nil)
+        let client = CurlewClient()
+        var plan = try LoadPlan(target: "http://127.0.0.1:9/", shape: .requests(2))
+        plan.connections = 4
+        plan.shard = quarter
+        #expect {
+            try LoadTest(plan, client: client)
+        } throws: { error in
+            "\(error)" == LoadShareError.noRequests(requests: 2, shards: 4).description
+        }
+        await client.shutdown()
+    }
+
     @Test func aStoppedLoadCountsEveryRequestItSent() async throws {
         let nginx = try await NginxServer.shared()
         let marker = "/hits/" + UUID().uuidString + "/"

@@ -130,8 +130,9 @@ struct BenchCommand: AsyncParsableCommand {
             "A pass/fail rule, e.g. 'p99<20ms', 'errors<1%', 'rps>5000' (repeatable, or comma-separated).",
             discussion: """
                 Latency: p50, p90, p99, p99.9 (any percentile), mean, max, min with a duration. Rates: errors, \
-                2xx … 5xx or an exact status (503) with a percentage of all requests. Throughput: rps. Operators \
-                <, <=, >, >=. Any failed threshold makes the exit status 99.
+                2xx … 5xx or an exact status (503) with a percentage of all requests; with --rate or rate stages, \
+                late (requests sent after their scheduled time because every connection was busy). Throughput: \
+                rps. Operators <, <=, >, >=. Any failed threshold makes the exit status 99.
                 """,
             valueName: "rule"))
     var thresholdTexts: [String] = []
@@ -346,6 +347,7 @@ struct BenchCommand: AsyncParsableCommand {
                 throw ValidationError("--stages in connections sets the connections: drop -c")
             }
         }
+        let openModel = if case .arrivals = shape { true } else { rate != nil }
         let thresholds: [LoadThreshold]
         do {
             thresholds = try parsedThresholds()
@@ -358,6 +360,10 @@ struct BenchCommand: AsyncParsableCommand {
             for threshold in thresholds {
                 if let reason = threshold.missingCheck(among: checks.count) {
                     throw ValidationError("--threshold \(threshold.text.debugDescription): \(reason) (--check)")
+                }
+                if let reason = threshold.missingSchedule(openModel: openModel) {
+                    throw ValidationError(
+                        "--threshold \(threshold.text.debugDescription): \(reason) (--rate, or --stages in rps)")
                 }
             }
         } catch let error as LoadCheck.ParseError {
@@ -377,27 +383,19 @@ struct BenchCommand: AsyncParsableCommand {
                 "--output-dir writes the histogram and the interval log itself: drop --hdr-log/--histogram-out")
         }
         let shard = try sharding.resolved().shard
-        // One process opens at most its share: a shard of a larger run is how more connections are made. (Stages in
-        // connections are capped where they are parsed.)
-        let setsItsConnections = if case .concurrency = shape { true } else { false }
-        if !setsItsConnections, shard.share(of: inFlight) > LoadPlan.maximumConnections {
+        // One process opens at most its share, and every shard needs a connection and a request: the rules are the
+        // load library's (a shard of a larger run is how more connections are made), checked here before a plan is
+        // built so that they are usage errors naming the options.
+        let connectionLevel = if case .concurrency(let schedule) = shape { schedule.maxConcurrency } else { inFlight }
+        switch LoadPlan.connectionShareError(connections: connectionLevel, shard: shard) {
+        case .tooManyConnections:
             throw ValidationError(
                 "-c/--connections: at most \(LoadPlan.maximumConnections) per process (shard the run for more)")
+        case let error?: throw ValidationError("\(error.description) (-c)")
+        case nil: break
         }
-        if !shard.isWhole {
-            // Every shard needs a connection: the whole run's connections are dealt out like its requests.
-            let connectionLevel =
-                if case .concurrency(let schedule) = shape { schedule.maxConcurrency } else { inFlight }
-            if shard.share(of: connectionLevel) == 0 {
-                throw ValidationError(
-                    "\(connectionLevel) connections cannot be shared by \(shard.count) shards: give each at least one (-c)"
-                )
-            }
-            // So do requests: a shard with none would send nothing and fail its thresholds for want of data.
-            if let requests, shard.share(of: requests) == 0 {
-                throw ValidationError(
-                    "\(requests) requests cannot be shared by \(shard.count) shards: give each at least one (-n)")
-            }
+        if let requests, let error = LoadPlan.requestShareError(requests: requests, shard: shard) {
+            throw ValidationError("\(error.description) (-n)")
         }
         if let timeout, timeout.duration <= .zero { throw ValidationError("--timeout must be longer than 0") }
         if HTTPRequest.Method(method.uppercased()) == nil {
@@ -713,7 +711,10 @@ struct BenchCommand: AsyncParsableCommand {
             line += ", p50 \(formatLatency(microseconds: current.latencyMicroseconds(percentile: 50)))"
             line += " p99 \(formatLatency(microseconds: current.latencyMicroseconds(percentile: 99)))"
         }
-        line += String(format: ", %d errors, %.1f s", current.totalFailed, current.endSeconds)
+        line += String(format: ", %d errors", current.totalFailed)
+        // Once a request was late, as it goes: the connections, not the server, are then holding the schedule back.
+        if current.totalLateRequests > 0 { line += ", \(formatCount(current.totalLateRequests)) late (raise -c)" }
+        line += String(format: ", %.1f s", current.endSeconds)
         return line
     }
 

@@ -72,7 +72,9 @@ struct BenchReport {
         body += "\(formatCount(summary.succeeded)) succeeded, \(formatCount(summary.failed)) failed; "
         body +=
             "p50 \(formatLatency(microseconds: summary.latencyMicroseconds.p50)), p99 \(formatLatency(microseconds: summary.latencyMicroseconds.p99))"
-        body += " (latency from \(summary.latencyFrom) send times). Exit status \(summary.exitStatus).</p>\n"
+        body += " (latency from \(summary.latencyFrom) send times)."
+        if let late = summary.lateLine { body += " Late requests: \(htmlEscaped(late))." }
+        body += " Exit status \(summary.exitStatus).</p>\n"
         body +=
             SVGChart(
                 id: "requests-per-second", title: "Requests per second", xLabel: "seconds", yLabel: "requests/s",

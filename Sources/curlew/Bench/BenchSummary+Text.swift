@@ -49,6 +49,7 @@ extension BenchSummary {
             "\(formatCount(connectionsOpened)) opened"
                 + (freshConnectionRetries == 0
                     ? "" : ", \(formatCount(freshConnectionRetries)) requests retried on a fresh connection"))
+        if let lateLine { row("late", lateLine) }
         if let targets {
             let width = min(targets.map { $0.method.count + 1 + $0.url.count }.max() ?? 0, 60)
             for (index, target) in targets.enumerated() {
@@ -84,6 +85,16 @@ extension BenchSummary {
         default: break
         }
         return lines.joined(separator: "\n")
+    }
+}
+
+extension BenchSummary {
+    /// The late requests in words, with what to do about them; nil when none were late (or the run had no schedule).
+    var lateLine: String? {
+        guard let lateRequests, lateRequests > 0 else { return nil }
+        let lateness = maxLatenessMicroseconds.map { ", up to \(formatLatency(microseconds: $0)) late" } ?? ""
+        return "\(formatCount(lateRequests)) requests sent after their scheduled time\(lateness): every connection "
+            + "was busy (raise -c)"
     }
 }
 
