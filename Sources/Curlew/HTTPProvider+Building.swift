@@ -85,21 +85,9 @@ extension HTTPProvider {
             case .stream(let stream):
                 request.body = .stream(stream)
             }
-        } else if !parameters.isEmpty {
-            switch encoding.storage {
-            case .json:
-                do {
-                    request.body = .bytes(Array(try ProviderDefaults.parameterEncoder.encode(parameters)))
-                } catch {
-                    throw .invalidRoute("the parameters did not encode as JSON: \(error)")
-                }
-                contentType = "application/json"
-            case .form:
-                request.body = .bytes(Array(QueryEncoder.encode(parameters, arrays: arrayEncoding).utf8))
-                contentType = "application/x-www-form-urlencoded"
-            case .url:
-                break
-            }
+        } else if !parameters.isEmpty, let encoded = try parameterBody(parameters, encoding: encoding) {
+            request.body = .bytes(encoded.bytes)
+            contentType = encoded.contentType
         }
         if let contentType, request.headerFields[.contentType] == nil {
             request.headerFields[.contentType] = contentType
@@ -110,6 +98,44 @@ extension HTTPProvider {
             request.timeouts.total = timeout
         }
         return (request, sharesCredentials)
+    }
+
+    /// `parameters` as the body `encoding` makes of them, with its content type; `nil` for ``ParameterEncoding/url``,
+    /// which puts them in the query.
+    private func parameterBody(
+        _ parameters: [String: JSONValue], encoding: ParameterEncoding
+    ) throws(ProviderError) -> (bytes: [UInt8], contentType: String)? {
+        switch encoding.storage {
+        case .json:
+            do {
+                return (Array(try ProviderDefaults.parameterEncoder.encode(parameters)), "application/json")
+            } catch {
+                throw .invalidRoute("the parameters did not encode as JSON: \(error)")
+            }
+        case .form:
+            return (
+                Array(QueryEncoder.encode(parameters, arrays: arrayEncoding).utf8),
+                "application/x-www-form-urlencoded"
+            )
+        case .url:
+            return nil
+        }
+    }
+
+    /// The body ``buildRequest(for:)`` gives `route` with the provider's ``additionalParameters`` left out, in the
+    /// same encoding (`{}` or an empty form when the route has no parameters of its own; one named as one of the
+    /// provider's is left out too), for a request an
+    /// interceptor moves off the provider's origins; `nil` when the body it builds holds none of them (a route with
+    /// a body of its own, URL encoding, no additional parameters, a full URL on another origin).
+    func bodyWithoutAdditionalParameters(for route: Route) throws(ProviderError) -> [UInt8]? {
+        let encoding = route.encoding ?? defaultEncoding(for: route.method)
+        guard route.body == nil, encoding != .url, !additionalParameters.isEmpty else { return nil }
+        if route.isFullURL, !sharesCredentials(with: try absoluteURL(for: route)) { return nil }
+        // A route's own parameter named as one of the provider's is left out too, as it is from the query: the
+        // name says it is the provider's kind of credential.
+        let names = credentialParameterNames
+        let own = route.parameters.filter { !names.contains($0.key.lowercased()) }
+        return try parameterBody(own, encoding: encoding)?.bytes
     }
 
     private func absoluteURL(for route: Route) throws(ProviderError) -> String {

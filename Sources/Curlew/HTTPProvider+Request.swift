@@ -167,17 +167,22 @@ struct InterceptorSides: Sendable {
     let sharesCredentials: Bool
     /// Whether a URL is on one of the provider's origins: asked again when an interceptor moved the request.
     let isProviderOrigin: @Sendable (String) -> Bool
+    /// The body the provider built without its ``HTTPProvider/additionalParameters`` in it, `nil` when the built
+    /// body holds none of them: asked only when an interceptor moved the request to another origin.
+    let bodyWithoutProviderParameters: @Sendable () throws -> [UInt8]?
     /// Request side order; the response side runs it reversed.
     let all: [any Interceptor]
 
     init(
         explicit: [any Interceptor], shared: [any Interceptor], sharesCredentials: Bool,
-        isProviderOrigin: @escaping @Sendable (String) -> Bool
+        isProviderOrigin: @escaping @Sendable (String) -> Bool,
+        bodyWithoutProviderParameters: @escaping @Sendable () throws -> [UInt8]? = { nil }
     ) {
         self.explicit = explicit
         self.shared = shared
         self.sharesCredentials = sharesCredentials
         self.isProviderOrigin = isProviderOrigin
+        self.bodyWithoutProviderParameters = bodyWithoutProviderParameters
         self.all = explicit + shared
     }
 
@@ -186,16 +191,19 @@ struct InterceptorSides: Sendable {
     /// attaches credentials still cannot send it there. A request that an interceptor moves from the provider's
     /// origins to another is treated so too: the shared interceptors that attach credentials do not run for it
     /// (whatever they would put in its URL or body), and it keeps only the credential fields and credential query
-    /// parameters (`access_token`, an API key, the provider's ``HTTPProvider/additionalParameters``) the call's and
-    /// the route's interceptors set themselves, since the provider's headers and tokens were meant for the provider.
+    /// parameters (`access_token`, an API key) the call's and the route's interceptors set themselves or the route
+    /// has of its own, since the provider's headers and tokens were meant for the provider: its
+    /// ``HTTPProvider/additionalParameters`` leave the query, and the JSON or form body they were encoded into if the
+    /// request still carries it, and the user-info of its base URL leaves the URL.
     ///
     /// - Returns: the interceptors of the response side, in request side order: without the shared ones that
     ///   attach credentials when the request was moved away from the provider, so that another origin's 401
     ///   refreshes no token of the provider's.
     func adapt(_ request: inout CurlewRequest, context: InterceptorContext) async throws -> [any Interceptor] {
         let builtURL = request.url
-        // Copies of the fields share their storage until an interceptor changes them.
+        // Copies of the fields and the body share their storage until an interceptor changes them.
         let builtFields = request.headerFields
+        let builtBody = request.body
         for interceptor in explicit { try await interceptor.adapt(&request, context: context) }
         let explicitFields = request.headerFields
         guard sharesCredentials else {
@@ -212,43 +220,74 @@ struct InterceptorSides: Sendable {
         guard movedAway || (request.url != explicitURL && !isProviderOrigin(request.url)) else { return all }
         keepOnlyCredentials(setBy: explicitFields, notIn: builtFields, in: &request)
         try keepOnlyCredentialParameters(
-            setBy: explicitURL, notIn: builtURL,
-            named: URLRedaction.credentialQueryParameters.union(context.credentialParameterNames), in: &request)
+            setBy: explicitURL, notIn: builtURL, providerParameters: context.credentialParameterNames, in: &request)
+        try removeBuiltUserInfo(of: builtURL, from: &request)
+        try removeProviderParameters(fromBody: builtBody, of: &request)
         return explicit + shared.filter { !$0.attachesCredentials }
     }
 
-    /// Takes out of the query every credential parameter (a name in `names`, compared decoded and lower-cased as
-    /// `URLRedaction` compares them: `access_token`, `api_key`, the provider's ``HTTPProvider/additionalParameters``)
-    /// but those the call's and the route's interceptors put there themselves: in `explicitURL` (the URL after them)
-    /// and not already in `builtURL` as the same `name=value`. A mover that kept the query of the URL it moved
-    /// carries no token of the provider's, or of its interceptors', to the other origin.
+    /// Re-encodes the body without the provider's ``HTTPProvider/additionalParameters`` when the request still
+    /// carries the JSON or form body the provider built with them (a mover that copied the body). The route layer
+    /// built that body from the route's parameters and the provider's, so it can build it again from the route's
+    /// alone, in the same encoding, rather than refuse the call: the route's own parameters go where the route
+    /// points, as they do in the query. A body the interceptors replaced or rewrote is theirs and is left alone.
+    private func removeProviderParameters(
+        fromBody builtBody: CurlewRequest.Body?, of request: inout CurlewRequest
+    )
+        throws
+    {
+        guard case .bytes(let built)? = builtBody?.storage, case .bytes(let sent)? = request.body?.storage,
+            sent == built, let rebuilt = try bodyWithoutProviderParameters()
+        else { return }
+        request.body = .bytes(rebuilt)
+    }
+
+    /// Takes the user-info (`user:password@`) out of the URL when it is the one the provider built it with (its
+    /// base URL's, or a full URL's on its origins): libcurl sends it as Basic credentials to whatever host the URL
+    /// names, and it was meant for the provider. User-info the call's or the route's interceptors wrote stays.
+    private func removeBuiltUserInfo(of builtURL: String, from request: inout CurlewRequest) throws {
+        func userInfo(_ url: String) -> Substring? {
+            let authority = URLParts(url).authority
+            return authority.lastIndex(of: "@").map { authority[..<$0] }
+        }
+        let parts = URLParts(request.url)
+        guard let sent = userInfo(request.url), sent == userInfo(builtURL),
+            let at = parts.authority.lastIndex(of: "@")
+        else { return }
+        let url = parts.url[..<parts.authority.startIndex] + parts.url[parts.url.index(after: at)...]
+        request = try request.replacingURL(with: String(url))
+    }
+
+    /// Takes out of the query the credential parameters (a name in `URLRedaction.credentialQueryParameters` or in
+    /// `providerParameters`, the lower-case names of the provider's ``HTTPProvider/additionalParameters``) that
+    /// were not meant for another origin: the provider's, and those a shared interceptor added (not in
+    /// `explicitURL`, the URL after the call's and the route's interceptors). The call's and the route's
+    /// interceptors' own (in `explicitURL` and not in `builtURL`) stay, and so do the route's own parameters of
+    /// credential-like names (`token` as a page cursor, `code`): they go where the route points.
+    ///
+    /// Parameters are compared by decoded name and value, never by bytes: a mover that re-encodes the query
+    /// (`URLComponents`, lower-case hex, `%2B` written `+`) does not make the provider's key its own.
     ///
     /// - Throws: the engine's error if the URL without them is refused (it passed before, so it is not expected).
     private func keepOnlyCredentialParameters(
-        setBy explicitURL: String, notIn builtURL: String, named names: Set<String>, in request: inout CurlewRequest
+        setBy explicitURL: String, notIn builtURL: String, providerParameters: Set<String>,
+        in request: inout CurlewRequest
     ) throws {
-        func parameters(of url: String) -> (parts: URLParts, all: [Substring]) {
-            let parts = URLParts(url)
-            guard !parts.query.isEmpty else { return (parts, []) }
-            // After the `?` by bytes, as URLRedaction reads it: a combining mark after it belongs to the query.
-            let query = parts.url[parts.url.utf8.index(after: parts.query.startIndex)..<parts.query.endIndex]
-            let all = query.utf8.split(separator: UInt8(ascii: "&"), omittingEmptySubsequences: false).map {
-                Substring($0)
-            }
-            return (parts, all)
+        let names = URLRedaction.credentialQueryParameters.union(providerParameters)
+        let parts = URLParts(request.url)
+        let all = QueryParameter.split(parts)
+        guard all.contains(where: { $0.decoded.map { names.contains($0.name) } ?? false }) else { return }
+        let built = Set(QueryParameter.split(URLParts(builtURL)).compactMap(\.decoded))
+        let explicit = Set(QueryParameter.split(URLParts(explicitURL)).compactMap(\.decoded))
+        let kept = all.filter { parameter in
+            guard let decoded = parameter.decoded, names.contains(decoded.name) else { return true }
+            // The call's and the route's interceptors' own.
+            if explicit.contains(decoded) && !built.contains(decoded) { return true }
+            // The provider's, or a shared interceptor's; what is left is the route's own.
+            return !providerParameters.contains(decoded.name) && explicit.contains(decoded)
         }
-        func isCredential(_ parameter: Substring) -> Bool {
-            // A name without a value carries nothing.
-            guard let equals = parameter.utf8.firstIndex(of: UInt8(ascii: "=")) else { return false }
-            return names.contains(PercentEncoding.decode(parameter[..<equals])?.lowercased() ?? "")
-        }
-        let (parts, all) = parameters(of: request.url)
-        guard all.contains(where: isCredential) else { return }
-        let own = Set(parameters(of: explicitURL).all.filter(isCredential))
-            .subtracting(parameters(of: builtURL).all)
-        let kept = all.filter { !isCredential($0) || own.contains($0) }
         guard kept.count < all.count else { return }
-        let query = kept.isEmpty ? "" : "?" + kept.joined(separator: "&")
+        let query = kept.isEmpty ? "" : "?" + kept.map(\.raw).joined(separator: "&")
         request = try request.replacingURL(with: parts.url[..<parts.query.startIndex] + query + parts.fragment)
     }
 
@@ -300,7 +339,11 @@ struct RequestPipeline<Provider: HTTPProvider> {
             explicit: call.interceptors + route.interceptors,
             shared: sharingCredentials ? shared : shared.filter { !$0.attachesCredentials },
             sharesCredentials: sharingCredentials,
-            isProviderOrigin: { [provider] in provider.sharesCredentials(with: $0) })
+            isProviderOrigin: { [provider] in provider.sharesCredentials(with: $0) },
+            bodyWithoutProviderParameters: { [provider, route, prebuilt] in
+                // A request made by hand carries nothing the provider added.
+                prebuilt == nil ? try provider.bodyWithoutAdditionalParameters(for: route) : nil
+            })
     }
 
     private var plugins: [any Plugin] {
@@ -604,5 +647,43 @@ extension Result where Success == RouteResponse {
     fileprivate var response: RouteResponse? {
         if case .success(let response) = self { return response }
         return nil
+    }
+}
+
+/// One `name=value` of a query, as sent and as compared.
+private struct QueryParameter {
+    /// The name and value, percent-decoded (the bytes as typed when they do not decode), the name lower-cased as
+    /// `URLRedaction` compares names, and a space in the value written `+`: `ab%2Bc`, `ab+c` and `ab%20c` are one
+    /// value, since a server may read `+` either way and a mover may write a space either way.
+    struct Decoded: Hashable {
+        let name: String
+        let value: String
+    }
+
+    let raw: Substring
+    /// `nil` for a name without a value, which carries nothing.
+    let decoded: Decoded?
+
+    init(_ raw: Substring) {
+        self.raw = raw
+        guard let equals = raw.utf8.firstIndex(of: UInt8(ascii: "=")) else {
+            decoded = nil
+            return
+        }
+        let name = raw[..<equals]
+        let value = raw[raw.utf8.index(after: equals)...]
+        decoded = Decoded(
+            name: (PercentEncoding.decode(name) ?? String(name)).lowercased(),
+            value: (PercentEncoding.decode(value) ?? String(value)).replacing(" ", with: "+"))
+    }
+
+    /// The parameters of a URL's query, split after the `?` by bytes, as URLRedaction reads it: a combining mark
+    /// after it belongs to the query.
+    static func split(_ parts: URLParts) -> [QueryParameter] {
+        guard !parts.query.isEmpty else { return [] }
+        let query = parts.url[parts.url.utf8.index(after: parts.query.startIndex)..<parts.query.endIndex]
+        return query.utf8.split(separator: UInt8(ascii: "&"), omittingEmptySubsequences: false).map {
+            QueryParameter(Substring($0))
+        }
     }
 }

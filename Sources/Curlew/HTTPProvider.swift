@@ -30,7 +30,10 @@ public protocol HTTPProvider: Sendable {
     /// credentials (``Interceptor/attachesCredentials``) add. A route with a full URL on any other origin, or a
     /// request made by hand for one, gets none of it, as a redirect to another origin gets no credentials; the
     /// route's and the call's own headers and interceptors still apply. A request an interceptor moves to another
-    /// origin keeps only the credential fields the call's and the route's interceptors set. Default: none.
+    /// origin keeps only the credential fields and credential query parameters (`access_token`, `api_key`) the
+    /// call's and the route's interceptors set, and the route's own parameters: the ``additionalParameters`` leave
+    /// its query, and the JSON or form body they were encoded into if it still carries that body, and the base URL's
+    /// user-info leaves its URL. Default: none.
     var credentialOrigins: [String] { get }
     /// What requests run on. Default: ``CurlewClient/shared``.
     var transport: any HTTPTransport { get }

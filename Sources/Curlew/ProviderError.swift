@@ -241,6 +241,21 @@ public struct ProviderError: Error, Sendable, CustomStringConvertible {
     }
 }
 
+/// An error printed any way (interpolation, `String(describing:)`, `String(reflecting:)`, `dump`, a debugger)
+/// shows ``ProviderError/description``, which names URLs with their credentials and the values of the provider's
+/// ``HTTPProvider/additionalParameters`` redacted: without a mirror of its own, `dump` would walk into the response
+/// and request it holds and print what the description leaves out.
+extension ProviderError: CustomDebugStringConvertible, CustomReflectable {
+    /// As ``description``.
+    public var debugDescription: String { description }
+
+    /// `dump` and debuggers see the ``code`` and the ``description``; the response, request and cause are read
+    /// through their properties.
+    public var customMirror: Mirror {
+        Mirror(self, children: ["code": code.name, "description": description], displayStyle: .struct)
+    }
+}
+
 /// Why a body did not decode: where in the document, what was expected, and what the body looked like.
 public struct DecodingFailure: Sendable, CustomStringConvertible {
     /// The type asked for.

@@ -2,6 +2,7 @@ import Curlew
 import CurlewEngine
 import CurlewTestSupport
 import CurlewTesting
+import Foundation
 import HTTPTypes
 import Synchronization
 import Testing
@@ -266,6 +267,106 @@ import Testing
             #expect(request.url.contains("access_token=provider-token"), "\(request.url)")
             #expect(request.url.contains("AppID=provider-app-key"), "\(request.url)")
         }
+    }
+
+    /// Moves the request to `host` the way a mirror written with Foundation does: through `URLComponents`, whose
+    /// query items decode and re-encode the query (`%2B` comes back as `+`, `%2F` as `/`), keeping the user-info,
+    /// the fields and the body.
+    static func swappingHost(to host: String) -> AnyInterceptor {
+        AnyInterceptor(adapt: { request, _ in
+            var components = try #require(URLComponents(string: request.url))
+            components.host = host
+            components.queryItems = components.queryItems
+            var moved = try CurlewRequest(method: request.method, url: try #require(components.string))
+            moved.headerFields = request.headerFields
+            moved.body = request.body
+            request = moved
+        })
+    }
+
+    private static func bodyText(_ request: CurlewRequest) -> String? {
+        guard case .bytes(let bytes)? = request.body?.storage else { return nil }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    @Test func aProviderKeyDoesNotFollowAMoverThatReEncodesTheQuery() async throws {
+        let mock = MockTransport(stubs: [.get("*", json: ["ok": true])])
+        var provider = provider(mock, interceptors: [])
+        provider.additionalParameters = ["api_key": "ab+c/d=="]
+        let route = Route(path: "/me", params: ["page": "2"])
+        #expect(try provider.makeRequest(for: route).url.contains("api_key=ab%2Bc%2Fd%3D%3D"))
+        try await provider.request(route, interceptors: [Self.swappingHost(to: "evil.example")])
+        let sent = try #require(mock.receivedRequests.first)
+        #expect(sent.url.hasPrefix("https://evil.example/v1/me?"), "\(sent.url)")
+        #expect(!sent.url.contains("api_key"), "\(sent.url)")
+        #expect(sent.url.contains("page=2"), "\(sent.url)")
+    }
+
+    @Test func aRoutesOwnParametersOfCredentialNamesGoWhereAnInterceptorMovesIt() async throws {
+        let mock = MockTransport(stubs: [.get("*", json: ["ok": true])])
+        var provider = provider(mock, interceptors: [])
+        provider.additionalParameters = ["api_key": "provider-key"]
+        let route = Route(path: "/items", params: ["token": "cursor-7", "code": "x1", "page": "2"])
+        try await provider.request(route, interceptors: [Self.movingOrigin(to: "https://evil.example")])
+        try await provider.request(route, interceptors: [Self.swappingHost(to: "evil.example")])
+        let sent = mock.receivedRequests
+        try #require(sent.count == 2)
+        for request in sent {
+            #expect(request.url.hasPrefix("https://evil.example/v1/items?"), "\(request.url)")
+            #expect(request.url.contains("token=cursor-7") && request.url.contains("code=x1"), "\(request.url)")
+            #expect(!request.url.contains("provider-key"), "\(request.url)")
+        }
+    }
+
+    @Test func aTokenASharedInterceptorAddsDoesNotFollowAMovedRequest() async throws {
+        let mock = MockTransport(stubs: [.get("*", json: ["ok": true])])
+        // Says nothing of attaching credentials, so it still runs for the moved request.
+        let addsToken = AnyInterceptor(adapt: { request, _ in
+            var withToken = try CurlewRequest(method: request.method, url: request.url + "&access_token=shared-token")
+            withToken.headerFields = request.headerFields
+            request = withToken
+        })
+        let provider = provider(mock, interceptors: [addsToken])
+        try await provider.request(
+            Route(path: "/items", params: ["token": "cursor-7"]),
+            interceptors: [Self.movingOrigin(to: "https://evil.example")])
+        let sent = try #require(mock.receivedRequests.first)
+        #expect(sent.url.hasPrefix("https://evil.example/v1/items?"), "\(sent.url)")
+        #expect(!sent.url.contains("shared-token"), "\(sent.url)")
+        #expect(sent.url.contains("token=cursor-7"), "\(sent.url)")
+    }
+
+    @Test func theProvidersParametersLeaveABodyTheMovedRequestStillCarries() async throws {
+        let mock = MockTransport(stubs: [.stub(nil, "*", json: ["ok": true])])
+        var provider = provider(mock, interceptors: [])
+        provider.additionalParameters = ["api_key": "body-key"]
+        let mover = Self.swappingHost(to: "evil.example")
+        try await provider.request(Route(path: "/items", method: .post, params: ["name": "x"]), interceptors: [mover])
+        try await provider.request(
+            Route(path: "/items", method: .put, params: ["name": "x"], encoding: .form), interceptors: [mover])
+        try await provider.request(Route(path: "/items", method: .patch), interceptors: [mover])
+        // On the provider's origin the body keeps them.
+        try await provider.request(Route(path: "/items", method: .post, params: ["name": "x"]))
+        let sent = mock.receivedRequests
+        try #require(sent.count == 4)
+        #expect(Self.bodyText(sent[0]) == #"{"name":"x"}"#)
+        #expect(sent[0].headerFields[.contentType] == "application/json")
+        #expect(Self.bodyText(sent[1]) == "name=x")
+        #expect(sent[1].headerFields[.contentType] == "application/x-www-form-urlencoded")
+        #expect(Self.bodyText(sent[2]) == "{}")
+        #expect(Self.bodyText(sent[3]) == #"{"api_key":"body-key","name":"x"}"#)
+    }
+
+    @Test func theUserInfoOfTheBaseURLDoesNotFollowAMovedRequest() async throws {
+        let mock = MockTransport(stubs: [.get("*", json: ["ok": true])])
+        var provider = TestProvider(baseURL: "https://user:base-password@api.example.com/v1", transport: mock)
+        try await provider.request(Route(path: "/me"), interceptors: [Self.swappingHost(to: "evil.example")])
+        provider.credentialOrigins = ["https://mirror.example.com"]
+        try await provider.request(Route(path: "/me"), interceptors: [Self.swappingHost(to: "mirror.example.com")])
+        let sent = mock.receivedRequests
+        try #require(sent.count == 2)
+        #expect(sent[0].url == "https://evil.example/v1/me", "\(sent[0].url)")
+        #expect(sent[1].url == "https://user:base-password@mirror.example.com/v1/me", "\(sent[1].url)")
     }
 
     @Test func credentialOriginsOptInAndTheDefaultProviderNeedsThem() async throws {

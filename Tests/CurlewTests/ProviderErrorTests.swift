@@ -1,5 +1,6 @@
 import Curlew
 import CurlewEngine
+import CurlewTestSupport
 import CurlewTesting
 import HTTPTypes
 import Testing
@@ -189,6 +190,36 @@ import Testing
         for text in [error.map { "\($0)" }, error.map { String(reflecting: $0) }] {
             #expect(text?.contains("AppID=<redacted>") == true && text?.contains("q=London") == true, "\(text ?? "")")
             #expect(text?.contains("s3cr3t") == false, "\(text ?? "")")
+        }
+    }
+
+    @Test func everyPrintingOfAProvidersErrorHidesItsCredentials() async throws {
+        var provider = TestProvider(
+            baseURL: "https://api.example.com/v1",
+            transport: MockTransport(stubs: [
+                .get("*", status: .unauthorized, headers: ["Set-Cookie": "session=session-secret"], json: ["e": 1])
+            ]))
+        provider.additionalParameters = ["AppID": "provider-app-key"]
+        var stopping = provider
+        stopping.stopsOn = { _ in true }
+        var errors: [ProviderError] = []
+        for provider in [provider, stopping] {
+            do {
+                try await provider.request(Route(path: "/me", params: ["access_token": "query-token"]))
+                Issue.record("a 401 should throw")
+            } catch {
+                errors.append(error)
+            }
+        }
+        try #require(errors.count == 2)
+        for error in errors {
+            for (way, text) in everyPrinting(of: error) {
+                for secret in ["query-token", "provider-app-key", "session-secret"] {
+                    #expect(!text.contains(secret), "\(way): \(text)")
+                }
+                #expect(text.contains("HTTP 401") && text.contains("api.example.com/v1/me"), "\(way): \(text)")
+                #expect(text.contains(error.description), "consistent with the description: \(way): \(text)")
+            }
         }
     }
 }
