@@ -52,7 +52,9 @@ public struct S3Location: Sendable, Equatable, CustomStringConvertible {
         self.bucket = String(bucket)
         let prefix = rest.dropFirst(bucket.count).drop { $0 == "/" }
         self.key = String(prefix)
-        self.prefix = prefix.isEmpty || prefix.hasSuffix("/") ? String(prefix) : prefix + "/"
+        // The last byte decides: `hasSuffix` compares `Character`s, and a prefix ending in a prepended mark and `/`
+        // (`x\u{600}/`) ends with the grapheme `\u{600}/`, not `/`, so it gained a second `/`.
+        self.prefix = prefix.isEmpty || prefix.utf8.last == UInt8(ascii: "/") ? String(prefix) : prefix + "/"
     }
 
     public static func == (lhs: S3Location, rhs: S3Location) -> Bool {

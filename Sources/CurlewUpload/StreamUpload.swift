@@ -61,7 +61,7 @@ public final class StreamUpload: Sendable {
             throw invalid("a stream goes as a PUT to a URL or as an S3 object, not as a form")
         case .s3(let destination):
             let key = destination.location.key
-            if key.isEmpty || key.hasSuffix("/") {
+            if key.isEmpty || key.utf8.last == UInt8(ascii: "/") {
                 throw invalid("a stream needs the object's key: s3://\(destination.location.bucket)/KEY")
             }
             if destination.endpoint.bucket != destination.location.bucket {

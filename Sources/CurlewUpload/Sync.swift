@@ -54,6 +54,15 @@ package struct SyncPlan: Sendable, Equatable {
             }
     }
 
+    /// A listed S3 key's path under the destination's prefix, cut by bytes; nil for a key that does not start with
+    /// the prefix's bytes (a store's listing cannot put a key outside the prefix into the comparison or `--delete`).
+    /// Cut by `Character`s, `p/\u{301}x` lost the grapheme `/\u{301}` with the prefix `p/` and became `x`, another
+    /// file: deleted for it, and the source's `\u{301}x` was sent again every run.
+    package static func relativePath(ofKey key: String, under prefix: String) -> String? {
+        guard key.utf8.starts(with: prefix.utf8) else { return nil }
+        return String(decoding: key.utf8.dropFirst(prefix.utf8.count), as: UTF8.self)
+    }
+
     /// - Parameters:
     ///   - comparesChecksums: the store reports checksums (S3): same-size files go to the uploader to compare them.
     package static func make(
@@ -126,9 +135,15 @@ public final class Sync: Sendable {
 
     /// Lists the source and the destination and decides, sending nothing but the listing requests (`--dry-run`).
     ///
-    /// - Throws: ``UploadError``: ``UploadError/Kind/unreadableSource``, or
-    ///   ``UploadError/Kind/unreadableDestination`` when the destination cannot be listed.
+    /// - Throws: ``UploadError``: ``UploadError/Kind/unreadableSource``,
+    ///   ``UploadError/Kind/unreadableDestination`` when the destination cannot be listed, or
+    ///   ``UploadError/Kind/journal`` when the journal cannot be read or records another destination (as ``run()``).
     public func plan() async throws(UploadError) -> SyncPreview {
+        // The run is refused for a journal of another destination: so is its preview, which writes nothing to it.
+        if let journalPath = configuration.journalPath {
+            _ = try UploadJournal.read(
+                path: journalPath, boundTo: Upload.journalDestination(configuration.destination))
+        }
         let (_, plan) = try await decide()
         return SyncPreview(plan)
     }
@@ -154,9 +169,10 @@ public final class Sync: Sendable {
                     throw UploadError(
                         .unreadableDestination, "cannot list \(s3.location): \(lister.runProblem ?? error.reason)")
                 }
-                destination = objects.map {
-                    SyncPlan.DestinationFile(
-                        relativePath: String($0.key.dropFirst(prefix.count)), size: $0.size, modified: nil)
+                destination = objects.compactMap { object in
+                    SyncPlan.relativePath(ofKey: object.key, under: prefix).map {
+                        SyncPlan.DestinationFile(relativePath: $0, size: object.size, modified: nil)
+                    }
                 }
             case .put(let baseURL):
                 destination = try await WebDAVFolder(baseURL: baseURL, client: client, headers: configuration.headers)

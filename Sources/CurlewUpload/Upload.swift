@@ -62,21 +62,20 @@ public final class Upload: Sendable {
     /// place: a journal used for staging and then for production must not make production skip what staging got.
     /// The same place written otherwise is the same: the scheme and host are lower-cased and the port always
     /// written (`https://host:443`), as the engine names an origin; an S3 store is the same however its bucket is
-    /// addressed. Nothing in it is a credential (no
-    /// user-info, no query value), as a journal is a file users keep and share.
-    static func journalDestination(_ destination: UploadDestination) -> JournalDestination {
+    /// addressed. Nothing in it is a credential (no user-info, no query value), as a journal is a file users keep
+    /// and share.
+    package static func journalDestination(_ destination: UploadDestination) -> JournalDestination {
         if let name = destination.journalName { return JournalDestination(name: name, pathOnlyName: name) }
+        let url: String
+        let path: Substring
+        let hasQuery: Bool
         switch destination.storage {
         case .put(let baseURL):
-            // A folder with a query is another destination than the folder alone: before the query followed each
-            // file's path, files went to `/files/?token=t/a.txt`, and a journal of that time must not pass for one
-            // of `/files/a.txt`. The query's value stays out: it may be a credential.
             let folder = FolderURL(baseURL)
-            let path = folder.path + (folder.query.isEmpty ? "" : "?")
-            return JournalDestination(name: journalOrigin(of: baseURL) + path, pathOnlyName: path)
-        case .multipartForm(let url, _):
-            let path = String(URLParts(url).pathOrRoot)
-            return JournalDestination(name: journalOrigin(of: url) + path, pathOnlyName: path)
+            (url, path, hasQuery) = (baseURL, Substring(folder.path), !folder.query.isEmpty)
+        case .multipartForm(let formURL, _):
+            let parts = URLParts(formURL)
+            (url, path, hasQuery) = (formURL, parts.pathOrRoot, !parts.query.isEmpty)
         case .s3(let s3):
             // The endpoint's authority holds the bucket when it is virtual-hosted (`bucket.host`): the store is the
             // host after it.
@@ -90,13 +89,27 @@ public final class Upload: Sendable {
                 name: "\(s3.location) at \(journalOrigin(of: "\(endpoint.scheme)://\(store)/"))",
                 pathOnlyName: s3.location.description)
         }
+        // A URL with a query is another destination than the URL alone (`upload?env=prod` is not `upload`; a
+        // folder's files went to `/files/?token=t/a.txt` before the query followed each file's path): it is marked
+        // `path?`. The query's value stays out, as it may be a credential: two queries on one path are one name.
+        let named = path + (hasQuery ? "?" : "")
+        return JournalDestination(name: journalOrigin(of: url) + named, pathOnlyName: String(named))
     }
 
     /// The scheme, host and port of `url` as a journal names them: the engine's origin (`https://host:443`, the
-    /// scheme and host lower-cased and the port always written), the one every credential is tied to. User-info (a
-    /// password) never goes in. Empty for a URL libcurl cannot read, which no upload gets far with.
+    /// scheme and host lower-cased and the port always written), the one every credential is tied to. A URL the
+    /// engine's origin parser cannot read (`http+unix://%2Ftmp%2Fa.sock/`, whose host is a percent-encoded socket
+    /// path) is named by its lower-cased scheme and its authority as written, never by nothing: a journal of one
+    /// socket must not pass for another socket's, nor for a path-only journal that any host would take. User-info
+    /// (a password) never goes in.
     private static func journalOrigin(of url: String) -> String {
-        CredentialPolicy.Origin(url)?.key ?? ""
+        if let origin = CredentialPolicy.Origin(url) { return origin.key }
+        let parts = URLParts(url)
+        let authority = parts.authority.utf8
+        let host =
+            authority.lastIndex(of: UInt8(ascii: "@")).map { authority[authority.index(after: $0)...] }
+            ?? authority[...]
+        return "\((parts.scheme ?? "").lowercased())://\(String(decoding: host, as: UTF8.self))"
     }
 
     /// An upload of a selection already made (`Sync` sends only the files its comparison chose).

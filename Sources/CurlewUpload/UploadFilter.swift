@@ -75,9 +75,13 @@ package struct UploadFilter: Sendable {
     }
 
     package static func matches(_ pattern: String, _ relativePath: String) -> Bool {
-        let anchored = pattern.hasPrefix("/") ? String(pattern.dropFirst()) : pattern
+        // By bytes: `hasPrefix` and `contains` compare `Character`s, and `/\u{301}x` holds the grapheme `/\u{301}`,
+        // not `/`, so that pattern was neither anchored nor matched against the whole path.
+        let anchored =
+            PercentEncoding.startsWithSlash(pattern)
+            ? String(decoding: pattern.utf8.dropFirst(), as: UTF8.self) : pattern
         let subject =
-            anchored.contains("/")
+            anchored.utf8.contains(UInt8(ascii: "/"))
             ? relativePath : String(PercentEncoding.segments(of: relativePath, omittingEmpty: true).last ?? "")
         // `**` means the same as `*` here: without FNM_PATHNAME, `*` already crosses `/`.
         return fnmatch(anchored.replacingOccurrences(of: "**", with: "*"), subject, 0) == 0

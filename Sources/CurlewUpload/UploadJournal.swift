@@ -190,15 +190,29 @@ package final class UploadJournal: S3UploadJournal {
         return (entries, multipart, inFlight, ignored)
     }
 
-    /// A journal's records without opening it for writing (`--dry-run` changes nothing).
-    package static func read(path: String) throws(UploadError) -> RecordsByExactPath<Entry> {
+    /// A journal's records without opening it for writing (`--dry-run` changes nothing), after the check
+    /// ``bind(to:)`` makes: a journal that names another destination is refused with the same error, so a dry run
+    /// never reports as skipped the files another destination got while the real run is refused.
+    package static func read(
+        path: String, boundTo destination: JournalDestination
+    ) throws(UploadError) -> RecordsByExactPath<Entry> {
+        let bytes = try contents(path: path)
+        let recorded = recordedDestination(bytes)
+        if case .refused = binding(recorded: recorded, to: destination) {
+            throw refusal(path: path, recorded: recorded ?? "", destination: destination)
+        }
+        return parse(bytes).entries
+    }
+
+    /// The journal's bytes; none for a journal that does not exist yet.
+    private static func contents(path: String) throws(UploadError) -> [UInt8] {
         guard let data = FileManager.default.contents(atPath: path) else {
             if FileManager.default.fileExists(atPath: path) {
                 throw UploadError(.journal, "cannot read --journal \(path.debugDescription)")
             }
-            return RecordsByExactPath()
+            return []
         }
-        return parse(Array(data)).entries
+        return Array(data)
     }
 
     /// Whether an earlier run sent this file as it is now.
@@ -266,29 +280,52 @@ package final class UploadJournal: S3UploadJournal {
     /// host such a journal's records were about is recorded nowhere: refusing it would not make it any safer to use
     /// for the right host, only force every interrupted run to start over.
     package func bind(to destination: JournalDestination) throws(UploadError) {
-        guard let recordedDestination else {
-            try append("target\t\(Self.field(destination.name))\n")
+        switch Self.binding(recorded: recordedDestination, to: destination) {
+        case .bound:
             return
+        case .toRecord:
+            try append("target\t\(Self.field(destination.name))\n")
+        case .refused:
+            finish()
+            throw Self.refusal(path: path, recorded: recordedDestination ?? "", destination: destination)
         }
+    }
+
+    /// What ``bind(to:)`` does with a journal that names `recorded` (nil: none): the one policy the real run and the
+    /// dry run (``read(path:boundTo:)``) share.
+    private enum Binding {
+        /// The journal already names this destination.
+        case bound
+        /// The journal names none, or the path alone (a version before journals named the host): its records are
+        /// taken for this destination, and a `target` line binds it to the whole destination.
+        case toRecord
+        /// The journal names another destination.
+        case refused
+    }
+
+    private static func binding(recorded: String?, to destination: JournalDestination) -> Binding {
+        guard let recorded else { return .toRecord }
         // Byte for byte: paths that differ only in Unicode normalization are two places on a server.
-        func isRecorded(_ name: String) -> Bool { recordedDestination.utf8.elementsEqual(name.utf8) }
-        if isRecorded(destination.name) { return }
-        if isRecorded(destination.pathOnlyName) {
-            try append("target\t\(Self.field(destination.name))\n")
-            return
-        }
-        finish()
-        throw UploadError(
+        if recorded.utf8.elementsEqual(destination.name.utf8) { return .bound }
+        if recorded.utf8.elementsEqual(destination.pathOnlyName.utf8) { return .toRecord }
+        return .refused
+    }
+
+    private static func refusal(path: String, recorded: String, destination: JournalDestination) -> UploadError {
+        UploadError(
             .journal,
-            "--journal \(path.debugDescription) records uploads to \(recordedDestination), not \(destination.name): "
+            "--journal \(path.debugDescription) records uploads to \(recorded), not \(destination.name): "
                 + "give each destination a journal of its own")
     }
 
     /// The destination a journal's last `target<TAB>percent-encoded destination` line names, if it has one: a
-    /// journal that named only the path is bound to the whole destination by a line after it.
+    /// journal that named only the path is bound to the whole destination by a line after it. Whatever follows the
+    /// last newline is a torn line, as ``parse(_:)`` reads it: a run killed while re-binding the journal must not
+    /// leave half a destination that refuses the next run.
     private static func recordedDestination(_ bytes: [UInt8]) -> String? {
         let prefix = Array("target\t".utf8)
-        for line in bytes.split(separator: UInt8(ascii: "\n")).reversed() where line.starts(with: prefix) {
+        let wholeLines = bytes[..<(bytes.lastIndex(of: UInt8(ascii: "\n")) ?? bytes.startIndex)]
+        for line in wholeLines.split(separator: UInt8(ascii: "\n")).reversed() where line.starts(with: prefix) {
             return PercentEncoding.decode(String(decoding: line.dropFirst(prefix.count), as: UTF8.self))
         }
         return nil

@@ -49,9 +49,7 @@ package struct WebDAVFolder: Sendable {
             for entry in Self.parse(String(decoding: response.body, as: UTF8.self), basePath: basePath) {
                 if entry.isFolder {
                     // Only folders under this one: a listing that names others (or `..`) cannot send the walk away.
-                    if entry.relativePath.hasPrefix(folder.isEmpty ? "" : folder + "/"), entry.relativePath != folder,
-                        SyncPlan.isAddressable(entry.relativePath)
-                    {
+                    if Self.isSubfolder(entry.relativePath, of: folder), SyncPlan.isAddressable(entry.relativePath) {
                         folders.append(entry.relativePath)
                     }
                 } else if let size = entry.size {
@@ -60,6 +58,14 @@ package struct WebDAVFolder: Sendable {
             }
         }
         return files.sorted { $0.relativePath < $1.relativePath }
+    }
+
+    /// Whether a folder a listing of `folder` names lies under it: its path starts with `folder/`, byte for byte.
+    /// `hasPrefix` compares `Character`s, and `a/\u{301}b` starts with the grapheme `/\u{301}`, not `/`: a subfolder
+    /// named `\u{301}b` was never walked.
+    static func isSubfolder(_ path: String, of folder: String) -> Bool {
+        let prefix = folder.isEmpty ? "" : folder + "/"
+        return path.utf8.starts(with: prefix.utf8) && path.utf8.count > prefix.utf8.count
     }
 
     /// DELETE of one file; one already gone counts as deleted.

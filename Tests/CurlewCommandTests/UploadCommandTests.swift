@@ -283,6 +283,29 @@ import Musl
         #expect(!withQuery.stderr.contains("k3y-q"), "\(withQuery.stderr)")
     }
 
+    /// `--dry-run` with another destination's journal listed that destination's files as already sent, while the
+    /// real run was refused. It is refused the same way (same message, same exit status) and writes nothing.
+    @Test func aDryRunIsRefusedAJournalOfAnotherDestinationAsTheRunIs() async throws {
+        let tree = try SourceTree(prefix: "curlew-upload-dry-journal")
+        let journal = tree.root + ".journal"
+        defer {
+            tree.remove()
+            try? FileManager.default.removeItem(atPath: journal)
+        }
+        try tree.write("a.txt", Array("a".utf8))
+        let staging =
+            "# curlew upload journal v1\ntarget\thttps%3A%2F%2Fstaging.invalid%3A443%2Ffiles%2F\ndone\t1\t2\ta.txt\n"
+        try Data(staging.utf8).write(to: URL(fileURLWithPath: journal))
+        let production = "https://prod.invalid/files/"
+
+        let dryRun = try await CurlewBinary.run(["upload", tree.root, production, "--journal", journal, "--dry-run"])
+        let run = try await CurlewBinary.run(["upload", tree.root, production, "--journal", journal])
+        #expect(run.status != 0 && dryRun.status == run.status, "\(dryRun.stdout)\n\(dryRun.stderr)")
+        #expect(run.stderr.contains("records uploads to https://staging.invalid:443/files/"), "\(run.stderr)")
+        #expect(dryRun.stderr == run.stderr)
+        #expect(try String(contentsOfFile: journal, encoding: .utf8) == staging)
+    }
+
     /// A file rewritten in place at the same length after a run stored it, then killed while sending it again: the
     /// server's copy is the earlier version (stored before the file last changed), so the file is sent again rather
     /// than counted as held by its length alone.
@@ -820,6 +843,32 @@ import Musl
         #expect(
             try FileDigest.sha256(ofFile: target.storedPath("lost.txt"))
                 == FileDigest.sha256(ofFile: tree.root + "/lost.txt"))
+    }
+
+    /// `curlew sync --dry-run` with another destination's journal previewed a run that is then refused; it is
+    /// refused the same way (same message, same exit status) and writes nothing.
+    @Test func aDryRunIsRefusedAJournalOfAnotherDestinationAsTheSyncIs() async throws {
+        let nginx = try await NginxServer.shared()
+        let target = DavTarget(nginx: nginx)
+        let tree = try SourceTree(prefix: "curlew-sync-dry-journal")
+        let journal = tree.root + ".journal"
+        defer {
+            tree.remove()
+            target.remove()
+            try? FileManager.default.removeItem(atPath: journal)
+        }
+        try tree.write("a.txt", Array("a".utf8))
+        let staging =
+            "# curlew upload journal v1\ntarget\thttps%3A%2F%2Fstaging.invalid%3A443%2Ffiles%2F\ndone\t1\t2\ta.txt\n"
+        try Data(staging.utf8).write(to: URL(fileURLWithPath: journal))
+
+        let dryRun = try await CurlewBinary.run(["sync", tree.root, target.url, "--journal", journal, "--dry-run"])
+        let run = try await CurlewBinary.run(["sync", tree.root, target.url, "--journal", journal])
+        #expect(run.status != 0 && dryRun.status == run.status, "\(dryRun.stdout)\n\(dryRun.stderr)")
+        #expect(run.stderr.contains("records uploads to https://staging.invalid:443/files/"), "\(run.stderr)")
+        #expect(dryRun.stderr == run.stderr)
+        #expect(target.loggedRequests(method: "PUT").isEmpty)
+        #expect(try String(contentsOfFile: journal, encoding: .utf8) == staging)
     }
 
     /// A folder typed with non-ASCII and a query: the listing's hrefs come back percent-encoded and without the

@@ -137,6 +137,14 @@ import Testing
         #expect(throws: (any Error).self) { try S3Location(parsing: "s3://ab") }
     }
 
+    /// Whether a prefix is a folder is read from its last byte: `hasSuffix("/")` compares Characters, and
+    /// `x\u{600}/` (U+0600 is a prepended mark) ends with the grapheme `\u{600}/`, not `/`, so it gained a second `/`
+    /// and every key went under a folder the user never named.
+    @Test func aPrefixEndingInASlashFusedWithAPrependedMarkGainsNoSecondSlash() throws {
+        #expect(try S3Location(parsing: "s3://my-bucket/x\u{600}/").prefix == "x\u{600}/")
+        #expect(try S3Location(parsing: "s3://my-bucket/x\u{600}/").key(for: "a.txt") == "x\u{600}/a.txt")
+    }
+
     @Test func addressingPutsTheBucketInTheHostOrThePath() throws {
         let aws = try S3Endpoint(endpoint: nil, region: "eu-west-1", bucket: "photos", addressing: .auto)
         #expect(aws.authority == "photos.s3.eu-west-1.amazonaws.com")

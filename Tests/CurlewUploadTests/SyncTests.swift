@@ -125,6 +125,25 @@ import Testing
         #expect(plan.unaddressable == ["x\u{600}/../escape"])
     }
 
+    /// An S3 listing's keys lose the destination's prefix by bytes. Cut by Characters, `p/\u{301}x` lost the grapheme
+    /// `/\u{301}` with `p/` and became `x`, another file: `--delete` removed `p/x`, and the source's `\u{301}x` was
+    /// sent again every run. A key that does not start with the prefix's bytes is neither compared nor deleted.
+    @Test func anS3KeyLosesThePrefixByItsBytes() {
+        #expect(SyncPlan.relativePath(ofKey: "p/\u{301}x", under: "p/") == "\u{301}x")
+        #expect(SyncPlan.relativePath(ofKey: "p/a/b.txt", under: "p/") == "a/b.txt")
+        #expect(SyncPlan.relativePath(ofKey: "x.txt", under: "") == "x.txt")
+        #expect(SyncPlan.relativePath(ofKey: "q/x", under: "p/") == nil)
+        let item = Self.item("\u{301}x", size: 1)
+        let destination: [SyncPlan.DestinationFile] = ["p/\u{301}x", "p/x"].compactMap { key in
+            SyncPlan.relativePath(ofKey: key, under: "p/").map { .init(relativePath: $0, size: 1, modified: nil) }
+        }
+        let plan = SyncPlan.make(
+            selection: Self.selection([item]), destination: destination, comparesChecksums: true,
+            filter: UploadFilter(includes: [], excludes: []), shard: .whole, deletes: true)
+        #expect(plan.deletions == ["x"])
+        #expect(plan.uploads.map { "\($0.item.relativePath) \($0.reason)" } == ["\u{301}x checksum"])
+    }
+
     @Test func aShardDeletesOnlyWhatItOwns() {
         let gone = (0..<40).map { "gone\($0)" }
         let destination = gone.map { SyncPlan.DestinationFile(relativePath: $0, size: 1, modified: nil) }
@@ -188,6 +207,19 @@ import Testing
         let parsed = WebDAVFolder.parse(xml, basePath: basePath)
         #expect(parsed.map(\.relativePath) == ["", "it's+1,2.txt", "sub"])
         #expect(parsed.map(\.isFolder) == [true, false, true])
+    }
+
+    /// The walk goes into the folders under the one it listed, compared by bytes: `hasPrefix` compares Characters,
+    /// and `a/\u{301}b` starts with the grapheme `/\u{301}`, not `/`, so a subfolder named `\u{301}b` was never
+    /// walked and its files never compared (sent again every run).
+    @Test func aSubfolderWhoseNameStartsWithACombiningMarkIsWalked() {
+        #expect(WebDAVFolder.isSubfolder("a/\u{301}b", of: "a"))
+        #expect(WebDAVFolder.isSubfolder("\u{301}b", of: ""))
+        #expect(WebDAVFolder.isSubfolder("a/b", of: "a"))
+        #expect(!WebDAVFolder.isSubfolder("a", of: "a"))
+        #expect(!WebDAVFolder.isSubfolder("", of: ""))
+        #expect(!WebDAVFolder.isSubfolder("ab/c", of: "a"))
+        #expect(!WebDAVFolder.isSubfolder("a\u{301}/c", of: "a"))
     }
 
     /// An href that starts again at a root after the base, by a second slash or an encoded one, is no path under the

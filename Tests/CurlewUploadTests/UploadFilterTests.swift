@@ -14,6 +14,15 @@ import Testing
         #expect(!filter.admits("x.tmp.jpg"))
     }
 
+    /// A pattern's `/` is read by bytes: `hasPrefix("/")` and `contains("/")` compare Characters, and `/\u{301}x`
+    /// holds the grapheme `/\u{301}`, not `/`, so that pattern kept its `/` and matched nothing, and `d/\u{301}*` was
+    /// matched against the name alone.
+    @Test func aSlashFusedWithACombiningMarkIsStillASlashInAPattern() {
+        #expect(UploadFilter.matches("/\u{301}x", "\u{301}x"))
+        #expect(UploadFilter.matches("d/\u{301}*", "d/\u{301}x"))
+        #expect(!UploadFilter.matches("d/\u{301}*", "e/d/\u{301}x"))
+    }
+
     @Test func withoutIncludesEverythingNotExcludedIsSent() {
         let filter = UploadFilter(includes: [], excludes: ["*.bak", "/build/**"])
         #expect(filter.admits("src/main.swift"))

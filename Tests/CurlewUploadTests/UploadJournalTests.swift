@@ -1,3 +1,4 @@
+import CurlewEngine
 import CurlewS3
 import CurlewTestSupport
 import Foundation
@@ -53,7 +54,8 @@ import Testing
         resumed.record(UploadItem(relativePath: "c.txt", absolutePath: "/c.txt", size: 1, modifiedNanoseconds: 2))
         resumed.finish()
         #expect(try String(contentsOfFile: path, encoding: .utf8) == whole + "done\t1\t2\tc.txt\n")
-        #expect(try UploadJournal.read(path: path).keys.sorted() == ["b.txt", "c.txt"])
+        let destination = JournalDestination(name: "https://h:443/f/", pathOnlyName: "/f/")
+        #expect(try UploadJournal.read(path: path, boundTo: destination).keys.sorted() == ["b.txt", "c.txt"])
     }
 
     /// What an S3 run reads from a journal file: the multipart upload recorded for the file as it is now is the one
@@ -179,5 +181,62 @@ import Testing
         }
         #expect(reopened != nil)
         reopened?.finish()
+    }
+
+    /// A run killed while it re-bound a journal (a path-only one, or any `target` line) leaves half a `target` line
+    /// after the last newline. That torn line was taken as the recorded destination, and the next run to the right
+    /// destination was refused once; it is ignored, as every torn last line is.
+    @Test func aTornTargetLineIsNotTheRecordedDestination() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("journal-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("j").path
+        let destination = JournalDestination(name: "https://h:443/f/", pathOnlyName: "/f/")
+        let text =
+            UploadJournal.header + "target\t\(PercentEncoding.encodeComponent(destination.name))\n"
+            + "done\t1\t2\ta.txt\ntarget\thttps://h:4"
+        try Data(text.utf8).write(to: URL(fileURLWithPath: path))
+
+        #expect(try UploadJournal.read(path: path, boundTo: destination).keys == ["a.txt"])
+        let journal = try UploadJournal(path: path)
+        defer { journal.finish() }
+        try journal.bind(to: destination)
+        #expect(journal.entries.keys == ["a.txt"])
+    }
+
+    /// `--dry-run` reads a journal without opening it for writing. It used to read any journal's records as skips,
+    /// so a dry run to production with staging's journal listed staging's files as skipped while the real run was
+    /// refused. It is refused with the real run's error, and writes nothing; a path-only journal of an earlier
+    /// version is read for its path, as the real run takes it.
+    @Test func aDryRunReadIsRefusedAsTheRunIsAndWritesNothing() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("journal-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("j").path
+        let staging = JournalDestination(name: "https://staging:443/files/", pathOnlyName: "/files/")
+        let production = JournalDestination(name: "https://prod:443/files/", pathOnlyName: "/files/")
+        func write(target: String) throws -> String {
+            let text =
+                UploadJournal.header + "target\t\(PercentEncoding.encodeComponent(target))\ndone\t1\t2\ta.txt\n"
+            try Data(text.utf8).write(to: URL(fileURLWithPath: path))
+            return text
+        }
+
+        let stagings = try write(target: staging.name)
+        #expect(try UploadJournal.read(path: path, boundTo: staging).keys == ["a.txt"])
+        let dryRefusal = #expect(throws: UploadError.self) {
+            try UploadJournal.read(path: path, boundTo: production)
+        }
+        #expect(dryRefusal?.kind == .journal)
+        #expect(try String(contentsOfFile: path, encoding: .utf8) == stagings, "a dry run writes nothing")
+        let journal = try UploadJournal(path: path)
+        let refusal = #expect(throws: UploadError.self) { try journal.bind(to: production) }
+        #expect(dryRefusal?.description == refusal?.description && refusal != nil)
+
+        let pathOnly = try write(target: "/files/")
+        #expect(try UploadJournal.read(path: path, boundTo: production).keys == ["a.txt"])
+        #expect(try String(contentsOfFile: path, encoding: .utf8) == pathOnly, "a dry run binds nothing")
+        let elsewhere = JournalDestination(name: "https://prod:443/other/", pathOnlyName: "/other/")
+        #expect(throws: UploadError.self) { try UploadJournal.read(path: path, boundTo: elsewhere) }
     }
 }

@@ -402,6 +402,59 @@ extension UploadTests {
         #expect(!text.contains("hunter2") && !text.contains("user"), "\(text)")
     }
 
+    /// An `http+unix` URL's host is a percent-encoded socket path, which the engine's origin parser cannot read: the
+    /// journal named the path alone then, as a journal of an earlier version does, so one socket's journal passed
+    /// for another socket's, and for any host's (taken as path-only and re-bound): production skipped what the
+    /// socket's server got. The socket is now named by the URL's scheme and authority, without user-info.
+    @Test func aJournalOfASocketIsBoundToThatSocket() async throws {
+        let tree = try SourceTree(prefix: "curlew-upload-journal-socket")
+        let journal = tree.root + ".journal"
+        defer {
+            tree.remove()
+            try? FileManager.default.removeItem(atPath: journal)
+        }
+        try tree.write("a.txt", [1])
+        let socket = "http+unix://%2Ftmp%2Fa.sock/files/"
+        #expect(
+            Upload.journalDestination(.put(baseURL: "HTTP+UNIX://user:hunter2@%2Ftmp%2Fa.sock/files/")).name == socket)
+        let client = CurlewClient()
+        func upload(to url: String) throws(UploadError) -> Upload {
+            try Self.upload(tree, to: .put(baseURL: url), journal: journal, client: client)
+        }
+        _ = try upload(to: socket)
+        _ = try upload(to: socket)
+        for elsewhere in ["http+unix://%2Ftmp%2Fb.sock/files/", "https://prod.example/files/"] {
+            let refusal = #expect(throws: UploadError.self, "\(elsewhere)") { try upload(to: elsewhere) }
+            #expect(refusal?.kind == .journal)
+            #expect(refusal?.description.contains("records uploads to \(socket), not ") == true)
+        }
+        await client.shutdown()
+    }
+
+    /// A form URL with a query is another destination than the URL alone, as a PUT folder with one is: the journal
+    /// names it `path?`, and the query's value (it may be a credential) stays out.
+    @Test func aFormJournalIsBoundToWhetherTheURLHasAQuery() async throws {
+        let tree = try SourceTree(prefix: "curlew-upload-journal-form-query")
+        let journal = tree.root + ".journal"
+        defer {
+            tree.remove()
+            try? FileManager.default.removeItem(atPath: journal)
+        }
+        try tree.write("a.txt", [1])
+        let client = CurlewClient()
+        func upload(to url: String) throws(UploadError) -> Upload {
+            try Self.upload(tree, to: .multipartForm(url: url), journal: journal, client: client)
+        }
+        _ = try upload(to: "https://forms.example/upload")
+        let refusal = #expect(throws: UploadError.self) { try upload(to: "https://forms.example/upload?env=k3y") }
+        #expect(refusal?.kind == .journal)
+        #expect(
+            refusal?.description.contains("not https://forms.example:443/upload?:") == true,
+            "\(String(describing: refusal))")
+        #expect(refusal?.description.contains("k3y") == false)
+        await client.shutdown()
+    }
+
     /// The same bucket and prefix on another store (another endpoint) is another place; the same store addressed
     /// another way (virtual-hosted or path-style) is the same.
     @Test func anS3JournalIsBoundToTheEndpointAsWellAsTheBucketAndPrefix() async throws {

@@ -277,8 +277,11 @@ struct UploadCommand: AsyncParsableCommand {
             // Nothing is opened or sent: not the journal for writing, not a connection.
             let selection = try UploadSelection.make(
                 source: source, filter: filter, shard: shard, journalPath: journal)
-            let recorded = try selection.journalPath.map { path throws(UploadError) in
-                try UploadJournal.read(path: path)
+            // Checked as the real run binds it: a journal of another destination is refused, not read as skips.
+            let recorded = try selection.journalPath.map { path in
+                try UploadJournal.read(
+                    path: path,
+                    boundTo: Upload.journalDestination(try plannedDestination(embeddedServerURL: nil).destination))
             }
             let pending = selection.listing.items.filter { recorded?[$0.relativePath] != $0.version }
             printDryRun(pending, listing: selection.listing, excluded: selection.excluded)
@@ -404,8 +407,18 @@ struct UploadCommand: AsyncParsableCommand {
         let client = CurlewClient(configuration: clientConfiguration)
 
         var server: LoopbackServer?
+        if url == nil { server = try await LoopbackServer.start() }
+        let (destination, destinationLine) = try plannedDestination(embeddedServerURL: server?.baseURL)
+        return (client, destination, destinationLine, server)
+    }
+
+    /// Where the files go, and a line saying so (printed once the run could start: the journal opened, the URL
+    /// checked). Opens nothing: `embeddedServerURL` is the embedded server's when no URL was given (nil for a dry
+    /// run, which starts none; an embedded server's journal names no address).
+    private func plannedDestination(
+        embeddedServerURL: String?
+    ) throws -> (destination: UploadDestination, destinationLine: String?) {
         let destination: UploadDestination
-        // What the destination is, printed once the upload could be set up (the journal opened, the URL checked).
         var destinationLine: String?
         if let url, S3Location.isS3(url) {
             // A bad bucket name is a usage error (exit 64), before any credential is looked for.
@@ -439,19 +452,17 @@ struct UploadCommand: AsyncParsableCommand {
             destination =
                 mode == .put ? .put(baseURL: url) : .multipartForm(url: url, fields: fields.map(Self.splitField))
         } else {
-            let embedded = try await LoopbackServer.start()
-            server = embedded
+            let embeddedURL = embeddedServerURL ?? "http://127.0.0.1"
             var embeddedDestination: UploadDestination =
                 mode == .put
-                ? .put(baseURL: embedded.baseURL + "/files/")
-                : .multipartForm(url: embedded.baseURL + "/upload", fields: fields.map(Self.splitField))
+                ? .put(baseURL: embeddedURL + "/files/")
+                : .multipartForm(url: embeddedURL + "/upload", fields: fields.map(Self.splitField))
             embeddedDestination.journalName = "(embedded server)"
             destination = embeddedDestination
             destinationLine =
-                "embedded server: \(embedded.baseURL) (SwiftNIO, loopback only; checksums and discards what it receives)"
+                "embedded server: \(embeddedURL) (SwiftNIO, loopback only; checksums and discards what it receives)"
         }
-
-        return (client, destination, destinationLine, server)
+        return (destination, destinationLine)
     }
 
     /// The library's configuration from the options.
