@@ -389,9 +389,17 @@ package struct BenchMerge {
             texts.append(threshold.text)
             thresholds.append(threshold)
         }
+        // An open-model shard written before late requests were counted has no count: the run's is unknown, not 0,
+        // so a `late` threshold has no data rather than passing.
+        let openModel = first.summary.latencyFrom == "intended"
+        let lateCounted = openModel && shards.allSatisfy { $0.summary.lateRequests != nil }
+        if openModel && !lateCounted {
+            summary.lateRequests = nil
+            summary.maxLatenessMicroseconds = nil
+        }
         // The exit status is the command's to set.
-        let measurements = BenchSummary.measurements(
-            of: result, openModel: first.summary.latencyFrom == "intended")
+        var measurements = BenchSummary.measurements(of: result, openModel: openModel)
+        if !lateCounted { measurements.lateRequests = nil }
         summary.thresholds = thresholds.map { $0.evaluate(measurements) }
         self.summary = summary
         self.histogram = tally.histogram

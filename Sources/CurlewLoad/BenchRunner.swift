@@ -258,6 +258,9 @@ package final class BenchRunner: Sendable {
     /// the number sent exact.
     private let nextTicket = Atomic<Int>(0)
     private let stopRequested = Atomic<Bool>(false)
+    /// Open model: the workers that have claimed a request. Until every one has, a connection may still be free while
+    /// a due request is claimed by a worker that started early, so no request is counted late.
+    private let workersThatClaimed = Atomic<Int>(0)
     /// `monotonicNanoseconds()` at the start, 0 before.
     private let startNanoseconds = Atomic<UInt64>(0)
     /// Set when the run has ended: progress sequences end with it.
@@ -379,8 +382,9 @@ package final class BenchRunner: Sendable {
         let checksReadJSON = checks.contains { $0.needsJSON }
         // The worker's number in the whole run: a closed-model stage lets workers below its level send.
         let runWorker = shard.globalNumber(ofLocal: worker)
-        // Open model: whether this worker has claimed a request before. Its first claim comes as the run starts up,
-        // so a first request that is due at once is not late for want of a connection.
+        // Open model: whether this worker has claimed a request before. No request is late until every worker has
+        // (`workersThatClaimed`): a request due at the start, or claimed by a worker that started early while another
+        // has yet to start, had a free connection.
         var claimedBefore = false
         while !stopRequested.load(ordering: .relaxed) {
             if let concurrency {
@@ -407,16 +411,24 @@ package final class BenchRunner: Sendable {
                 intended = instant(start, afterSeconds: offset)
                 if let deadline, intended >= deadline { break }
                 let now = monotonicNanoseconds()
+                let everyWorkerClaimed: Bool
+                if claimedBefore {
+                    everyWorkerClaimed = workersThatClaimed.load(ordering: .relaxed) >= plan.connections
+                } else {
+                    workersThatClaimed.wrappingAdd(1, ordering: .relaxed)
+                    claimedBefore = true
+                    everyWorkerClaimed = false
+                }
                 if intended > now {
                     guard await sleep(until: intended) else { break }
-                } else if claimedBefore {
-                    // Claimed after its time by a worker that was busy until then: tickets are claimed in order by
-                    // whichever worker is free, so at its scheduled time every connection was busy (-c capped the
-                    // requests in flight). Counted here, off the closed model's path, and only when late.
+                } else if everyWorkerClaimed {
+                    // Claimed after its time by a worker that was busy until then, once every worker has started:
+                    // tickets are claimed in order by whichever worker is free, so at its scheduled time every
+                    // connection was busy (-c capped the requests in flight). Counted here, off the closed model's
+                    // path, and only when late.
                     let lateness = (now &- intended) / 1_000
                     tally.state.withLock { $0.recordLate(microseconds: lateness) }
                 }
-                claimedBefore = true
             } else {
                 // Without a schedule a request is timed from when its worker is ready to send it, after it counted
                 // and checked the last one: a check's parse of a large body is the client's time, not the server's.

@@ -774,6 +774,12 @@ import Musl
         #expect(moto.loggedRequests { _, target in target.contains(bucket) }.isEmpty)
     }
 
+    /// The part number of a hold proxy's `stored PUT /bucket/key?partNumber=N&uploadId=…` line.
+    static func partNumber(inStoredLine line: String) -> Int? {
+        guard line.hasPrefix("stored "), let range = line.range(of: "partNumber=") else { return nil }
+        return Int(line[range.upperBound...].prefix { $0.isNumber })
+    }
+
     @Test func resumesAMultipartUploadAfterKill9WithoutResendingAcceptedParts() async throws {
         let moto = try await MotoServer.shared(.checked)
         let bucket = try await moto.makeBucket("resume")
@@ -810,12 +816,22 @@ import Musl
             // Kill once the store holds the parts up to this one: spread over the upload.
             let target = max(1, partCount * round / (kills + 1))
             try proxy.hold(laterParts(after: target))
-            let heldBefore = proxy.storedCount()
+            // A part after this round's target, held in this round: the previous round's second connection may
+            // write its `stored` line after that round's kill, but its part is at or before this round's target.
+            let heldBefore = Set(proxy.markers())
+            func heldThisRound() -> Bool {
+                proxy.markers().contains { line in
+                    guard !heldBefore.contains(line), let part = Self.partNumber(inStoredLine: line) else {
+                        return false
+                    }
+                    return part > target
+                }
+            }
             let running = try CurlewBinary.start(
                 ["upload"] + arguments + ["--endpoint", proxy.baseURL], environment: environment)
             defer { running.signal(SIGKILL) }
             try await waitUntil(timeout: .seconds(120), "the proxy to hold a part after part \(target)") {
-                proxy.storedCount() > heldBefore || !running.isRunning
+                heldThisRound() || !running.isRunning
             }
             running.signal(SIGKILL)
             let result = try await running.finish()

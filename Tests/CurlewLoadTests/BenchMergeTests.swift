@@ -64,7 +64,7 @@ import Testing
     /// summary's max, if given), and loads it.
     private func loadShard(
         _ index: Int, latencies: [UInt64], each times: UInt64 = 1, claimedMax: Double? = nil,
-        lateness: [UInt64]? = nil
+        lateness: [UInt64]? = nil, writtenBeforeLateCounts: Bool = false
     ) throws -> BenchShardResult {
         let directory = NSTemporaryDirectory() + "curlew-merge-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -78,6 +78,7 @@ import Testing
             result: BenchResult(tally: tally, elapsed: .seconds(1)), url: "x", method: "GET", connections: 1,
             loops: 1, latencyFromIntendedTime: lateness != nil, rate: lateness != nil ? 100 : nil, targets: nil)
         if let claimedMax { summary.latencyMicroseconds.max = claimedMax }
+        if writtenBeforeLateCounts { (summary.lateRequests, summary.maxLatenessMicroseconds) = (nil, nil) }
         summary.shard = ShardAssignment(index: index, count: 2)
         summary.run = BenchRunRecord(
             plan: BenchRunPlan(
@@ -144,6 +145,19 @@ import Testing
         let closed = try BenchMerge(
             [try loadShard(0, latencies: [1_000]), try loadShard(1, latencies: [2_000])], thresholds: [])
         #expect(closed.summary.lateRequests == nil)
+    }
+
+    /// An open-model shard written before late requests were counted has no count: the merged run's is unknown, and
+    /// a threshold on it has no data instead of passing on a count of 0.
+    @Test func aShardWithoutALateCountLeavesTheMergedCountUnknown() throws {
+        let counted = try loadShard(0, latencies: [30_000], lateness: [4_000])
+        let uncounted = try loadShard(1, latencies: [40_000], lateness: [], writtenBeforeLateCounts: true)
+        #expect(uncounted.summary.lateRequests == nil && uncounted.summary.latencyFrom == "intended")
+        let merged = try BenchMerge([counted, uncounted], thresholds: [try LoadThreshold("late<=100%")])
+        #expect(merged.summary.lateRequests == nil)
+        #expect(merged.summary.maxLatenessMicroseconds == nil)
+        #expect(merged.summary.thresholds.map(\.passed) == [false])
+        #expect(merged.summary.thresholds.first?.actual == nil)
     }
 
     @Test func anUnchangedShardLoads() throws {

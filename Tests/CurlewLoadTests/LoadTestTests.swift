@@ -98,8 +98,8 @@ import Testing
         #expect(abs((summary.thresholds.first?.actual ?? 0) - Double(summary.lateRequests) / 2) < 1e-9)
     }
 
-    /// With a connection for every request due in the next second, a request is claimed long before its time
-    /// however busy the machine: nothing is late.
+    /// With a connection for every request due in the next second, a request is claimed long before its time unless
+    /// one takes a second: nothing is late.
     @Test func anOpenModelRunWithConnectionsToSpareSendsNothingLate() async throws {
         let nginx = try await NginxServer.shared()
         let marker = "/hits/" + UUID().uuidString + "/"
@@ -117,6 +117,25 @@ import Testing
         #expect(summary.lateRequests == 0)
         #expect(summary.maxLateness == nil)
         #expect(summary.passed)
+    }
+
+    /// A connection for every request, all due at once: a worker that started early and finished its first request
+    /// may claim another while later workers have yet to start, but a connection was free for it, so it is not
+    /// late. (Once every worker has claimed one, no request is left to be late.)
+    @Test func aRequestClaimedWhileAConnectionHasYetToStartIsNotLate() async throws {
+        let nginx = try await NginxServer.shared()
+        let marker = "/hits/" + UUID().uuidString + "/"
+        var plan = try LoadPlan(
+            target: nginx.httpBaseURL + marker + "start-up", shape: .rate(perSecond: 1_000_000, requests: 1_000))
+        plan.connections = 1_000
+        plan.progressInterval = nil
+        let client = CurlewClient(configuration: plan.clientConfiguration())
+        let load = try LoadTest(plan, client: client)
+        let summary = try await load.run()
+        await client.shutdown()
+
+        #expect(summary.requests == 1_000 && summary.failed == 0)
+        #expect(summary.lateRequests == 0)
     }
 
     /// A threshold on late requests needs a schedule to be late for: a closed-model plan refuses it before sending.
