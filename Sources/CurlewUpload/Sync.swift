@@ -139,12 +139,13 @@ public final class Sync: Sendable {
     ///   ``UploadError/Kind/unreadableDestination`` when the destination cannot be listed, or
     ///   ``UploadError/Kind/journal`` when the journal cannot be read or records another destination (as ``run()``).
     public func plan() async throws(UploadError) -> SyncPreview {
+        let (selection, plan) = try await decide()
         // The run is refused for a journal of another destination: so is its preview, which writes nothing to it.
-        if let journalPath = configuration.journalPath {
+        // The selection names the journal the run opens (a shard's own, with its tag).
+        if let journalPath = selection.journalPath {
             _ = try UploadJournal.read(
                 path: journalPath, boundTo: Upload.journalDestination(configuration.destination))
         }
-        let (_, plan) = try await decide()
         return SyncPreview(plan)
     }
 
