@@ -53,6 +53,9 @@ public final class LoadTestOTLPExporter: Service, Sendable {
     private let state: Mutex<(sampler: BenchMetricsSampler, publisher: BenchMetricsPublisher<Instruments>)>
     private let samplingInterval: Duration
     private let exportTimeout: Duration
+    /// Where swift-otel's diagnostics go (the logger given, with the OpenTelemetry variables' values redacted), and
+    /// the exporter's own word when swift-otel overran its timeouts at shutdown.
+    private let diagnostics: Logger
 
     /// swift-metrics' metric types, made by swift-otel's factory (never the process-wide `MetricsSystem`), named
     /// `curlew.bench.…`; swift-otel reads `unit` and `description` from the dimensions.
@@ -129,6 +132,7 @@ public final class LoadTestOTLPExporter: Service, Sendable {
         diagnostics.handler = EnvironmentValueRedactingLogHandler(
             wrapping: logger.handler, environment: ProcessInfo.processInfo.environment)
         configuration.diagnosticLogger = .custom(diagnostics)
+        self.diagnostics = diagnostics
         configuration.diagnosticLogLevel = .warning
         configuration.traces.enabled = false
         configuration.logs.enabled = false
@@ -254,7 +258,8 @@ public final class LoadTestOTLPExporter: Service, Sendable {
 
     /// Samples the run and sends its metrics every export interval until graceful shutdown; then samples the
     /// final counts and sends them once more before returning: within the export timeout, or twice it when a send
-    /// was under way at shutdown.
+    /// was under way at shutdown. A last send that overruns that is cancelled and logged as a warning, and `run`
+    /// returns: a slow collector fails no run. It throws only when its own task is cancelled.
     public func run() async throws {
         // swift-otel's own service sends once more at its graceful shutdown. It runs in a group of its own, shut down
         // only after the last sample so that last send carries the final counts, and in a detached task: a nested
@@ -282,7 +287,15 @@ public final class LoadTestOTLPExporter: Service, Sendable {
             }
             sample()
             await backendGroup.triggerGracefulShutdown()
-            try await backendRun.value
+            do {
+                try await backendRun.value
+            } catch  where !Task.isCancelled {
+                // swift-otel overran its timeouts (a slow or refusing collector on a loaded machine) and its group
+                // cancelled it: the last send is lost, and the run it reports on goes on as it would without it.
+                diagnostics.warning(
+                    "the last OTLP export did not end within \(exportTimeout * 2 + .seconds(1)) and was cancelled",
+                    metadata: ["error": "\(error)"])
+            }
         } onCancel: {
             backendRun.cancel()
         }
