@@ -246,15 +246,9 @@ struct InterceptorSides: Sendable {
     /// base URL's, or a full URL's on its origins): libcurl sends it as Basic credentials to whatever host the URL
     /// names, and it was meant for the provider. User-info the call's or the route's interceptors wrote stays.
     private func removeBuiltUserInfo(of builtURL: String, from request: inout CurlewRequest) throws {
-        func userInfo(_ url: String) -> Substring? {
-            let authority = URLParts(url).authority
-            return authority.lastIndex(of: "@").map { authority[..<$0] }
-        }
         let parts = URLParts(request.url)
-        guard let sent = userInfo(request.url), sent == userInfo(builtURL),
-            let at = parts.authority.lastIndex(of: "@")
-        else { return }
-        let url = parts.url[..<parts.authority.startIndex] + parts.url[parts.url.index(after: at)...]
+        guard let sent = parts.userInfo, sent == URLParts(builtURL).userInfo else { return }
+        let url = parts.beforeAuthority + parts.url[parts.hostAndPort.startIndex...]
         request = try request.replacingURL(with: String(url))
     }
 
@@ -677,13 +671,6 @@ private struct QueryParameter {
             value: (PercentEncoding.decode(value) ?? String(value)).replacing(" ", with: "+"))
     }
 
-    /// The parameters of a URL's query, split after the `?` by bytes, as URLRedaction reads it: a combining mark
-    /// after it belongs to the query.
-    static func split(_ parts: URLParts) -> [QueryParameter] {
-        guard !parts.query.isEmpty else { return [] }
-        let query = parts.url[parts.url.utf8.index(after: parts.query.startIndex)..<parts.query.endIndex]
-        return query.utf8.split(separator: UInt8(ascii: "&"), omittingEmptySubsequences: false).map {
-            QueryParameter(Substring($0))
-        }
-    }
+    /// The parameters of a URL's query, as ``URLParts/queryParameters`` (and `URLRedaction`) split it.
+    static func split(_ parts: URLParts) -> [QueryParameter] { parts.queryParameters.map(QueryParameter.init) }
 }

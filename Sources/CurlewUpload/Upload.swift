@@ -105,11 +105,7 @@ public final class Upload: Sendable {
     private static func journalOrigin(of url: String) -> String {
         if let origin = CredentialPolicy.Origin(url) { return origin.key }
         let parts = URLParts(url)
-        let authority = parts.authority.utf8
-        let host =
-            authority.lastIndex(of: UInt8(ascii: "@")).map { authority[authority.index(after: $0)...] }
-            ?? authority[...]
-        return "\((parts.scheme ?? "").lowercased())://\(String(decoding: host, as: UTF8.self))"
+        return "\((parts.scheme ?? "").lowercased())://\(parts.hostAndPort)"
     }
 
     /// An upload of a selection already made (`Sync` sends only the files its comparison chose).

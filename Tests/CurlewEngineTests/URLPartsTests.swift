@@ -63,4 +63,20 @@ struct URLPartsTests {
         #expect(URLParts("http://h/a").pathOrRoot == "/a")
         #expect(URLParts("http://h:80/a?b").schemeAndAuthority == "http://h:80")
     }
+
+    /// The user-info ends at the authority's last `@` (a password may hold an unencoded `@`); the host and port follow.
+    @Test func theUserInfoEndsAtTheAuthoritysLastAt() {
+        let parts = URLParts("https://user:p@ss@Host:8443/a?b")
+        #expect(parts.userInfo == "user:p@ss")
+        #expect(parts.hostAndPort == "Host:8443")
+        #expect(URLParts("http://h:80/").userInfo == nil)
+        #expect(URLParts("http://h:80/").hostAndPort == "h:80")
+    }
+
+    /// Split at each `&` by bytes, empty ones kept; a combining mark after the `?` stays in the first parameter.
+    @Test func theQuerysParametersAreSplitByBytes() {
+        #expect(URLParts("http://h/p?a=1&&b#f&g").queryParameters == ["a=1", "", "b"])
+        #expect(URLParts("http://h/p?\u{301}x=1").queryParameters.map { Array($0.utf8) } == [Array("\u{301}x=1".utf8)])
+        #expect(URLParts("http://h/p#a&b").queryParameters.isEmpty)
+    }
 }

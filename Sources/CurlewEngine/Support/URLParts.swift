@@ -65,6 +65,27 @@ package struct URLParts {
     /// The scheme and `://`: everything before the authority; empty when there is no scheme.
     package var beforeAuthority: Substring { url[..<authority.startIndex] }
 
+    /// The user-info (`user:password`) before the authority's last `@`, found by bytes; nil when there is no `@`.
+    package var userInfo: Substring? {
+        authority.utf8.lastIndex(of: UInt8(ascii: "@")).map { authority[..<$0] }
+    }
+
+    /// The host and port: the authority after its last `@`, or all of it.
+    package var hostAndPort: Substring {
+        authority.utf8.lastIndex(of: UInt8(ascii: "@")).map { authority[authority.utf8.index(after: $0)...] }
+            ?? authority
+    }
+
+    /// The query's parameters (`name=value`, as typed) after its `?`, split at each `&` by bytes, empty ones kept; none
+    /// without a query. By bytes: a combining mark after the `?` is part of the query, not of a Character to drop.
+    package var queryParameters: [Substring] {
+        guard !query.isEmpty else { return [] }
+        let afterMark = url[url.utf8.index(after: query.startIndex)..<query.endIndex]
+        return afterMark.utf8.split(separator: UInt8(ascii: "&"), omittingEmptySubsequences: false).map {
+            Substring($0)
+        }
+    }
+
     /// The path, or `/` for an empty one (the path a request for the URL asks for).
     package var pathOrRoot: Substring { path.isEmpty ? "/" : path }
 }

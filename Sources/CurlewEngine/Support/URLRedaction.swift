@@ -124,11 +124,7 @@ package struct URLRedaction: Sendable, Hashable {
         }
         result += "?"
         var lastWasRedacted = false
-        // After the `?` by bytes: a combining mark after it is part of the query, not of a Character to drop.
-        let query = parts.url[parts.url.utf8.index(after: parts.query.startIndex)..<parts.query.endIndex]
-        let parameters = query.utf8.split(separator: UInt8(ascii: "&"), omittingEmptySubsequences: false).map {
-            bytes in
-            let parameter = Substring(bytes)
+        let parameters = parts.queryParameters.map { parameter in
             guard let equals = parameter.utf8.firstIndex(of: UInt8(ascii: "=")),
                 queryParameters.contains(PercentEncoding.decode(parameter[..<equals])?.lowercased() ?? "")
             else {
